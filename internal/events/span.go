@@ -1,0 +1,154 @@
+package events
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+// EndSequence is the last sequence an event covers: a batch's end_sequence,
+// or the event's own sequence.
+func EndSequence(ev *spoolv1.JobEvent) int64 {
+	if b := ev.GetOutputBatch(); b != nil {
+		return b.GetEndSequence()
+	}
+	return ev.GetSequence()
+}
+
+// LineCount is how many output lines an event holds.
+func LineCount(ev *spoolv1.JobEvent) int64 {
+	switch d := ev.GetEventData().(type) {
+	case *spoolv1.JobEvent_OutputBatch:
+		return int64(len(d.OutputBatch.GetOutputs()))
+	case *spoolv1.JobEvent_OutputData:
+		return 1
+	}
+	return 0
+}
+
+// FirstLine is the line number of an event's first output line (0 if it
+// holds none).
+func FirstLine(ev *spoolv1.JobEvent) int64 {
+	switch d := ev.GetEventData().(type) {
+	case *spoolv1.JobEvent_OutputBatch:
+		return d.OutputBatch.GetFirstLine()
+	case *spoolv1.JobEvent_OutputData:
+		return d.OutputData.GetLineNumber()
+	}
+	return 0
+}
+
+// OutputBytes is the number of output bytes an event carries.
+func OutputBytes(ev *spoolv1.JobEvent) int64 {
+	switch d := ev.GetEventData().(type) {
+	case *spoolv1.JobEvent_OutputBatch:
+		var n int64
+		for _, o := range d.OutputBatch.GetOutputs() {
+			n += int64(len(o.GetOutput()))
+		}
+		return n
+	case *spoolv1.JobEvent_OutputData:
+		return int64(len(d.OutputData.GetOutput()))
+	}
+	return 0
+}
+
+// IsOutput reports whether the event carries output lines.
+func IsOutput(t spoolv1.EventType) bool {
+	return t == spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH || t == spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA
+}
+
+// IsCritical reports whether an event marks a change in the process's life
+// (start, end, error): such events are stored as items of their own and
+// make the batcher flush first.
+func IsCritical(t spoolv1.EventType) bool {
+	switch t {
+	case spoolv1.EventType_EVENT_TYPE_PROCESS_START, spoolv1.EventType_EVENT_TYPE_PROCESS_END, spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR:
+		return true
+	}
+	return false
+}
+
+// BatchFloor is seed 000's batch-adjusted lower bound: the batch containing
+// sequence from cannot start before it when no batch holds more than
+// maxBatchSize sequences. Backends without an ordered index on a batch's
+// end use it to bound their scan; the others seek exactly.
+func BatchFloor(from, maxBatchSize int64) int64 {
+	return max(1, from-maxBatchSize+1)
+}
+
+// TrimBefore returns the part of ev at or after sequence seq: ev itself when
+// it starts there or later, nil when it ends before, or a new batch holding
+// the tail. ev is not modified.
+func TrimBefore(ev *spoolv1.JobEvent, seq int64) *spoolv1.JobEvent {
+	if ev.GetSequence() >= seq {
+		return ev
+	}
+	if EndSequence(ev) < seq {
+		return nil
+	}
+	// Only a batch spans several sequences.
+	return sliceBatch(ev, int(seq-ev.GetSequence()))
+}
+
+// TrimBeforeLine returns the part of ev at or after output line line: ev
+// itself when its lines start there or later (or it holds none: a store read
+// from a line only yields such events when they follow line-1), nil when its
+// lines end before, or a new batch holding the tail. ev is not modified.
+func TrimBeforeLine(ev *spoolv1.JobEvent, line int64) *spoolv1.JobEvent {
+	n := LineCount(ev)
+	if n == 0 {
+		return ev
+	}
+	first := FirstLine(ev)
+	switch {
+	case first >= line:
+		return ev
+	case first+n-1 < line:
+		return nil
+	}
+	return sliceBatch(ev, int(line-first))
+}
+
+// sliceBatch returns a copy of batch ev without its first k lines.
+func sliceBatch(ev *spoolv1.JobEvent, k int) *spoolv1.JobEvent {
+	b := ev.GetOutputBatch()
+	out := proto.CloneOf(ev)
+	nb := out.GetOutputBatch()
+	nb.Outputs = nb.Outputs[k:]
+	if len(b.GetTimestamps()) == len(b.GetOutputs()) {
+		nb.Timestamps = nb.Timestamps[k:]
+	}
+	nb.StartSequence += int64(k)
+	nb.FirstLine += int64(k)
+	out.Sequence = nb.StartSequence
+	if len(nb.Timestamps) > 0 {
+		out.Timestamp = millis(nb.Timestamps[0])
+	}
+	return out
+}
+
+// TrimBeforeTime returns the part of ev written at or after t: lines of a
+// batch are kept from the first one whose recorded time is not before t;
+// other events are kept whole or dropped by their timestamp.
+func TrimBeforeTime(ev *spoolv1.JobEvent, t time.Time) *spoolv1.JobEvent {
+	ms := t.UnixMilli()
+	b := ev.GetOutputBatch()
+	if b == nil || len(b.GetTimestamps()) != len(b.GetOutputs()) {
+		if ev.GetTimestamp().AsTime().Before(t) {
+			return nil
+		}
+		return ev
+	}
+	for i, ts := range b.GetTimestamps() {
+		if ts >= ms {
+			if i == 0 {
+				return ev
+			}
+			return sliceBatch(ev, i)
+		}
+	}
+	return nil
+}

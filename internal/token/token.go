@@ -1,0 +1,155 @@
+// Package token signs and verifies task tokens: what a worker shows to act
+// on a job it leased. A token names the job, its queue, the attempt and the
+// backend's lease handle, and is signed with HMAC-SHA256, so any replica
+// holding the key can check it without shared state, and a worker cannot
+// forge a token for another job or attempt.
+//
+// Format: "st1." + base64url(JSON claims) + "." + base64url(HMAC of the
+// first two parts). The signature is checked before the claims are parsed.
+package token
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// KeySize is the size of a generated signing key; shorter configured keys
+// are refused.
+const KeySize = 32
+
+// MaxLen bounds a token: SQS receipt handles run to about 1 KB, so 4 KiB
+// leaves room while refusing absurd input before any work.
+const MaxLen = 4096
+
+const prefix = "st1."
+
+var (
+	// ErrMalformed: not a spool task token at all.
+	ErrMalformed = errors.New("malformed task token")
+	// ErrSignature: well formed, but not signed by this server's key
+	// (forged, tampered with, or from a server with another key).
+	ErrSignature = errors.New("task token signature does not match")
+)
+
+// Claims is what a token asserts.
+type Claims struct {
+	JobID   string `json:"j"`
+	Queue   string `json:"q"`
+	Attempt int32  `json:"a"`
+	LeaseID string `json:"l"`
+}
+
+// Signer signs and verifies tokens with one key.
+type Signer struct {
+	key []byte
+}
+
+// NewSigner returns a signer for key, which must be at least KeySize bytes.
+func NewSigner(key []byte) (*Signer, error) {
+	if len(key) < KeySize {
+		return nil, fmt.Errorf("task token key is %d bytes; it must be at least %d", len(key), KeySize)
+	}
+	return &Signer{key: bytes.Clone(key)}, nil
+}
+
+// Sign returns the token for c.
+func (s *Signer) Sign(c Claims) string {
+	body, _ := json.Marshal(c) // a struct of strings and ints always marshals
+	payload := prefix + base64.RawURLEncoding.EncodeToString(body)
+	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
+}
+
+// Verify checks a token's signature and returns its claims. Errors wrap
+// ErrMalformed or ErrSignature.
+func (s *Signer) Verify(tok string) (Claims, error) {
+	if len(tok) > MaxLen {
+		return Claims{}, fmt.Errorf("%w: %d bytes is longer than %d", ErrMalformed, len(tok), MaxLen)
+	}
+	if !strings.HasPrefix(tok, prefix) {
+		return Claims{}, fmt.Errorf("%w: does not start with %q", ErrMalformed, prefix)
+	}
+	dot := strings.LastIndexByte(tok, '.')
+	if dot < len(prefix) {
+		return Claims{}, fmt.Errorf("%w: no signature", ErrMalformed)
+	}
+	payload, sig64 := tok[:dot], tok[dot+1:]
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if err != nil {
+		return Claims{}, fmt.Errorf("%w: signature is not base64url", ErrMalformed)
+	}
+	if !hmac.Equal(sig, s.mac(payload)) {
+		return Claims{}, ErrSignature
+	}
+	body, err := base64.RawURLEncoding.DecodeString(payload[len(prefix):])
+	if err != nil {
+		return Claims{}, fmt.Errorf("%w: claims are not base64url", ErrMalformed)
+	}
+	var c Claims
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Claims{}, fmt.Errorf("%w: claims: %v", ErrMalformed, err)
+	}
+	if c.JobID == "" || c.Attempt < 1 || c.LeaseID == "" {
+		return Claims{}, fmt.Errorf("%w: claims lack a job, attempt or lease", ErrMalformed)
+	}
+	return c, nil
+}
+
+func (s *Signer) mac(payload string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// LoadOrCreateKey reads the key in path, or creates it with KeySize random
+// bytes (mode 0600) when the file does not exist. Several servers sharing a
+// backend must share the key: configure it instead of generating it.
+func LoadOrCreateKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	if err == nil {
+		if len(key) < KeySize {
+			return nil, fmt.Errorf("task token key %s is %d bytes; it must be at least %d (delete it to generate a new one)", path, len(key), KeySize)
+		}
+		return key, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read task token key: %w", err)
+	}
+	key = make([]byte, KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("generate task token key: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create directory for task token key: %w", err)
+	}
+	// Write a temporary file and link it into place: the key appears whole or
+	// not at all, and if another process made one meanwhile, we use theirs.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".token-key-*")
+	if err != nil {
+		return nil, fmt.Errorf("create task token key: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(key); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("write task token key: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("write task token key: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
+		return LoadOrCreateKey(path)
+	} else if err != nil {
+		return nil, fmt.Errorf("install task token key: %w", err)
+	}
+	return key, nil
+}
