@@ -1,0 +1,193 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+)
+
+const (
+	stQueued  = int32(spoolv1.JobState_JOB_STATE_QUEUED)
+	stRunning = int32(spoolv1.JobState_JOB_STATE_RUNNING)
+)
+
+// Dequeue implements store.JobStore.
+func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
+	watch := func() <-chan struct{} { return s.hub.Watch(queueKey(req.Queue)) }
+	return store.LongPoll(ctx, req.Wait, watch, func() ([]store.Lease, error) {
+		return s.lease(ctx, req)
+	})
+}
+
+// lease takes up to req.Max ready jobs in one transaction: first the
+// queue's expired leases are settled (re-queued, failed or cancelled), then
+// the oldest queued jobs are leased.
+func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
+	var out []store.Lease
+	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+		now := store.Now()
+		if _, err := expire(ctx, tx, n, now, "queue = ? AND ", req.Queue); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT job_id FROM jobs WHERE queue = ? AND state = ? ORDER BY created_at, job_id LIMIT ?`,
+			req.Queue, stQueued, store.DequeueLimit(req.Max))
+		if err != nil {
+			return fmt.Errorf("sqlite: find ready jobs: %w", err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlite: find ready jobs: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: find ready jobs: %w", err)
+		}
+		expires := now.Add(req.Visibility)
+		for _, id := range ids {
+			r, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, attempt = attempt + 1, lease_id = ?, lease_expires_at = ?, updated_at = ?
+				WHERE job_id = ? RETURNING `+jobCols, stRunning, store.NewLeaseID(), expires.UnixMicro(), now.UnixMicro(), id))
+			if err != nil {
+				return fmt.Errorf("sqlite: lease job %s: %w", id, err)
+			}
+			n.job(id)
+			out = append(out, store.Lease{
+				LeaseRef:  store.LeaseRef{JobID: id, Queue: r.job.Queue, Attempt: r.job.Attempt, LeaseID: r.leaseID},
+				Job:       r.job,
+				ExpiresAt: r.expires,
+				Head:      r.head,
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// expire settles running jobs whose lease ran out (and match the extra
+// condition cond, which ends in AND): cancelled if asked, failed when out of
+// attempts, else queued again.
+func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time, cond string, args ...any) (int, error) {
+	args = append(args, stRunning, now.UnixMicro())
+	rows, err := tx.QueryContext(ctx, `SELECT job_id, queue, attempt, max_attempts, cancel_requested FROM jobs
+		WHERE `+cond+`state = ? AND lease_expires_at <= ?`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+	}
+	type expired struct {
+		id, queue         string
+		attempt, maxTries int32
+		cancel            bool
+	}
+	var found []expired
+	for rows.Next() {
+		var e expired
+		if err := rows.Scan(&e.id, &e.queue, &e.attempt, &e.maxTries, &e.cancel); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+		}
+		found = append(found, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+	}
+	for _, e := range found {
+		st, res := store.ExpiredOutcome(e.attempt, e.maxTries, e.cancel, now)
+		if res != nil {
+			err = finish(ctx, tx, e.id, st, res, false, now)
+		} else {
+			_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = ?, lease_id = NULL, lease_expires_at = NULL, updated_at = ? WHERE job_id = ?`,
+				int32(st), now.UnixMicro(), e.id)
+			n.queue(e.queue)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("sqlite: expire lease of job %s: %w", e.id, err)
+		}
+		n.job(e.id)
+	}
+	return len(found), nil
+}
+
+// ExpireLeases implements store.JobStore.
+func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
+	var k int
+	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+		var err error
+		k, err = expire(ctx, tx, n, store.Now(), "")
+		return err
+	})
+	return k, err
+}
+
+// current reads the job ref leases and checks the lease is its current one.
+func current(ctx context.Context, tx *sql.Tx, ref store.LeaseRef) (*row, error) {
+	r, err := getRow(ctx, tx, ref.JobID)
+	if err != nil {
+		return nil, err
+	}
+	return r, store.CheckLease(ref, r.job.State, r.job.Attempt, r.leaseID)
+}
+
+// Heartbeat implements store.JobStore.
+func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, vis time.Duration) (time.Time, bool, error) {
+	var (
+		expires time.Time
+		cancel  bool
+	)
+	err := s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+		// The common case in one statement; the read below only explains
+		// a refusal.
+		expires = store.Now().Add(vis)
+		err := tx.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE job_id = ? AND state = ? AND attempt = ? AND lease_id = ?
+			RETURNING cancel_requested`, expires.UnixMicro(), ref.JobID, stRunning, ref.Attempt, ref.LeaseID).Scan(&cancel)
+		if err == sql.ErrNoRows {
+			_, err = current(ctx, tx, ref)
+			if err == nil {
+				err = fmt.Errorf("sqlite: heartbeat of job %s matched no lease", ref.JobID)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return expires, cancel, nil
+}
+
+// Complete implements store.JobStore.
+func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	var out *spoolv1.Job
+	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+		r, err := current(ctx, tx, ref)
+		if r != nil && store.SameCompletion(ref, r.job.State, r.job.Attempt, r.leaseID) {
+			out = r.job
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := store.Now()
+		st := store.CompletedState(res, r.job.CancelRequested)
+		if err := finish(ctx, tx, ref.JobID, st, store.CompletedResult(res, ref.Attempt, now), true, now); err != nil {
+			return fmt.Errorf("sqlite: complete job %s: %w", ref.JobID, err)
+		}
+		n.job(ref.JobID)
+		r, err = getRow(ctx, tx, ref.JobID)
+		if err == nil {
+			out = r.job
+		}
+		return err
+	})
+	return out, err
+}
