@@ -1,0 +1,135 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestDefaultsAreSeed000s(t *testing.T) {
+	c, err := Parse(nil, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.ExecutionConfig().GetBatching()
+	if b.GetFlushIntervalSeconds() != 2 || b.GetMaxBatchSize() != 50 || b.GetMaxBatchBytes() != 256<<10 || b.GetPlaybackIntervalMillis() != 50 {
+		t.Fatalf("batching defaults %v", b)
+	}
+	if c.ExecutionConfig().GetHeartbeatIntervalSeconds() != 30 || c.Server.Addr != "127.0.0.1:7070" || c.Server.DataDir != "./spool-data" || c.Store.Type != "sqlite" {
+		t.Fatalf("defaults %+v", c)
+	}
+}
+
+func TestFileThenEnv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spool.yaml")
+	yaml := `
+server:
+  addr: 0.0.0.0:9000
+execution:
+  batching:
+    max_batch_size: 100
+    flush_interval_seconds: 5
+log:
+  format: json
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, env("SPOOL_EXECUTION_BATCHING_MAX_BATCH_SIZE", "200", "SPOOL_STORE_TYPE", "memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Addr != "0.0.0.0:9000" || c.Execution.Batching.FlushIntervalSeconds != 5 || c.Log.Format != "json" {
+		t.Fatalf("file not applied: %+v", c)
+	}
+	if c.Execution.Batching.MaxBatchSize != 200 || c.Store.Type != "memory" {
+		t.Fatalf("environment does not override the file: %+v", c)
+	}
+	if c.Execution.Batching.MaxBatchBytes != 256<<10 {
+		t.Fatal("a setting absent from the file lost its default")
+	}
+}
+
+func TestBadConfigNamesTheField(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		env        []string
+		want       string
+	}{
+		{"unknown key", "execution:\n  batching:\n    max_batch_sise: 5\n", nil, "unknown setting max_batch_sise"},
+		{"wrong type", "execution:\n  batching:\n    max_batch_size: lots\n", nil, "line 3"},
+		{"not yaml", "server: [\n", nil, "not valid YAML"},
+		{"zero batch", "execution:\n  batching:\n    max_batch_size: 0\n", nil, "execution.batching.max_batch_size: must be between 1 and 10000, got 0"},
+		{"huge bytes", "execution:\n  batching:\n    max_batch_bytes: 999999999999\n", nil, "execution.batching.max_batch_bytes"},
+		{"flush", "execution:\n  batching:\n    flush_interval_seconds: -1\n", nil, "execution.batching.flush_interval_seconds"},
+		{"store", "store:\n  type: oracle\n", nil, `store.type: must be one of sqlite, memory, got "oracle"`},
+		{"addr", "server:\n  addr: localhost\n", nil, "server.addr"},
+		{"port", "server:\n  addr: 127.0.0.1:http\n", nil, "server.addr"},
+		{"lease vs heartbeat", "jobs:\n  visibility_timeout_seconds: 40\n", nil, "jobs.visibility_timeout_seconds: must be at least twice"},
+		{"short key", "server:\n  token_key: c2hvcnQ=\n", nil, "server.token_key: decodes to 5 bytes"},
+		{"bad key", "server:\n  token_key: '!!!'\n", nil, "server.token_key: is not base64"},
+		{"log level", "log:\n  level: loud\n", nil, "log.level"},
+		{"bad env number", "", []string{"SPOOL_JOBS_MAX_ATTEMPTS", "three"}, `SPOOL_JOBS_MAX_ATTEMPTS="three": not a whole number`},
+		{"bad env value", "", []string{"SPOOL_JOBS_MAX_ATTEMPTS", "0"}, "jobs.max_attempts: must be between 1 and 100, got 0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml), env(c.env...))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestAllProblemsReported(t *testing.T) {
+	_, err := Parse([]byte("jobs:\n  max_attempts: 0\nlog:\n  format: xml\n"), env())
+	if err == nil || !strings.Contains(err.Error(), "jobs.max_attempts") || !strings.Contains(err.Error(), "log.format") {
+		t.Fatalf("want both problems named, got %v", err)
+	}
+}
+
+func TestTokenKey(t *testing.T) {
+	c, err := Parse([]byte("server:\n  token_key: MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=\n"), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := c.TokenKey()
+	if err != nil || string(key) != "01234567890123456789012345678901" {
+		t.Fatalf("key %q err %v", key, err)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), env())
+	if err == nil || !strings.Contains(err.Error(), "read config") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestEveryScalarHasAnEnvName(t *testing.T) {
+	seen := map[string]bool{}
+	var names []string
+	c, _ := Parse(nil, nil)
+	_ = walkNames(c, func(n string) { names = append(names, n) })
+	for _, n := range names {
+		if seen[n] {
+			t.Fatalf("two settings share %s", n)
+		}
+		seen[n] = true
+	}
+	for _, want := range []string{"SPOOL_SERVER_ADDR", "SPOOL_SERVER_DATA_DIR", "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS", "SPOOL_STORE_SQLITE_PATH"} {
+		if !seen[want] {
+			t.Fatalf("%s is not an override (have %v)", want, names)
+		}
+	}
+}

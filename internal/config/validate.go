@@ -1,0 +1,99 @@
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Validate reports every invalid setting, each named by its YAML path.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	between := func(field string, v, lo, hi int64) {
+		if v < lo || v > hi {
+			bad(field, "must be between %d and %d, got %d", lo, hi, v)
+		}
+	}
+	oneOf := func(field, v string, allowed ...string) {
+		if !slices.Contains(allowed, v) {
+			bad(field, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
+		}
+	}
+
+	if host, port, err := net.SplitHostPort(c.Server.Addr); err != nil {
+		bad("server.addr", "must be host:port (for example 127.0.0.1:7070), got %q", c.Server.Addr)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		bad("server.addr", "port %q is not a port number", port)
+	} else if host != "" && net.ParseIP(host) == nil && !validHostname(host) {
+		bad("server.addr", "host %q is not an IP address or host name", host)
+	}
+	if c.Server.DataDir == "" {
+		bad("server.data_dir", "must be set")
+	}
+	if c.Server.TokenKey != "" {
+		if _, err := c.TokenKey(); err != nil {
+			bad("server.token_key", "%v", err)
+		}
+	}
+	between("server.shutdown_grace_seconds", int64(c.Server.ShutdownGraceSeconds), 0, 3600)
+
+	oneOf("store.type", c.Store.Type, "sqlite", "memory")
+	oneOf("store.sqlite.synchronous", c.Store.SQLite.Synchronous, "full", "normal")
+
+	between("jobs.max_attempts", int64(c.Jobs.MaxAttempts), 1, 100)
+	between("jobs.visibility_timeout_seconds", int64(c.Jobs.VisibilityTimeoutSeconds), 2, 43200)
+
+	b := c.Execution.Batching
+	between("execution.batching.flush_interval_seconds", int64(b.FlushIntervalSeconds), 1, 60)
+	between("execution.batching.max_batch_size", int64(b.MaxBatchSize), 1, 10000)
+	between("execution.batching.max_batch_bytes", b.MaxBatchBytes, 1024, 64<<20)
+	between("execution.batching.playback_interval_millis", int64(b.PlaybackIntervalMillis), 0, 10000)
+	hb := c.Execution.HeartbeatIntervalSeconds
+	between("execution.heartbeat_interval_seconds", int64(hb), 1, 3600)
+	if hb >= 1 && c.Jobs.VisibilityTimeoutSeconds < 2*hb {
+		bad("jobs.visibility_timeout_seconds", "must be at least twice execution.heartbeat_interval_seconds (%d), so one late heartbeat does not lose the lease; got %d",
+			hb, c.Jobs.VisibilityTimeoutSeconds)
+	}
+
+	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf("log.format", c.Log.Format, "text", "json")
+	return errors.Join(errs...)
+}
+
+// TokenKey decodes server.token_key (standard or URL base64).
+func (c *Config) TokenKey() ([]byte, error) {
+	s := strings.TrimSpace(c.Server.TokenKey)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if key, err := enc.DecodeString(s); err == nil {
+			if len(key) < 32 {
+				return nil, fmt.Errorf("decodes to %d bytes; use at least 32 (for example: openssl rand -base64 32)", len(key))
+			}
+			return key, nil
+		}
+	}
+	return nil, errors.New("is not base64 (for example: openssl rand -base64 32)")
+}
+
+func validHostname(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}

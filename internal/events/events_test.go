@@ -1,0 +1,94 @@
+package events
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+func batch(seq, firstLine int64, n int, withTimes bool) *spoolv1.JobEvent {
+	b := &spoolv1.OutputBatchEvent{StartSequence: seq, EndSequence: seq + int64(n) - 1, FirstLine: firstLine, PlaybackIntervalMillis: 10}
+	for i := range n {
+		b.Outputs = append(b.Outputs, &spoolv1.OutputItem{Output: []byte("line " + strconv.Itoa(i)), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT})
+		if withTimes {
+			b.Timestamps = append(b.Timestamps, 1000+int64(i)*100)
+		}
+	}
+	return &spoolv1.JobEvent{Sequence: seq, Timestamp: timestamppb.New(time.UnixMilli(1000)), EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH,
+		Attempt: 1, EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: b}}
+}
+
+func TestEncodeCompressesWhenItHelps(t *testing.T) {
+	small := batch(1, 1, 1, false)
+	enc, err := Encode(small)
+	if err != nil || enc[0] != formatProto {
+		t.Fatalf("small event: format %d err %v, want uncompressed", enc[0], err)
+	}
+	big := batch(1, 1, 50, true)
+	enc, err = Encode(big)
+	if err != nil || enc[0] != formatZstdProto {
+		t.Fatalf("50 similar lines: format %d err %v, want zstd", enc[0], err)
+	}
+	raw, _ := proto.Marshal(big)
+	if len(enc) >= len(raw) {
+		t.Fatalf("compressed %d bytes, raw %d", len(enc), len(raw))
+	}
+	for _, ev := range []*spoolv1.JobEvent{small, big} {
+		b, _ := Encode(ev)
+		got, err := Decode(b)
+		if err != nil || !proto.Equal(got, ev) {
+			t.Fatalf("round trip: %v", err)
+		}
+	}
+}
+
+func TestDecodeRefusesGarbage(t *testing.T) {
+	for _, b := range [][]byte{nil, {9}, {formatZstdProto, 1, 2, 3}, {formatProto, 0xff, 0xff}} {
+		if _, err := Decode(b); err == nil {
+			t.Fatalf("Decode(%v) accepted garbage", b)
+		}
+	}
+}
+
+func TestTrimAndUnpack(t *testing.T) {
+	ev := batch(10, 5, 4, true) // sequences 10-13, lines 5-8
+	if TrimBefore(ev, 9) != ev || TrimBefore(ev, 14) != nil {
+		t.Fatal("TrimBefore outside the batch")
+	}
+	tail := TrimBefore(ev, 12)
+	if tail.GetSequence() != 12 || tail.GetOutputBatch().GetFirstLine() != 7 || len(tail.GetOutputBatch().GetOutputs()) != 2 ||
+		len(tail.GetOutputBatch().GetTimestamps()) != 2 || tail.GetTimestamp().AsTime().UnixMilli() != 1200 {
+		t.Fatalf("tail from 12: %v", tail)
+	}
+	if len(ev.GetOutputBatch().GetOutputs()) != 4 {
+		t.Fatal("TrimBefore modified its input")
+	}
+	if l := TrimBeforeLine(ev, 8); l.GetSequence() != 13 || FirstLine(l) != 8 {
+		t.Fatalf("from line 8: %v", l)
+	}
+	if TrimBeforeLine(ev, 9) != nil || TrimBeforeLine(ev, 1) != ev {
+		t.Fatal("TrimBeforeLine outside the batch")
+	}
+	if tm := TrimBeforeTime(ev, time.UnixMilli(1150)); tm.GetSequence() != 12 {
+		t.Fatalf("from time 1150: %v", tm)
+	}
+	lines := Unpack(tail)
+	if len(lines) != 2 || lines[0].GetOutputData().GetLineNumber() != 7 || lines[1].GetSequence() != 13 ||
+		!bytes.Equal(lines[1].GetOutputData().GetOutput(), []byte("line 3")) || lines[1].GetTimestamp().AsTime().UnixMilli() != 1300 {
+		t.Fatalf("Unpack: %v", lines)
+	}
+	// Without timestamps, lines are spaced by the playback interval.
+	un := Unpack(batch(1, 1, 3, false))
+	if d := un[2].GetTimestamp().AsTime().Sub(un[0].GetTimestamp().AsTime()); d != 20*time.Millisecond {
+		t.Fatalf("simulated spacing %v, want 20ms", d)
+	}
+	if BatchFloor(75, 50) != 26 || BatchFloor(25, 50) != 1 {
+		t.Fatal("BatchFloor")
+	}
+}

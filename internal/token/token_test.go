@@ -1,0 +1,110 @@
+package token
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func signer(t testing.TB, key string) *Signer {
+	t.Helper()
+	s, err := NewSigner([]byte(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const keyA = "0123456789abcdef0123456789abcdef"
+
+func TestRoundTrip(t *testing.T) {
+	s := signer(t, keyA)
+	c := Claims{JobID: "j1", Queue: "default", Attempt: 2, LeaseID: "AQEB+receipt/handle=="}
+	got, err := s.Verify(s.Sign(c))
+	if err != nil || got != c {
+		t.Fatalf("Verify(Sign(c)) = %+v, %v", got, err)
+	}
+}
+
+func TestRefusesForgedAndTampered(t *testing.T) {
+	s := signer(t, keyA)
+	tok := s.Sign(Claims{JobID: "j1", Queue: "q", Attempt: 1, LeaseID: "l"})
+	other := signer(t, strings.Repeat("x", 32)).Sign(Claims{JobID: "j1", Queue: "q", Attempt: 1, LeaseID: "l"})
+
+	// Re-sign nothing, but claim attempt 2 with the old signature.
+	parts := strings.Split(tok, ".")
+	forgedBody := base64.RawURLEncoding.EncodeToString([]byte(`{"j":"j1","q":"q","a":2,"l":"l"}`))
+	raised := parts[0] + "." + forgedBody + "." + parts[2]
+
+	flipped := []byte(tok)
+	flipped[len(flipped)-3] ^= 1
+
+	for name, bad := range map[string]string{
+		"other key": other, "raised attempt": raised, "flipped bit": string(flipped),
+	} {
+		if _, err := s.Verify(bad); !errors.Is(err, ErrSignature) && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%s: err %v, want a refusal", name, err)
+		}
+	}
+	for name, bad := range map[string]string{
+		"empty": "", "garbage": "hello", "no signature": "st1.abc", "bad base64": "st1.@@@.###",
+		"too long": "st1." + strings.Repeat("a", MaxLen),
+	} {
+		if _, err := s.Verify(bad); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%s: err %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+func TestSignedButIncompleteClaims(t *testing.T) {
+	s := signer(t, keyA)
+	for _, c := range []Claims{{Queue: "q", Attempt: 1, LeaseID: "l"}, {JobID: "j", LeaseID: "l"}, {JobID: "j", Attempt: 1}} {
+		if _, err := s.Verify(s.Sign(c)); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("claims %+v: err %v, want ErrMalformed", c, err)
+		}
+	}
+}
+
+func TestShortKeyRefused(t *testing.T) {
+	if _, err := NewSigner([]byte("short")); err == nil {
+		t.Fatal("a 5-byte key was accepted")
+	}
+}
+
+func TestLoadOrCreateKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "token.key")
+	var (
+		wg   sync.WaitGroup
+		keys = make([][]byte, 8)
+	)
+	for i := range keys {
+		wg.Go(func() {
+			k, err := LoadOrCreateKey(path)
+			if err != nil {
+				t.Error(err)
+			}
+			keys[i] = k
+		})
+	}
+	wg.Wait()
+	for _, k := range keys[1:] {
+		if !bytes.Equal(k, keys[0]) || len(k) != KeySize {
+			t.Fatal("concurrent creators got different keys")
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v err %v, want 0600", fi.Mode(), err)
+	}
+	if err := os.WriteFile(path, []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateKey(path); err == nil || !strings.Contains(err.Error(), "delete it") {
+		t.Fatalf("a truncated key file: err %v", err)
+	}
+}
