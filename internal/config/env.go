@@ -77,10 +77,12 @@ func setScalar(v reflect.Value, s string) error {
 	return nil
 }
 
-// walkNames calls fn with the environment variable of every setting.
-func walkNames(c *Config, fn func(string)) error {
-	return walk(reflect.ValueOf(c).Elem(), nil, func(_ reflect.Value, path []string) error {
-		fn(EnvName(path...))
+// EnvNames lists the environment variable of every setting, in file order.
+func EnvNames() []string {
+	var names []string
+	_ = walk(reflect.ValueOf(Default()).Elem(), nil, func(_ reflect.Value, path []string) error {
+		names = append(names, EnvName(path...))
 		return nil
 	})
+	return names
 }

@@ -1,0 +1,58 @@
+# spool: `make test` is the one command CI and newcomers run. It installs
+# what the tests need (pinned), then vets, lints and runs every test.
+
+GO        ?= go
+TOOL      := $(GO) tool -modfile=tools/go.mod
+FUZZTIME  ?= 10s
+
+.PHONY: all build test deps lint vet staticcheck buflint check-generated generate unit fuzz bench demo clean
+
+all: build
+
+build:
+	$(GO) build -o bin/spool ./cmd/spool
+
+## test: everything CI checks
+test: deps lint check-generated unit
+
+## deps: what the tests need beyond Go modules
+deps:
+	@./scripts/test-deps.sh
+
+lint: vet staticcheck buflint
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(TOOL) staticcheck ./...
+
+buflint:
+	$(TOOL) buf lint
+
+## generate: rebuild gen/ from api/ with the pinned plugins
+generate:
+	$(TOOL) buf generate
+
+## check-generated: gen/ must be what the .proto files generate
+check-generated:
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	cp -r gen $$tmp/gen.committed && $(TOOL) buf generate && \
+	if ! diff -r $$tmp/gen.committed gen >/dev/null; then \
+		echo "gen/ is stale: run 'make generate' and commit the result"; exit 1; fi
+
+unit:
+	$(GO) test -race -timeout 30m ./...
+
+## fuzz: run every fuzzer for FUZZTIME (the seed corpora also run in `unit`)
+fuzz:
+	@./scripts/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+demo:
+	$(GO) run ./cmd/spool demo
+
+clean:
+	rm -rf bin spool-data

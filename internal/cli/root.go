@@ -1,0 +1,86 @@
+// Package cli is the spool command line: one cobra command per file.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool/client"
+)
+
+// Version is set at build time with -ldflags "-X …/cli.Version=v1.2.3".
+var Version = "dev"
+
+// exitError ends the program with a status and no further message (the
+// command has already said what happened, or the status is the job's).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// env is what every command gets: where the server is and the streams.
+type env struct {
+	server string
+	in     io.Reader
+	out    io.Writer
+	errOut io.Writer
+}
+
+func (e *env) client() (*client.Client, error) { return client.New(e.server) }
+
+// Main runs the command line and returns the process's exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first signal asks commands to finish gracefully; once it has
+	// arrived, the default handling is back, so a second one ends spool.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	e := &env{in: stdin, out: stdout, errOut: stderr}
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "spool: %s\n", explain(err, e.server))
+	return 1
+}
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "spool",
+		Short: "A job runner with cheap, replayable, live output",
+		Long: `spool runs commands on workers and keeps every line they print.
+
+Submit a command to a queue, let a worker run it, and watch its output live
+or replay it later from any line: in the terminal, over HTTP, in a browser.
+Output is stored in batches, so a 10,000-line job costs about 200 writes.
+
+Start here:
+  spool server                     # the server, with an embedded database
+  spool submit -- make test        # prints the new job's id
+  spool jobs list                  # what is queued, running and done`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&e.server, "server", client.URLFromEnv(), "spool server address (or set SPOOL_SERVER)")
+	root.AddCommand(newServerCmd(e), newSubmitCmd(e), newJobsCmd(e))
+	return root
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/server"
+)
+
+func newServerCmd(e *env) *cobra.Command {
+	var cfgPath, addr, dataDir string
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the spool server (API, storage, live output)",
+		Long: `Run the spool server. With no configuration it keeps everything in an
+embedded SQLite database under --data-dir and listens on loopback only.
+
+Settings come from, lowest first: defaults, the --config YAML file, the
+environment (SPOOL_ + the setting's path, for example
+SPOOL_EXECUTION_BATCHING_MAX_BATCH_SIZE=100), and the flags below.
+
+Environment overrides:
+  ` + strings.Join(config.EnvNames(), "\n  ") + `
+
+SIGTERM or Ctrl-C stops it gracefully; a second one stops it at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(cfgPath, os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("addr") {
+				cfg.Server.Addr = addr
+			}
+			if cmd.Flags().Changed("data-dir") {
+				cfg.Server.DataDir = dataDir
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			log := newLogger(cfg.Log, e.errOut)
+			r, err := server.Start(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			log.Info("spool server listening", "url", r.URL, "store", cfg.Store.Type, "data_dir", cfg.Server.DataDir)
+			return r.Wait()
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "YAML configuration file")
+	cmd.Flags().StringVar(&addr, "addr", config.Default().Server.Addr, "address to listen on (host:port)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", config.Default().Server.DataDir, "directory for the database and the token key")
+	return cmd
+}
+
+// newLogger builds the server's structured logger.
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

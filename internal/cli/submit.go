@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool/client"
+)
+
+// submitFlags are the flags that describe a job; `spool submit` and later
+// commands that start jobs share them.
+type submitFlags struct {
+	queue, requestID, workdir, script, repo, ref string
+	env                                          []string
+	maxAttempts                                  int32
+	timeout                                      time.Duration
+}
+
+func (f *submitFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.queue, "queue", "q", "", `queue to submit to (default "default")`)
+	fl.StringVar(&f.requestID, "request-id", "", "idempotency key: submitting again with it returns the first job")
+	fl.Int32Var(&f.maxAttempts, "max-attempts", 0, "leases the job may be given before it fails (default: the server's, 3)")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, KEY=VALUE (repeatable)")
+	fl.StringVarP(&f.workdir, "workdir", "C", "", "directory to run in on the worker")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (e.g. 10m)")
+	fl.StringVarP(&f.script, "shell", "c", "", "run this script with /bin/sh -c instead of a command")
+	fl.StringVar(&f.repo, "repo", "", "clone this git repository and run in it")
+	fl.StringVar(&f.ref, "ref", "", "branch, tag or commit of --repo to check out")
+}
+
+// submission builds the job from the flags and the command's arguments.
+func (f *submitFlags) submission(args []string) (client.Submission, error) {
+	s := client.Submission{Queue: f.queue, Argv: args, Script: f.script, WorkingDir: f.workdir, Timeout: f.timeout,
+		Repository: f.repo, Ref: f.ref, RequestID: f.requestID, MaxAttempts: f.maxAttempts}
+	switch {
+	case len(args) == 0 && f.script == "":
+		return s, errors.New("say what to run: spool submit -- make test (or --shell 'make test && make lint')")
+	case len(args) > 0 && f.script != "":
+		return s, errors.New("give either a command or --shell, not both")
+	}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return s, fmt.Errorf("--env %q: use KEY=VALUE", kv)
+		}
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		s.Env[k] = v
+	}
+	return s, nil
+}
+
+func newSubmitCmd(e *env) *cobra.Command {
+	var (
+		f      submitFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "submit [flags] -- COMMAND [ARG...]",
+		Short: "Submit a command to a queue and print the job's id",
+		Example: `  spool submit -- make test
+  spool submit -q builds -e GOFLAGS=-race -- go test ./...
+  spool submit --shell 'seq 1 10000'
+  JOB=$(spool submit -- ./deploy.sh) && spool jobs get "$JOB"`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.submission(args)
+			if err != nil {
+				return err
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			job, dedup, err := c.Submit(cmd.Context(), s)
+			if err != nil {
+				return err
+			}
+			if dedup {
+				fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, stateName(job.GetState()))
+			}
+			if asJSON {
+				return printJSON(e.out, job)
+			}
+			fmt.Fprintln(e.out, job.GetJobId())
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole job as JSON instead of its id")
+	// Flags end at the command: `spool submit ls -la` runs `ls -la`.
+	cmd.Flags().SetInterspersed(false)
+	return cmd
+}

@@ -1,0 +1,379 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/server"
+)
+
+// testConfig is a server on a free loopback port with its own data dir and
+// a one-second heartbeat, so leases can be two seconds long.
+func testConfig(t testing.TB) *config.Config {
+	cfg := config.Default()
+	cfg.Server.Addr = "127.0.0.1:0"
+	cfg.Server.DataDir = t.TempDir()
+	cfg.Server.ShutdownGraceSeconds = 5
+	cfg.Execution.HeartbeatIntervalSeconds = 1
+	cfg.Jobs.VisibilityTimeoutSeconds = 2
+	return cfg
+}
+
+func start(t testing.TB, cfg *config.Config) *server.Running {
+	t.Helper()
+	r, err := server.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop() })
+	return r
+}
+
+func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
+	t.Helper()
+	c, err := client.New(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func wantCode(t *testing.T, err error, code connect.Code, what string) {
+	t.Helper()
+	if connect.CodeOf(err) != code {
+		t.Fatalf("%s: got %v, want %s", what, err, code)
+	}
+}
+
+func submit(t *testing.T, c *client.Client, argv ...string) *spoolv1.Job {
+	t.Helper()
+	j, _, err := c.Submit(context.Background(), client.Submission{Argv: argv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func dequeue(t *testing.T, c *client.Client, vis int32) *spoolv1.JobLease {
+	t.Helper()
+	resp, err := c.DequeueJobs(context.Background(), connect.NewRequest(&spoolv1.DequeueJobsRequest{MaxJobs: 1, WaitSeconds: 5, VisibilityTimeoutSeconds: vis, WorkerId: "test"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Msg.GetLeases()) != 1 {
+		t.Fatalf("got %d leases", len(resp.Msg.GetLeases()))
+	}
+	return resp.Msg.GetLeases()[0]
+}
+
+// TestProtocols: one handler speaks Connect JSON (curl), gRPC and gRPC-Web.
+func TestProtocols(t *testing.T) {
+	r := start(t, testConfig(t))
+
+	// The README's curl example, as raw JSON over HTTP.
+	body := `{"queue":"default","params":{"argv":["echo","hello"]},"requestId":"readme-1"}`
+	resp, err := http.Post(r.URL+"/spool.v1.JobService/EnqueueJob", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out struct {
+		Job struct {
+			JobID string `json:"jobId"`
+			State string `json:"state"`
+		} `json:"job"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(raw, &out) != nil || out.Job.JobID == "" || out.Job.State != "JOB_STATE_QUEUED" {
+		t.Fatalf("Connect JSON EnqueueJob: %d %s", resp.StatusCode, raw)
+	}
+
+	for name, opts := range map[string][]connect.ClientOption{"grpc": {connect.WithGRPC()}, "grpc-web": {connect.WithGRPCWeb()}, "connect": nil} {
+		hc := http.DefaultClient
+		if name == "grpc" {
+			p := new(http.Protocols)
+			p.SetUnencryptedHTTP2(true)
+			hc = &http.Client{Transport: &http.Transport{Protocols: p}}
+		}
+		api := spoolv1connect.NewJobServiceClient(hc, r.URL, opts...)
+		got, err := api.GetJob(context.Background(), connect.NewRequest(&spoolv1.GetJobRequest{JobId: out.Job.JobID}))
+		if err != nil || got.Msg.GetJob().GetParams().GetArgv()[1] != "hello" {
+			t.Fatalf("%s GetJob: %v", name, err)
+		}
+	}
+
+	// Health check for load balancers.
+	hr, err := http.Get(r.URL + "/healthz")
+	if err != nil || hr.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", hr, err)
+	}
+	hr.Body.Close()
+}
+
+// TestJobLifecycle: enqueue, lease, heartbeat, publish, follow, complete,
+// through the API.
+func TestJobLifecycle(t *testing.T) {
+	r := start(t, testConfig(t))
+	c := newClient(t, r.URL)
+	ctx := context.Background()
+	job := submit(t, c, "echo", "hi")
+	if job.GetExecutionConfig().GetBatching().GetMaxBatchSize() != 50 {
+		t.Fatalf("the job does not carry the server's batching config: %v", job.GetExecutionConfig())
+	}
+	lease := dequeue(t, c, 10)
+	if lease.GetJob().GetJobId() != job.GetJobId() || lease.GetNextSequence() != 1 || lease.GetNextLine() != 1 || lease.GetTaskToken() == "" {
+		t.Fatalf("lease: %v", lease)
+	}
+
+	stream, err := c.StreamEvents(ctx, connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: job.GetJobId(), Follow: true, Unpack: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []string, 1)
+	go func() {
+		var lines []string
+		for stream.Receive() {
+			m := stream.Msg()
+			if m.GetFinishedJob() != nil {
+				lines = append(lines, "finished:"+m.GetFinishedJob().GetState().String())
+				continue
+			}
+			if d := m.GetEvent().GetOutputData(); d != nil {
+				lines = append(lines, string(d.GetOutput()))
+			} else {
+				lines = append(lines, m.GetEvent().GetEventType().String())
+			}
+		}
+		got <- lines
+	}()
+
+	hb, err := c.UpdateJobVisibility(ctx, connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: lease.GetTaskToken(), VisibilityTimeoutSeconds: 30}))
+	if err != nil || hb.Msg.GetCancelRequested() {
+		t.Fatalf("heartbeat: %v %v", hb, err)
+	}
+	now := timestamppb.Now()
+	evs := []*spoolv1.JobEvent{
+		{Sequence: 1, Timestamp: now, EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_START, EventData: &spoolv1.JobEvent_ProcessStart{ProcessStart: &spoolv1.ProcessStartEvent{Pid: 1}}},
+		{Sequence: 2, Timestamp: now, EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH, EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: &spoolv1.OutputBatchEvent{
+			StartSequence: 2, EndSequence: 3, Outputs: []*spoolv1.OutputItem{
+				{Output: []byte("hi"), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT},
+				{Output: []byte("there"), Stream: spoolv1.StreamType_STREAM_TYPE_STDERR}}}}},
+		{Sequence: 4, Timestamp: now, EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_END, EventData: &spoolv1.JobEvent_ProcessEnd{ProcessEnd: &spoolv1.ProcessEndEvent{}}},
+	}
+	pub, err := c.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: lease.GetTaskToken(), Events: evs}))
+	if err != nil || pub.Msg.GetLastSequence() != 4 || pub.Msg.GetLineCount() != 2 {
+		t.Fatalf("publish: %v %v", pub, err)
+	}
+	// A retry of the same publish is a no-op.
+	if _, err := c.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: lease.GetTaskToken(), Events: evs})); err != nil {
+		t.Fatalf("re-publish: %v", err)
+	}
+	done, err := c.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: lease.GetTaskToken(), Result: &spoolv1.JobResult{StartedAt: now}}))
+	if err != nil || done.Msg.GetJob().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("complete: %v %v", done, err)
+	}
+	select {
+	case lines := <-got:
+		want := "EVENT_TYPE_PROCESS_START hi there EVENT_TYPE_PROCESS_END finished:JOB_STATE_SUCCEEDED"
+		if strings.Join(lines, " ") != want {
+			t.Fatalf("stream: %q, want %q", strings.Join(lines, " "), want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end when the job finished")
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("stream error: %v", err)
+	}
+}
+
+// TestTokensAreFenced: forged, foreign and tampered tokens are
+// InvalidArgument; an old attempt's real token is FailedPrecondition.
+func TestTokensAreFenced(t *testing.T) {
+	cfg := testConfig(t)
+	r := start(t, cfg)
+	c := newClient(t, r.URL)
+	ctx := context.Background()
+	submit(t, c, "true")
+	l1 := dequeue(t, c, 2)
+
+	tampered := []byte(l1.GetTaskToken())
+	tampered[len(tampered)/2] ^= 2
+	for name, tok := range map[string]string{"empty": "", "forged": "st1.eyJqIjoiYSJ9.AAAA", "tampered": string(tampered), "garbage": "hello"} {
+		_, err := c.UpdateJobVisibility(ctx, connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: tok}))
+		wantCode(t, err, connect.CodeInvalidArgument, name+" token heartbeat")
+		_, err = c.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: tok, Result: &spoolv1.JobResult{}}))
+		wantCode(t, err, connect.CodeInvalidArgument, name+" token complete")
+	}
+
+	time.Sleep(2200 * time.Millisecond) // attempt 1's lease runs out
+	l2 := dequeue(t, c, 10)
+	var err error
+	if l2.GetJob().GetAttempt() != 2 {
+		t.Fatalf("redelivered as attempt %d", l2.GetJob().GetAttempt())
+	}
+	_, err = c.UpdateJobVisibility(ctx, connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: l1.GetTaskToken()}))
+	wantCode(t, err, connect.CodeFailedPrecondition, "stale heartbeat")
+	_, err = c.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: l1.GetTaskToken(), Events: []*spoolv1.JobEvent{
+		{Sequence: 1, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_START, EventData: &spoolv1.JobEvent_ProcessStart{ProcessStart: &spoolv1.ProcessStartEvent{}}}}}))
+	wantCode(t, err, connect.CodeFailedPrecondition, "stale publish")
+	_, err = c.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l1.GetTaskToken(), Result: &spoolv1.JobResult{}}))
+	wantCode(t, err, connect.CodeFailedPrecondition, "stale complete")
+	if _, err := c.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l2.GetTaskToken(), Result: &spoolv1.JobResult{}})); err != nil {
+		t.Fatalf("attempt 2 complete: %v", err)
+	}
+}
+
+// TestTokenFromAnotherServer: a token signed with another key is refused.
+func TestTokenFromAnotherServer(t *testing.T) {
+	a, b := start(t, testConfig(t)), start(t, testConfig(t))
+	ca, cb := newClient(t, a.URL), newClient(t, b.URL)
+	submit(t, ca, "true")
+	l := dequeue(t, ca, 10)
+	_, err := cb.UpdateJobVisibility(context.Background(), connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: l.GetTaskToken()}))
+	wantCode(t, err, connect.CodeInvalidArgument, "token from another server")
+	if !strings.Contains(err.Error(), "signature") {
+		t.Fatalf("error does not say why: %v", err)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	r := start(t, testConfig(t))
+	c := newClient(t, r.URL)
+	ctx := context.Background()
+	enq := func(req *spoolv1.EnqueueJobRequest) error {
+		_, err := c.EnqueueJob(ctx, connect.NewRequest(req))
+		return err
+	}
+	argv := &spoolv1.JobParams{Argv: []string{"true"}}
+	cases := map[string]struct {
+		err  error
+		want string
+	}{
+		"no params":      {enq(&spoolv1.EnqueueJobRequest{}), "say what to run"},
+		"argv and shell": {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Script: "b"}}), "exactly one"},
+		"empty program":  {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{""}}}), "argv[0]"},
+		"bad queue":      {enq(&spoolv1.EnqueueJobRequest{Queue: "no spaces", Params: argv}), "queue"},
+		"bad env":        {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Env: map[string]string{"A=B": "c"}}}), "environment variable"},
+		"NUL in arg":     {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a", "b\x00"}}}), "NUL"},
+		"attempts":       {enq(&spoolv1.EnqueueJobRequest{Params: argv, MaxAttempts: 1000}), "max_attempts"},
+		"ref alone":      {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Ref: "main"}}), "repository_url"},
+		"long request":   {enq(&spoolv1.EnqueueJobRequest{Params: argv, RequestId: strings.Repeat("x", 201)}), "request_id"},
+	}
+	_, err := c.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{VisibilityTimeoutSeconds: 1}))
+	cases["lease shorter than heartbeat"] = struct {
+		err  error
+		want string
+	}{err, "visibility_timeout_seconds"}
+	_, err = c.ListJobs(ctx, connect.NewRequest(&spoolv1.ListJobsRequest{Cursor: "garbage!"}))
+	cases["bad cursor"] = struct {
+		err  error
+		want string
+	}{err, "cursor"}
+	_, err = c.ListJobs(ctx, connect.NewRequest(&spoolv1.ListJobsRequest{States: []spoolv1.JobState{42}}))
+	cases["bad state"] = struct {
+		err  error
+		want string
+	}{err, "state"}
+	_, err = c.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: "x"}))
+	cases["no result"] = struct {
+		err  error
+		want string
+	}{err, "task_token"}
+	for name, tc := range cases {
+		wantCode(t, tc.err, connect.CodeInvalidArgument, name)
+		if !strings.Contains(tc.err.Error(), tc.want) {
+			t.Fatalf("%s: %q does not mention %q", name, tc.err, tc.want)
+		}
+	}
+
+	_, err = c.Job(ctx, "no-such-job")
+	wantCode(t, err, connect.CodeNotFound, "GetJob unknown")
+	_, err = c.Cancel(ctx, "no-such-job", "")
+	wantCode(t, err, connect.CodeNotFound, "CancelJob unknown")
+	s, err := c.StreamEvents(ctx, connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: "no-such-job"}))
+	if err == nil {
+		for s.Receive() {
+		}
+		err = s.Err()
+	}
+	wantCode(t, err, connect.CodeNotFound, "StreamEvents unknown")
+}
+
+// TestShutdownEndsStreams: stopping the server ends a following stream with
+// Unavailable (the client resumes elsewhere) without waiting out the grace.
+func TestShutdownEndsStreams(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Server.ShutdownGraceSeconds = 30
+	r := start(t, cfg)
+	c := newClient(t, r.URL)
+	j := submit(t, c, "sleep", "100")
+	s, err := c.StreamEvents(context.Background(), connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: j.GetJobId(), Follow: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		for s.Receive() {
+		}
+		ended <- s.Err()
+	}()
+	time.Sleep(200 * time.Millisecond)
+	begin := time.Now()
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Fatalf("shutdown waited %v for an open stream", took)
+	}
+	select {
+	case err := <-ended:
+		wantCode(t, err, connect.CodeUnavailable, "stream at shutdown")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream did not end")
+	}
+}
+
+// TestRestartKeepsJobs: the embedded store survives a server restart.
+func TestRestartKeepsJobs(t *testing.T) {
+	cfg := testConfig(t)
+	r := start(t, cfg)
+	c := newClient(t, r.URL)
+	j := submit(t, c, "echo", "persist")
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r2 := start(t, cfg)
+	got, err := newClient(t, r2.URL).Job(context.Background(), j.GetJobId())
+	if err != nil || got.GetParams().GetArgv()[1] != "persist" {
+		t.Fatalf("after restart: %v %v", got, err)
+	}
+}
+
+func TestStartRefusals(t *testing.T) {
+	cfg := testConfig(t)
+	start(t, cfg)
+	second := *cfg
+	_, err := server.Start(context.Background(), &second, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "in use by another spool server") {
+		t.Fatalf("second server on one data dir: %v", err)
+	}
+	big := testConfig(t)
+	big.Execution.Batching.MaxBatchBytes = 32 << 20
+	_, err = server.Start(context.Background(), big, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "max_batch_bytes") || !strings.Contains(err.Error(), "or less") {
+		t.Fatalf("batch larger than the store's item limit: %v", err)
+	}
+}

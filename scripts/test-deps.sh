@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the tests need and Go modules do not bring: npm test servers
+# (pinned by package-lock.json files) and Debian packages for outside
+# clients. Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v node >/dev/null || { echo "make test needs Node.js 20 (for the DynamoDB- and SQS-compatible test servers)"; exit 1; }
+for lock in $(git ls-files '*package-lock.json'); do
+  dir=$(dirname "$lock")
+  if [ ! -d "$dir/node_modules" ] || [ "$lock" -nt "$dir/node_modules" ]; then
+    echo "npm ci in $dir"
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+  fi
+done
+# command -> Debian package, for the outside clients tests drive.
+for pair in aws:awscli; do
+  command -v "${pair%%:*}" >/dev/null || need_apt+=("${pair#*:}")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}"
+fi
