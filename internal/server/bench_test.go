@@ -7,8 +7,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 // BenchmarkRoundTrip measures whole job round trips through the API on the

@@ -13,9 +13,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
-	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/server"
 )
