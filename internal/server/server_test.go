@@ -160,9 +160,20 @@ func TestJobLifecycle(t *testing.T) {
 		got <- lines
 	}()
 
-	hb, err := c.UpdateJobVisibility(ctx, connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: lease.GetTaskToken(), VisibilityTimeoutSeconds: 30}))
-	if err != nil || hb.Msg.GetCancelRequested() {
-		t.Fatalf("heartbeat: %v %v", hb, err)
+	// The follower is registered once its stream has its headers; poll the
+	// heartbeat until the server reports it watched.
+	var hb *connect.Response[spoolv1.UpdateJobVisibilityResponse]
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		hb, err = c.UpdateJobVisibility(ctx, connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: lease.GetTaskToken(), VisibilityTimeoutSeconds: 30}))
+		if err != nil || hb.Msg.GetCancelRequested() {
+			t.Fatalf("heartbeat: %v %v", hb, err)
+		}
+		if hb.Msg.GetWatched() || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !hb.Msg.GetWatched() {
+		t.Fatal("heartbeat does not report the live follower")
 	}
 	now := timestamppb.Now()
 	evs := []*spoolv1.JobEvent{
@@ -176,6 +187,9 @@ func TestJobLifecycle(t *testing.T) {
 	pub, err := c.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: lease.GetTaskToken(), Events: evs}))
 	if err != nil || pub.Msg.GetLastSequence() != 4 || pub.Msg.GetLineCount() != 2 {
 		t.Fatalf("publish: %v %v", pub, err)
+	}
+	if !pub.Msg.GetWatched() {
+		t.Fatal("publish does not report the live follower")
 	}
 	// A retry of the same publish is a no-op.
 	if _, err := c.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: lease.GetTaskToken(), Events: evs})); err != nil {

@@ -25,6 +25,8 @@ type Service struct {
 	log    *slog.Logger
 	// drain, when closed, ends long polls and streams (server shutdown).
 	drain <-chan struct{}
+	// watchers counts live followers, reported to publishing workers.
+	watchers watchers
 }
 
 // untilDrain returns ctx, cancelled also when the server starts draining.
@@ -226,7 +228,8 @@ func (s *Service) UpdateJobVisibility(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, s.fail(ctx, "UpdateJobVisibility", err)
 	}
-	return connect.NewResponse(&spoolv1.UpdateJobVisibilityResponse{LeaseExpiresAt: timestamppb.New(expires), CancelRequested: cancel}), nil
+	return connect.NewResponse(&spoolv1.UpdateJobVisibilityResponse{LeaseExpiresAt: timestamppb.New(expires), CancelRequested: cancel,
+		Watched: s.watchers.watched(ref.JobID)}), nil
 }
 
 // CompleteJob implements the API.
@@ -265,7 +268,8 @@ func (s *Service) PublishEvents(ctx context.Context, req *connect.Request[spoolv
 	if err != nil {
 		return nil, s.fail(ctx, "PublishEvents", err)
 	}
-	return connect.NewResponse(&spoolv1.PublishEventsResponse{LastSequence: head.NextSequence - 1, LineCount: head.NextLine - 1}), nil
+	return connect.NewResponse(&spoolv1.PublishEventsResponse{LastSequence: head.NextSequence - 1, LineCount: head.NextLine - 1,
+		Watched: s.watchers.watched(ref.JobID)}), nil
 }
 
 // StreamEvents implements the API: a store.Feed sent as it is read. The
@@ -300,6 +304,9 @@ func (s *Service) StreamEvents(ctx context.Context, req *connect.Request[spoolv1
 	}
 	if err := stream.Send(nil); err != nil {
 		return err
+	}
+	if m.GetFollow() {
+		defer s.watchers.add(m.GetJobId())()
 	}
 	feedCtx, stop := s.untilDrain(ctx)
 	defer stop()

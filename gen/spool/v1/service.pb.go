@@ -725,8 +725,10 @@ type UpdateJobVisibilityResponse struct {
 	LeaseExpiresAt *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=lease_expires_at,json=leaseExpiresAt,proto3" json:"lease_expires_at,omitempty"`
 	// The job was cancelled: stop the command and complete the job.
 	CancelRequested bool `protobuf:"varint,2,opt,name=cancel_requested,json=cancelRequested,proto3" json:"cancel_requested,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Someone is following the job's output live: flush output promptly.
+	Watched       bool `protobuf:"varint,3,opt,name=watched,proto3" json:"watched,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateJobVisibilityResponse) Reset() {
@@ -769,6 +771,13 @@ func (x *UpdateJobVisibilityResponse) GetLeaseExpiresAt() *timestamppb.Timestamp
 func (x *UpdateJobVisibilityResponse) GetCancelRequested() bool {
 	if x != nil {
 		return x.CancelRequested
+	}
+	return false
+}
+
+func (x *UpdateJobVisibilityResponse) GetWatched() bool {
+	if x != nil {
+		return x.Watched
 	}
 	return false
 }
@@ -928,7 +937,9 @@ type PublishEventsResponse struct {
 	// The job's last stored sequence after this call.
 	LastSequence int64 `protobuf:"varint,1,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	// Output lines stored for the job after this call.
-	LineCount     int64 `protobuf:"varint,2,opt,name=line_count,json=lineCount,proto3" json:"line_count,omitempty"`
+	LineCount int64 `protobuf:"varint,2,opt,name=line_count,json=lineCount,proto3" json:"line_count,omitempty"`
+	// Someone is following the job's output live: flush output promptly.
+	Watched       bool `protobuf:"varint,3,opt,name=watched,proto3" json:"watched,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -975,6 +986,13 @@ func (x *PublishEventsResponse) GetLineCount() int64 {
 		return x.LineCount
 	}
 	return 0
+}
+
+func (x *PublishEventsResponse) GetWatched() bool {
+	if x != nil {
+		return x.Watched
+	}
+	return false
 }
 
 type StreamEventsRequest struct {
@@ -1182,10 +1200,11 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x1aUpdateJobVisibilityRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12<\n" +
-	"\x1avisibility_timeout_seconds\x18\x02 \x01(\x05R\x18visibilityTimeoutSeconds\"\x8e\x01\n" +
+	"\x1avisibility_timeout_seconds\x18\x02 \x01(\x05R\x18visibilityTimeoutSeconds\"\xa8\x01\n" +
 	"\x1bUpdateJobVisibilityResponse\x12D\n" +
 	"\x10lease_expires_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12)\n" +
-	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\"`\n" +
+	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\x12\x18\n" +
+	"\awatched\x18\x03 \x01(\bR\awatched\"`\n" +
 	"\x12CompleteJobRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12+\n" +
@@ -1195,11 +1214,12 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x14PublishEventsRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12*\n" +
-	"\x06events\x18\x02 \x03(\v2\x12.spool.v1.JobEventR\x06events\"[\n" +
+	"\x06events\x18\x02 \x03(\v2\x12.spool.v1.JobEventR\x06events\"u\n" +
 	"\x15PublishEventsResponse\x12#\n" +
 	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\x12\x1d\n" +
 	"\n" +
-	"line_count\x18\x02 \x01(\x03R\tlineCount\"\x97\x02\n" +
+	"line_count\x18\x02 \x01(\x03R\tlineCount\x12\x18\n" +
+	"\awatched\x18\x03 \x01(\bR\awatched\"\x97\x02\n" +
 	"\x13StreamEventsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12#\n" +
 	"\rfrom_sequence\x18\x02 \x01(\x03R\ffromSequence\x12\x1b\n" +
