@@ -1,0 +1,93 @@
+package awsstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// localRegion is the region used with an endpoint override when none is
+// configured: local servers accept any.
+const localRegion = "us-east-1"
+
+// localCredentials sign requests to an endpoint override when the
+// environment has no credentials: local servers check none.
+var localCredentials = credentials.NewStaticCredentialsProvider("spool-local", "spool-local", "")
+
+// maxBackoff caps the wait between retries of one request.
+const maxBackoff = 5 * time.Second
+
+// clients are the two service clients a store uses.
+type clients struct {
+	db  *dynamodb.Client
+	sqs *sqs.Client
+}
+
+// newClients builds the SDK clients for cfg (defaults applied). extra adds
+// middleware to every request (tests count requests with it).
+func newClients(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) error) (clients, error) {
+	dynamoEP, sqsEP := cfg.endpoints()
+	override := dynamoEP != "" || sqsEP != ""
+	opts := []func(*awsconfig.LoadOptions) error{
+		awsconfig.WithRetryer(func() aws.Retryer {
+			// Throttling and 5xx are retried with jittered exponential
+			// backoff. The client-side retry quota is off: a server must
+			// keep retrying under sustained throttling, not fail fast.
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = cfg.MaxRetries + 1
+				o.MaxBackoff = maxBackoff
+				o.RateLimiter = ratelimit.None
+			})
+		}),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(cfg.Region))
+	}
+	if override && !credentialsInEnv() {
+		opts = append(opts, awsconfig.WithCredentialsProvider(localCredentials))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return clients{}, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		if !override {
+			return clients{}, fmt.Errorf("no AWS region: set store.aws.region or AWS_REGION")
+		}
+		awsCfg.Region = localRegion
+	}
+	awsCfg.APIOptions = append(awsCfg.APIOptions, extra...)
+	return clients{
+		db: dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+			if dynamoEP != "" {
+				o.BaseEndpoint = aws.String(dynamoEP)
+			}
+		}),
+		sqs: sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+			if sqsEP != "" {
+				o.BaseEndpoint = aws.String(sqsEP)
+			}
+		}),
+	}, nil
+}
+
+// credentialsInEnv reports whether the environment names credentials the
+// SDK would use (keys, a profile, or a web identity).
+func credentialsInEnv() bool {
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		if os.Getenv(v) != "" {
+			return true
+		}
+	}
+	return false
+}

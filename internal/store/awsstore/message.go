@@ -1,0 +1,55 @@
+package awsstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/google/uuid"
+)
+
+// message is the body of an SQS message: which job to look at, nothing
+// more. DynamoDB holds the job; SQS only says when to look.
+type message struct {
+	JobID string `json:"job_id"`
+	Queue string `json:"queue"`
+	// Attempt is the job's attempt count when the message was sent (0 at
+	// enqueue). The same message is redelivered for later attempts, so
+	// this is for people reading the queue; DynamoDB's count decides.
+	Attempt int32 `json:"attempt"`
+}
+
+func decodeMessage(body string) (message, error) {
+	var m message
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return m, fmt.Errorf("not a spool message: %w", err)
+	}
+	if !validID(m.JobID) {
+		return m, fmt.Errorf("not a spool message: no job_id")
+	}
+	return m, nil
+}
+
+// send puts a message for a job on its queue.
+func (s *Store) send(ctx context.Context, queueURL string, m message) error {
+	body, _ := json.Marshal(m) // strings and an int always marshal
+	_, err := s.clients.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))})
+	if err != nil {
+		return awsErr(err, "send job %s to SQS", m.JobID)
+	}
+	return nil
+}
+
+// idTime is when a job id was made: job ids are UUIDv7, which begin with
+// their creation time. ok is false for anything else.
+func idTime(id string) (t time.Time, ok bool) {
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}, false
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec), true
+}
