@@ -1,0 +1,154 @@
+package capture
+
+import (
+	"bytes"
+	"sync"
+	"time"
+
+	"github.com/spool-run/spool/internal/batcher"
+)
+
+// splitter cuts the chunks read from a stream into Lines. The reading
+// goroutine feeds it and the idle timer flushes it, so mu guards its state
+// and also serializes emit: Lines come out one at a time, in stream order.
+type splitter struct {
+	opts Options
+	emit func(batcher.Line)
+
+	mu sync.Mutex
+	// pending is the unfinished line read so far, at most MaxLine bytes.
+	// Emitting it hands its array over to the Line, so it never aliases
+	// what was emitted.
+	pending []byte
+	readAt  time.Time // when pending's last bytes were read
+	// idle is the pending line's idle-flush timer, armed when pending
+	// gains its first bytes and stopped when they are emitted. gen counts
+	// emitted pieces, so a timer that fires too late for its piece (Stop
+	// lost the race) sees a newer gen and does nothing.
+	idle batcher.Timer
+	gen  uint64
+	done bool
+
+	// The chunk being fed, and a copy of it from owned.from on, made the
+	// first time a piece lies wholly inside the chunk: such pieces are
+	// slices of that one copy instead of one allocation each.
+	chunk []byte
+	owned struct {
+		from int
+		data []byte
+	}
+}
+
+// feed splits a chunk read at now. The chunk is only read during the call.
+func (s *splitter) feed(chunk []byte, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chunk, s.owned.data = chunk, nil
+	for i := 0; i < len(chunk); {
+		j := bytes.IndexByte(chunk[i:], '\n')
+		if j < 0 {
+			s.segment(i, len(chunk), false, now)
+			break
+		}
+		s.segment(i, i+j, true, now)
+		i += j + 1
+	}
+	s.chunk, s.owned.data = nil, nil
+	if len(s.pending) > 0 && s.idle == nil && s.opts.IdleFlush > 0 {
+		gen := s.gen
+		s.idle = s.opts.Clock.AfterFunc(s.opts.IdleFlush, func() { s.idleFlush(gen) })
+	}
+}
+
+// segment adds chunk[i:j] to the current line; newline says a newline
+// followed it. Whatever would take the line over MaxLine is cut off first.
+func (s *splitter) segment(i, j int, newline bool, now time.Time) {
+	for len(s.pending)+j-i > s.opts.MaxLine {
+		k := i + s.opts.MaxLine - len(s.pending)
+		s.send(s.take(i, k), true, now)
+		i = k
+	}
+	switch {
+	case newline:
+		s.send(s.take(i, j), false, now)
+	case i < j:
+		s.pending = s.grow(s.chunk[i:j])
+		s.readAt = now
+	}
+}
+
+// take ends the current piece: pending followed by chunk[i:j], in memory
+// the caller may keep.
+func (s *splitter) take(i, j int) []byte {
+	if len(s.pending) > 0 {
+		data := s.grow(s.chunk[i:j])
+		s.dropPending()
+		return data[:len(data):len(data)]
+	}
+	if s.owned.data == nil {
+		s.owned.from, s.owned.data = i, bytes.Clone(s.chunk[i:])
+	}
+	i, j = i-s.owned.from, j-s.owned.from
+	// A full slice expression, so a receiver's append cannot overwrite the
+	// next Line's bytes.
+	return s.owned.data[i:j:j]
+}
+
+// grow returns pending with b appended. It doubles the capacity, up to
+// MaxLine, instead of append's gentler growth for large slices: a long line
+// then costs about twice its size in copies rather than several times.
+func (s *splitter) grow(b []byte) []byte {
+	p := s.pending
+	if need := len(p) + len(b); need > cap(p) {
+		np := make([]byte, len(p), max(min(2*cap(p), s.opts.MaxLine), need))
+		copy(np, p)
+		p = np
+	}
+	return append(p, b...)
+}
+
+// dropPending forgets the pending line (its bytes have been handed over)
+// and its idle timer.
+func (s *splitter) dropPending() {
+	s.pending = nil
+	s.gen++
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+}
+
+func (s *splitter) send(data []byte, partial bool, t time.Time) {
+	s.emit(batcher.Line{Data: data, Stream: s.opts.Stream, Partial: partial, Time: t})
+}
+
+// flushPending emits the unfinished line as a Partial Line.
+func (s *splitter) flushPending() {
+	if len(s.pending) == 0 {
+		return
+	}
+	data := s.pending
+	s.dropPending()
+	s.send(data[:len(data):len(data)], true, s.readAt)
+}
+
+// idleFlush is the idle timer's callback for the piece numbered gen.
+func (s *splitter) idleFlush(gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || gen != s.gen {
+		return
+	}
+	s.idle = nil // fired: nothing to stop
+	s.flushPending()
+}
+
+// finish emits the unfinished line, if any, and stops the idle timer: the
+// stream has ended and nothing may be emitted after Lines returns.
+func (s *splitter) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushPending()
+	s.dropPending()
+	s.done = true
+}
