@@ -47,7 +47,7 @@ type Batcher[T any] struct {
 	mu        sync.Mutex
 	buf       []T
 	bytes     int64
-	lastFlush time.Time // the last flush, or creation: the start of the current quiet spell
+	lastFlush time.Time // the last flush: the start of the current quiet spell (zero: none yet, so the first items are quick)
 	watched   bool
 	closed    bool
 
@@ -76,7 +76,9 @@ func New[T any](cfg Config, clock Clock, size func(T) int64, flush func(batch []
 		// reason for a generous MaxItems that is rarely reached.
 		b.buf = make([]T, 0, min(cfg.MaxItems, 1024))
 	}
-	b.lastFlush = clock.Now()
+	// No lastFlush yet: the start is the quietest spell of all, so the
+	// first items are flushed after QuickDelay and a watcher of a new job
+	// sees its first lines at once.
 	return b
 }
 

@@ -72,8 +72,12 @@ var steady = batcher.Config{MaxItems: 100, FlushInterval: 2 * time.Second, Quick
 
 func TestFlushOnInterval(t *testing.T) {
 	b, rec, clock := intBatcher(t, steady)
+	// The first items of all are quick (nothing was flushed before).
+	b.Add(0)
+	clock.Advance(50 * time.Millisecond)
+	expect(t, rec.take(), "quick:[0]")
 	start := clock.Now()
-	// Right after creation is not a quiet spell: the interval applies.
+	// Right after a flush is not a quiet spell: the interval applies.
 	addAll(b, 1, 2)
 	clock.Advance(time.Second)
 	b.Add(3)
@@ -271,7 +275,10 @@ func TestQuickDelayNeverExceedsInterval(t *testing.T) {
 
 func TestWatchedInterval(t *testing.T) {
 	b, rec, clock := intBatcher(t, steady)
-	b.Add(1) // due in 2s
+	b.Add(0)
+	clock.Advance(50 * time.Millisecond)
+	expect(t, rec.take(), "quick:[0]") // the first items of all are quick
+	b.Add(1)                           // due in 2s
 	clock.Advance(100 * time.Millisecond)
 	b.SetWatched(true) // now due 200ms after the item came
 	clock.Advance(99 * time.Millisecond)

@@ -71,6 +71,7 @@ type Outbox struct {
 	wSeg     int
 	wSize    int64
 	finished bool
+	sealed   bool  // no more records will come (a reopened outbox without a result)
 	werr     error // sticky: a failed write fails every later one
 	buf      []byte
 
@@ -284,14 +285,14 @@ func (o *Outbox) rotate() error {
 
 // Next returns the records from the acknowledged position on: at most
 // maxEvents events and about maxBytes of them, waiting until there is at
-// least one. It returns io.EOF once the result has been acknowledged, or
-// ctx's error.
+// least one. It returns io.EOF once the result (or, when sealed, the last
+// record) has been acknowledged, or ctx's error.
 func (o *Outbox) Next(ctx context.Context, maxEvents int, maxBytes int64) (Chunk, error) {
 	for {
 		o.mu.Lock()
 		at, wSeg, changed := o.acked, o.wSeg, o.changed
 		limit := o.wSize
-		done := o.finished && at.seg == wSeg && at.off >= limit
+		done := (o.finished || o.sealed) && at.seg == wSeg && at.off >= limit
 		o.mu.Unlock()
 		if done {
 			return Chunk{}, io.EOF
@@ -360,6 +361,24 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 		c.Events = append(c.Events, ev)
 	}
 	return c, nil
+}
+
+// Finished reports whether the result has been written.
+func (o *Outbox) Finished() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.finished
+}
+
+// Seal says nothing more will be appended (the attempt that wrote a
+// reopened outbox is gone): Next returns io.EOF after the last record
+// instead of waiting.
+func (o *Outbox) Seal() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sealed = true
+	close(o.changed)
+	o.changed = make(chan struct{})
 }
 
 // Ack records that the chunk's records are with the server.

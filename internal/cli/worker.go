@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/worker"
+)
+
+func newWorkerCmd(e *env) *cobra.Command {
+	var (
+		cfg       worker.Config
+		logLevel  string
+		logFormat string
+	)
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Lease jobs from a queue and run them",
+		Long: `Run jobs from a queue. The worker long-polls the server for jobs, runs each
+command with its output captured line by line, sends the output in batches,
+and keeps the job's lease alive with heartbeats.
+
+Output is written to --spool-dir before it is sent and re-sent until the
+server confirms it, so a server that is away for a while loses nothing.
+
+SIGTERM or Ctrl-C stops it gracefully: no new jobs, running jobs get --grace
+to finish, output is flushed. A second signal stops everything at once
+(unsent output stays in --spool-dir for the next start).`,
+		Example: `  spool worker
+  spool worker -q builds --concurrency 4 --spool-dir /var/lib/spool/worker`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			cfg.Logger = newLogger(config.Log{Level: logLevel, Format: logFormat}, e.errOut)
+			w, err := worker.New(c, cfg)
+			if err != nil {
+				return err
+			}
+			sigs := make(chan os.Signal, 4)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			go func() {
+				if _, ok := <-sigs; !ok {
+					return
+				}
+				cfg.Logger.Info("stopping gracefully; signal again to stop now")
+				if _, ok := <-sigs; ok {
+					cfg.Logger.Warn("stopping now")
+					w.Kill()
+				}
+			}()
+			return w.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&cfg.Queue, "queue", "q", "default", "queue to take jobs from")
+	f.IntVarP(&cfg.Concurrency, "concurrency", "n", 1, "jobs to run at once")
+	f.StringVar(&cfg.SpoolDir, "spool-dir", "./spool-worker", "directory for output not yet sent, and checkouts")
+	f.StringVar(&cfg.WorkDir, "workdir", "", "directory commands run in (default: the current one)")
+	f.Int32Var(&cfg.VisibilityTimeoutSeconds, "lease", 0, "lease length in seconds (default: the server's)")
+	f.DurationVar(&cfg.ShutdownGrace, "grace", 30*time.Second, "on SIGTERM, how long running jobs may go on")
+	f.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "how long a stopped command has between SIGTERM and SIGKILL")
+	f.StringVar(&cfg.WorkerID, "id", "", "worker name in logs and job events (default: host-pid)")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&logFormat, "log-format", "text", "text or json")
+	return cmd
+}
