@@ -22,7 +22,9 @@ func ev(seq int64, text string) *spoolv1.JobEvent {
 			Outputs: []*spoolv1.OutputItem{{Output: []byte(text), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT}}}}}
 }
 
-func header() Header { return Header{JobID: "job1", Queue: "q", Attempt: 2, Token: "tok", Server: "http://x"} }
+func header() Header {
+	return Header{JobID: "job1", Queue: "q", Attempt: 2, Token: "tok", Server: "http://x"}
+}
 
 // drain reads everything until the result, acknowledging as it goes.
 func drain(t *testing.T, o *Outbox, maxEvents int) ([]int64, *spoolv1.JobResult) {

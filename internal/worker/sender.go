@@ -11,8 +11,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/backoff"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/outbox"

@@ -17,8 +17,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/backoff"
 	"github.com/spool-run/spool/internal/batcher"
 	"github.com/spool-run/spool/internal/outbox"
@@ -96,10 +96,10 @@ type Worker struct {
 
 	// sendCtx ends the senders and heartbeats: at the end of a stop, or at
 	// once when killed.
-	sendCtx    context.Context
-	stopSends  context.CancelFunc
-	killOnce   sync.Once
-	killed     chan struct{}
+	sendCtx   context.Context
+	stopSends context.CancelFunc
+	killOnce  sync.Once
+	killed    chan struct{}
 }
 
 // New returns a worker talking to the server through api.

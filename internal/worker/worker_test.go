@@ -15,8 +15,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/server"
 	"github.com/spool-run/spool/internal/store"
