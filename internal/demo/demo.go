@@ -1,0 +1,222 @@
+// Package demo is `spool demo`: an embedded server (on the embedded SQLite
+// store, in a temporary directory) and worker in one process, one job of
+// 10,000 lines followed live and replayed from line 9,000, and the figures
+// that show what batching saved.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/embedded"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// Options tune the demo.
+type Options struct {
+	// Lines the job prints (default 10,000).
+	Lines int
+	// ReplayFrom is the line the replay starts at (default 9,000).
+	ReplayFrom int
+	// Out receives the demo's report.
+	Out io.Writer
+	// Live redraws a progress line while following (for terminals).
+	Live bool
+	// Log receives the server's and worker's logs (nil: discarded).
+	Log *slog.Logger
+}
+
+// Figures are what the demo measured.
+type Figures struct {
+	JobID        string
+	Lines        int64
+	FollowedLive int64 // lines the live follower saw
+	FollowTime   time.Duration
+	// What the store holds for the job.
+	StoredItems   int
+	OutputBatches int
+	StoredBytes   int64 // encoded payloads, as stored
+	OutputBytes   int64 // the job's output, newlines included
+	// Unbatched is what one stored item per line (max_batch_size=1) would
+	// have written.
+	Unbatched int
+	// The replay from ReplayFrom.
+	ReplayItemsRead int
+	ReplayLines     int64
+	ReplayFirst     string
+	ReplayLast      string
+	replayLastLine  int64
+}
+
+// WriteReduction is how many times fewer items batching wrote.
+func (f Figures) WriteReduction() float64 { return float64(f.Unbatched) / float64(f.StoredItems) }
+
+// BytesPerOutputByte is stored bytes per byte of output.
+func (f Figures) BytesPerOutputByte() float64 { return float64(f.StoredBytes) / float64(f.OutputBytes) }
+
+// script prints n lines ("line 1".."line n") in bursts with short pauses,
+// so there is something to follow live. Plain POSIX sh, so it runs wherever
+// the worker does.
+func script(n int) string {
+	return fmt.Sprintf(`i=1
+while [ $i -le %d ]; do
+  echo "line $i"
+  [ $((i %% 250)) -eq 0 ] && sleep 0.05
+  i=$((i+1))
+done
+true`, n)
+}
+
+// Run runs the demo and reports to o.Out.
+func Run(ctx context.Context, o Options) (Figures, error) {
+	if o.Lines <= 0 {
+		o.Lines = 10000
+	}
+	if o.ReplayFrom <= 0 || o.ReplayFrom > o.Lines {
+		o.ReplayFrom = min(9000, o.Lines)
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	out := o.Out
+	cl, err := embedded.Start(ctx, embedded.Options{Log: o.Log})
+	if err != nil {
+		return Figures{}, err
+	}
+	defer cl.Stop()
+	c, srv, tmp := cl.Client, cl.Server, cl.Dir
+
+	fmt.Fprintf(out, "spool demo: a server and a worker in this process, on the embedded SQLite store in %s\n\n", tmp)
+	job, _, err := c.Submit(ctx, client.Submission{Script: script(o.Lines)})
+	if err != nil {
+		return Figures{}, err
+	}
+	f := Figures{JobID: job.GetJobId()}
+	fmt.Fprintf(out, "submitted job %s: a shell loop printing %d lines\n", f.JobID, o.Lines)
+	if err := follow(ctx, c, o, &f); err != nil {
+		return f, err
+	}
+	if err := replay(ctx, c, srv.Store, o, &f); err != nil {
+		return f, err
+	}
+	if err := measure(ctx, srv.Store, &f); err != nil {
+		return f, err
+	}
+	report(out, o, f)
+	return f, nil
+}
+
+// follow watches the job live until it ends.
+func follow(ctx context.Context, c *client.Client, o Options, f *Figures) error {
+	start := time.Now()
+	s := c.Events(ctx, f.JobID, client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	var last string
+	for ev, err := range s.All() {
+		if err != nil {
+			return fmt.Errorf("following the job: %w", err)
+		}
+		d := ev.GetOutputData()
+		f.FollowedLive++
+		if d.GetStream() == spoolv1.StreamType_STREAM_TYPE_STDOUT {
+			last = string(d.GetOutput())
+		}
+		if o.Live && f.FollowedLive%50 == 0 {
+			fmt.Fprintf(o.Out, "\r  following live: %6d / %d lines   %-24s", d.GetLineNumber(), o.Lines, last)
+		}
+	}
+	f.FollowTime = time.Since(start)
+	job := s.Finished()
+	if job == nil {
+		return errors.New("the stream ended before the job did")
+	}
+	if o.Live {
+		fmt.Fprint(o.Out, "\r"+strings.Repeat(" ", 72)+"\r")
+	}
+	f.Lines = job.GetLineCount()
+	fmt.Fprintf(o.Out, "followed it live: %d lines in %s, ending with %q; the job %s\n",
+		f.FollowedLive, f.FollowTime.Round(time.Millisecond), last, store.StateName(job.GetState()))
+	if job.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		return fmt.Errorf("the demo job %s: %s", store.StateName(job.GetState()), job.GetResult().GetError())
+	}
+	return nil
+}
+
+// replay reads the job again from o.ReplayFrom, through the API, and counts
+// the stored items the same read fetches from the store.
+func replay(ctx context.Context, c *client.Client, st store.JobStore, o Options, f *Figures) error {
+	fmt.Fprintf(o.Out, "\nreplaying from line %d:\n", o.ReplayFrom)
+	s := c.Events(ctx, f.JobID, client.StreamOptions{FromLine: int64(o.ReplayFrom), Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	for ev, err := range s.All() {
+		if err != nil {
+			return fmt.Errorf("replaying: %w", err)
+		}
+		d := ev.GetOutputData()
+		text := string(d.GetOutput())
+		if f.ReplayLines == 0 {
+			f.ReplayFirst = text
+		}
+		f.ReplayLast, f.replayLastLine = text, d.GetLineNumber()
+		if f.ReplayLines < 3 {
+			fmt.Fprintf(o.Out, "  %6d  %s\n", d.GetLineNumber(), text)
+		} else if f.ReplayLines == 3 {
+			fmt.Fprintln(o.Out, "     ...")
+		}
+		f.ReplayLines++
+	}
+	stats := &store.ReadStats{}
+	for _, err := range st.Read(ctx, store.ReadRequest{JobID: f.JobID, FromLine: int64(o.ReplayFrom), Stats: stats}) {
+		if err != nil {
+			return err
+		}
+	}
+	f.ReplayItemsRead = stats.ItemsRead
+	fmt.Fprintf(o.Out, "  %6d  %s\n", f.replayLastLine, f.ReplayLast)
+	return nil
+}
+
+// measure counts what the store holds for the job.
+func measure(ctx context.Context, st store.JobStore, f *Figures) error {
+	for ev, err := range st.Read(ctx, store.ReadRequest{JobID: f.JobID, FromSequence: 1}) {
+		if err != nil {
+			return err
+		}
+		f.StoredItems++
+		payload, err := events.Encode(ev)
+		if err != nil {
+			return err
+		}
+		f.StoredBytes += int64(len(payload))
+		if ev.GetEventType() == spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH {
+			f.OutputBatches++
+			for _, item := range ev.GetOutputBatch().GetOutputs() {
+				f.OutputBytes += int64(len(item.GetOutput())) + 1
+			}
+			f.Unbatched += len(ev.GetOutputBatch().GetOutputs())
+		} else {
+			f.Unbatched++
+		}
+	}
+	return nil
+}
+
+func report(out io.Writer, o Options, f Figures) {
+	fmt.Fprintf(out, `
+what batching saved:
+  output lines                     %6d
+  items stored                     %6d   (%d output batches, plus the process start and end)
+  items one per line would store   %6d   -> %.1fx fewer writes
+  items read to replay %d+       %6d   for %d lines
+  bytes stored per byte of output  %6.2f   (batches are compressed with zstd)
+
+replay it yourself: run 'spool server', then 'spool submit --follow --shell "seq 1 10000"',
+and 'spool logs JOB --from 9000'.
+`, f.Lines, f.StoredItems, f.OutputBatches, f.Unbatched, f.WriteReduction(), o.ReplayFrom, f.ReplayItemsRead, f.ReplayLines, f.BytesPerOutputByte())
+}
