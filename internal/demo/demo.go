@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/embedded"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
