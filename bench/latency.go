@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/embedded"
+)
+
+// latency is a distribution's p50 and p99.
+type latency struct{ p50, p99 time.Duration }
+
+func (l latency) String() string {
+	return fmt.Sprintf("%s / %s", round(l.p50), round(l.p99))
+}
+
+func round(d time.Duration) time.Duration {
+	if d < 10*time.Millisecond {
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// liveLatency runs a job writing count lines at rate lines/s while a client
+// follows it, and measures, for each line, the time from the process
+// writing it to the follower receiving it.
+func liveLatency(ctx context.Context, cl *embedded.Cluster, self string, rate, count int) (latency, error) {
+	job, _, err := cl.Client.Submit(ctx, client.Submission{Argv: []string{self, "emit", "-count", itoa(count), "-rate", itoa(rate), "-warmup", "500ms"}})
+	if err != nil {
+		return latency{}, err
+	}
+	s := cl.Client.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	var samples []time.Duration
+	for ev, err := range s.All() {
+		if err != nil {
+			return latency{}, err
+		}
+		now := time.Now()
+		line := ev.GetOutputData().GetOutput()
+		_, ts, ok := bytes.Cut(line, []byte(" "))
+		if !ok {
+			return latency{}, fmt.Errorf("unexpected line %q", line)
+		}
+		ns, err := strconv.ParseInt(string(ts), 10, 64)
+		if err != nil {
+			return latency{}, fmt.Errorf("unexpected line %q", line)
+		}
+		samples = append(samples, now.Sub(time.Unix(0, ns)))
+	}
+	if len(samples) != count {
+		return latency{}, fmt.Errorf("followed %d lines of %d", len(samples), count)
+	}
+	slices.Sort(samples)
+	return latency{p50: samples[len(samples)/2], p99: samples[len(samples)*99/100]}, nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,119 @@
+// Command bench measures what output batching buys, batched (the server's
+// defaults) against unbatched (max_batch_size=1) in the same run, on the
+// embedded SQLite store, and prints the ratios:
+//
+//	go run ./bench            # about a minute on 2 CPUs
+//	go run ./bench -quick     # smaller, for a smoke test
+//
+// It measures stored items per 1,000 lines, items read to replay lines
+// 9,000-10,000, end-to-end lines/s with 100 concurrent jobs, and live
+// latency (a line written by the process until a following client has it)
+// at 10 and 10,000 lines/s.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/embedded"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "emit" {
+		emit(os.Args[2:])
+		return
+	}
+	quick := flag.Bool("quick", false, "smaller runs (a smoke test, not figures to quote)")
+	flag.Parse()
+	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3}
+	if *quick {
+		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("spool bench: %d CPUs, %s, embedded SQLite store; batched = the defaults (50 lines, 256 KiB, 2 s), unbatched = max_batch_size 1\n\n",
+		runtime.NumCPU(), runtime.Version())
+	ctx := context.Background()
+	var results [2]result
+	for i, batched := range []bool{true, false} {
+		cl, err := embedded.Start(ctx, embedded.Options{
+			Concurrency: sz.jobs,
+			Log:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Configure: func(c *config.Config) {
+				if !batched {
+					c.Execution.Batching.MaxBatchSize = 1
+				}
+			},
+		})
+		if err != nil {
+			fail(err)
+		}
+		r, err := measure(ctx, cl, self, sz)
+		_ = cl.Stop()
+		if err != nil {
+			fail(err)
+		}
+		results[i] = r
+	}
+	printTable(results[0], results[1], sz)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+type sizes struct {
+	jobs, linesPerJob        int
+	slowSeconds, fastSeconds int
+}
+
+// result is one configuration's figures.
+type result struct {
+	itemsPer1000   float64
+	replayItems    int
+	linesPerSecond float64
+	slow, fast     latency
+}
+
+func measure(ctx context.Context, cl *embedded.Cluster, self string, sz sizes) (result, error) {
+	var r result
+	var err error
+	if r.itemsPer1000, r.replayItems, err = storage(ctx, cl, self); err != nil {
+		return r, fmt.Errorf("storage: %w", err)
+	}
+	if r.linesPerSecond, err = throughput(ctx, cl, self, sz.jobs, sz.linesPerJob); err != nil {
+		return r, fmt.Errorf("throughput: %w", err)
+	}
+	if r.slow, err = liveLatency(ctx, cl, self, 10, 10*sz.slowSeconds); err != nil {
+		return r, fmt.Errorf("latency at 10 lines/s: %w", err)
+	}
+	if r.fast, err = liveLatency(ctx, cl, self, 10000, 10000*sz.fastSeconds); err != nil {
+		return r, fmt.Errorf("latency at 10,000 lines/s: %w", err)
+	}
+	return r, nil
+}
+
+func printTable(b, u result, sz sizes) {
+	row := func(name, bv, uv, ratio string) { fmt.Printf("%-44s %14s %14s   %s\n", name, bv, uv, ratio) }
+	row("", "batched", "unbatched", "batched vs unbatched")
+	row("stored items per 1,000 lines", fmt.Sprintf("%.1f", b.itemsPer1000), fmt.Sprintf("%.1f", u.itemsPer1000),
+		fmt.Sprintf("%.1fx fewer writes", u.itemsPer1000/b.itemsPer1000))
+	row("items read to replay lines 9,000-10,000", fmt.Sprint(b.replayItems), fmt.Sprint(u.replayItems),
+		fmt.Sprintf("%.1fx fewer reads", float64(u.replayItems)/float64(b.replayItems)))
+	row(fmt.Sprintf("lines/s end to end, %d jobs x %d lines", sz.jobs, sz.linesPerJob), fmt.Sprintf("%.0f", b.linesPerSecond),
+		fmt.Sprintf("%.0f", u.linesPerSecond), fmt.Sprintf("%.1fx the throughput", b.linesPerSecond/u.linesPerSecond))
+	row("live latency p50 / p99 at 10 lines/s", b.slow.String(), u.slow.String(), "(a watched job flushes every 200 ms)")
+	row("live latency p50 / p99 at 10,000 lines/s", b.fast.String(), u.fast.String(), "")
+}
+
+// sinceStart is a small helper for timings.
+func sinceStart(t time.Time) float64 { return time.Since(t).Seconds() }

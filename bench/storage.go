@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/embedded"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// storage runs a 10,000-line job and counts the items stored per 1,000
+// lines, and the items a read of lines 9,000-10,000 fetches.
+func storage(ctx context.Context, cl *embedded.Cluster, self string) (per1000 float64, replay int, err error) {
+	id, err := runJob(ctx, cl.Client, client.Submission{Argv: []string{self, "emit", "-count", "10000"}})
+	if err != nil {
+		return 0, 0, err
+	}
+	items := 0
+	for _, err := range cl.Server.Store.Read(ctx, store.ReadRequest{JobID: id, FromSequence: 1}) {
+		if err != nil {
+			return 0, 0, err
+		}
+		items++
+	}
+	stats := &store.ReadStats{}
+	for _, err := range cl.Server.Store.Read(ctx, store.ReadRequest{JobID: id, FromLine: 9000, Stats: stats}) {
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	return float64(items) / 10, stats.ItemsRead, nil
+}
+
+// runJob submits a job and waits for it to succeed.
+func runJob(ctx context.Context, c *client.Client, s client.Submission) (string, error) {
+	job, _, err := c.Submit(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	return job.GetJobId(), waitDone(ctx, c, job.GetJobId())
+}
+
+// waitDone follows a job's events (none are kept) until it ends.
+func waitDone(ctx context.Context, c *client.Client, id string) error {
+	s := c.Events(ctx, id, client.StreamOptions{Follow: true, FromLine: 1 << 40})
+	for _, err := range s.Batches() {
+		if err != nil {
+			return err
+		}
+	}
+	if j := s.Finished(); j == nil || j.GetResult().GetExitCode() != 0 || j.GetResult().GetError() != "" {
+		return fmt.Errorf("job %s did not succeed: %v", id, j.GetResult())
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/embedded"
+)
+
+// throughput runs jobs at once, each printing lines as fast as it can, and
+// returns the lines per second from the first submit to the last job done:
+// capture, batching, the outbox, the API and the store, end to end.
+func throughput(ctx context.Context, cl *embedded.Cluster, self string, jobs, lines int) (float64, error) {
+	start := time.Now()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range jobs {
+		wg.Go(func() {
+			_, err := runJob(ctx, cl.Client, client.Submission{Argv: []string{self, "emit", "-count", itoa(lines)}})
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	return float64(jobs*lines) / sinceStart(start), nil
+}
