@@ -58,8 +58,8 @@ func (f *submitFlags) submission(args []string) (client.Submission, error) {
 
 func newSubmitCmd(e *env) *cobra.Command {
 	var (
-		f      submitFlags
-		asJSON bool
+		f              submitFlags
+		asJSON, follow bool
 	)
 	cmd := &cobra.Command{
 		Use:   "submit [flags] -- COMMAND [ARG...]",
@@ -67,7 +67,8 @@ func newSubmitCmd(e *env) *cobra.Command {
 		Example: `  spool submit -- make test
   spool submit -q builds -e GOFLAGS=-race -- go test ./...
   spool submit --shell 'seq 1 10000'
-  JOB=$(spool submit -- ./deploy.sh) && spool jobs get "$JOB"`,
+  JOB=$(spool submit -- ./deploy.sh) && spool jobs get "$JOB"
+  spool submit -f -- make test     # watch it run; exit as it exits`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.submission(args)
 			if err != nil {
@@ -84,6 +85,12 @@ func newSubmitCmd(e *env) *cobra.Command {
 			if dedup {
 				fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, stateName(job.GetState()))
 			}
+			if follow {
+				// stdout is the job's own output; its id goes with the
+				// other messages.
+				fmt.Fprintf(e.errOut, "spool: job %s; following its output (Ctrl-C stops following, not the job)\n", job.GetJobId())
+				return followJob(cmd.Context(), e, c, job.GetJobId())
+			}
 			if asJSON {
 				return printJSON(e.out, job)
 			}
@@ -93,6 +100,8 @@ func newSubmitCmd(e *env) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole job as JSON instead of its id")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the job's output until it ends, then exit with its exit status")
+	cmd.MarkFlagsMutuallyExclusive("json", "follow")
 	// Flags end at the command: `spool submit ls -la` runs `ls -la`.
 	cmd.Flags().SetInterspersed(false)
 	return cmd

@@ -1,0 +1,284 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
+)
+
+// StreamOptions says where a stream of a job's events starts, what it
+// carries and whether it waits for more.
+type StreamOptions struct {
+	// Start at this sequence (0 or 1: from the beginning).
+	FromSequence int64
+	// Start at this output line instead (0: not used). Events before the
+	// line are skipped, including the PROCESS_START of earlier attempts.
+	FromLine int64
+	// Skip events (and lines) written before this time (zero: not used).
+	FromTime time.Time
+	// Only these event types (empty: all). OUTPUT_DATA and OUTPUT_BATCH both
+	// select output.
+	Types []spoolv1.EventType
+	// Keep going with new events until the job finishes. Without it, the
+	// stream ends after the events stored when it was opened.
+	Follow bool
+	// How to ride out the server restarting or the connection dropping.
+	Reconnect Reconnect
+}
+
+// EventStream is a job's event log read from a starting point and, when
+// following, kept open until the job finishes.
+//
+// Each range over All or Batches opens a stream of its own from the
+// options' start. When the connection fails in a way a retry can fix (see
+// Reconnect), the stream reconnects on its own and resumes after the last
+// event it received, so the consumer sees every sequence exactly once and
+// in order, across server restarts. While the consumer handles one message,
+// the next is already being received; at most one message is held ahead,
+// so memory stays bounded however far behind the consumer is (the server
+// then slows down to the consumer's pace). Breaking out of the loop closes
+// the stream. One goroutine at a time may range over an EventStream.
+type EventStream struct {
+	c        *Client
+	ctx      context.Context
+	jobID    string
+	opts     StreamOptions
+	finished *spoolv1.Job
+}
+
+// Events returns the stream of job jobID's events described by opts. Nothing
+// is sent until it is ranged over.
+//
+//	s := c.Events(ctx, id, client.StreamOptions{FromLine: 9000, Follow: true})
+//	for ev, err := range s.All() {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Printf("%d: %s\n", ev.GetOutputData().GetLineNumber(), ev.GetOutputData().GetOutput())
+//	}
+//	fmt.Println("ended:", s.Finished().GetState())
+func (c *Client) Events(ctx context.Context, jobID string, opts StreamOptions) *EventStream {
+	return &EventStream{c: c, ctx: ctx, jobID: jobID, opts: opts}
+}
+
+// ReadLog returns a job's whole stored log, one event per output line,
+// without waiting for more: for a finished job, everything it produced.
+func (c *Client) ReadLog(ctx context.Context, jobID string) ([]*spoolv1.JobEvent, error) {
+	var log []*spoolv1.JobEvent
+	for ev, err := range c.Events(ctx, jobID, StreamOptions{}).All() {
+		if err != nil {
+			return nil, err
+		}
+		log = append(log, ev)
+	}
+	return log, nil
+}
+
+// Finished returns the job as it ended, when the last iteration ended
+// because the job finished and every event had been received (always the
+// case for a followed stream that ended without error). It is nil
+// otherwise: the stream was not following and the job was still live, or
+// the iteration stopped early or failed.
+func (s *EventStream) Finished() *spoolv1.Job { return s.finished }
+
+// All yields the job's events one by one: each output line as its own
+// OUTPUT_DATA event with its sequence, line number and timestamp, other
+// events as they are. Batches travel over the network as batches and are
+// unpacked here. An error ends the iteration.
+func (s *EventStream) All() iter.Seq2[*spoolv1.JobEvent, error] {
+	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		for ev, err := range s.Batches() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, line := range events.Unpack(ev) {
+				if !yield(line, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Batches yields the job's events as they are stored: output mostly as
+// OUTPUT_BATCH events (the first one trimmed to the start point), for
+// consumers that keep their own buffer (see EventBuffer) or forward batches
+// as they are. An error ends the iteration.
+func (s *EventStream) Batches() iter.Seq2[*spoolv1.JobEvent, error] {
+	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		s.finished = nil
+		ctx, cancel := context.WithCancel(s.ctx)
+		out := make(chan delivery)
+		done := make(chan struct{})
+		r := newReceiver(s.c, s.jobID, s.opts)
+		go func() {
+			defer close(done)
+			r.run(ctx, out)
+		}()
+		// The receiver stops when the consumer does; wait for it so the
+		// connection is closed when the loop is left.
+		defer func() {
+			cancel()
+			<-done
+		}()
+		for d := range out {
+			switch {
+			case d.ev != nil:
+				if !yield(d.ev, nil) {
+					return
+				}
+			case d.lost != nil:
+				if on := s.opts.Reconnect.OnRetry; on != nil {
+					on(d.lost, d.wait)
+				}
+			case d.err != nil:
+				yield(nil, d.err)
+				return
+			default:
+				s.finished = d.finished
+				return
+			}
+		}
+		// The receiver only closes without a last word when the context
+		// ended first.
+		yield(nil, s.ctx.Err())
+	}
+}
+
+// delivery is what the receiver hands the consumer: an event; a notice that
+// the stream was lost and is reconnecting; or the end (an error, or a clean
+// end with the finished job if there is one).
+type delivery struct {
+	ev       *spoolv1.JobEvent
+	lost     error
+	wait     time.Duration
+	err      error
+	finished *spoolv1.Job
+}
+
+// errEndedEarly is a followed stream that the server (or something between
+// it and us) closed cleanly before the job finished: reconnecting resumes it.
+var errEndedEarly = errors.New("the server closed the stream before the job finished")
+
+// receiver runs the StreamEvents calls of one iteration, one message ahead
+// of the consumer, reconnecting after transient failures.
+type receiver struct {
+	c     *Client
+	jobID string
+	opts  StreamOptions
+	// next is the sequence to resume from: after the last event delivered
+	// (or the requested start, until then). 0 while starting from a line.
+	next  int64
+	retry *retrier
+}
+
+func newReceiver(c *Client, jobID string, opts StreamOptions) *receiver {
+	r := &receiver{c: c, jobID: jobID, opts: opts, retry: newRetrier(opts.Reconnect)}
+	if opts.FromLine <= 0 {
+		r.next = max(1, opts.FromSequence)
+	}
+	return r
+}
+
+// request asks for what comes after everything delivered so far.
+func (r *receiver) request() *spoolv1.StreamEventsRequest {
+	req := &spoolv1.StreamEventsRequest{JobId: r.jobID, EventTypes: r.opts.Types, Follow: r.opts.Follow}
+	if !r.opts.FromTime.IsZero() {
+		req.FromTimestamp = timestamppb.New(r.opts.FromTime)
+	}
+	if r.next > 0 {
+		req.FromSequence = r.next
+	} else {
+		req.FromLine = r.opts.FromLine
+	}
+	return req
+}
+
+// run streams until the end, sending deliveries to out, and closes out. It
+// returns early, without a last delivery, when ctx ends.
+func (r *receiver) run(ctx context.Context, out chan<- delivery) {
+	defer close(out)
+	send := func(d delivery) bool {
+		select {
+		case out <- d:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		began := time.Now()
+		finished, err := r.once(ctx, send)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil && (finished != nil || !r.opts.Follow):
+			send(delivery{finished: finished})
+			return
+		case err == nil:
+			err = errEndedEarly
+		case !isTransient(err):
+			send(delivery{err: err})
+			return
+		}
+		// A connection that stayed up a while was working: its loss is a
+		// new incident, not one more failure of the last one (a quiet
+		// followed job may receive nothing for hours).
+		if time.Since(began) > r.retry.policy.Max {
+			r.retry.progress()
+		}
+		wait, ok := r.retry.next()
+		if !ok {
+			send(delivery{err: fmt.Errorf("gave up reading job %s's events after %s without progress: %w", r.jobID, r.retry.policy.GiveUpAfter, err)})
+			return
+		}
+		if !send(delivery{lost: err, wait: wait}) || sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// once makes one StreamEvents call and delivers what it receives. It returns
+// the finished job when the server sent it, else why the call ended (nil:
+// the server closed the stream).
+func (r *receiver) once(ctx context.Context, send func(delivery) bool) (*spoolv1.Job, error) {
+	stream, err := r.c.StreamEvents(ctx, connect.NewRequest(r.request()))
+	if err != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	for stream.Receive() {
+		r.retry.progress()
+		m := stream.Msg()
+		if job := m.GetFinishedJob(); job != nil {
+			return job, nil
+		}
+		ev := m.GetEvent()
+		if ev == nil {
+			continue
+		}
+		// The server starts where it was asked to; trimming again here
+		// keeps the exactly-once promise even if a batch overlapping the
+		// resume point came back whole.
+		if r.next > 0 {
+			if ev = events.TrimBefore(ev, r.next); ev == nil {
+				continue
+			}
+		}
+		r.next = events.EndSequence(ev) + 1
+		if !send(delivery{ev: ev}) {
+			return nil, ctx.Err()
+		}
+	}
+	return nil, stream.Err()
+}

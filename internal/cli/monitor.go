@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// lineCountPoll is how often monitor refreshes a running job's line count
+// for its status line.
+const lineCountPoll = 2 * time.Second
+
+func newMonitorCmd(e *env) *cobra.Command {
+	var (
+		from       int64
+		fast, slow bool
+	)
+	cmd := &cobra.Command{
+		Use:   "monitor [flags] JOB_ID",
+		Short: "Play a job's output back with its recorded timing, then follow it live",
+		Long: `Play a job's output back as it was written: each line after the pause that
+preceded it (pauses longer than 2s are cut short, with a note), then follow the
+job live until it ends.
+
+On a terminal, stderr lines are red (unless NO_COLOR is set), long lines wrap
+to the window, and a status line shows where playback is. Piped, it prints the
+lines alone, as spool logs does.`,
+		Example: `  spool monitor JOB
+  spool monitor --fast --from 9000 JOB
+  spool monitor --slow JOB`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			scale := 1.0
+			switch {
+			case fast:
+				scale = 0
+			case slow:
+				scale = 2
+			}
+			return monitor(cmd.Context(), e, args[0], from, newPacer(scale), detectTerm(e.out))
+		},
+	}
+	cmd.Flags().Int64Var(&from, "from", 0, "start at this line (negative: that many lines before the end)")
+	cmd.Flags().BoolVar(&fast, "fast", false, "no pauses: print as fast as the output arrives")
+	cmd.Flags().BoolVar(&slow, "slow", false, "pauses twice as long as recorded")
+	cmd.MarkFlagsMutuallyExclusive("fast", "slow")
+	return cmd
+}
+
+// monitor plays job jobID back from line from, paced by p, drawn for t.
+func monitor(ctx context.Context, e *env, jobID string, from int64, p *pacer, t termInfo) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	job, err := c.Job(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	scr := newScreen(e, t)
+	prog := &progress{}
+	prog.total.Store(job.GetLineCount())
+	if t.tty && !store.IsFinal(job.GetState()) {
+		pollCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go prog.poll(pollCtx, c, job.GetJobId())
+	}
+	// What is already on its way is shown before waiting.
+	sleep := p.sleep
+	p.sleep = func(ctx context.Context, d time.Duration) error {
+		if err := scr.flush(); err != nil {
+			return err
+		}
+		return sleep(ctx, d)
+	}
+	lost := func(error, time.Duration) { _ = scr.setStatus(prog.text() + " · reconnecting…") }
+	if !t.tty {
+		lost = (&reconnectNotice{w: e.errOut}).lost
+	}
+	if err := scr.setStatus(prog.text()); err != nil {
+		return err
+	}
+	s := outputStream(ctx, c, job.GetJobId(), startLine(from, job), true, lost)
+	for batch, err := range s.Batches() {
+		if err != nil {
+			return stopMonitor(ctx, scr, err)
+		}
+		for _, ev := range events.Unpack(batch) {
+			skipped, err := p.wait(ctx, ev.GetTimestamp().AsTime())
+			if err != nil {
+				return stopMonitor(ctx, scr, err)
+			}
+			if skipped > 0 {
+				if err := scr.note("… paused " + pauseText(skipped)); err != nil {
+					return err
+				}
+			}
+			d := ev.GetOutputData()
+			prog.line = d.GetLineNumber()
+			scr.status = prog.text()
+			if err := scr.line(d); err != nil {
+				return err
+			}
+		}
+		if err := scr.flush(); err != nil {
+			return err
+		}
+	}
+	done := s.Finished()
+	return scr.finish(fmt.Sprintf("%d lines · %s", done.GetLineCount(), outcome(done)))
+}
+
+// stopMonitor leaves the screen tidy when playback stops early: Ctrl-C
+// exits quietly, anything else is reported.
+func stopMonitor(ctx context.Context, scr *screen, err error) error {
+	_ = scr.clear()
+	if ctx.Err() != nil {
+		return interrupted
+	}
+	return err
+}
+
+// progress is monitor's "line N of M". M is the job's line count, kept
+// current while the job runs (playback can be far behind a live job).
+type progress struct {
+	line  int64
+	total atomic.Int64 // written by poll
+}
+
+func (p *progress) text() string {
+	if p.line == 0 {
+		return "waiting for output"
+	}
+	return fmt.Sprintf("line %d of %d", p.line, max(p.line, p.total.Load()))
+}
+
+// poll refreshes total until the job is final or ctx ends. A failed poll
+// is skipped: the stream reports real trouble.
+func (p *progress) poll(ctx context.Context, c *client.Client, jobID string) {
+	t := time.NewTicker(lineCountPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		job, err := c.Job(ctx, jobID)
+		if err != nil {
+			continue
+		}
+		p.total.Store(job.GetLineCount())
+		if store.IsFinal(job.GetState()) {
+			return
+		}
+	}
+}

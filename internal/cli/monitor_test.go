@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool/internal/spooltest"
+)
+
+// TestMonitorFastEqualsLog: piped, monitor --fast prints exactly what logs
+// prints.
+func TestMonitorFastEqualsLog(t *testing.T) {
+	srv := spooltest.Start(t)
+	lines := append(mixedLog(2000), spooltest.Line{Text: "partial", Partial: true})
+	job := spooltest.RunJob(t, srv.Client(), lines...)
+	logs := run(srv, "logs", job.GetJobId())
+	mon := run(srv, "monitor", "--fast", job.GetJobId())
+	if mon.code != 0 || mon.stdout != logs.stdout || mon.stderr != logs.stderr {
+		t.Fatalf("monitor (exit %d, %d+%d bytes) differs from logs (%d+%d bytes): %q / %q", mon.code,
+			len(mon.stdout), len(mon.stderr), len(logs.stdout), len(logs.stderr), head(mon.stderr), head(logs.stderr))
+	}
+	out, _ := split(lines[:2000])
+	if logs.stdout != out+"partial" {
+		t.Fatalf("logs printed %q…", head(logs.stdout))
+	}
+	mon = run(srv, "monitor", "--fast", "--from", "1950", job.GetJobId())
+	want, _ := split(lines[1949:2000])
+	if mon.stdout != want+"partial" {
+		t.Fatalf("monitor --from 1950 printed %q…", head(mon.stdout))
+	}
+	if r := run(srv, "monitor", "--fast", "--slow", job.GetJobId()); r.code != 1 || !strings.Contains(r.stderr, "fast") {
+		t.Fatalf("--fast with --slow: %+v", r)
+	}
+}
+
+// TestMonitorFollowsLive: after catching up, monitor follows a running job
+// until it ends.
+func TestMonitorFollowsLive(t *testing.T) {
+	srv := spooltest.Start(t)
+	c := srv.Client()
+	submitJob(t, c)
+	l := spooltest.LeaseJob(t, c, "")
+	l.Begin()
+	lines := mixedLog(600)
+	l.Write(lines[:200]...)
+	done := start(srv, "monitor", "--fast", l.JobID())
+	l.Write(lines[200:400]...)
+	l.Write(lines[400:]...)
+	l.End(0)
+	r := await(t, done)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	wantOutput(t, r, 1, 600)
+}
+
+// TestMonitorOnTerminal: recorded timing paces the playback, a long pause
+// is cut short with a note, stderr is red, and the status line counts.
+func TestMonitorOnTerminal(t *testing.T) {
+	srv := spooltest.Start(t)
+	at := time.Now().Add(-time.Hour)
+	job := spooltest.RunJob(t, srv.Client(),
+		spooltest.Line{Text: "compiling", At: at},
+		spooltest.Line{Text: "warning: slow test", Stderr: true, At: at.Add(5*time.Minute + 12*time.Second)},
+		spooltest.Line{Text: "ok", At: at.Add(5*time.Minute + 12*time.Second + 300*time.Millisecond)})
+
+	var b bytes.Buffer
+	e := &env{server: srv.URL, out: &b, errOut: &b}
+	clock := &fakeClock{now: time.Now()}
+	if err := monitor(context.Background(), e, job.GetJobId(), 0, clock.pacer(1), termInfo{tty: true, width: 80, color: true}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{maxPause, 300 * time.Millisecond}; !slices.Equal(clock.sleeps, want) {
+		t.Fatalf("sleeps %v, want %v", clock.sleeps, want)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"compiling\n",
+		ansiDim + "… paused 5m12s" + ansiReset + "\n",
+		ansiRed + "warning: slow test" + ansiReset + "\n",
+		ansiDim + "line 2 of 3" + ansiReset,
+		ansiClearLine + "3 lines · succeeded\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("output %q lacks %q", got, want)
+		}
+	}
+	if !strings.HasSuffix(got, "3 lines · succeeded\n") {
+		t.Fatalf("output does not end with the outcome: %q", got)
+	}
+}
