@@ -40,12 +40,13 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 		if !ok {
 			continue // the job changed since we read it: decide again
 		}
-		if h := s.hooks.afterReserve; h != nil {
-			if err := h(ctx); err != nil {
-				return store.Head{}, err
-			}
+		if err := runHook(ctx, s.hooks.afterReserve); err != nil {
+			return store.Head{}, err
 		}
 		if err := s.putAll(ctx, s.cfg.EventsTable, s.eventItems(ref.JobID, plan.Items)); err != nil {
+			return store.Head{}, err
+		}
+		if err := runHook(ctx, s.hooks.afterWrite); err != nil {
 			return store.Head{}, err
 		}
 		head, ok, err := s.commit(ctx, ref, r.head, plan.Head)

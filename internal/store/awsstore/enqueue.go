@@ -46,10 +46,8 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 			j, err := s.enqueued(ctx, nj.RequestID)
 			return j, false, err
 		}
-		if h := s.hooks.afterMarker; h != nil {
-			if err := h(ctx); err != nil {
-				return nil, false, err
-			}
+		if err := runHook(ctx, s.hooks.afterMarker); err != nil {
+			return nil, false, err
 		}
 	}
 	j, err := s.create(ctx, url, job)
@@ -153,7 +151,7 @@ func (s *Store) enqueued(ctx context.Context, requestID string) (*spoolv1.Job, e
 		if !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
-		if time.Since(time.UnixMicro(madeAt)) >= rollForwardAfter {
+		if time.Since(time.UnixMicro(madeAt)) >= s.rollForwardAfter {
 			url, err := s.queues.url(ctx, job.GetQueue())
 			if err != nil {
 				return nil, err

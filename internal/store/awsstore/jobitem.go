@@ -129,20 +129,19 @@ func newJobItem(j *spoolv1.Job) (item, error) {
 	}
 	created := j.GetCreatedAt().AsTime()
 	return item{
-		aJobID:       str(j.GetJobId()),
-		aKind:        str(kindJob),
-		aSpec:        bin(spec),
-		aQueue:       str(j.GetQueue()),
-		aListPart:    str(listPart),
-		aCreatedKey:  str(createdKey(created, j.GetJobId())),
-		aState:       num(int32(j.GetState())),
-		aAttempt:     num(j.GetAttempt()),
-		aMaxAttempts: num(j.GetMaxAttempts()),
-		aUpdatedAt:   num(j.GetUpdatedAt().AsTime().UnixMicro()),
-		aCancel:      boolean(false),
-		aNextSeq:     num(int64(1)),
-		aNextLine:    num(int64(1)),
-		aRev:         num(int64(1)),
+		aJobID:      str(j.GetJobId()),
+		aKind:       str(kindJob),
+		aSpec:       bin(spec),
+		aQueue:      str(j.GetQueue()),
+		aListPart:   str(listPart),
+		aCreatedKey: str(createdKey(created, j.GetJobId())),
+		aState:      num(int32(j.GetState())),
+		aAttempt:    num(j.GetAttempt()),
+		aUpdatedAt:  num(j.GetUpdatedAt().AsTime().UnixMicro()),
+		aCancel:     boolean(false),
+		aNextSeq:    num(int64(1)),
+		aNextLine:   num(int64(1)),
+		aRev:        num(int64(1)),
 	}, nil
 }
 

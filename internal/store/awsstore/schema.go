@@ -16,12 +16,11 @@ const (
 	aListPart   = "list_part"   // S, by-time partition key (always listPart)
 	aCreatedKey = "created_key" // S, both listing indexes' sort key: createdKey()
 
-	aState       = "state"        // N, spoolv1.JobState
-	aAttempt     = "attempt"      // N, attempts started
-	aMaxAttempts = "max_attempts" // N, copied from spec for the leases index
-	aUpdatedAt   = "updated_at"   // N, Unix microseconds
-	aCancel      = "cancel_requested"
-	aResult      = "result" // B, spoolv1.JobResult once final
+	aState     = "state"      // N, spoolv1.JobState
+	aAttempt   = "attempt"    // N, attempts started
+	aUpdatedAt = "updated_at" // N, Unix microseconds
+	aCancel    = "cancel_requested"
+	aResult    = "result" // B, spoolv1.JobResult once final
 
 	// The current lease: the SQS receipt handle it was granted with, its
 	// message id and when it runs out. lease_part is set only while the job

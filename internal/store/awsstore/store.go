@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -33,6 +34,8 @@ type Store struct {
 	watch   *watcher
 	dlq     deadLetterClock
 	hooks   hooks
+	// rollForwardAfter is the const of that name; tests shorten it.
+	rollForwardAfter time.Duration
 
 	closeOnce sync.Once
 }
@@ -43,9 +46,17 @@ type hooks struct {
 	// afterMarker runs once Enqueue has written a request marker; an error
 	// abandons the enqueue there.
 	afterMarker func(ctx context.Context) error
-	// afterReserve runs once Append has reserved its range; an error
-	// abandons the append there.
+	// afterReserve runs once Append has reserved its range, afterWrite
+	// once it has written its items; an error abandons the append there.
 	afterReserve func(ctx context.Context) error
+	afterWrite   func(ctx context.Context) error
+}
+
+func runHook(ctx context.Context, h func(ctx context.Context) error) error {
+	if h == nil {
+		return nil
+	}
+	return h(ctx)
 }
 
 var _ store.JobStore = (*Store)(nil)
@@ -66,7 +77,7 @@ func open(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws")}
+	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter}
 	s.queues = newQueueDir(s)
 	s.watch = newWatcher(s)
 	for _, table := range []string{cfg.JobsTable, cfg.EventsTable} {

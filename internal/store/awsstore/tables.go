@@ -28,7 +28,9 @@ func include(attrs ...string) *types.Projection {
 // jobsTable defines the jobs table: jobs and request markers by job_id,
 // and three indexes. The listing indexes project only state, so moving a
 // job's log head or lease (the frequent writes) does not write them; List
-// fetches the page's jobs from the table.
+// fetches the page's jobs from the table. The leases index holds keys
+// only: ExpireLeases reads each expired job anyway, to decide on it as it
+// is now.
 func jobsTable(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
@@ -45,7 +47,8 @@ func jobsTable(name string) *dynamodb.CreateTableInput {
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
 			{IndexName: aws.String(indexByQueue), KeySchema: keySchema(aQueue, aCreatedKey), Projection: include(aState)},
 			{IndexName: aws.String(indexByTime), KeySchema: keySchema(aListPart, aCreatedKey), Projection: include(aState)},
-			{IndexName: aws.String(indexLeases), KeySchema: keySchema(aLeasePart, aLeaseExpires), Projection: include(aAttempt, aMaxAttempts, aCancel)},
+			{IndexName: aws.String(indexLeases), KeySchema: keySchema(aLeasePart, aLeaseExpires),
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}},
 		},
 	}
 }

@@ -41,7 +41,7 @@ type Servers struct {
 }
 
 // install is what to tell someone whose machine lacks the servers.
-const install = "run `make test`, or `npm ci --prefix test/aws` (needs Node.js 20)"
+const install = "run `make test`, or `npm ci --prefix test/aws`"
 
 // startTimeout bounds the wait for a server to answer.
 const startTimeout = 30 * time.Second
@@ -133,7 +133,7 @@ func start() (*Servers, error) {
 	}
 	for _, f := range []string{"node_modules/dynalite/cli.js", "node_modules/local-aws-sqs/package.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return nil, fmt.Errorf("the test servers are not installed (%s is missing): %s", filepath.Join(dir, f), install)
+			return nil, fmt.Errorf("the test servers are not installed (%s is missing): %s (with Node.js 20)", filepath.Join(dir, f), install)
 		}
 	}
 	s := &Servers{}
