@@ -1,0 +1,301 @@
+// Package e2e tests spool as people run it: `spool server` and `spool
+// worker` as separate processes, killed and restarted.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// spoolBin is the spool binary built for these tests.
+var spoolBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "spool-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	spoolBin = filepath.Join(dir, "spool")
+	build := exec.Command("go", "build", "-o", spoolBin, "github.com/spool-run/spool/cmd/spool")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building spool:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a spool process whose output goes to the test log.
+type proc struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func run(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(spoolBin, args...), out: &syncBuffer{}}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Env = append(os.Environ(), "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS=1", "SPOOL_JOBS_VISIBILITY_TIMEOUT_SECONDS=3")
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("--- %s output:\n%s", name, p.out.String())
+		}
+	})
+	return p
+}
+
+// kill9 kills the process as a crash would.
+func (p *proc) kill9(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServer runs `spool server` on addr with dataDir and waits until it
+// answers.
+func startServer(t *testing.T, addr, dataDir string) (*proc, *client.Client) {
+	t.Helper()
+	p := run(t, "server", "server", "--addr", addr, "--data-dir", dataDir)
+	c, err := client.New("http://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := c.Job(context.Background(), "probe"); connect.CodeOf(err) == connect.CodeNotFound {
+			return p, c
+		}
+	}
+	t.Fatalf("server did not come up:\n%s", p.out.String())
+	return nil, nil
+}
+
+func startWorker(t *testing.T, name, url, spoolDir string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"worker", "--server", url, "--spool-dir", spoolDir, "--lease", "3", "--kill-grace", "1s"}, extra...)
+	return run(t, name, args...)
+}
+
+func waitLines(t *testing.T, c *client.Client, id string, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if j, err := c.Job(context.Background(), id); err == nil && j.GetLineCount() >= n {
+			return
+		}
+	}
+	t.Fatalf("job %s never reached %d lines", id, n)
+}
+
+func waitFinal(t *testing.T, c *client.Client, id string) *spoolv1.Job {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		j, err := c.Job(context.Background(), id)
+		if err == nil && store.IsFinal(j.GetState()) {
+			return j
+		}
+	}
+	t.Fatalf("job %s did not finish", id)
+	return nil
+}
+
+// slowCount prints 1..n, one line every 50 ms.
+func slowCount(n int) string {
+	return fmt.Sprintf(`i=1; while [ $i -le %d ]; do echo $i; sleep 0.05; i=$((i+1)); done`, n)
+}
+
+// TestWorkerKilledMidJob: kill -9 of a worker mid-job; the job is
+// redelivered after its lease, attempt 2 completes, and attempt 1's late
+// publishes are refused.
+func TestWorkerKilledMidJob(t *testing.T) {
+	addr := freePort(t)
+	_, c := startServer(t, addr, t.TempDir())
+	url := "http://" + addr
+	dirA := t.TempDir()
+	a := startWorker(t, "worker A", url, dirA)
+	job, _, err := c.Submit(context.Background(), client.Submission{Script: slowCount(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := job.GetJobId()
+	waitLines(t, c, id, 10)
+	a.kill9(t)
+
+	// Attempt 1's token, from the outbox the dead worker left.
+	raw, err := os.ReadFile(filepath.Join(dirA, id+"-a1", "header.json"))
+	if err != nil {
+		t.Fatalf("worker A left no outbox: %v", err)
+	}
+	var h struct {
+		Token string `json:"task_token"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil || h.Token == "" {
+		t.Fatalf("outbox header %s: %v", raw, err)
+	}
+
+	startWorker(t, "worker B", url, t.TempDir())
+	done := waitFinal(t, c, id)
+	if done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || done.GetAttempt() != 2 {
+		t.Fatalf("job ended %s on attempt %d: %v", done.GetState(), done.GetAttempt(), done.GetResult())
+	}
+
+	// Attempt 1 publishing late is refused, heartbeat and complete too.
+	late := &spoolv1.JobEvent{Sequence: done.GetLastSequence() + 1, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR,
+		EventData: &spoolv1.JobEvent_ProcessError{ProcessError: &spoolv1.ProcessErrorEvent{Message: "late"}}}
+	_, err = c.PublishEvents(context.Background(), connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: h.Token, Events: []*spoolv1.JobEvent{late}}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("attempt 1's late publish: %v, want FailedPrecondition", err)
+	}
+	_, err = c.CompleteJob(context.Background(), connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: h.Token, Result: &spoolv1.JobResult{}}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("attempt 1's late complete: %v, want FailedPrecondition", err)
+	}
+
+	// A worker restarted on A's spool directory drops the stale outbox.
+	startWorker(t, "worker A again", url, dirA)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dirA, id+"-a1")); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted worker kept attempt 1's stale outbox")
+		}
+	}
+
+	// The log: attempt 1's start and some lines, then attempt 2 whole; no
+	// interleaving, no gap.
+	log, err := c.ReadLog(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []int32
+	prevAttempt := int32(0)
+	var second []string
+	for i, ev := range log {
+		if ev.GetSequence() != int64(i+1) {
+			t.Fatalf("event %d has sequence %d", i, ev.GetSequence())
+		}
+		if ev.GetAttempt() < prevAttempt {
+			t.Fatalf("attempt %d's event after attempt %d's", ev.GetAttempt(), prevAttempt)
+		}
+		prevAttempt = ev.GetAttempt()
+		if ev.GetProcessStart() != nil {
+			starts = append(starts, ev.GetAttempt())
+		}
+		if d := ev.GetOutputData(); d != nil && ev.GetAttempt() == 2 {
+			second = append(second, string(d.GetOutput()))
+		}
+	}
+	if fmt.Sprint(starts) != "[1 2]" {
+		t.Fatalf("PROCESS_START of attempts %v, want [1 2]", starts)
+	}
+	if len(second) != 60 || second[0] != "1" || second[59] != "60" {
+		t.Fatalf("attempt 2 printed %d lines (%v…)", len(second), second[:min(3, len(second))])
+	}
+}
+
+// TestServerKilledWhileJobsRun: the server dies (kill -9) and comes back on
+// the same data directory while jobs run; every job's output is complete,
+// exactly once, in order.
+func TestServerKilledWhileJobsRun(t *testing.T) {
+	addr, data := freePort(t), t.TempDir()
+	srv, c := startServer(t, addr, data)
+	startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "4")
+	var ids []string
+	for range 4 {
+		j, _, err := c.Submit(context.Background(), client.Submission{Script: slowCount(80)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.GetJobId())
+	}
+	waitLines(t, c, ids[0], 15)
+	srv.kill9(t)
+	time.Sleep(time.Second)
+	startServer(t, addr, data)
+	for _, id := range ids {
+		j := waitFinal(t, c, id)
+		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Fatalf("job %s: %s %v", id, j.GetState(), j.GetResult())
+		}
+		log, err := c.ReadLog(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for i, ev := range log {
+			if ev.GetSequence() != int64(i+1) {
+				t.Fatalf("job %s: event %d has sequence %d", id, i, ev.GetSequence())
+			}
+			if d := ev.GetOutputData(); d != nil {
+				lines = append(lines, string(d.GetOutput()))
+			}
+		}
+		if want := numbers(80); strings.Join(lines, ",") != want {
+			t.Fatalf("job %s printed %d lines, want 1..80", id, len(lines))
+		}
+	}
+}
+
+func numbers(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = strconv.Itoa(i + 1)
+	}
+	return strings.Join(s, ",")
+}
