@@ -1,5 +1,5 @@
 // Package client is the Go SDK for spool: submit jobs, look them up, cancel
-// them, and (see Stream) replay and follow their output.
+// them, and (see Events and EventStream) replay and follow their output.
 //
 //	c, err := client.New(client.URLFromEnv())
 //	job, _, err := c.Submit(ctx, client.Submission{Argv: []string{"make", "test"}})

@@ -73,12 +73,6 @@ func (a *attempt) leaseLost(reason string) {
 	a.stop("lease lost: " + reason)
 }
 
-func (a *attempt) isLost() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.lost
-}
-
 // setProc records the started process; if a stop came first, it applies now.
 func (a *attempt) setProc(p *process) {
 	a.mu.Lock()
