@@ -12,16 +12,12 @@ import (
 	"github.com/spool-run/spool/internal/store"
 )
 
-// appendRounds bounds how often Append starts over after losing a race
-// with another change of the job.
-const appendRounds = 5
-
 // Append implements store.JobStore in three steps (doc.go explains why):
 // reserve the range past the committed head with a conditional update
 // fenced by the lease, write the items with BatchWriteItem, commit the
 // head with another fenced update. Readers only see committed items.
 func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
-	for range appendRounds {
+	for range raceRounds {
 		r, err := s.getJob(ctx, ref.JobID)
 		if err != nil {
 			return store.Head{}, err
@@ -54,7 +50,7 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 			return head, err
 		}
 	}
-	return store.Head{}, store.Errorf(store.ErrThrottled, "job %s: its log kept changing while appending; retry", ref.JobID)
+	return store.Head{}, errBusy(ref.JobID)
 }
 
 // plan applies the append rules against the committed head and checks the

@@ -70,6 +70,15 @@ func (s *Store) updateJob(ctx context.Context, id string, u *update, cond string
 	return r, true, nil
 }
 
+// raceRounds bounds how often an operation starts over after losing a
+// race with another change of the job (each round re-reads it).
+const raceRounds = 5
+
+// errBusy is returned when an operation lost that many races in a row.
+func errBusy(jobID string) error {
+	return store.Errorf(store.ErrThrottled, "job %s kept changing under this request; retry", jobID)
+}
+
 // isJob is the condition that the item is a job (not a request marker, not
 // missing).
 func isJob(e *expr) string { return e.eq(aKind, str(kindJob)) }
@@ -78,7 +87,7 @@ func isJob(e *expr) string { return e.eq(aKind, str(kindJob)) }
 // SQS message is dropped when next received); a running one is marked, and
 // its worker learns at its next heartbeat.
 func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, error) {
-	for {
+	for range raceRounds {
 		r, err := s.getJob(ctx, id)
 		if err != nil {
 			return nil, err
@@ -111,4 +120,5 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, er
 		}
 		// The job moved on (leased, finished) meanwhile: decide again.
 	}
+	return nil, errBusy(id)
 }

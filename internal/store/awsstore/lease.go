@@ -35,7 +35,7 @@ func (s *Store) refused(ctx context.Context, ref store.LeaseRef) (r *jobRec, ret
 // later than the message's new visibility, as at dequeue.
 func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, vis time.Duration) (time.Time, bool, error) {
 	vis = clampVisibility(vis)
-	for {
+	for range raceRounds {
 		expires := store.Now().Add(vis)
 		e := newExpr()
 		u := newUpdate(e).Set(aLeaseExpires, num(expires.UnixMicro()))
@@ -57,13 +57,14 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, vis time.Dura
 		}
 		return expires, r.cancel, nil
 	}
+	return time.Time{}, false, errBusy(ref.JobID)
 }
 
 // Complete implements store.JobStore: the job is made final in DynamoDB,
 // then its message deleted. A repeat by the same attempt returns the job
 // as it is.
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
-	for {
+	for range raceRounds {
 		r, err := s.getJob(ctx, ref.JobID)
 		if err != nil {
 			return nil, err
@@ -94,6 +95,7 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 			return done.view(), nil
 		}
 	}
+	return nil, errBusy(ref.JobID)
 }
 
 // dropLeaseMessage deletes the message a lease was granted with.
