@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/spool-run/spool/internal/backend"
 	"github.com/spool-run/spool/internal/config"
@@ -35,6 +36,17 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Running,
 	st, err := backend.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if g, ok := st.(store.LeaseGracer); ok {
+		// Leases did not run while no server did: give running jobs one
+		// lease length to reconnect before the reaper may expire them.
+		until := time.Now().Add(time.Duration(cfg.Jobs.VisibilityTimeoutSeconds) * time.Second)
+		if n, err := g.GraceLeases(ctx, until); err != nil {
+			st.Close()
+			return nil, err
+		} else if n > 0 {
+			log.Info("running jobs' leases extended while their workers reconnect", "jobs", n, "until", until.Format(time.TimeOnly))
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {

@@ -157,3 +157,13 @@ func IsFinal(s spoolv1.JobState) bool {
 	}
 	return false
 }
+
+// LeaseGracer is implemented by stores whose leases only run while a spool
+// server runs (SQLite, memory): a server coming back after an outage gives
+// running jobs' leases until `until`, so their workers, which kept the jobs
+// running and their output on disk, can reconnect instead of having the
+// work redone. (With SQS the lease is SQS's visibility timeout, which runs
+// whether or not a server is up, so that store does not implement it.)
+type LeaseGracer interface {
+	GraceLeases(ctx context.Context, until time.Time) (int, error)
+}

@@ -455,3 +455,24 @@ func TestStopAfterGraceRetriesJob(t *testing.T) {
 		t.Fatalf("retry: %v %v", resp, err)
 	}
 }
+
+// TestServerAwayLongerThanALease: the server is gone for longer than a
+// lease; when it comes back it gives running jobs time to reconnect, so the
+// job is not run twice and its output is whole.
+func TestServerAwayLongerThanALease(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	script := `i=1; while [ $i -le 200 ]; do echo $i; i=$((i+1)); [ $((i % 20)) -eq 0 ] && sleep 0.1; done; true`
+	id := e.submit(t, sh(script))
+	waitForLines(t, e, id, 20)
+	if err := e.srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second) // leases are 3 s
+	e.startServer(t)
+	j := e.wait(t, id)
+	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetAttempt() != 1 {
+		t.Fatalf("job %s on attempt %d: %v", j.GetState(), j.GetAttempt(), j.GetResult())
+	}
+	evs := e.logOf(t, id)
+	checkSeq(t, evs[1:len(evs)-1], 200)
+}

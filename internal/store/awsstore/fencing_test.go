@@ -3,7 +3,9 @@ package awsstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,5 +122,46 @@ func TestRetriedPublishAfterCrash(t *testing.T) {
 				t.Fatalf("append after the retry: %+v %v", h, err)
 			}
 		})
+	}
+}
+
+// TestSlowPublishAndItsRetry: a publish stalls after reserving; the
+// worker, tired of waiting, sends the same events again, which takes the
+// reservation over and stores them. When the first call wakes, it writes
+// the same items again and reports success: the events are stored once.
+func TestSlowPublishAndItsRetry(t *testing.T) {
+	s := freshStore(t)
+	ctx := context.Background()
+	l := running(t, s, newJob(newQueue()), time.Minute)
+	evs := []*spoolv1.JobEvent{startEvent(1), batch(2, lines(1, 50)...)}
+	var once sync.Once
+	reserved, resume := make(chan struct{}), make(chan struct{})
+	awsstore.AfterReserve(s, func(context.Context) error {
+		stall := false
+		once.Do(func() { stall = true })
+		if stall {
+			close(reserved)
+			<-resume
+		}
+		return nil
+	})
+	slow := make(chan error, 1)
+	go func() {
+		h, err := s.Append(ctx, l.LeaseRef, evs)
+		if err == nil && h.NextSequence != 52 {
+			err = fmt.Errorf("head %+v", h)
+		}
+		slow <- err
+	}()
+	<-reserved
+	if h, err := s.Append(ctx, l.LeaseRef, evs); err != nil || h != (store.Head{NextSequence: 52, NextLine: 51}) {
+		t.Fatalf("retry while the first call stalls: head %+v, err %v", h, err)
+	}
+	close(resume)
+	if err := <-slow; err != nil {
+		t.Fatalf("the slow first call: %v", err)
+	}
+	if got := logOf(t, s, l.JobID); len(got) != 51 {
+		t.Fatalf("log holds %d events, want 51", len(got))
 	}
 }

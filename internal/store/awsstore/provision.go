@@ -67,7 +67,8 @@ func Provision(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	s := &Store{cfg: cfg, clients: c}
+	s := newStore(cfg, c)
+	defer s.Close()
 	var rep Report
 	for _, def := range []*dynamodb.CreateTableInput{jobsTable(cfg.JobsTable), eventsTable(cfg.EventsTable)} {
 		res, err := s.ensureTable(ctx, def)

@@ -77,15 +77,21 @@ func open(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter}
-	s.queues = newQueueDir(s)
-	s.watch = newWatcher(s)
+	s := newStore(cfg, c)
 	for _, table := range []string{cfg.JobsTable, cfg.EventsTable} {
 		if _, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
 			return nil, awsErr(err, "open DynamoDB table %s", table)
 		}
 	}
 	return s, nil
+}
+
+// newStore assembles a Store on clients for cfg (defaults applied).
+func newStore(cfg Config, c clients) *Store {
+	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter}
+	s.queues = newQueueDir(s)
+	s.watch = newWatcher(s)
+	return s
 }
 
 // Config returns the store's configuration, defaults filled in.

@@ -191,3 +191,18 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 	})
 	return out, err
 }
+
+// GraceLeases implements store.LeaseGracer.
+func (s *Store) GraceLeases(ctx context.Context, until time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE state = ? AND lease_expires_at < ?`,
+			until.UnixMicro(), stRunning, until.UnixMicro())
+		if err != nil {
+			return fmt.Errorf("sqlite: grace leases: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

@@ -276,3 +276,28 @@ func testComplete(t *testing.T, b Backend) {
 		t.Fatalf("completed jobs were handed out again: %v %v", ls, err)
 	}
 }
+
+// testGraceLeases: a server back from an outage gives running leases time
+// to reconnect; an expired lease comes back to life for its own worker.
+func testGraceLeases(t *testing.T, b Backend) {
+	s := open(t, b)
+	ctx := context.Background()
+	q := newQueue()
+	enqueue(t, s, newJob(q))
+	l := leaseOne(t, s, q, shortLease)
+	time.Sleep(shortLease + 100*time.Millisecond) // expired, as during an outage
+	n, err := s.(store.LeaseGracer).GraceLeases(ctx, time.Now().Add(time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("GraceLeases: %d jobs, err %v; want 1", n, err)
+	}
+	if _, err := s.ExpireLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, Visibility: shortLease})
+	if err != nil || len(ls) != 0 {
+		t.Fatalf("a graced lease was handed out again: %v %v", ls, err)
+	}
+	if _, _, err := s.Heartbeat(ctx, l.LeaseRef, time.Minute); err != nil {
+		t.Fatalf("the worker could not resume its graced lease: %v", err)
+	}
+}

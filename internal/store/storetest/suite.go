@@ -62,12 +62,18 @@ func Run(t *testing.T, b Backend) {
 		{"FeedManyFollowersAndSlowReader", testFeedManyFollowers},
 		{"FeedFilters", testFeedFilters},
 	}
-	if b.Reopen != nil {
-		tests = append(tests, struct {
-			name string
-			fn   func(t *testing.T, b Backend)
-		}{"Persistence", testPersistence})
+	type named = struct {
+		name string
+		fn   func(t *testing.T, b Backend)
 	}
+	if b.Reopen != nil {
+		tests = append(tests, named{"Persistence", testPersistence})
+	}
+	probe := b.Open(t)
+	if _, ok := probe.(store.LeaseGracer); ok {
+		tests = append(tests, named{"GraceLeasesAfterAnOutage", testGraceLeases})
+	}
+	_ = probe.Close()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
