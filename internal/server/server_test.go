@@ -391,3 +391,27 @@ func TestStartRefusals(t *testing.T) {
 		t.Fatalf("batch larger than the store's item limit: %v", err)
 	}
 }
+
+// TestRestartGracesRunningLeases: leases do not run while no server does;
+// a server coming back gives running jobs a lease length to reconnect
+// instead of re-queueing them on its first sweep.
+func TestRestartGracesRunningLeases(t *testing.T) {
+	cfg := testConfig(t)
+	r := start(t, cfg)
+	c := newClient(t, r.URL)
+	j := submit(t, c, "sleep", "60")
+	dequeue(t, c, 2)
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // the lease has run out meanwhile
+	r2 := start(t, cfg)
+	time.Sleep(2 * time.Second) // more than one reaper sweep
+	got, err := newClient(t, r2.URL).Job(context.Background(), j.GetJobId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetState() != spoolv1.JobState_JOB_STATE_RUNNING || got.GetAttempt() != 1 {
+		t.Fatalf("after the restart the job is %s on attempt %d; want still running, attempt 1", got.GetState(), got.GetAttempt())
+	}
+}

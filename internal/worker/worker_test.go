@@ -457,8 +457,9 @@ func TestStopAfterGraceRetriesJob(t *testing.T) {
 }
 
 // TestServerAwayLongerThanALease: the server is gone for longer than a
-// lease; when it comes back it gives running jobs time to reconnect, so the
-// job is not run twice and its output is whole.
+// lease; the worker keeps the job running and its output on disk, and when
+// the server is back the same attempt finishes with its output whole (the
+// server's lease grace on restart is pinned by a server test).
 func TestServerAwayLongerThanALease(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	script := `i=1; while [ $i -le 200 ]; do echo $i; i=$((i+1)); [ $((i % 20)) -eq 0 ] && sleep 0.1; done; true`
