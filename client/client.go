@@ -25,6 +25,7 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/internal/wirezstd"
 )
 
 // DefaultURL is where a client looks for the server when not told.
@@ -47,6 +48,7 @@ type Client struct {
 type options struct {
 	httpClient *http.Client
 	grpc       bool
+	compress   bool
 }
 
 // Option configures New.
@@ -58,6 +60,11 @@ func WithHTTPClient(h *http.Client) Option { return func(o *options) { o.httpCli
 // WithGRPC speaks gRPC (over HTTP/2 without TLS for http:// URLs) instead of
 // the Connect protocol.
 func WithGRPC() Option { return func(o *options) { o.grpc = true } }
+
+// WithCompressedRequests sends requests of 1 KiB or more compressed with
+// zstd: what a worker publishing batches of output wants. (Responses may be
+// zstd or gzip either way.)
+func WithCompressedRequests() Option { return func(o *options) { o.compress = true } }
 
 // New returns a client for the server at baseURL (http://host:port).
 func New(baseURL string, opts ...Option) (*Client, error) {
@@ -72,9 +79,12 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if o.httpClient == nil {
 		o.httpClient = &http.Client{Transport: newTransport(o.grpc)}
 	}
-	var copts []connect.ClientOption
+	copts := []connect.ClientOption{wirezstd.Client()}
 	if o.grpc {
 		copts = append(copts, connect.WithGRPC())
+	}
+	if o.compress {
+		copts = append(copts, connect.WithSendCompression(wirezstd.Name), connect.WithCompressMinBytes(1024))
 	}
 	base := strings.TrimRight(baseURL, "/")
 	return &Client{JobServiceClient: spoolv1connect.NewJobServiceClient(o.httpClient, base, copts...), url: base}, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/worker"
 )
@@ -35,7 +36,7 @@ to finish, output is flushed. A second signal stops everything at once
   spool worker -q builds --concurrency 4 --spool-dir /var/lib/spool/worker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := e.client()
+			c, err := client.New(e.server, client.WithCompressedRequests())
 			if err != nil {
 				return err
 			}

@@ -63,9 +63,13 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Dir: dir, Config: cfg, Server: srv, workerDone: make(chan error, 1)}
+	var wc *client.Client
 	if c.Client, err = client.New(srv.URL); err == nil {
+		wc, err = client.New(srv.URL, client.WithCompressedRequests())
+	}
+	if err == nil {
 		var w *worker.Worker
-		w, err = worker.New(c.Client, worker.Config{SpoolDir: filepath.Join(dir, "worker"), Concurrency: o.Concurrency, Logger: o.Log})
+		w, err = worker.New(wc, worker.Config{SpoolDir: filepath.Join(dir, "worker"), Concurrency: o.Concurrency, Logger: o.Log})
 		if err == nil {
 			var wctx context.Context
 			wctx, c.stopWorker = context.WithCancel(context.WithoutCancel(ctx))

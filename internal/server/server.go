@@ -20,6 +20,7 @@ import (
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/token"
+	"github.com/spool-run/spool/internal/wirezstd"
 )
 
 // maxRequestBytes bounds a request body: a PublishEvents call carries at
@@ -51,6 +52,7 @@ func New(cfg *config.Config, st store.JobStore, signer *token.Signer, log *slog.
 	opts := []connect.HandlerOption{
 		connect.WithReadMaxBytes(maxRequestBytes),
 		connect.WithCompressMinBytes(1024),
+		wirezstd.Handler(),
 		connect.WithInterceptors(logCalls(log)),
 	}
 	mux.Handle(spoolv1connect.NewJobServiceHandler(s.svc, opts...))

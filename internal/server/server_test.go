@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -413,5 +414,42 @@ func TestRestartGracesRunningLeases(t *testing.T) {
 	}
 	if got.GetState() != spoolv1.JobState_JOB_STATE_RUNNING || got.GetAttempt() != 1 {
 		t.Fatalf("after the restart the job is %s on attempt %d; want still running, attempt 1", got.GetState(), got.GetAttempt())
+	}
+}
+
+// recorder notes the encoding and size of request bodies.
+type recorder struct {
+	mu       sync.Mutex
+	encoding []string
+	sizes    []int64
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.encoding = append(r.encoding, req.Header.Get("Content-Encoding"))
+	r.sizes = append(r.sizes, req.ContentLength)
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestZstdRequests: a client asking for compressed requests sends zstd,
+// and the server reads it.
+func TestZstdRequests(t *testing.T) {
+	r := start(t, testConfig(t))
+	rec := &recorder{}
+	c := newClient(t, r.URL, client.WithCompressedRequests(), client.WithHTTPClient(&http.Client{Transport: rec}))
+	script := strings.Repeat("echo 'the same line of output, again and again'\n", 400)
+	j, _, err := c.Submit(context.Background(), client.Submission{Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := newClient(t, r.URL).Job(context.Background(), j.GetJobId())
+	if err != nil || got.GetParams().GetScript() != script {
+		t.Fatalf("the server did not read the compressed request back whole: %v", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.encoding[0] != "zstd" || rec.sizes[0] <= 0 || rec.sizes[0] > int64(len(script))/10 {
+		t.Fatalf("request sent with encoding %q, %d bytes for a %d-byte script", rec.encoding[0], rec.sizes[0], len(script))
 	}
 }
