@@ -32,7 +32,10 @@ func Client() connect.ClientOption {
 
 type decompressor struct{ *zstd.Decoder }
 
-func (d decompressor) Close() error { d.Decoder.Close(); return nil }
+// Close ends one message. Connect pools decompressors and Resets them for
+// the next message, so the decoder itself must stay usable (with
+// concurrency 1 it holds no goroutines, only buffers worth reusing).
+func (d decompressor) Close() error { return nil }
 
 func newDecompressor() connect.Decompressor {
 	d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow), zstd.WithDecoderLowmem(true))
