@@ -12,6 +12,7 @@ import (
 
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/awsstore"
 	"github.com/spool-run/spool/internal/store/memstore"
 	"github.com/spool-run/spool/internal/store/sqlitestore"
 )
@@ -28,6 +29,8 @@ func Open(ctx context.Context, cfg *config.Config) (store.JobStore, error) {
 		st = memstore.New()
 	case "sqlite":
 		st, err = openSQLite(ctx, cfg)
+	case "aws":
+		st, err = awsstore.Open(ctx, cfg.Store.AWS)
 	default:
 		return nil, fmt.Errorf("store.type %q is not supported", cfg.Store.Type)
 	}

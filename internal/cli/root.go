@@ -81,6 +81,6 @@ Start here:
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&e.server, "server", client.URLFromEnv(), "spool server address (or set SPOOL_SERVER)")
-	root.AddCommand(newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newJobsCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e))
+	root.AddCommand(newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newJobsCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e), newAWSCmd(e))
 	return root
 }

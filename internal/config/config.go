@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store/awsstore"
 )
 
 // Config is everything `spool server` can be told.
@@ -43,9 +44,11 @@ type Server struct {
 
 // Store selects and configures the backend.
 type Store struct {
-	// Type is sqlite (the default), or memory (nothing survives a restart).
-	Type   string `yaml:"type"`
-	SQLite SQLite `yaml:"sqlite"`
+	// Type is sqlite (the default), memory (nothing survives a restart), or
+	// aws (SQS carries jobs, DynamoDB holds the truth; see docs/aws.md).
+	Type   string          `yaml:"type"`
+	SQLite SQLite          `yaml:"sqlite"`
+	AWS    awsstore.Config `yaml:"aws"`
 }
 
 // SQLite configures the embedded store.
@@ -110,6 +113,20 @@ func Default() *Config {
 // Load reads the file at path (none when empty) over the defaults, applies
 // the environment (lookup is os.LookupEnv in production) and validates.
 func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
+	cfg, err := Read(path, lookup)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil && path != "" {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, err
+}
+
+// Read is Load without the final validation, for commands that use one
+// section of the server's configuration (spool aws init) and check it
+// themselves.
+func Read(path string, lookup func(string) (string, bool)) (*Config, error) {
 	var data []byte
 	if path != "" {
 		var err error
@@ -117,7 +134,7 @@ func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
 	}
-	cfg, err := Parse(data, lookup)
+	cfg, err := parse(data, lookup)
 	if err != nil && path != "" {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -126,6 +143,18 @@ func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
 
 // Parse is Load for a file's contents.
 func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	cfg, err := parse(data, lookup)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// parse applies the file and the environment over the defaults.
+func parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	cfg := Default()
 	if len(bytes.TrimSpace(data)) > 0 {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -138,9 +167,6 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 		if err := applyEnv(cfg, lookup); err != nil {
 			return nil, err
 		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
 	}
 	return cfg, nil
 }

@@ -71,7 +71,10 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{"zero batch", "execution:\n  batching:\n    max_batch_size: 0\n", nil, "execution.batching.max_batch_size: must be between 1 and 10000, got 0"},
 		{"huge bytes", "execution:\n  batching:\n    max_batch_bytes: 999999999999\n", nil, "execution.batching.max_batch_bytes"},
 		{"flush", "execution:\n  batching:\n    flush_interval_seconds: -1\n", nil, "execution.batching.flush_interval_seconds"},
-		{"store", "store:\n  type: oracle\n", nil, `store.type: must be one of sqlite, memory, got "oracle"`},
+		{"store", "store:\n  type: oracle\n", nil, `store.type: must be one of sqlite, memory, aws, got "oracle"`},
+		{"aws without a shared key", "store:\n  type: aws\n", nil, "server.token_key: must be set with store.type aws"},
+		{"aws endpoint", "server:\n  token_key: MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=\nstore:\n  type: aws\n  aws:\n    endpoint: not a url\n", nil, "store.aws.endpoint"},
+		{"bad env duration", "", []string{"SPOOL_STORE_AWS_WATCH_POLL_INTERVAL", "soon"}, "not a duration"},
 		{"addr", "server:\n  addr: localhost\n", nil, "server.addr"},
 		{"port", "server:\n  addr: 127.0.0.1:http\n", nil, "server.addr"},
 		{"lease vs heartbeat", "jobs:\n  visibility_timeout_seconds: 40\n", nil, "jobs.visibility_timeout_seconds: must be at least twice"},
@@ -95,6 +98,28 @@ func TestAllProblemsReported(t *testing.T) {
 	_, err := Parse([]byte("jobs:\n  max_attempts: 0\nlog:\n  format: xml\n"), env())
 	if err == nil || !strings.Contains(err.Error(), "jobs.max_attempts") || !strings.Contains(err.Error(), "log.format") {
 		t.Fatalf("want both problems named, got %v", err)
+	}
+}
+
+func TestAWSStore(t *testing.T) {
+	yaml := `
+server:
+  token_key: MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=
+store:
+  type: aws
+  aws:
+    region: eu-west-1
+    queues:
+      builds: https://sqs.eu-west-1.amazonaws.com/123456789012/spool-builds
+    jobs_table: my_jobs
+`
+	c, err := Parse([]byte(yaml), env("SPOOL_STORE_AWS_WATCH_POLL_INTERVAL", "500ms", "SPOOL_STORE_AWS_EVENTS_TTL_DAYS", "7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Store.AWS
+	if a.Region != "eu-west-1" || a.JobsTable != "my_jobs" || a.Queues["builds"] == "" || a.WatchPollInterval.Milliseconds() != 500 || a.EventsTTLDays != 7 {
+		t.Fatalf("aws config %+v", a)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // EnvPrefix starts every environment override: a setting's YAML path,
@@ -57,7 +58,17 @@ func walk(v reflect.Value, path []string, fn func(reflect.Value, []string) error
 	return nil
 }
 
+var durationType = reflect.TypeFor[time.Duration]()
+
 func setScalar(v reflect.Value, s string) error {
+	if v.Type() == durationType {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("not a duration (like 250ms or 2s)")
+		}
+		v.SetInt(int64(d))
+		return nil
+	}
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(s)

@@ -44,8 +44,16 @@ func (c *Config) Validate() error {
 	}
 	between("server.shutdown_grace_seconds", int64(c.Server.ShutdownGraceSeconds), 0, 3600)
 
-	oneOf("store.type", c.Store.Type, "sqlite", "memory")
+	oneOf("store.type", c.Store.Type, "sqlite", "memory", "aws")
 	oneOf("store.sqlite.synchronous", c.Store.SQLite.Synchronous, "full", "normal")
+	if c.Store.Type == "aws" {
+		if err := c.Store.AWS.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Server.TokenKey == "" {
+			bad("server.token_key", "must be set with store.type aws: every server sharing the store must check the others' task tokens (generate one with: openssl rand -base64 32)")
+		}
+	}
 
 	between("jobs.max_attempts", int64(c.Jobs.MaxAttempts), 1, 100)
 	between("jobs.visibility_timeout_seconds", int64(c.Jobs.VisibilityTimeoutSeconds), 2, 43200)
