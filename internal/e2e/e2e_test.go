@@ -108,11 +108,11 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startServer runs `spool server` on addr with dataDir and waits until it
-// answers.
-func startServer(t *testing.T, addr, dataDir string) (*proc, *client.Client) {
+// startServer runs `spool server` on addr with dataDir (and any extra
+// arguments) and waits until it answers.
+func startServer(t *testing.T, addr, dataDir string, extra ...string) (*proc, *client.Client) {
 	t.Helper()
-	p := run(t, "server", "server", "--addr", addr, "--data-dir", dataDir)
+	p := run(t, "server "+addr, append([]string{"server", "--addr", addr, "--data-dir", dataDir}, extra...)...)
 	c, err := client.New("http://" + addr)
 	if err != nil {
 		t.Fatal(err)
