@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"errors"
 	"io"
 	"syscall"
@@ -91,16 +90,4 @@ func isTransient(err error) bool {
 	// or Unknown wrapping io.ErrUnexpectedEOF) or as the socket's error.
 	return IsUnavailable(err) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

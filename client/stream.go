@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/backoff"
 	"github.com/spool-run/spool/internal/events"
 )
 
@@ -242,7 +243,7 @@ func (r *receiver) run(ctx context.Context, out chan<- delivery) {
 			send(delivery{err: fmt.Errorf("gave up reading job %s's events after %s without progress: %w", r.jobID, r.retry.policy.GiveUpAfter, err)})
 			return
 		}
-		if !send(delivery{lost: err, wait: wait}) || sleep(ctx, wait) != nil {
+		if !send(delivery{lost: err, wait: wait}) || backoff.Sleep(ctx, wait) != nil {
 			return
 		}
 	}

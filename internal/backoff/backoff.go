@@ -32,8 +32,11 @@ func (b *Backoff) Delay() time.Duration {
 func (b *Backoff) Reset() { b.next = b.min }
 
 // Wait sleeps for the next delay, or until ctx ends (returning its error).
-func (b *Backoff) Wait(ctx context.Context) error {
-	t := time.NewTimer(b.Delay())
+func (b *Backoff) Wait(ctx context.Context) error { return Sleep(ctx, b.Delay()) }
+
+// Sleep waits for d, or until ctx ends (returning its error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"time"
+
+	"github.com/spool-run/spool/internal/backoff"
 )
 
 // maxPause caps how long monitor waits before one line: a job that was
@@ -29,7 +31,7 @@ type pacer struct {
 }
 
 func newPacer(scale float64) *pacer {
-	return &pacer{scale: scale, maxWait: maxPause, now: time.Now, sleep: sleepCtx}
+	return &pacer{scale: scale, maxWait: maxPause, now: time.Now, sleep: backoff.Sleep}
 }
 
 // delay says how long to wait before showing a line written at at. skipped
@@ -61,18 +63,6 @@ func (p *pacer) wait(ctx context.Context, at time.Time) (skipped time.Duration, 
 	}
 	p.prev, p.shown = at, p.now()
 	return skipped, nil
-}
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // pauseText says how long a pause was, to the second once it is long.

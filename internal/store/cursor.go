@@ -45,3 +45,15 @@ func (c Cursor) Before(t time.Time, id string) bool {
 	}
 	return id < c.JobID
 }
+
+// ParseCursor decodes a ListFilter cursor: nil for none (the first page).
+func ParseCursor(s string) (*Cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	c, err := DecodeCursor(s)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}

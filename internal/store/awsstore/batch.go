@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/spool-run/spool/internal/backoff"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -40,14 +41,7 @@ func retryLeftovers(ctx context.Context, try int) error {
 	if try > leftoverTries {
 		return errLeftovers
 	}
-	t := time.NewTimer(min(leftoverFirstWait<<(try-1), leftoverMaxWait))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return backoff.Sleep(ctx, min(leftoverFirstWait<<(try-1), leftoverMaxWait))
 }
 
 // batchGet reads items by key from one table, 100 keys a call, retrying

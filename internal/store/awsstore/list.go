@@ -27,13 +27,9 @@ const filteredPage = 200
 // the table. The cursor is the last job of the page, which is also the
 // index position to continue from (its ExclusiveStartKey).
 func (s *Store) List(ctx context.Context, f store.ListFilter) ([]*spoolv1.Job, string, error) {
-	var after *store.Cursor
-	if f.Cursor != "" {
-		c, err := store.DecodeCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		after = &c
+	after, err := store.ParseCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
 	}
 	limit := store.ListLimit(f.Limit)
 	entries, more, err := s.listIndex(ctx, f, after, limit)

@@ -104,13 +104,9 @@ func (s *Store) Get(_ context.Context, id string) (*spoolv1.Job, error) {
 
 // List implements store.JobStore.
 func (s *Store) List(_ context.Context, f store.ListFilter) ([]*spoolv1.Job, string, error) {
-	var after *store.Cursor
-	if f.Cursor != "" {
-		c, err := store.DecodeCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		after = &c
+	after, err := store.ParseCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
 	}
 	limit := store.ListLimit(f.Limit)
 	s.mu.Lock()
