@@ -1,6 +1,11 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,14 +15,16 @@ import (
 
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/internal/worker"
 )
 
 func newWorkerCmd(e *env) *cobra.Command {
 	var (
-		cfg       worker.Config
-		logLevel  string
-		logFormat string
+		cfg         worker.Config
+		logLevel    string
+		logFormat   string
+		metricsAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -41,6 +48,13 @@ to finish, output is flushed. A second signal stops everything at once
 				return err
 			}
 			cfg.Logger = newLogger(config.Log{Level: logLevel, Format: logFormat}, e.errOut)
+			if metricsAddr != "" {
+				m, err := serveMetrics(cmd.Context(), metricsAddr, cfg.Logger)
+				if err != nil {
+					return err
+				}
+				cfg.Meters = m.Provider()
+			}
 			w, err := worker.New(c, cfg)
 			if err != nil {
 				return err
@@ -70,7 +84,27 @@ to finish, output is flushed. A second signal stops everything at once
 	f.DurationVar(&cfg.ShutdownGrace, "grace", 30*time.Second, "on SIGTERM, how long running jobs may go on")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "how long a stopped command has between SIGTERM and SIGKILL")
 	f.StringVar(&cfg.WorkerID, "id", "", "worker name in logs and job events (default: host-pid)")
+	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9464)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	return cmd
+}
+
+// serveMetrics serves the worker's /metrics on addr until ctx ends.
+func serveMetrics(ctx context.Context, addr string, log *slog.Logger) (*telemetry.Metrics, error) {
+	m, err := telemetry.New()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return m, nil
 }

@@ -15,11 +15,15 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpcreflect"
+	"connectrpc.com/otelconnect"
 
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/httpapi"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/internal/token"
+	"github.com/spool-run/spool/internal/webui"
 	"github.com/spool-run/spool/internal/wirezstd"
 )
 
@@ -37,6 +41,7 @@ type Server struct {
 	log     *slog.Logger
 	svc     *Service
 	handler http.Handler
+	metrics *telemetry.Metrics
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when shutdown starts
@@ -47,18 +52,26 @@ func New(cfg *config.Config, st store.JobStore, signer *token.Signer, log *slog.
 	s := &Server{cfg: cfg, store: st, log: log, drain: make(chan struct{})}
 	s.svc = NewService(st, signer, cfg, log)
 	s.svc.drain = s.drain
+	// Only an invalid option makes these fail: a programming error.
+	s.metrics = telemetry.Must(telemetry.New())
+	s.svc.metrics = newServerMetrics(s.metrics.Meter("server"), &s.svc.watchers)
+	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(s.metrics.Provider()),
+		otelconnect.WithoutTracing(), otelconnect.WithoutServerPeerAttributes()))
 
 	mux := http.NewServeMux()
 	opts := []connect.HandlerOption{
 		connect.WithReadMaxBytes(maxRequestBytes),
 		connect.WithCompressMinBytes(1024),
 		wirezstd.Handler(),
-		connect.WithInterceptors(logCalls(log)),
+		connect.WithInterceptors(rpcMetrics, logCalls(log)),
 	}
 	mux.Handle(spoolv1connect.NewJobServiceHandler(s.svc, opts...))
 	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	httpapi.Register(mux, httpapi.Options{Store: st, Log: log, Drain: s.drain, Watch: s.svc.watchers.add})
+	mux.Handle("/", webui.Handler())
+	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -137,6 +150,7 @@ func (s *Server) reap(ctx context.Context) {
 			s.log.Warn("settling expired leases failed", "error", err)
 		case n > 0:
 			s.log.Info("settled expired leases", "jobs", n)
+			s.svc.metrics.settled.Add(ctx, int64(n))
 		}
 	}
 }

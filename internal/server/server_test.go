@@ -453,3 +453,33 @@ func TestZstdRequests(t *testing.T) {
 		t.Fatalf("request sent with encoding %q, %d bytes for a %d-byte script", rec.encoding[0], rec.sizes[0], len(script))
 	}
 }
+
+// TestMetrics: /metrics reports job and RPC figures in the Prometheus text
+// format.
+func TestMetrics(t *testing.T) {
+	r := start(t, testConfig(t))
+	c := newClient(t, r.URL)
+	submit(t, c, "true")
+	l := dequeue(t, c, 10)
+	if _, err := c.CompleteJob(context.Background(), connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 1}})); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(r.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`spool_jobs_enqueued_total{queue="default"} 1`,
+		`spool_jobs_leased_total{queue="default"} 1`,
+		`spool_jobs_finished_total{queue="default",state="failed"} 1`,
+		`spool_followers 0`,
+		`rpc_server_duration_milliseconds_count{`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -27,6 +29,7 @@ type Service struct {
 	drain <-chan struct{}
 	// watchers counts live followers, reported to publishing workers.
 	watchers watchers
+	metrics  *serverMetrics
 }
 
 // untilDrain returns ctx, cancelled also when the server starts draining.
@@ -94,6 +97,7 @@ func (s *Service) EnqueueJob(ctx context.Context, req *connect.Request[spoolv1.E
 	}
 	if created {
 		s.log.InfoContext(ctx, "job enqueued", "job_id", job.GetJobId(), "queue", queue)
+		s.metrics.enqueued.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue)))
 	}
 	return connect.NewResponse(&spoolv1.EnqueueJobResponse{Job: job, Deduplicated: !created}), nil
 }
@@ -199,6 +203,7 @@ func (s *Service) DequeueJobs(ctx context.Context, req *connect.Request[spoolv1.
 		})
 		s.log.InfoContext(ctx, "job leased", "job_id", l.JobID, "attempt", l.Attempt, "worker", m.GetWorkerId())
 	}
+	s.metrics.leased.Add(ctx, int64(len(leases)), metric.WithAttributes(attribute.String("queue", queue)))
 	return connect.NewResponse(resp), nil
 }
 
@@ -251,6 +256,7 @@ func (s *Service) CompleteJob(ctx context.Context, req *connect.Request[spoolv1.
 	}
 	s.log.InfoContext(ctx, "job finished", "job_id", job.GetJobId(), "attempt", ref.Attempt,
 		"state", store.StateName(job.GetState()), "exit_code", job.GetResult().GetExitCode())
+	s.metrics.jobFinished(ctx, job)
 	return connect.NewResponse(&spoolv1.CompleteJobResponse{Job: job}), nil
 }
 
@@ -268,6 +274,7 @@ func (s *Service) PublishEvents(ctx context.Context, req *connect.Request[spoolv
 	if err != nil {
 		return nil, s.fail(ctx, "PublishEvents", err)
 	}
+	s.metrics.eventsPublished(ctx, evs)
 	return connect.NewResponse(&spoolv1.PublishEventsResponse{LastSequence: head.NextSequence - 1, LineCount: head.NextLine - 1,
 		Watched: s.watchers.watched(ref.JobID)}), nil
 }

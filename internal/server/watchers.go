@@ -38,3 +38,14 @@ func (w *watchers) watched(job string) bool {
 	defer w.mu.Unlock()
 	return w.n[job] > 0
 }
+
+// total is the number of followers of all jobs.
+func (w *watchers) total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, k := range w.n {
+		n += k
+	}
+	return n
+}

@@ -41,6 +41,9 @@ type attempt struct {
 // emit appends an event the batcher produced to the outbox. It runs under
 // the batcher's lock, so it must not call back into the batcher.
 func (a *attempt) emit(ev *spoolv1.JobEvent) {
+	if b := ev.GetOutputBatch(); b != nil {
+		a.w.metrics.batchLines.Record(context.Background(), int64(len(b.GetOutputs())))
+	}
 	if err := a.ob.Append(ev); err != nil {
 		a.log.Error("cannot write the spool directory; stopping the job", "error", err)
 		a.stop("the worker could not write its spool directory: " + err.Error())

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -53,6 +54,8 @@ type Config struct {
 	Logger       *slog.Logger
 	// Clock drives batching (tests use a fake one).
 	Clock batcher.Clock
+	// Meters, when set, receives the worker's metrics.
+	Meters metric.MeterProvider
 }
 
 func (c *Config) setDefaults() error {
@@ -82,10 +85,11 @@ func (c *Config) setDefaults() error {
 
 // Worker leases and runs jobs.
 type Worker struct {
-	cfg   Config
-	api   *client.Client
-	log   *slog.Logger
-	clock batcher.Clock
+	cfg     Config
+	api     *client.Client
+	log     *slog.Logger
+	clock   batcher.Clock
+	metrics *workerMetrics
 
 	slots chan struct{} // one token per running command
 
@@ -112,7 +116,7 @@ func New(api *client.Client, cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-	w := &Worker{cfg: cfg, api: api, log: cfg.Logger, clock: cfg.Clock, slots: make(chan struct{}, cfg.Concurrency),
+	w := &Worker{cfg: cfg, api: api, log: cfg.Logger, clock: cfg.Clock, metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
 		attempts: map[*attempt]struct{}{}, killed: make(chan struct{})}
 	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	return w, nil
@@ -296,8 +300,10 @@ func (w *Worker) run(a *attempt) {
 	go a.heartbeat(hbCtx, interval)
 
 	a.log.Info("job started", "command", commandText(a.job))
+	w.metrics.running.Add(context.Background(), 1)
 	res := a.execute(w.sendCtx)
 	a.out.Close()
+	w.metrics.running.Add(context.Background(), -1)
 	w.mu.Lock()
 	delete(w.attempts, a)
 	w.mu.Unlock()
@@ -307,6 +313,14 @@ func (w *Worker) run(a *attempt) {
 	a.mu.Lock()
 	lost, retry := a.lost, a.retry
 	a.mu.Unlock()
+	outcome := "completed"
+	switch {
+	case lost:
+		outcome = "lease_lost"
+	case retry:
+		outcome = "left_for_retry"
+	}
+	w.metrics.attemptDone(context.Background(), outcome, a.out.Stats())
 	switch {
 	case lost:
 		a.log.Warn("job stopped: its lease was lost", "reason", a.stopReason())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/server"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/internal/worker"
 )
 
@@ -476,4 +478,30 @@ func TestServerAwayLongerThanALease(t *testing.T) {
 	}
 	evs := e.logOf(t, id)
 	checkSeq(t, evs[1:len(evs)-1], 200)
+}
+
+// TestMetrics: the worker reports its batching (flush reasons, lines per
+// batch) and its jobs.
+func TestMetrics(t *testing.T) {
+	m, err := telemetry.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, 1, func(c *worker.Config) { c.Meters = m.Provider() })
+	e.wait(t, e.submit(t, client.Submission{Argv: []string{"seq", "1", "100"}}))
+	e.stopWorker(t)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`spool_worker_jobs_total{outcome="completed"} 1`,
+		`spool_worker_lines_total 100`,
+		`spool_worker_batches_total{reason="`,
+		`spool_worker_batch_lines_bucket{le="50"}`,
+		`spool_worker_jobs_running 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("metrics lack %q:\n%s", want, body)
+		}
+	}
 }
