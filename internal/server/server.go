@@ -19,9 +19,11 @@ import (
 
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/httpapi"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/internal/token"
+	"github.com/spool-run/spool/internal/webui"
 	"github.com/spool-run/spool/internal/wirezstd"
 )
 
@@ -67,6 +69,8 @@ func New(cfg *config.Config, st store.JobStore, signer *token.Signer, log *slog.
 	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	httpapi.Register(mux, httpapi.Options{Store: st, Log: log, Drain: s.drain, Watch: s.svc.watchers.add})
+	mux.Handle("/", webui.Handler())
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -1,0 +1,93 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/internal/spooltest"
+)
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// Unknown jobs are 404 and malformed parameters 400, each with a message
+// that names the problem; oversized limits are capped, not refused.
+func TestBadInput(t *testing.T) {
+	e := start(t)
+	job := spooltest.RunJob(t, e.c, spooltest.Seq(1, 10050)...)
+	id := job.GetJobId()
+	unknown := "01900000-0000-7000-8000-000000000000"
+	cases := []struct {
+		method, path string
+		status       int
+		mention      string // in the error message
+	}{
+		{"GET", "/api/v1/jobs/" + unknown, 404, unknown},
+		{"GET", "/api/v1/jobs/" + unknown + "/logs", 404, unknown},
+		{"GET", "/api/v1/jobs/" + unknown + "/logs/ws", 404, unknown},
+		{"POST", "/api/v1/jobs/" + unknown + "/cancel", 404, unknown},
+		{"GET", "/api/v1/jobs/" + strings.Repeat("x", 500), 404, "not found"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?limit=abc", 400, "limit"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?limit=0", 400, "limit"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?limit=-5", 400, "limit"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?limit=1&limit=2", 400, "once"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?after_line=-1", 400, "after_line"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?after_line=1.5", 400, "after_line"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?after_line=99999999999999999999", 400, "after_line"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?before_line=0", 400, "before_line"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?after_line=10&before_line=10", 400, "greater than after_line"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?after_line=10&before_line=3", 400, "greater than after_line"},
+		{"GET", "/api/v1/jobs/" + unknown + "/logs?limit=x", 400, "limit"}, // parameters are checked first
+		{"GET", "/api/v1/jobs/" + id + "/logs/ws?last_line=-1", 400, "last_line"},
+		{"GET", "/api/v1/jobs/" + id + "/logs/ws?last_line=five", 400, "last_line"},
+		{"GET", "/api/v1/jobs?state=sleeping", 400, "state"},
+		{"GET", "/api/v1/jobs?state=running,", 400, "state"},
+		{"GET", "/api/v1/jobs?limit=none", 400, "limit"},
+		{"GET", "/api/v1/jobs?cursor=not-a-cursor", 400, "cursor"},
+		{"GET", "/api/v1/jobs?queue=%ff", 400, "queue"},
+		{"GET", "/api/v1/nothing", 404, "openapi.yaml"},
+		{"DELETE", "/api/v1/jobs/" + id, 405, "GET"},
+		{"GET", "/api/v1/jobs/" + id + "/cancel", 405, "POST"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			var body errorBody
+			resp := do(t, tc.method, e.srv.URL+tc.path, nil, &body)
+			if resp.StatusCode != tc.status || !strings.Contains(body.Error, tc.mention) {
+				t.Errorf("%s: %q; want %d mentioning %q", resp.Status, body.Error, tc.status, tc.mention)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if tc.status == 405 && resp.Header.Get("Allow") == "" {
+				t.Error("405 without Allow")
+			}
+		})
+	}
+
+	t.Run("oversized limit is capped", func(t *testing.T) {
+		var p httpapi.LogPage
+		e.get(t, "/api/v1/jobs/"+id+"/logs?limit=1000000", &p)
+		if len(p.Events) != httpapi.MaxLogLimit || p.Pagination.Limit != httpapi.MaxLogLimit || !p.Pagination.HasMore || p.Pagination.NextAfterLine != 10000 {
+			t.Errorf("limit=1000000: %d lines, pagination %+v; want the first %d and has_more", len(p.Events), p.Pagination, httpapi.MaxLogLimit)
+		}
+		var l httpapi.JobList
+		if resp := e.get(t, "/api/v1/jobs?limit=1000000", &l); resp.StatusCode != http.StatusOK || len(l.Jobs) != 1 {
+			t.Errorf("jobs?limit=1000000: %v, %d jobs", resp.Status, len(l.Jobs))
+		}
+	})
+
+	t.Run("websocket from another site", func(t *testing.T) {
+		_, resp, err := websocket.Dial(context.Background(), wsURL(e.srv.URL, id, 0),
+			&websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-origin upgrade: %v, %v; want 403", resp, err)
+		}
+	})
+}

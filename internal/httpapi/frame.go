@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// A lines frame carries at most this many lines, and this many bytes
+// unless a single line is larger. Together with the small hand-off from the
+// feed (see streamLogs) they bound what a connection holds.
+const (
+	maxFrameLines = 1000
+	maxFrameBytes = 64 << 10
+)
+
+// frame builds one {"type":"lines","lines":[...]} message, reusing its
+// buffers from frame to frame.
+type frame struct {
+	buf   bytes.Buffer // the message so far, without its closing "]}"
+	line  bytes.Buffer // the line being added, encoded
+	enc   *json.Encoder
+	lines int
+}
+
+const frameHead = `{"type":"lines","lines":[`
+
+func newFrame() *frame {
+	f := &frame{}
+	f.enc = json.NewEncoder(&f.line)
+	f.enc.SetEscapeHTML(false)
+	f.reset()
+	return f
+}
+
+func (f *frame) reset() {
+	f.buf.Reset()
+	f.buf.WriteString(frameHead)
+	f.lines = 0
+}
+
+// encode prepares l for add and reports whether it fits in this frame; a
+// frame always takes its first line, however large.
+func (f *frame) encode(l Line) (fits bool, err error) {
+	f.line.Reset()
+	if err := f.enc.Encode(l); err != nil {
+		return false, err
+	}
+	// The encoder's trailing newline stays: whitespace is valid between
+	// array elements, and it keeps a frame readable when printed.
+	return f.lines == 0 || (f.lines < maxFrameLines && f.buf.Len()+1+f.line.Len()+2 <= maxFrameBytes), nil
+}
+
+// add appends the line last given to encode.
+func (f *frame) add() {
+	if f.lines > 0 {
+		f.buf.WriteByte(',')
+	}
+	f.buf.Write(f.line.Bytes())
+	f.lines++
+}
+
+func (f *frame) empty() bool { return f.lines == 0 }
+
+// message closes the frame and returns it; valid until the next reset.
+func (f *frame) message() []byte {
+	f.buf.WriteString("]}")
+	return f.buf.Bytes()
+}

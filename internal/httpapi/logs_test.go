@@ -1,0 +1,165 @@
+package httpapi_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/internal/spooltest"
+)
+
+// Walks a 10,000-line log in pages of 1,000 while its worker is still
+// writing it: every line comes exactly once, in order.
+func TestLogPagesWhileWriting(t *testing.T) {
+	e := start(t)
+	l := e.running(t)
+	done := writeAsync(l, 1, 10000, 100)
+	seq := sequence{next: 1}
+	after, pages := int64(0), 0
+	for seq.next <= 10000 {
+		finished := isClosed(done) // before the read: then the read sees every line
+		var p httpapi.LogPage
+		path := fmt.Sprintf("/api/v1/jobs/%s/logs?limit=1000&after_line=%d", l.JobID(), after)
+		if resp := e.get(t, path, &p); resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		pages++
+		for _, ln := range p.Events {
+			if err := seq.add(ln); err != nil {
+				t.Fatalf("page after line %d: %v", after, err)
+			}
+		}
+		pg := p.Pagination
+		if pg.ReturnedCount != len(p.Events) || pg.Limit != 1000 || len(p.Events) > 1000 {
+			t.Fatalf("pagination %+v with %d events", pg, len(p.Events))
+		}
+		if pg.HasMore && len(p.Events) != 1000 {
+			t.Fatalf("has_more on a page of %d lines (limit 1000)", len(p.Events))
+		}
+		if pg.NextAfterLine != seq.next-1 || pg.TotalLines < pg.NextAfterLine {
+			t.Fatalf("pagination %+v after line %d", pg, seq.next-1)
+		}
+		if p.State == "running" && !strings.HasSuffix(p.WebsocketURL, fmt.Sprintf("/api/v1/jobs/%s/logs/ws?last_line=%d", l.JobID(), pg.NextAfterLine)) {
+			t.Fatalf("running job's websocket_url = %q", p.WebsocketURL)
+		}
+		after = pg.NextAfterLine
+		if len(p.Events) == 0 {
+			if finished {
+				t.Fatalf("job finished and its log ends at line %d", seq.next-1)
+			}
+			time.Sleep(5 * time.Millisecond) // let the worker write more
+		}
+	}
+	<-done
+	t.Logf("10,000 lines in %d pages while writing", pages)
+	var p httpapi.LogPage
+	e.get(t, fmt.Sprintf("/api/v1/jobs/%s/logs?after_line=10000", l.JobID()), &p)
+	if len(p.Events) != 0 || p.Pagination.HasMore || p.Pagination.TotalLines != 10000 || p.WebsocketURL != "" || p.State != "succeeded" {
+		t.Fatalf("after the last line of the finished job: %+v", p)
+	}
+}
+
+// The pagination object and bounds, on a finished job (no moving parts).
+func TestLogPagination(t *testing.T) {
+	e := start(t)
+	job := spooltest.RunJob(t, e.c, spooltest.Seq(1, 2500)...)
+	id := job.GetJobId()
+	cases := []struct {
+		query               string
+		first, last         int64 // 0, 0: no lines
+		hasMore             bool
+		nextAfter, pageSize int64
+	}{
+		{"", 1, 1000, true, 1000, 1000},
+		{"limit=10", 1, 10, true, 10, 10},
+		{"after_line=2490", 2491, 2500, false, 2500, 1000},
+		{"after_line=2500", 0, 0, false, 2500, 1000},
+		{"after_line=9999", 0, 0, false, 9999, 1000},
+		{"after_line=10&before_line=21", 11, 20, false, 20, 1000},
+		{"after_line=10&before_line=11", 0, 0, false, 10, 1000},
+		{"after_line=10&before_line=100&limit=5", 11, 15, true, 15, 5},
+		{"before_line=101&limit=10", 91, 100, false, 100, 10},
+		{"before_line=5&limit=10", 1, 4, false, 4, 10},
+		{"before_line=9999", 0, 0, false, 8998, 1000}, // lines 8999-9998: none yet
+		{"limit=100000", 1, 2500, false, 2500, httpapi.MaxLogLimit},
+	}
+	for _, tc := range cases {
+		t.Run(tc.query, func(t *testing.T) {
+			var p httpapi.LogPage
+			if resp := e.get(t, "/api/v1/jobs/"+id+"/logs?"+tc.query, &p); resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %s", resp.Status)
+			}
+			var first, last int64
+			if n := len(p.Events); n > 0 {
+				first, last = p.Events[0].LineNumber, p.Events[n-1].LineNumber
+				if int64(n) != last-first+1 {
+					t.Fatalf("%d lines from %d to %d", n, first, last)
+				}
+			}
+			pg := p.Pagination
+			if first != tc.first || last != tc.last || pg.HasMore != tc.hasMore || pg.NextAfterLine != tc.nextAfter ||
+				int64(pg.Limit) != tc.pageSize || pg.TotalLines != 2500 || pg.ReturnedCount != len(p.Events) {
+				t.Fatalf("lines %d-%d, pagination %+v; want lines %d-%d, has_more %v, next_after_line %d, limit %d, total 2500",
+					first, last, pg, tc.first, tc.last, tc.hasMore, tc.nextAfter, tc.pageSize)
+			}
+			if p.WebsocketURL != "" || p.State != "succeeded" || p.JobID != id {
+				t.Fatalf("finished job's page: state %q, websocket_url %q, job_id %q", p.State, p.WebsocketURL, p.JobID)
+			}
+		})
+	}
+}
+
+// Lines keep their stream, time, partial flag and exact bytes, also when
+// those are not UTF-8.
+func TestLogLineFields(t *testing.T) {
+	e := start(t)
+	at := time.UnixMilli(1_700_000_000_123)
+	job := spooltest.RunJob(t, e.c,
+		spooltest.Line{Text: "\x1b[32mok\x1b[0m <b>&", At: at},
+		spooltest.Line{Text: "bad \xff\xfe bytes", Stderr: true, At: at},
+		spooltest.Line{Text: "no newline", Partial: true, At: at},
+	)
+	var p httpapi.LogPage
+	e.get(t, "/api/v1/jobs/"+job.GetJobId()+"/logs", &p)
+	if len(p.Events) != 3 {
+		t.Fatalf("%d lines, want 3", len(p.Events))
+	}
+	want := []httpapi.Line{
+		{LineNumber: 1, Timestamp: at.UnixMilli(), Stream: "stdout", Text: "\x1b[32mok\x1b[0m <b>&", Attempt: 1},
+		{LineNumber: 2, Timestamp: at.UnixMilli(), Stream: "stderr", Text: "bad \uFFFD bytes", TextBase64: base64.StdEncoding.EncodeToString([]byte("bad \xff\xfe bytes")), Attempt: 1},
+		{LineNumber: 3, Timestamp: at.UnixMilli(), Stream: "stdout", Text: "no newline", Partial: true, Attempt: 1},
+	}
+	for i, w := range want {
+		if p.Events[i] != w {
+			t.Errorf("line %d = %+v, want %+v", i+1, p.Events[i], w)
+		}
+	}
+}
+
+// websocket_url is what the client can reach: the request's host, wss
+// behind a TLS-terminating proxy.
+func TestLogWebsocketURL(t *testing.T) {
+	e := start(t)
+	l := e.running(t)
+	l.Write(spooltest.Seq(1, 5)...)
+	u := e.srv.URL + "/api/v1/jobs/" + l.JobID() + "/logs?limit=2"
+	for _, tc := range []struct {
+		hdr  http.Header
+		want string
+	}{
+		{nil, strings.Replace(e.srv.URL, "http", "ws", 1)},
+		{http.Header{"X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"spool.example.com"}}, "wss://spool.example.com"},
+		{http.Header{"X-Forwarded-Proto": {"https, http"}}, "wss://" + strings.TrimPrefix(e.srv.URL, "http://")},
+	} {
+		var p httpapi.LogPage
+		do(t, http.MethodGet, u, tc.hdr, &p)
+		want := tc.want + "/api/v1/jobs/" + l.JobID() + "/logs/ws?last_line=2"
+		if p.WebsocketURL != want {
+			t.Errorf("with %v: websocket_url = %q, want %q", tc.hdr, p.WebsocketURL, want)
+		}
+	}
+}

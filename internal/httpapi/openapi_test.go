@@ -1,0 +1,133 @@
+package httpapi_test
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/spool-run/spool/internal/httpapi"
+)
+
+type openAPIDoc struct {
+	OpenAPI string                                   `yaml:"openapi"`
+	Paths   map[string]map[string]any                `yaml:"paths"`
+	Comps   struct{ Schemas map[string]schemaProps } `yaml:"components"`
+}
+
+type schemaProps struct {
+	Properties map[string]any `yaml:"properties"`
+	Required   []string       `yaml:"required"`
+}
+
+func loadOpenAPI(t *testing.T) openAPIDoc {
+	t.Helper()
+	b, err := os.ReadFile("openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc openAPIDoc
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	return doc
+}
+
+// The document lists exactly the routes the API serves, and the server
+// serves the document as checked in.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	if !strings.HasPrefix(doc.OpenAPI, "3.1.") {
+		t.Errorf("openapi: %q, want 3.1.x", doc.OpenAPI)
+	}
+	var documented []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if method != "parameters" {
+				documented = append(documented, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	served := httpapi.RouteKeys()
+	sort.Strings(documented)
+	sort.Strings(served)
+	if !slices.Equal(documented, served) {
+		t.Errorf("documented routes:\n  %s\nserved routes:\n  %s", strings.Join(documented, "\n  "), strings.Join(served, "\n  "))
+	}
+
+	e := start(t)
+	resp, err := http.Get(e.srv.URL + "/api/v1/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	want, _ := os.ReadFile("openapi.yaml")
+	if resp.StatusCode != http.StatusOK || string(got) != string(want) {
+		t.Errorf("GET /api/v1/openapi.yaml: %s, %d bytes; want the %d of openapi.yaml", resp.Status, len(got), len(want))
+	}
+	// Every route is mounted on the real server: none falls through to the
+	// "no endpoint" answer.
+	for _, r := range append(served, "GET /api/v1/not-a-route") {
+		method, path, _ := strings.Cut(r, " ")
+		req, _ := http.NewRequest(method, e.srv.URL+strings.ReplaceAll(path, "{job_id}", "no-such-job"), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if unserved := strings.Contains(string(body), "no endpoint"); unserved != strings.HasSuffix(r, "not-a-route") {
+			t.Errorf("%s: %s %s", r, resp.Status, body)
+		}
+	}
+}
+
+// The schemas name exactly the JSON fields the handlers write, and mark as
+// required exactly those never omitted.
+func TestOpenAPIMatchesTypes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for name, v := range map[string]any{
+		"Job": httpapi.Job{}, "JobParams": httpapi.JobParams{}, "JobResult": httpapi.JobResult{}, "JobList": httpapi.JobList{},
+		"LogLine": httpapi.Line{}, "Pagination": httpapi.Pagination{}, "LogPage": httpapi.LogPage{}, "EndMessage": httpapi.EndMessage{},
+	} {
+		s, ok := doc.Comps.Schemas[name]
+		if !ok {
+			t.Errorf("schema %s is missing", name)
+			continue
+		}
+		var documented []string
+		for p := range s.Properties {
+			documented = append(documented, p)
+		}
+		fields, always := jsonFields(reflect.TypeOf(v))
+		sort.Strings(documented)
+		sort.Strings(s.Required)
+		if !slices.Equal(documented, fields) {
+			t.Errorf("schema %s has properties %v; %T writes %v", name, documented, v, fields)
+		}
+		if name != "JobParams" && !slices.Equal(s.Required, always) { // JobParams: one of argv or script, said in prose
+			t.Errorf("schema %s requires %v; %T always writes %v", name, s.Required, v, always)
+		}
+	}
+}
+
+// jsonFields lists a struct's JSON names, all and those never omitted.
+func jsonFields(t reflect.Type) (all, always []string) {
+	for f := range t.Fields() {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		all = append(all, name)
+		if !strings.Contains(opts, "omit") {
+			always = append(always, name)
+		}
+	}
+	sort.Strings(all)
+	sort.Strings(always)
+	return all, always
+}

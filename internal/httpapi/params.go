@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"net/url"
+	"strconv"
+	"unicode/utf8"
+)
+
+// intParam parses the optional integer query parameter name: def when it
+// is absent, an error naming the parameter and its range when it is not an
+// integer in [lo, hi].
+func intParam(q url.Values, name string, def, lo, hi int64) (int64, error) {
+	s, ok := q[name]
+	if !ok || len(s) == 0 {
+		return def, nil
+	}
+	if len(s) > 1 {
+		return 0, badRequest("%s is given %d times; give it once", name, len(s))
+	}
+	v, err := strconv.ParseInt(s[0], 10, 64)
+	if err != nil || v < lo || v > hi {
+		return 0, badRequest("%s=%q: want an integer from %d to %d", name, truncate(s[0], 40), lo, hi)
+	}
+	return v, nil
+}
+
+// limitParam parses a page size: def when absent, at least 1, and capped
+// at max rather than refused, so a client asking for "everything" gets the
+// largest page and pages on.
+func limitParam(q url.Values, def, max int64) (int, error) {
+	v, err := intParam(q, "limit", def, 1, 1<<53)
+	return int(min(v, max)), err
+}
+
+// textParam returns a free-text parameter, refusing what no store could
+// match: bytes that are not UTF-8, or more than limit of them.
+func textParam(q url.Values, name string, limit int) (string, error) {
+	s := q.Get(name)
+	if len(s) > limit || !utf8.ValidString(s) {
+		return "", badRequest("%s: want at most %d bytes of UTF-8 text", name, limit)
+	}
+	return s, nil
+}
+
+// truncate shortens s for quoting in an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

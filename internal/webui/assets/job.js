@@ -1,0 +1,236 @@
+// The job page: the job's state, command, params, attempts and result, a
+// cancel button, and its log, live. /jobs/<id>#L9000 opens the log at line
+// 9000 and streams on from there.
+import { api, commandLine, duration, escapeHtml, isFinal, localTime, relTime, stateBadge } from "./util.js";
+import { LogView } from "./logview.js";
+import { LogStream } from "./stream.js";
+
+const WINDOW = 5000; // lines shown on open without #L: the last ones
+const PAGE = 1000; // lines per REST request
+const REFRESH_MS = 3000; // job header refresh while the job is not finished
+
+const jobId = decodeURIComponent(location.pathname.split("/").pop());
+const $ = (sel) => document.querySelector(sel);
+
+let job = null;
+let stream = null;
+let refreshTimer = null;
+const view = new LogView($("#log"));
+
+const status = {
+  el: $("#status"),
+  set(kind, text) {
+    this.el.className = "statusbar " + kind;
+    $("#status-text").textContent = text;
+  },
+};
+
+function setLineCount() {
+  $("#line-count").textContent = view.last ? `${view.last.toLocaleString()} lines` : "";
+}
+
+// --- header -------------------------------------------------------------
+
+function renderJob() {
+  document.title = `${commandLine(job.params) || job.job_id} · spool`;
+  $("#crumb-id").textContent = job.job_id;
+  $("#command").textContent = commandLine(job.params);
+  $("#command").title = commandLine(job.params);
+  $("#state").innerHTML = stateBadge(job.state) + (job.cancel_requested && !isFinal(job.state) ? ' <span class="muted">cancel requested</span>' : "");
+  const r = job.result;
+  const facts = [
+    ["queue", escapeHtml(job.queue)],
+    ["attempt", `${job.attempt} of ${job.max_attempts}`],
+    ["created", `<span title="${escapeHtml(localTime(job.created_at))}">${relTime(job.created_at)}</span>`],
+  ];
+  if (r) {
+    if (r.started_at) facts.push(["started", `<span title="${escapeHtml(localTime(r.started_at))}">${relTime(r.started_at)}</span>`]);
+    if (r.finished_at) facts.push(["finished", `<span title="${escapeHtml(localTime(r.finished_at))}">${relTime(r.finished_at)}</span>`]);
+    if (r.started_at && r.finished_at) facts.push(["took", duration(Date.parse(r.finished_at) - Date.parse(r.started_at))]);
+    facts.push(["exit code", `<span class="${r.exit_code === 0 ? "" : "bad"}">${r.exit_code}</span>`]);
+  } else if (job.state === "running" && job.lease_expires_at) {
+    facts.push(["lease until", `<span title="${escapeHtml(localTime(job.lease_expires_at))}">${new Date(job.lease_expires_at).toLocaleTimeString()}</span>`]);
+  }
+  facts.push(["lines", job.line_count.toLocaleString()]);
+  $("#facts").innerHTML = facts.map(([k, v]) => `<div><span>${k}</span><span>${v}</span></div>`).join("");
+  $("#result-error").textContent = r && r.error ? r.error : "";
+  renderParams();
+  renderCancel();
+}
+
+function renderParams() {
+  const p = job.params || {};
+  const rows = [];
+  if (p.argv) rows.push(["argv", p.argv.map((a) => JSON.stringify(a)).join(" ")]);
+  if (p.script) rows.push(["script", p.script]);
+  for (const [k, v] of Object.entries(p.env || {})) rows.push([`env ${k}`, v]);
+  if (p.working_dir) rows.push(["working dir", p.working_dir]);
+  if (p.timeout_seconds) rows.push(["timeout", duration(p.timeout_seconds * 1000)]);
+  if (p.repository_url) rows.push(["repository", p.repository_url + (p.ref ? ` @ ${p.ref}` : "")]);
+  if (job.request_id) rows.push(["request id", job.request_id]);
+  rows.push(["job id", job.job_id]);
+  $("#params").innerHTML = rows.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("");
+}
+
+// The cancel button asks for a second click instead of a dialog: quick to
+// confirm, hard to hit by accident.
+let armTimer = null;
+function renderCancel() {
+  const btn = $("#cancel");
+  const can = !isFinal(job.state) && !job.cancel_requested;
+  btn.hidden = !can;
+  if (!can) disarm();
+}
+
+function disarm() {
+  clearTimeout(armTimer);
+  const btn = $("#cancel");
+  btn.classList.remove("armed");
+  btn.textContent = "Cancel job";
+}
+
+$("#cancel").addEventListener("click", async () => {
+  const btn = $("#cancel");
+  if (!btn.classList.contains("armed")) {
+    btn.classList.add("armed");
+    btn.textContent = "Click again to cancel";
+    armTimer = setTimeout(disarm, 4000);
+    return;
+  }
+  disarm();
+  btn.disabled = true;
+  try {
+    job = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}/cancel`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ reason: "cancelled from the web UI" }),
+    });
+    renderJob();
+  } catch (e) {
+    showError(`Cancel failed: ${e.message}`);
+  } finally {
+    btn.disabled = false;
+  }
+});
+
+async function refreshJob() {
+  clearTimeout(refreshTimer);
+  try {
+    job = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}`);
+    renderJob();
+  } catch (e) {
+    showError(e.message);
+  }
+  if (!isFinal(job.state)) refreshTimer = setTimeout(refreshJob, REFRESH_MS);
+}
+
+function showError(msg) {
+  $("#error").textContent = msg;
+}
+
+// --- log ----------------------------------------------------------------
+
+function logURL(params) {
+  return `/api/v1/jobs/${encodeURIComponent(jobId)}/logs?` + new URLSearchParams(params);
+}
+
+function hashLine() {
+  const m = /^#L(\d+)$/.exec(location.hash);
+  return m ? Number(m[1]) : 0;
+}
+
+// openLog shows the log from line `from` (0: the last WINDOW lines) and
+// then follows it live.
+async function openLog(from) {
+  stream?.stop();
+  stream = null;
+  view.reset();
+  view.setFollow(!from);
+  status.set("", "loading…");
+  const after = from ? from - 1 : Math.max(0, job.line_count - WINDOW);
+  let page;
+  try {
+    page = await api(logURL({ after_line: after, limit: PAGE }));
+  } catch (e) {
+    status.set("failed", `could not load the log: ${e.message}`);
+    return;
+  }
+  view.append(page.events);
+  view.flush();
+  view.showEarlier(loadEarlier);
+  setLineCount();
+  if (from && !view.target(from)) {
+    showError(`Line ${from} is past the end of the log (${page.pagination.total_lines.toLocaleString()} lines so far); showing what follows as it comes.`);
+  }
+  if (!page.pagination.has_more && isFinal(page.state)) {
+    view.showEmpty("No output.");
+    finished(job);
+    return;
+  }
+  view.showEmpty(page.state === "queued" ? "Waiting for a worker…" : "No output yet.");
+  stream = new LogStream(jobId, page.pagination.next_after_line, {
+    onLines(lines) {
+      view.append(lines);
+      setLineCount();
+    },
+    onEnd(msg) {
+      view.flush();
+      setLineCount();
+      finished(msg);
+      refreshJob();
+    },
+    onStatus(s, d) {
+      if (s === "live") status.set("live", "live");
+      else if (s === "connecting") status.set("", "connecting…");
+      else if (s === "reconnecting") status.set("reconnecting", `reconnecting… (try ${d.attempt})`);
+    },
+  }).start();
+}
+
+function finished(j) {
+  const exit = j.result ? j.result.exit_code : j.exit_code;
+  status.set(j.state === "succeeded" ? "finished" : "failed", `finished: ${j.state}, exit ${exit}`);
+}
+
+let loadingEarlier = false;
+async function loadEarlier() {
+  if (loadingEarlier || view.first <= 1) return;
+  loadingEarlier = true;
+  try {
+    const page = await api(logURL({ before_line: view.first, limit: PAGE }));
+    view.prepend(page.events);
+    view.showEarlier(loadEarlier);
+  } catch (e) {
+    showError(`Could not load earlier lines: ${e.message}`);
+  } finally {
+    loadingEarlier = false;
+  }
+}
+
+$("#follow").addEventListener("click", () => {
+  view.setFollow(!view.follow);
+  if (view.follow) view.scrollToEnd();
+});
+view.onFollow = (on) => $("#follow").classList.toggle("on", on);
+
+// A click on a line number changes the hash: highlight that line, or open
+// the log there if it is not loaded.
+window.addEventListener("hashchange", () => {
+  const n = hashLine();
+  if (n && !view.target(n, "nearest")) openLog(n);
+});
+
+async function main() {
+  try {
+    job = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}`);
+  } catch (e) {
+    showError(e.status === 404 ? `No job ${jobId} on this server.` : e.message);
+    status.set("failed", "no job");
+    return;
+  }
+  renderJob();
+  if (!isFinal(job.state)) refreshTimer = setTimeout(refreshJob, REFRESH_MS);
+  await openLog(hashLine());
+}
+
+main();

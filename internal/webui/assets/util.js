@@ -1,0 +1,82 @@
+// Helpers shared by the pages: escaping, API calls, and the way times,
+// durations, commands and states are shown.
+
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+// escapeHtml makes text safe to put in HTML, as content or attribute.
+export function escapeHtml(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ESCAPES[c]);
+}
+
+// api calls the REST API and returns the JSON body. Failures throw an Error
+// with the server's message ({"error": "..."}), or say that it is away.
+export async function api(path, options = {}) {
+  let resp;
+  try {
+    resp = await fetch(path, { headers: { Accept: "application/json" }, ...options });
+  } catch (e) {
+    throw new Error("cannot reach the spool server: " + e.message);
+  }
+  let body = null;
+  try {
+    body = await resp.json();
+  } catch {
+    // not JSON: reported below with the status
+  }
+  if (!resp.ok) {
+    const err = new Error((body && body.error) || `${resp.status} ${resp.statusText}`);
+    err.status = resp.status;
+    throw err;
+  }
+  return body;
+}
+
+// relTime says how long ago an RFC 3339 time was ("12s ago").
+export function relTime(iso, now = Date.now()) {
+  if (!iso) return "";
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 48 * 3600) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+// duration formats milliseconds as "850ms", "42s", "3m 07s", "2h 05m".
+export function duration(ms) {
+  if (!(ms >= 0)) return "";
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const pad = (n) => String(n).padStart(2, "0");
+  if (s < 3600) return `${Math.floor(s / 60)}m ${pad(s % 60)}s`;
+  return `${Math.floor(s / 3600)}h ${pad(Math.floor(s / 60) % 60)}m`;
+}
+
+// localTime is an RFC 3339 time in the reader's time zone, for tooltips.
+export function localTime(iso) {
+  return iso ? new Date(iso).toLocaleString() : "";
+}
+
+// commandLine is what a job runs, as a person would type it.
+export function commandLine(params) {
+  if (!params) return "";
+  if (params.script) return params.script;
+  return (params.argv || []).map(shellQuote).join(" ");
+}
+
+function shellQuote(a) {
+  return /^[A-Za-z0-9_\-.,:\/=@%+]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'";
+}
+
+// stateBadge is a job state as a coloured pill.
+export function stateBadge(state) {
+  const s = escapeHtml(state);
+  return `<span class="state ${s}">${s}</span>`;
+}
+
+export const isFinal = (state) => state === "succeeded" || state === "failed" || state === "cancelled";
+
+// ended is when a job finished, if it has.
+export function ended(job) {
+  return job.result && job.result.finished_at;
+}
