@@ -15,7 +15,7 @@ for lock in $(git ls-files '*package-lock.json'); do
   fi
 done
 # command -> Debian package, for the outside clients tests drive.
-for pair in aws:awscli; do
+for pair in aws:awscli chromium:chromium; do
   command -v "${pair%%:*}" >/dev/null || need_apt+=("${pair#*:}")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

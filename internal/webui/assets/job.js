@@ -25,8 +25,12 @@ const status = {
   },
 };
 
+// setLineCount shows how many lines the log has, as the stream learns it,
+// between refreshes of the header.
 function setLineCount() {
   $("#line-count").textContent = view.last ? `${view.last.toLocaleString()} lines` : "";
+  const fact = $("#fact-lines");
+  if (fact && job) fact.textContent = Math.max(job.line_count, view.last).toLocaleString();
 }
 
 // --- header -------------------------------------------------------------
@@ -51,7 +55,7 @@ function renderJob() {
   } else if (job.state === "running" && job.lease_expires_at) {
     facts.push(["lease until", `<span title="${escapeHtml(localTime(job.lease_expires_at))}">${new Date(job.lease_expires_at).toLocaleTimeString()}</span>`]);
   }
-  facts.push(["lines", job.line_count.toLocaleString()]);
+  facts.push(["lines", `<span id="fact-lines">${Math.max(job.line_count, view.last).toLocaleString()}</span>`]);
   $("#facts").innerHTML = facts.map(([k, v]) => `<div><span>${k}</span><span>${v}</span></div>`).join("");
   $("#result-error").textContent = r && r.error ? r.error : "";
   renderParams();

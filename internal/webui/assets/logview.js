@@ -18,8 +18,8 @@ export class LogView {
 
   reset() {
     this.el.replaceChildren();
-    this.first = 0; // first line shown (0: none yet)
-    this.last = 0; // last line shown
+    this.first = 0; // first line shown or queued (0: none yet)
+    this.last = 0; // last line shown or queued
     this.lastAttempt = 0;
     this.pending = [];
     this.scheduled = false;
@@ -46,6 +46,7 @@ export class LogView {
   append(lines) {
     if (!lines.length) return;
     if (!this.first) this.first = lines[0].line_number;
+    this.last = lines[lines.length - 1].line_number;
     this.pending.push(...lines);
     if (this.scheduled) return;
     this.scheduled = true;
@@ -73,7 +74,6 @@ export class LogView {
       this.tail.style.setProperty("--n", this.tail.childElementCount);
       i += part.length;
     }
-    this.last = lines[lines.length - 1].line_number;
     if (follow) this.scrollToEnd();
   }
 

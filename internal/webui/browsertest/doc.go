@@ -1,0 +1,9 @@
+// Package browsertest drives the web UI in headless Chromium against a real
+// spool server: live log updates, line permalinks, the ANSI renderer and
+// the cancel button. It keeps a screenshot of the job page as a test
+// artifact (under $SPOOL_ARTIFACTS_DIR, else testdata/artifacts at the
+// repository root).
+//
+// The tests need Chromium (Debian: apt-get install -y chromium; make test
+// installs it) and fail, rather than skip, without it.
+package browsertest
