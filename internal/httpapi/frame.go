@@ -1,9 +1,6 @@
 package httpapi
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "bytes"
 
 // A lines frame carries at most this many lines, and this many bytes
 // unless a single line is larger. Together with the small hand-off from the
@@ -17,8 +14,7 @@ const (
 // buffers from frame to frame.
 type frame struct {
 	buf   bytes.Buffer // the message so far, without its closing "]}"
-	line  bytes.Buffer // the line being added, encoded
-	enc   *json.Encoder
+	line  []byte       // the line being added, encoded
 	lines int
 }
 
@@ -26,8 +22,6 @@ const frameHead = `{"type":"lines","lines":[`
 
 func newFrame() *frame {
 	f := &frame{}
-	f.enc = json.NewEncoder(&f.line)
-	f.enc.SetEscapeHTML(false)
 	f.reset()
 	return f
 }
@@ -40,14 +34,9 @@ func (f *frame) reset() {
 
 // encode prepares l for add and reports whether it fits in this frame; a
 // frame always takes its first line, however large.
-func (f *frame) encode(l Line) (fits bool, err error) {
-	f.line.Reset()
-	if err := f.enc.Encode(l); err != nil {
-		return false, err
-	}
-	// The encoder's trailing newline stays: whitespace is valid between
-	// array elements, and it keeps a frame readable when printed.
-	return f.lines == 0 || (f.lines < maxFrameLines && f.buf.Len()+1+f.line.Len()+2 <= maxFrameBytes), nil
+func (f *frame) encode(l *Line) (fits bool) {
+	f.line = appendLine(f.line[:0], l)
+	return f.lines == 0 || (f.lines < maxFrameLines && f.buf.Len()+1+len(f.line)+2 <= maxFrameBytes)
 }
 
 // add appends the line last given to encode.
@@ -55,7 +44,7 @@ func (f *frame) add() {
 	if f.lines > 0 {
 		f.buf.WriteByte(',')
 	}
-	f.buf.Write(f.line.Bytes())
+	f.buf.Write(f.line)
 	f.lines++
 }
 

@@ -39,11 +39,7 @@ func TestFrameCaps(t *testing.T) {
 		f.reset()
 	}
 	for _, l := range lines {
-		fits, err := f.encode(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !fits {
+		if !f.encode(&l) {
 			flush()
 		}
 		f.add()

@@ -11,24 +11,37 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
-// Any output line survives the trip to JSON and back: text is valid UTF-8,
-// and the exact bytes are recoverable (text itself, or text_base64).
+// Any output line survives the trip to JSON and back, through either
+// encoder (encoding/json for REST, appendLine for the WebSocket): text is
+// valid UTF-8, and the exact bytes are recoverable (text itself, or
+// text_base64).
 func FuzzLineJSON(f *testing.F) {
-	for _, s := range []string{"", "plain", "\x1b[31mred\x1b[0m", "bad \xff\xfe", "\xc3", "tab\tand \"quotes\" <b>&", "\u2028\u2029"} {
-		f.Add([]byte(s))
+	for _, s := range []string{"", "plain", "\x1b[31mred\x1b[0m", "bad \xff\xfe", "\xc3", "tab\tand \"quotes\" <b>&\\", "\u2028\u2029", "\x00\x1f\x7f\r\n"} {
+		f.Add([]byte(s), int64(1), false, false)
 	}
-	f.Fuzz(func(t *testing.T, out []byte) {
-		l := lineOf(&spoolv1.OutputEvent{Output: out, LineNumber: 7}, 1, 1)
+	f.Fuzz(func(t *testing.T, out []byte, n int64, stderr, partial bool) {
+		stream := spoolv1.StreamType_STREAM_TYPE_STDOUT
+		if stderr {
+			stream = spoolv1.StreamType_STREAM_TYPE_STDERR
+		}
+		l := lineOf(&spoolv1.OutputEvent{Output: out, LineNumber: n, Stream: stream, Partial: partial}, n*3, int32(n))
 		if !utf8.ValidString(l.Text) {
 			t.Fatalf("text %q is not UTF-8", l.Text)
 		}
-		b, err := json.Marshal(l)
+		std, err := json.Marshal(l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Line
-		if err := json.Unmarshal(b, &back); err != nil {
+		fast := appendLine(nil, &l)
+		var back, backStd Line
+		if err := json.Unmarshal(fast, &back); err != nil {
+			t.Fatalf("appendLine wrote %q: %v", fast, err)
+		}
+		if err := json.Unmarshal(std, &backStd); err != nil {
 			t.Fatal(err)
+		}
+		if back != l || backStd != l {
+			t.Fatalf("%+v came back as %+v (appendLine %q) and %+v (encoding/json)", l, back, fast, backStd)
 		}
 		got := []byte(back.Text)
 		if back.TextBase64 != "" {

@@ -61,10 +61,10 @@ func parseLogQuery(q url.Values) (logQuery, error) {
 	if lq.limit, err = limitParam(q, defaultLogLimit, maxLogLimit); err != nil {
 		return lq, err
 	}
-	if lq.after, err = intParam(q, "after_line", -1, 0, maxLine); err != nil {
+	if lq.after, err = intParam(q, "after_line", -1, 0, maxLine, "a line number, 0 or more"); err != nil {
 		return lq, err
 	}
-	if lq.before, err = intParam(q, "before_line", 0, 1, maxLine); err != nil {
+	if lq.before, err = intParam(q, "before_line", 0, 1, maxLine, "a line number, 1 or more"); err != nil {
 		return lq, err
 	}
 	switch {

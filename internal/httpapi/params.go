@@ -1,15 +1,17 @@
 package httpapi
 
 import (
+	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"unicode/utf8"
 )
 
 // intParam parses the optional integer query parameter name: def when it
-// is absent, an error naming the parameter and its range when it is not an
-// integer in [lo, hi].
-func intParam(q url.Values, name string, def, lo, hi int64) (int64, error) {
+// is absent, an error naming the parameter and saying what it takes (want)
+// when it is not an integer in [lo, hi].
+func intParam(q url.Values, name string, def, lo, hi int64, want string) (int64, error) {
 	s, ok := q[name]
 	if !ok || len(s) == 0 {
 		return def, nil
@@ -19,7 +21,7 @@ func intParam(q url.Values, name string, def, lo, hi int64) (int64, error) {
 	}
 	v, err := strconv.ParseInt(s[0], 10, 64)
 	if err != nil || v < lo || v > hi {
-		return 0, badRequest("%s=%q: want an integer from %d to %d", name, truncate(s[0], 40), lo, hi)
+		return 0, badRequest("%s=%q: want %s", name, truncate(s[0], 40), want)
 	}
 	return v, nil
 }
@@ -28,7 +30,7 @@ func intParam(q url.Values, name string, def, lo, hi int64) (int64, error) {
 // at max rather than refused, so a client asking for "everything" gets the
 // largest page and pages on.
 func limitParam(q url.Values, def, max int64) (int, error) {
-	v, err := intParam(q, "limit", def, 1, 1<<53)
+	v, err := intParam(q, "limit", def, 1, math.MaxInt64, fmt.Sprintf("a positive integer (default %d; larger than %d counts as %d)", def, max, max))
 	return int(min(v, max)), err
 }
 

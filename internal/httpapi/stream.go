@@ -45,7 +45,7 @@ type feedItem struct {
 // streamLogs serves GET /api/v1/jobs/{job_id}/logs/ws?last_line=N: every
 // line after N from the store, then live lines, then an end message.
 func (a *api) streamLogs(w http.ResponseWriter, r *http.Request) {
-	last, err := intParam(r.URL.Query(), "last_line", 0, 0, maxLine)
+	last, err := intParam(r.URL.Query(), "last_line", 0, 0, maxLine, "the last line number the client has, 0 or more")
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -157,11 +157,7 @@ func (s *stream) send(connCtx, feedCtx context.Context, items <-chan feedItem) e
 			if l.LineNumber <= s.last {
 				continue // the feed starts after s.last; this guards the invariant
 			}
-			fits, err := f.encode(l)
-			if err != nil {
-				return err
-			}
-			if !fits {
+			if !f.encode(&l) {
 				if err := s.flush(connCtx, f); err != nil {
 					return err
 				}
