@@ -51,7 +51,7 @@ func statusOf(r *http.Request, log *slog.Logger, err error) (int, string) {
 	case errors.Is(err, store.ErrThrottled):
 		return http.StatusServiceUnavailable, err.Error() + "; retry in a moment"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, "the request was cancelled (client gone or server shutting down); retry"
+		return http.StatusServiceUnavailable, "the request was cancelled or timed out before the store answered; retry"
 	}
 	id := errorID()
 	log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error_id", id, "error", err)

@@ -2,11 +2,21 @@ package httpapi
 
 import "net/http"
 
-// NewHandlerForTest returns the API on a mux of its own, with onFrame (if
-// set) told the size of every lines frame sent.
-func NewHandlerForTest(o Options, onFrame func(lines, bytes int)) http.Handler {
+// TestHooks adjust a handler made by NewHandlerForTest.
+type TestHooks struct {
+	// OnFrame is told the size of every lines frame sent.
+	OnFrame func(lines, bytes int)
+	// PageBytes replaces the byte budget of a REST page of lines.
+	PageBytes int
+}
+
+// NewHandlerForTest returns the API on a mux of its own, with hooks.
+func NewHandlerForTest(o Options, hooks TestHooks) http.Handler {
 	a := newAPI(o)
-	a.onFrame = onFrame
+	a.onFrame = hooks.OnFrame
+	if hooks.PageBytes > 0 {
+		a.pageBytes = hooks.PageBytes
+	}
 	mux := http.NewServeMux()
 	a.register(mux)
 	return mux

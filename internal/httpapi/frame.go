@@ -27,6 +27,11 @@ func newFrame() *frame {
 }
 
 func (f *frame) reset() {
+	// A frame that carried one huge line keeps a huge buffer: let it go, so
+	// what a connection holds between frames stays near the cap.
+	if f.buf.Cap() > 2*maxFrameBytes {
+		f.buf = bytes.Buffer{}
+	}
 	f.buf.Reset()
 	f.buf.WriteString(frameHead)
 	f.lines = 0
@@ -35,6 +40,9 @@ func (f *frame) reset() {
 // encode prepares l for add and reports whether it fits in this frame; a
 // frame always takes its first line, however large.
 func (f *frame) encode(l *Line) (fits bool) {
+	if cap(f.line) > maxFrameBytes {
+		f.line = nil // the last line was huge; do not keep its buffer
+	}
 	f.line = appendLine(f.line[:0], l)
 	return f.lines == 0 || (f.lines < maxFrameLines && f.buf.Len()+1+len(f.line)+2 <= maxFrameBytes)
 }

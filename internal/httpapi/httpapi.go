@@ -42,6 +42,9 @@ const defaultPingInterval = 20 * time.Second
 // api holds the handlers' shared state.
 type api struct {
 	Options
+	// pageBytes bounds the text of a REST page of lines (maxPageBytes;
+	// tests make it small).
+	pageBytes int
 	// onFrame, when set (tests), sees the size of every lines frame sent.
 	onFrame func(lines, bytes int)
 }
@@ -74,7 +77,7 @@ func newAPI(o Options) *api {
 	if o.PingInterval <= 0 {
 		o.PingInterval = defaultPingInterval
 	}
-	return &api{Options: o}
+	return &api{Options: o, pageBytes: maxPageBytes}
 }
 
 func (a *api) register(mux *http.ServeMux) {

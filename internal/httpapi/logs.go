@@ -9,10 +9,13 @@ import (
 	"github.com/spool-run/spool/internal/store"
 )
 
-// Page sizes of GET /api/v1/jobs/{job_id}/logs.
+// Page sizes of GET /api/v1/jobs/{job_id}/logs. A page also ends once it
+// holds maxPageBytes of text, so 10,000 very long lines cannot make one
+// response of gigabytes; has_more then says to go on.
 const (
 	defaultLogLimit = 1000
 	maxLogLimit     = 10000
+	maxPageBytes    = 8 << 20
 )
 
 // maxLine is the largest line number a request may name: far past any log,
@@ -89,7 +92,7 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	lines, hasMore, err := readLines(r.Context(), a.Store, job.GetJobId(), lq)
+	lines, hasMore, err := readLines(r.Context(), a.Store, job.GetJobId(), lq, a.pageBytes)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -120,12 +123,14 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 // outputOnly selects output events from a feed.
 var outputOnly = []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH}
 
-// readLines reads the lines lq selects from the stored log, and whether
-// more lines in its range are stored after them. It reads one line past the
-// page to know, which costs at most one more stored batch.
-func readLines(ctx context.Context, st store.JobStore, jobID string, lq logQuery) (lines []Line, hasMore bool, err error) {
+// readLines reads the lines lq selects from the stored log, up to maxBytes
+// of text (but at least one line), and whether more lines in its range are
+// stored after them. It reads one line past the page to know, which costs
+// at most one more stored batch.
+func readLines(ctx context.Context, st store.JobStore, jobID string, lq logQuery, maxBytes int) (lines []Line, hasMore bool, err error) {
 	feed := store.NewFeed(st, store.FeedRequest{JobID: jobID, FromLine: lq.after + 1, Types: outputOnly})
 	lines = make([]Line, 0, min(lq.limit, 1024))
+	size := 0
 	for ev, err := range feed.Events(ctx) {
 		if err != nil {
 			return nil, false, err
@@ -134,7 +139,8 @@ func readLines(ctx context.Context, st store.JobStore, jobID string, lq logQuery
 			if lq.before > 0 && l.LineNumber >= lq.before {
 				return lines, false, nil
 			}
-			if len(lines) == lq.limit {
+			size += len(l.Text) + len(l.TextBase64)
+			if len(lines) == lq.limit || (len(lines) > 0 && size > maxBytes) {
 				return lines, true, nil
 			}
 			lines = append(lines, l)

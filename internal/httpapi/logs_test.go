@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,41 @@ func TestLogWebsocketURL(t *testing.T) {
 		if p.WebsocketURL != want {
 			t.Errorf("with %v: websocket_url = %q, want %q", tc.hdr, p.WebsocketURL, want)
 		}
+	}
+}
+
+// A page of long lines ends at the page's byte budget, before the limit,
+// and says there is more; walking on gets every line.
+func TestLogPageByteBudget(t *testing.T) {
+	e := start(t)
+	hs := httptest.NewServer(httpapi.NewHandlerForTest(httpapi.Options{Store: e.srv.Store}, httpapi.TestHooks{PageBytes: 10 << 10}))
+	defer hs.Close()
+	long := strings.Repeat("z", 1000)
+	lines := make([]spooltest.Line, 300)
+	for i := range lines {
+		lines[i].Text = long
+	}
+	job := spooltest.RunJob(t, e.c, lines...)
+	var got, pages int64
+	for after := int64(0); ; {
+		pages++
+		var p httpapi.LogPage
+		do(t, http.MethodGet, fmt.Sprintf("%s/api/v1/jobs/%s/logs?after_line=%d&limit=100", hs.URL, job.GetJobId(), after), nil, &p)
+		if len(p.Events) > 10 || (p.Pagination.HasMore && len(p.Events) < 10) {
+			t.Fatalf("page after line %d: %d lines of 1000 bytes with a budget of 10 KiB, has_more %v", after, len(p.Events), p.Pagination.HasMore)
+		}
+		for _, l := range p.Events {
+			if l.LineNumber != got+1 || l.Text != long {
+				t.Fatalf("line %d after %d", l.LineNumber, got)
+			}
+			got++
+		}
+		after = p.Pagination.NextAfterLine
+		if !p.Pagination.HasMore {
+			break
+		}
+	}
+	if got != 300 || pages != 30 {
+		t.Errorf("%d lines in %d pages, want 300 in 30", got, pages)
 	}
 }

@@ -204,38 +204,43 @@ func (s *stream) flush(ctx context.Context, f *frame) error {
 	return nil
 }
 
-// finish ends the connection as err says: after the end message with a
-// normal close, with 1012 when the server drains, at once when the client
-// is gone, else with 1011 and the error logged.
+// finish ends the connection as err says and logs how it ended.
 func (s *stream) finish(ctx context.Context, err error) {
-	id := s.job.GetJobId()
-	outcome := "finished"
-	switch {
-	case err == nil:
-		err = s.sendEnd(ctx)
-		if err == nil {
-			_ = s.conn.Close(websocket.StatusNormalClosure, "job finished; log complete")
-			break
-		}
-		outcome = "client gone"
-		_ = s.conn.CloseNow()
-	case errors.Is(err, errClientGone) || (errors.Is(err, context.Canceled) && !closed(s.Drain)):
-		outcome = "client gone"
-		_ = s.conn.CloseNow()
-	case errors.Is(err, context.Canceled):
-		outcome = "server draining"
-		_ = s.conn.Close(websocket.StatusServiceRestart, "server restarting; reconnect with last_line")
-	default:
-		outcome = "failed"
-		eid := errorID()
-		s.Log.ErrorContext(ctx, "log stream failed", "job_id", id, "error_id", eid, "error", err)
-		_ = s.conn.Close(websocket.StatusInternalError, "internal error "+eid+"; reconnect with last_line")
-	}
-	s.Log.DebugContext(ctx, "log stream ended", "job_id", id, "last_line", s.last, "outcome", outcome, "duration", time.Since(s.start))
+	outcome := s.close(ctx, err)
+	s.Log.DebugContext(ctx, "log stream ended", "job_id", s.job.GetJobId(), "last_line", s.last, "outcome", outcome, "duration", time.Since(s.start))
 }
 
+// close ends the connection: after the end message with a normal close
+// when the log is complete (err nil), with 1012 when the server drains, at
+// once when the client is gone, else with 1011 and the error logged. Only a
+// normal close tells the client its log is complete.
+func (s *stream) close(ctx context.Context, err error) (outcome string) {
+	if err == nil {
+		if err = s.sendEnd(ctx); err == nil {
+			_ = s.conn.Close(websocket.StatusNormalClosure, "job finished; log complete")
+			return "finished"
+		}
+	}
+	switch {
+	case errors.Is(err, errClientGone), errors.Is(err, context.Canceled) && !closed(s.Drain):
+		_ = s.conn.CloseNow()
+		return "client gone"
+	case errors.Is(err, context.Canceled):
+		_ = s.conn.Close(websocket.StatusServiceRestart, "server restarting; reconnect with last_line")
+		return "server draining"
+	}
+	id := errorID()
+	s.Log.ErrorContext(ctx, "log stream failed", "job_id", s.job.GetJobId(), "error_id", id, "error", err)
+	_ = s.conn.Close(websocket.StatusInternalError, "internal error "+id+"; reconnect with last_line")
+	return "failed"
+}
+
+// sendEnd sends the end message of a feed that ended with the job final.
 func (s *stream) sendEnd(ctx context.Context) error {
 	job := s.feed.Finished()
+	if job == nil {
+		return errors.New("log feed ended before the job finished")
+	}
 	msg, err := json.Marshal(EndMessage{
 		Type:       "end",
 		JobID:      job.GetJobId(),
@@ -250,7 +255,10 @@ func (s *stream) sendEnd(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return s.conn.Write(wctx, websocket.MessageText, msg)
+	if err := s.conn.Write(wctx, websocket.MessageText, msg); err != nil {
+		return fmt.Errorf("%w: %w", errClientGone, err)
+	}
+	return nil
 }
 
 // keepalive pings the client every interval and drops the connection when

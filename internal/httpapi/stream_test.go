@@ -131,11 +131,11 @@ func TestStreamFinishedJob(t *testing.T) {
 func TestStreamSlowClientBounded(t *testing.T) {
 	e := start(t)
 	var frames, maxLines, maxBytes atomic.Int64
-	h := httpapi.NewHandlerForTest(httpapi.Options{Store: e.srv.Store}, func(lines, bytes int) {
+	h := httpapi.NewHandlerForTest(httpapi.Options{Store: e.srv.Store}, httpapi.TestHooks{OnFrame: func(lines, bytes int) {
 		frames.Add(1)
 		setMax(&maxLines, int64(lines))
 		setMax(&maxBytes, int64(bytes))
-	})
+	}})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
 
@@ -198,7 +198,7 @@ func TestStreamKeepalive(t *testing.T) {
 		Watch: func(string) func() {
 			followers.Add(1)
 			return func() { followers.Add(-1) }
-		}}, nil)
+		}}, httpapi.TestHooks{})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
 	l := e.running(t)
