@@ -117,12 +117,18 @@ $("#cancel").addEventListener("click", async () => {
   }
 });
 
+// refreshFailed is the message of a failed refresh, cleared by the next
+// one that works (the server was restarting, say).
+let refreshFailed = "";
 async function refreshJob() {
   clearTimeout(refreshTimer);
   try {
     job = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}`);
     renderJob();
+    if (refreshFailed && $("#error").textContent === refreshFailed) showError("");
+    refreshFailed = "";
   } catch (e) {
+    refreshFailed = e.message;
     showError(e.message);
   }
   if (!isFinal(job.state)) refreshTimer = setTimeout(refreshJob, REFRESH_MS);

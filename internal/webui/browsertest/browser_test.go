@@ -76,7 +76,9 @@ func newBrowser(t *testing.T) *browser {
 			if err != nil {
 				return
 			}
-			if m.IsException() || m.Type == chromedp.ConsoleError {
+			// Failed connections are logged by the browser itself, and tests
+			// that stop the server expect them.
+			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source != "network" && !strings.Contains(m.Text, "WebSocket connection to")) {
 				b.record(m.String())
 			}
 		}

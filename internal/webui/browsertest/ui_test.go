@@ -84,6 +84,24 @@ func TestJobPageFollowsRunningJob(t *testing.T) {
 	t.Logf("in dark mode: %s", artifact(t, "job-page-dark.png", b.screenshot(t)))
 	b.colorScheme(t, "light")
 
+	// A server restart closes the stream with 1012; the page reconnects
+	// after the last line it has and continues without a gap.
+	srv.Stop()
+	b.waitFor(t, "the page to notice", `document.getElementById("status-text").textContent.startsWith("reconnecting")`)
+	srv.Restart()
+	b.waitFor(t, "the stream to resume", `document.getElementById("status-text").textContent === "live"`)
+	l.Write(buildLog(81, 120)...)
+	b.waitFor(t, "lines after the restart", `document.getElementById("L120") !== null`)
+	shown := eval[[]int](t, b, `[...document.querySelectorAll("#log .ln")].map(e => Number(e.id.slice(1)))`)
+	for i, n := range shown {
+		if n != i+1 {
+			t.Fatalf("after the restart, line %d of the log view is line %d", i+1, n)
+		}
+	}
+	if len(shown) != 120 {
+		t.Errorf("after the restart the log shows %d lines, want 120", len(shown))
+	}
+
 	l.End(0)
 	b.waitFor(t, "the final status", `document.getElementById("status-text").textContent === "finished: succeeded, exit 0"`)
 	b.waitFor(t, "the header to show the result", `document.querySelector(".state.succeeded") !== null && document.getElementById("cancel").hidden`)
