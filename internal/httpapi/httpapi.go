@@ -11,6 +11,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/spool-run/spool/internal/store"
@@ -47,6 +48,8 @@ type api struct {
 	pageBytes int
 	// onFrame, when set (tests), sees the size of every lines frame sent.
 	onFrame func(lines, bytes int)
+	// streams counts the WebSocket streams running.
+	streams sync.WaitGroup
 }
 
 // route is one endpoint. The OpenAPI document must list exactly these
@@ -66,8 +69,14 @@ var routes = []route{
 }
 
 // Register mounts the API on mux under /api/v1/.
-func Register(mux *http.ServeMux, o Options) {
-	newAPI(o).register(mux)
+//
+// It returns a function that waits for the WebSocket streams to end:
+// http.Server.Shutdown does not wait for hijacked connections, so the
+// server calls it after draining and before closing the store.
+func Register(mux *http.ServeMux, o Options) (wait func()) {
+	a := newAPI(o)
+	a.register(mux)
+	return a.streams.Wait
 }
 
 func newAPI(o Options) *api {

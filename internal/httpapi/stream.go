@@ -62,6 +62,8 @@ func (a *api) streamLogs(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered the request
 	}
+	a.streams.Add(1)
+	defer a.streams.Done()
 	s := &stream{api: a, conn: conn, job: job, last: last}
 	s.run(r.Context())
 }

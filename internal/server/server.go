@@ -42,6 +42,9 @@ type Server struct {
 	svc     *Service
 	handler http.Handler
 	metrics *telemetry.Metrics
+	// waitStreams waits for the WebSocket log streams, which Shutdown does
+	// not track (their connections are hijacked).
+	waitStreams func()
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when shutdown starts
@@ -69,7 +72,7 @@ func New(cfg *config.Config, st store.JobStore, signer *token.Signer, log *slog.
 	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
-	httpapi.Register(mux, httpapi.Options{Store: st, Log: log, Drain: s.drain, Watch: s.svc.watchers.add})
+	s.waitStreams = httpapi.Register(mux, httpapi.Options{Store: st, Log: log, Drain: s.drain, Watch: s.svc.watchers.add})
 	mux.Handle("/", webui.Handler())
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -120,6 +123,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("requests still running after the grace period; closing them")
 		err = hs.Close()
+	}
+	// The streams were told to end by Drain; wait for them (within the
+	// grace) so none is reading the store when the caller closes it.
+	streamsDone := make(chan struct{})
+	go func() { s.waitStreams(); close(streamsDone) }()
+	select {
+	case <-streamsDone:
+	case <-grace.Done():
+		s.log.Warn("WebSocket streams still running after the grace period")
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return err
