@@ -76,7 +76,7 @@ func TestFollowInterrupted(t *testing.T) {
 	l.Begin()
 	l.Write(spooltest.Seq(1, 10)...)
 
-	var out, errOut syncBuffer
+	var out, errOut spooltest.Buffer
 	e := &env{server: srv.URL, out: &out, errOut: &errOut}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

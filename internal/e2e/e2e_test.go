@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/spooltest"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -49,29 +48,12 @@ func TestMain(m *testing.M) {
 // proc is a spool process whose output goes to the test log.
 type proc struct {
 	cmd *exec.Cmd
-	out *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out *spooltest.Buffer
 }
 
 func run(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(spoolBin, args...), out: &syncBuffer{}}
+	p := &proc{cmd: exec.Command(spoolBin, args...), out: &spooltest.Buffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.Env = append(os.Environ(), "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS=1", "SPOOL_JOBS_VISIBILITY_TIMEOUT_SECONDS=3")
 	if err := p.cmd.Start(); err != nil {
