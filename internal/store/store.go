@@ -116,7 +116,10 @@ type Lease struct {
 }
 
 // Head is the end of a job's log: the next sequence to store and the next
-// line number to give.
+// line number to give. A new attempt starts at its job's head, after
+// everything stored before. Line numbers never skip; sequences may skip over
+// a range a fenced-off attempt had reserved but never committed (the AWS
+// store's fencing), and readers never see anything in such a range.
 type Head struct {
 	NextSequence int64
 	NextLine     int64
