@@ -102,15 +102,10 @@ func (s *Store) deadLetter(ctx context.Context, dlq string, m sqstypes.Message) 
 		return false, err
 	}
 	now := store.Now()
-	switch {
-	case store.IsFinal(r.state):
-		s.drop(ctx, dlq, handle)
-		return false, nil
-	case r.state == spoolv1.JobState_JOB_STATE_RUNNING && r.leaseExpires.After(now):
-		// A worker holds the job (a duplicate message was dead-lettered,
-		// or a late heartbeat revived the lease): look again once the
-		// lease is over.
-		s.hide(ctx, dlq, handle, r.leaseExpires.Sub(now)+time.Second)
+	// A worker may hold the job (a duplicate message was dead-lettered, or a
+	// late heartbeat revived the lease): then look again once the lease is
+	// over.
+	if s.setAside(ctx, dlq, handle, r, now) {
 		return false, nil
 	}
 	st, res := store.ExpiredOutcome(r.attempt, r.spec.GetMaxAttempts(), r.cancel, now)

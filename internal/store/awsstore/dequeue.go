@@ -163,14 +163,10 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 		return nil, err
 	}
 	now := store.Now()
-	switch {
-	case store.IsFinal(r.state):
-		s.drop(ctx, url, handle)
+	if s.setAside(ctx, url, handle, r, now) {
 		return nil, nil
-	case r.state == spoolv1.JobState_JOB_STATE_RUNNING && r.leaseExpires.After(now):
-		s.hide(ctx, url, handle, r.leaseExpires.Sub(now)+time.Second)
-		return nil, nil
-	case r.state == spoolv1.JobState_JOB_STATE_RUNNING:
+	}
+	if r.state == spoolv1.JobState_JOB_STATE_RUNNING {
 		// Its lease ran out: the job fails or is cancelled if that is
 		// its fate, else this message starts its next attempt.
 		st, res := store.ExpiredOutcome(r.attempt, r.spec.GetMaxAttempts(), r.cancel, now)

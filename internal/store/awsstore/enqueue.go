@@ -65,18 +65,12 @@ func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job) (
 	if err != nil {
 		return nil, err
 	}
-	e := newExpr()
-	_, err = s.clients.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.cfg.JobsTable),
-		Item:                     it,
-		ConditionExpression:      aws.String("attribute_not_exists(" + e.n(aJobID) + ")"),
-		ExpressionAttributeNames: e.names,
-	})
-	if conditionFailed(err) {
-		return s.Get(ctx, job.GetJobId())
-	}
+	written, err := s.putIfAbsent(ctx, it)
 	if err != nil {
 		return nil, awsErr(err, "write job %s", job.GetJobId())
+	}
+	if !written {
+		return s.Get(ctx, job.GetJobId())
 	}
 	r, err := decodeJob(it)
 	if err != nil {
@@ -105,18 +99,12 @@ func (s *Store) putMarker(ctx context.Context, job *spoolv1.Job) (mine bool, err
 	it[aTarget] = str(job.GetJobId())
 	it[aJob] = bin(b)
 	it[aMadeAt] = num(store.Now().UnixMicro())
-	e := newExpr()
-	_, err = s.clients.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.cfg.JobsTable),
-		Item:                     it,
-		ConditionExpression:      aws.String("attribute_not_exists(" + e.n(aJobID) + ")"),
-		ExpressionAttributeNames: e.names,
-	})
-	if conditionFailed(err) {
-		return false, nil
-	}
+	written, err := s.putIfAbsent(ctx, it)
 	if err != nil {
 		return false, awsErr(err, "record request id %q", job.GetRequestId())
+	}
+	if !written {
+		return false, nil
 	}
 	return true, nil
 }
@@ -167,4 +155,21 @@ func (s *Store) enqueued(ctx context.Context, requestID string) (*spoolv1.Job, e
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// putIfAbsent writes it to the jobs table unless an item with its key is
+// there already (then written is false): the conditional write that makes
+// both the request-id marker and the job item first-writer-wins.
+func (s *Store) putIfAbsent(ctx context.Context, it item) (written bool, err error) {
+	e := newExpr()
+	_, err = s.clients.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.cfg.JobsTable),
+		Item:                     it,
+		ConditionExpression:      aws.String("attribute_not_exists(" + e.n(aJobID) + ")"),
+		ExpressionAttributeNames: e.names,
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
 }

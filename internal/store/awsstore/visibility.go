@@ -7,6 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
 )
 
 // SQS bounds a message's visibility timeout to 12 hours.
@@ -44,4 +47,21 @@ func (s *Store) drop(ctx context.Context, queueURL, handle string) {
 	if err != nil {
 		s.log.Warn("could not delete an SQS message", "queue_url", queueURL, "error", err)
 	}
+}
+
+// setAside deals with a message whose job needs nothing from it now, and
+// reports whether it did: a final job's message is dropped (its work is
+// done); a message for a job under a current lease (a duplicate delivery)
+// is hidden until that lease ends. The dequeue and dead-letter paths share
+// this, so both treat such messages alike.
+func (s *Store) setAside(ctx context.Context, queueURL, handle string, r *jobRec, now time.Time) bool {
+	switch {
+	case store.IsFinal(r.state):
+		s.drop(ctx, queueURL, handle)
+		return true
+	case r.state == spoolv1.JobState_JOB_STATE_RUNNING && r.leaseExpires.After(now):
+		s.hide(ctx, queueURL, handle, r.leaseExpires.Sub(now)+time.Second)
+		return true
+	}
+	return false
 }
