@@ -44,7 +44,7 @@ check-generated:
 unit:
 	$(GO) test -race -timeout 30m ./...
 
-## fuzz: run every fuzzer for FUZZTIME (the seed corpora also run in `unit`)
+## fuzz: run every fuzzer for FUZZTIME (their corpora also run in `unit`)
 fuzz:
 	@./scripts/fuzz.sh $(FUZZTIME)
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/embedded"
+	"github.com/spool-run/spool/internal/demo"
 )
 
 // latency is a distribution's p50 and p99.
@@ -30,7 +30,7 @@ func round(d time.Duration) time.Duration {
 // liveLatency runs a job writing count lines at rate lines/s while a client
 // follows it, and measures, for each line, the time from the process
 // writing it to the follower receiving it.
-func liveLatency(ctx context.Context, cl *embedded.Cluster, self string, rate, count int) (latency, error) {
+func liveLatency(ctx context.Context, cl *demo.Local, self string, rate, count int) (latency, error) {
 	job, _, err := cl.Client.Submit(ctx, client.Submission{Argv: []string{self, "emit", "-count", itoa(count), "-rate", itoa(rate), "-warmup", "500ms"}})
 	if err != nil {
 		return latency{}, err

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/spool-run/spool/internal/config"
-	"github.com/spool-run/spool/internal/embedded"
+	"github.com/spool-run/spool/internal/demo"
 )
 
 func main() {
@@ -44,7 +44,7 @@ func main() {
 	ctx := context.Background()
 	var results [2]result
 	for i, batched := range []bool{true, false} {
-		cl, err := embedded.Start(ctx, embedded.Options{
+		cl, err := demo.StartLocal(ctx, demo.LocalOptions{
 			Concurrency: sz.jobs,
 			Log:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			Configure: func(c *config.Config) {
@@ -84,7 +84,7 @@ type result struct {
 	slow, fast     latency
 }
 
-func measure(ctx context.Context, cl *embedded.Cluster, self string, sz sizes) (result, error) {
+func measure(ctx context.Context, cl *demo.Local, self string, sz sizes) (result, error) {
 	var r result
 	var err error
 	if r.itemsPer1000, r.replayItems, err = storage(ctx, cl, self); err != nil {

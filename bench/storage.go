@@ -5,26 +5,26 @@ import (
 	"fmt"
 
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/internal/embedded"
+	"github.com/spool-run/spool/internal/demo"
 	"github.com/spool-run/spool/internal/store"
 )
 
 // storage runs a 10,000-line job and counts the items stored per 1,000
 // lines, and the items a read of lines 9,000-10,000 fetches.
-func storage(ctx context.Context, cl *embedded.Cluster, self string) (per1000 float64, replay int, err error) {
+func storage(ctx context.Context, cl *demo.Local, self string) (per1000 float64, replay int, err error) {
 	id, err := runJob(ctx, cl.Client, client.Submission{Argv: []string{self, "emit", "-count", "10000"}})
 	if err != nil {
 		return 0, 0, err
 	}
 	items := 0
-	for _, err := range cl.Server.Store.Read(ctx, store.ReadRequest{JobID: id, FromSequence: 1}) {
+	for _, err := range cl.Server.Store().Read(ctx, store.ReadRequest{JobID: id, FromSequence: 1}) {
 		if err != nil {
 			return 0, 0, err
 		}
 		items++
 	}
 	stats := &store.ReadStats{}
-	for _, err := range cl.Server.Store.Read(ctx, store.ReadRequest{JobID: id, FromLine: 9000, Stats: stats}) {
+	for _, err := range cl.Server.Store().Read(ctx, store.ReadRequest{JobID: id, FromLine: 9000, Stats: stats}) {
 		if err != nil {
 			return 0, 0, err
 		}

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/internal/embedded"
+	"github.com/spool-run/spool/internal/demo"
 )
 
 // throughput runs jobs at once, each printing lines as fast as it can, and
 // returns the lines per second from the first submit to the last job done:
 // capture, batching, the outbox, the API and the store, end to end.
-func throughput(ctx context.Context, cl *embedded.Cluster, self string, jobs, lines int) (float64, error) {
+func throughput(ctx context.Context, cl *demo.Local, self string, jobs, lines int) (float64, error) {
 	start := time.Now()
 	var (
 		wg   sync.WaitGroup

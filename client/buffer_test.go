@@ -6,22 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // batch is an OUTPUT_BATCH of sequences from..to whose lines are their
 // sequence numbers.
 func batch(from, to int64) *spoolv1.JobEvent {
-	b := &spoolv1.OutputBatchEvent{StartSequence: from, EndSequence: to, FirstLine: from}
+	var texts []string
 	for s := from; s <= to; s++ {
-		b.Outputs = append(b.Outputs, &spoolv1.OutputItem{Output: []byte(strconv.FormatInt(s, 10))})
+		texts = append(texts, strconv.FormatInt(s, 10))
 	}
-	return &spoolv1.JobEvent{Sequence: from, Timestamp: timestamppb.New(time.Unix(0, 0)),
-		EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH, EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: b}}
+	return events.Batch{Sequence: from, FirstLine: from, Lines: events.TextLines(time.Unix(0, 0), texts...), Untimed: true}.Event()
 }
 
 // drain reads the buffer to its end and returns the sequences read.
@@ -47,7 +45,7 @@ func wantSeqs(t *testing.T, what string, got []int64, from, to int64) {
 
 func TestEventBuffer(t *testing.T) {
 	b := client.NewEventBuffer(25)
-	b.AddBatch(batch(1, 50)) // seed 000's scenario 1: only 25..50 are kept
+	b.AddBatch(batch(1, 50)) // a batch larger than the buffer: only its last 25 (26..50) are kept
 	if b.Len() != 26 {
 		t.Fatalf("Len = %d after a batch of 1..50 from 25, want 26", b.Len())
 	}
@@ -99,9 +97,9 @@ func TestEventBuffer(t *testing.T) {
 // TestEventBufferWithBatches: the buffer fed by the low-level iterator
 // replays a part of the log without asking the server again.
 func TestEventBufferWithBatches(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	job := spooltest.RunJob(t, c, spooltest.Seq(1, 300)...)
+	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 300)...)
 	buf := client.NewEventBuffer(75)
 	var seqs []int64
 	for ev, err := range c.Events(context.Background(), job.GetJobId(), client.StreamOptions{FromSequence: 75}).Batches() {

@@ -1,21 +1,23 @@
-// Package client is the Go SDK for spool: submit jobs, look them up, cancel
-// them, and (see Events and EventStream) replay and follow their output.
+// Package client is the Go SDK for spool: submit jobs, look them up, list
+// and cancel them, and replay and follow their output from any line (see
+// Events and EventStream).
 //
 //	c, err := client.New(client.URLFromEnv())
 //	job, _, err := c.Submit(ctx, client.Submission{Argv: []string{"make", "test"}})
 //
-// Client embeds the generated JobService client, so every RPC is available
-// as is; the methods here add defaults, paging and streaming conveniences.
+// Every error a Client returns wraps one of package spool's error kinds, so
+// callers branch with errors.Is(err, spool.ErrNotFound) and friends.
+//
+// The client speaks only the calls a user of spool makes. Leasing and
+// running jobs is the worker's part: see package worker.
 package client
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -23,9 +25,11 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
-	"github.com/spool-run/spool/internal/wirezstd"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/wire"
 )
 
 // DefaultURL is where a client looks for the server when not told.
@@ -39,70 +43,60 @@ func URLFromEnv() string {
 	return DefaultURL
 }
 
-// Client talks to one spool server.
+// Client talks to one spool server. It is safe for concurrent use.
 type Client struct {
-	spoolv1connect.JobServiceClient
-	url string
-}
-
-type options struct {
-	httpClient *http.Client
-	grpc       bool
-	compress   bool
+	rpc  spoolv1connect.JobServiceClient
+	keys spoolv1connect.KeyServiceClient
+	url  string
 }
 
 // Option configures New.
-type Option func(*options)
+type Option interface{ apply(*wire.Options) }
+
+type optionFunc func(*wire.Options)
+
+func (f optionFunc) apply(o *wire.Options) { f(o) }
 
 // WithHTTPClient uses h for requests.
-func WithHTTPClient(h *http.Client) Option { return func(o *options) { o.httpClient = h } }
+func WithHTTPClient(h *http.Client) Option {
+	return optionFunc(func(o *wire.Options) { o.HTTPClient = h })
+}
 
 // WithGRPC speaks gRPC (over HTTP/2 without TLS for http:// URLs) instead of
 // the Connect protocol.
-func WithGRPC() Option { return func(o *options) { o.grpc = true } }
+func WithGRPC() Option { return optionFunc(func(o *wire.Options) { o.GRPC = true }) }
 
-// WithCompressedRequests sends requests of 1 KiB or more compressed with
-// zstd: what a worker publishing batches of output wants. (Responses may be
-// zstd or gzip either way.)
-func WithCompressedRequests() Option { return func(o *options) { o.compress = true } }
+// WithAPIKey sends key with every call. Every spool server needs one (unless
+// its auth is disabled); APIKeyFromEnv finds the usual one.
+func WithAPIKey(key string) Option {
+	return optionFunc(func(o *wire.Options) { o.APIKey = strings.TrimSpace(key) })
+}
+
+// WithCA trusts only the CA whose certificate (PEM) is in file, for a
+// server on https:// with a certificate of a private CA.
+func WithCA(file string) Option { return optionFunc(func(o *wire.Options) { o.CAFile = file }) }
+
+// APIKeyFromEnv returns $SPOOL_API_KEY ("" when it is unset).
+func APIKeyFromEnv() string { return strings.TrimSpace(os.Getenv("SPOOL_API_KEY")) }
 
 // New returns a client for the server at baseURL (http://host:port).
 func New(baseURL string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server address %q must look like http://host:port", baseURL)
-	}
-	var o options
+	var o wire.Options
 	for _, opt := range opts {
-		opt(&o)
+		opt.apply(&o)
 	}
-	if o.httpClient == nil {
-		o.httpClient = &http.Client{Transport: newTransport(o.grpc)}
+	hc, err := wire.HTTPClient(o)
+	if err != nil {
+		return nil, err
 	}
-	copts := []connect.ClientOption{wirezstd.Client()}
-	if o.grpc {
-		copts = append(copts, connect.WithGRPC())
+	o.HTTPClient = hc
+	rpc, err := wire.Dial(baseURL, o)
+	if err != nil {
+		return nil, err
 	}
-	if o.compress {
-		copts = append(copts, connect.WithSendCompression(wirezstd.Name), connect.WithCompressMinBytes(1024))
-	}
-	base := strings.TrimRight(baseURL, "/")
-	return &Client{JobServiceClient: spoolv1connect.NewJobServiceClient(o.httpClient, base, copts...), url: base}, nil
-}
-
-// newTransport is a pooled transport without an overall timeout (streams
-// last as long as jobs); gRPC needs HTTP/2, which over plain http is h2c.
-func newTransport(h2c bool) http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	if h2c {
-		p := new(http.Protocols)
-		p.SetUnencryptedHTTP2(true)
-		p.SetHTTP2(true)
-		t.Protocols = p
-	}
-	return t
+	keys, _ := wire.DialKeys(baseURL, o)
+	base, _ := wire.BaseURL(baseURL)
+	return &Client{rpc: rpc, keys: keys, url: base}, nil
 }
 
 // URL is the server's address.
@@ -110,22 +104,29 @@ func (c *Client) URL() string { return c.url }
 
 // Submission describes a job to submit. Set Argv or Script.
 type Submission struct {
-	Queue       string
-	Argv        []string
-	Script      string
-	Env         map[string]string
-	WorkingDir  string
-	Timeout     time.Duration
-	Repository  string
-	Ref         string
-	RequestID   string
+	Queue      string
+	Argv       []string
+	Script     string
+	Env        map[string]string
+	WorkingDir string
+	Timeout    time.Duration
+	Repository string
+	Ref        string
+	RequestID  string
+	// MaxAttempts bounds how often the job may lose its worker (a worker
+	// that died or vanished) before it fails (0: the server's default).
 	MaxAttempts int32
+	// Retries is how often a failing command (non-zero exit, timeout, could
+	// not start) is run again, with exponential backoff (0: never).
+	Retries int32
 }
 
 // Params is the submission's JobParams.
 func (s Submission) Params() *spoolv1.JobParams {
 	p := &spoolv1.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, RepositoryUrl: s.Repository, Ref: s.Ref}
-	if s.Timeout > 0 {
+	// A negative timeout is sent as it is, for the server to refuse: it
+	// must not quietly mean "none".
+	if s.Timeout != 0 {
 		p.Timeout = durationpb.New(s.Timeout)
 	}
 	return p
@@ -134,31 +135,41 @@ func (s Submission) Params() *spoolv1.JobParams {
 // Submit enqueues a job. deduplicated is true when s.RequestID was used
 // before and job is the one created then.
 func (c *Client) Submit(ctx context.Context, s Submission) (job *spoolv1.Job, deduplicated bool, err error) {
-	resp, err := c.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{
-		Queue: s.Queue, Params: s.Params(), RequestId: s.RequestID, MaxAttempts: s.MaxAttempts,
+	resp, err := c.rpc.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{
+		Queue: s.Queue, Params: s.Params(), RequestId: s.RequestID, MaxAttempts: s.MaxAttempts, Retries: s.Retries,
 	}))
 	if err != nil {
-		return nil, false, err
+		return nil, false, wrap(err)
 	}
 	return resp.Msg.GetJob(), resp.Msg.GetDeduplicated(), nil
 }
 
 // Job returns one job.
 func (c *Client) Job(ctx context.Context, id string) (*spoolv1.Job, error) {
-	resp, err := c.GetJob(ctx, connect.NewRequest(&spoolv1.GetJobRequest{JobId: id}))
+	resp, err := c.rpc.GetJob(ctx, connect.NewRequest(&spoolv1.GetJobRequest{JobId: id}))
 	if err != nil {
-		return nil, err
+		return nil, wrap(err)
 	}
 	return resp.Msg.GetJob(), nil
 }
 
 // Cancel cancels a job (see CancelJob).
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, error) {
-	resp, err := c.CancelJob(ctx, connect.NewRequest(&spoolv1.CancelJobRequest{JobId: id, Reason: reason}))
+	resp, err := c.rpc.CancelJob(ctx, connect.NewRequest(&spoolv1.CancelJobRequest{JobId: id, Reason: reason}))
 	if err != nil {
-		return nil, err
+		return nil, wrap(err)
 	}
 	return resp.Msg.GetJob(), nil
+}
+
+// JobsPage returns one page of jobs matching req, newest first, and the
+// cursor of the next page ("" after the last).
+func (c *Client) JobsPage(ctx context.Context, req *spoolv1.ListJobsRequest) (jobs []*spoolv1.Job, nextCursor string, err error) {
+	resp, err := c.rpc.ListJobs(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, "", wrap(err)
+	}
+	return resp.Msg.GetJobs(), resp.Msg.GetNextCursor(), nil
 }
 
 // Jobs yields every job matching req, newest first, fetching pages of
@@ -168,26 +179,56 @@ func (c *Client) Jobs(ctx context.Context, req *spoolv1.ListJobsRequest) iter.Se
 		cursor := req.GetCursor()
 		for {
 			r := &spoolv1.ListJobsRequest{Queue: req.GetQueue(), States: req.GetStates(), PageSize: req.GetPageSize(), Cursor: cursor}
-			resp, err := c.ListJobs(ctx, connect.NewRequest(r))
+			jobs, next, err := c.JobsPage(ctx, r)
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for _, j := range resp.Msg.GetJobs() {
+			for _, j := range jobs {
 				if !yield(j, nil) {
 					return
 				}
 			}
-			if cursor = resp.Msg.GetNextCursor(); cursor == "" {
+			if cursor = next; cursor == "" {
 				return
 			}
 		}
 	}
 }
 
-// IsUnavailable reports whether err means the server could not be reached
-// (or is restarting), as opposed to refusing the request.
+// IsUnavailable reports whether err, from a call to the server, means the
+// server could not be reached (or is restarting), as opposed to refusing
+// the request: the same call may succeed later. Errors that did not come
+// from a call (a file, a local port) are not, even when the system's error
+// underneath looks like a network one.
 func IsUnavailable(err error) bool {
+	return errors.Is(err, spool.ErrUnavailable) || connect.CodeOf(err) == connect.CodeUnavailable
+}
+
+// kindError is an error from the server with the kind its code stands for,
+// so errors.Is(err, spool.ErrNotFound) holds for a NotFound answer. The
+// *connect.Error stays reachable with errors.As.
+type kindError struct {
+	err  error
+	kind error
+}
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
+
+// wrap gives an error from a call its kind. A failure to reach the server
+// at all (a refused connection, a DNS failure) is spool.ErrUnavailable.
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	kind := apierr.Kind(connect.CodeOf(err))
 	var ne net.Error
-	return connect.CodeOf(err) == connect.CodeUnavailable || errors.As(err, &ne)
+	if kind == nil && errors.As(err, &ne) {
+		kind = spool.ErrUnavailable
+	}
+	if kind == nil {
+		return err
+	}
+	return &kindError{err: err, kind: kind}
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"io"
+	"net"
 	"syscall"
 	"time"
 
@@ -87,7 +88,10 @@ func isTransient(err error) bool {
 		return true
 	}
 	// A connection cut mid-stream surfaces as a truncated message (Internal
-	// or Unknown wrapping io.ErrUnexpectedEOF) or as the socket's error.
-	return IsUnavailable(err) || errors.Is(err, io.ErrUnexpectedEOF) ||
+	// or Unknown wrapping io.ErrUnexpectedEOF) or as the socket's error;
+	// every error here comes from the stream, so a network error is the
+	// connection's.
+	var ne net.Error
+	return IsUnavailable(err) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }

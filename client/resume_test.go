@@ -14,7 +14,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // follower ranges over a followed stream in the background, pausing after
@@ -85,14 +85,14 @@ func (f *follower) retried() []error {
 // TestResumeAcrossRestart: the server is stopped while a follower is in the
 // middle of the log and started again on the same port and data directory;
 // the job goes on being written after the restart. The follower sees every
-// sequence exactly once, in order (DESIGN principle 2).
+// sequence exactly once, in order: a restart loses and repeats nothing.
 func TestResumeAcrossRestart(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "seq 1 3000"}); err != nil {
 		t.Fatal(err)
 	}
-	l := spooltest.LeaseJob(t, c, "")
+	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	l.Write(spooltest.Seq(1, 2000)...)
 
@@ -122,9 +122,9 @@ func TestResumeAcrossRestart(t *testing.T) {
 // middle of sending a large log to a paused follower (a truncated message,
 // a reset socket). The follower resumes after the last whole event.
 func TestResumeAfterCut(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	p := newCutter(t, srv.URL)
-	c, err := client.New(p.url)
+	c, err := client.New(p.url, client.WithAPIKey(srv.AdminKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestResumeAfterCut(t *testing.T) {
 	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "big"}); err != nil {
 		t.Fatal(err)
 	}
-	l := spooltest.LeaseJob(t, c, "")
+	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	l.Write(lines...)
 

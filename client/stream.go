@@ -229,7 +229,7 @@ func (r *receiver) run(ctx context.Context, out chan<- delivery) {
 		case err == nil:
 			err = errEndedEarly
 		case !isTransient(err):
-			send(delivery{err: err})
+			send(delivery{err: wrap(err)})
 			return
 		}
 		// A connection that stayed up a while was working: its loss is a
@@ -240,7 +240,7 @@ func (r *receiver) run(ctx context.Context, out chan<- delivery) {
 		}
 		wait, ok := r.retry.next()
 		if !ok {
-			send(delivery{err: fmt.Errorf("gave up reading job %s's events after %s without progress: %w", r.jobID, r.retry.policy.GiveUpAfter, err)})
+			send(delivery{err: fmt.Errorf("gave up reading job %s's events after %s without progress: %w", r.jobID, r.retry.policy.GiveUpAfter, wrap(err))})
 			return
 		}
 		if !send(delivery{lost: err, wait: wait}) || backoff.Sleep(ctx, wait) != nil {
@@ -253,7 +253,7 @@ func (r *receiver) run(ctx context.Context, out chan<- delivery) {
 // the finished job when the server sent it, else why the call ended (nil:
 // the server closed the stream).
 func (r *receiver) once(ctx context.Context, send func(delivery) bool) (*spoolv1.Job, error) {
-	stream, err := r.c.StreamEvents(ctx, connect.NewRequest(r.request()))
+	stream, err := r.c.rpc.StreamEvents(ctx, connect.NewRequest(r.request()))
 	if err != nil {
 		return nil, err
 	}

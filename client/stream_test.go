@@ -13,7 +13,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // fastRetry reconnects quickly, so tests that cut streams stay short.
@@ -51,9 +51,9 @@ func checkSeq(t *testing.T, evs []*spoolv1.JobEvent, from, to int64) {
 }
 
 func TestEventsFromSequence(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	job := spooltest.RunJob(t, c, spooltest.Seq(1, 1000)...)
+	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 1000)...)
 	// PROCESS_START is sequence 1, so line L is sequence L+1; PROCESS_END
 	// is 1002.
 	s := c.Events(context.Background(), job.GetJobId(), client.StreamOptions{FromSequence: 75})
@@ -78,9 +78,9 @@ func TestEventsFromSequence(t *testing.T) {
 }
 
 func TestEventsFromLine(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	job := spooltest.RunJob(t, c, spooltest.Seq(1, 10000)...)
+	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
 	s := c.Events(context.Background(), job.GetJobId(), client.StreamOptions{
 		FromLine: 9000, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
 	got := collect(t, s)
@@ -91,9 +91,9 @@ func TestEventsFromLine(t *testing.T) {
 }
 
 func TestBatches(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	job := spooltest.RunJob(t, c, spooltest.Seq(1, 120)...)
+	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 120)...)
 	var got []*spoolv1.JobEvent
 	for ev, err := range c.Events(context.Background(), job.GetJobId(), client.StreamOptions{FromSequence: 75}).Batches() {
 		if err != nil {
@@ -124,12 +124,12 @@ func TestBatches(t *testing.T) {
 // TestFollowRunningJob: a follower catches up with what is stored, then
 // receives the rest live until the job completes.
 func TestFollowRunningJob(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "seq 1 500"}); err != nil {
 		t.Fatal(err)
 	}
-	l := spooltest.LeaseJob(t, c, "")
+	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	l.Write(spooltest.Seq(1, 100)...)
 
@@ -178,12 +178,12 @@ func TestFollowRunningJob(t *testing.T) {
 // TestBreakClosesStream: leaving the loop closes the stream, so the server
 // stops counting the follower.
 func TestBreakClosesStream(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 100"}); err != nil {
 		t.Fatal(err)
 	}
-	l := spooltest.LeaseJob(t, c, "")
+	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	for _, err := range c.Events(context.Background(), l.JobID(), client.StreamOptions{Follow: true}).All() {
 		if err != nil {
@@ -207,15 +207,12 @@ func TestBreakClosesStream(t *testing.T) {
 // follows the job.
 func watched(t *testing.T, l *spooltest.Lease) bool {
 	t.Helper()
-	hb, err := l.Client().UpdateJobVisibility(context.Background(), connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: l.GetTaskToken(), VisibilityTimeoutSeconds: 60}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hb.Msg.GetWatched()
+	_, w := l.Heartbeat()
+	return w
 }
 
 func TestEventsNotFound(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	retries := 0
 	s := c.Events(context.Background(), "no-such-job", client.StreamOptions{Follow: true,
@@ -233,9 +230,9 @@ func TestEventsNotFound(t *testing.T) {
 // TestEventsGiveUp: a server that stays away ends the stream with an error
 // once the policy's patience runs out.
 func TestEventsGiveUp(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	job := spooltest.RunJob(t, c, spooltest.Seq(1, 10)...)
+	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10)...)
 	srv.Stop()
 	retries := 0
 	policy := fastRetry
@@ -257,12 +254,12 @@ func TestEventsGiveUp(t *testing.T) {
 // TestEventsEndWithContext: cancelling the context ends a follow with the
 // context's error.
 func TestEventsEndWithContext(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 100"}); err != nil {
 		t.Fatal(err)
 	}
-	l := spooltest.LeaseJob(t, c, "")
+	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -10,8 +10,8 @@ import (
 	"github.com/spool-run/spool/internal/events"
 )
 
-// Defaults for a job whose BatchingConfig leaves a field unset (seed 000's
-// values, with a byte limit that fits a DynamoDB item), and for the two
+// Defaults for a job whose BatchingConfig leaves a field unset (the
+// server's defaults too, with a byte limit that fits a DynamoDB item), and for the two
 // latency knobs that are the worker's, not the job's.
 const (
 	DefaultFlushInterval          = 2 * time.Second
@@ -60,7 +60,7 @@ func orDefault[N int32 | int64 | time.Duration](v, def N) N {
 // sequence, so the sequences emitted are continuous from the first one,
 // with no gaps or repeats. All methods are safe for concurrent use.
 type OutputBatcher struct {
-	core     *Batcher[Line]
+	core     *Batcher[events.Line]
 	clock    Clock
 	emit     func(*spoolv1.JobEvent)
 	attempt  int32
@@ -96,12 +96,12 @@ func NewOutput(cfg OutputConfig, firstSequence int64, attempt int32, clock Clock
 	return o
 }
 
-func lineSize(l Line) int64 { return int64(len(l.Data)) }
+func lineSize(l events.Line) int64 { return int64(len(l.Data)) }
 
 // Line buffers an output line. A line longer than the batch byte limit is
 // split into pieces that fit (all but the last Partial), because the store
 // refuses a batch over the limit and no output may be dropped.
-func (o *OutputBatcher) Line(l Line) {
+func (o *OutputBatcher) Line(l events.Line) {
 	if l.Time.IsZero() {
 		l.Time = o.clock.Now()
 	}
@@ -162,18 +162,10 @@ func (o *OutputBatcher) Stats() OutputStats {
 
 // flush is the core's flush function: it makes one OUTPUT_BATCH event of
 // the lines, giving them the next len(lines) sequences.
-func (o *OutputBatcher) flush(lines []Line, r Reason) {
+func (o *OutputBatcher) flush(lines []events.Line, r Reason) {
 	n := len(lines)
-	// One allocation for all items instead of one each: they live and die
-	// together with the event.
-	items := make([]spoolv1.OutputItem, n)
-	outputs := make([]*spoolv1.OutputItem, n)
-	times := make([]int64, n)
 	var size int64
-	for i, l := range lines {
-		items[i].Output, items[i].Stream, items[i].Partial = l.Data, l.Stream, l.Partial
-		outputs[i] = &items[i]
-		times[i] = l.Time.UnixMilli()
+	for _, l := range lines {
 		size += int64(len(l.Data))
 	}
 	start := o.next
@@ -182,17 +174,5 @@ func (o *OutputBatcher) flush(lines []Line, r Reason) {
 	o.stats.Lines += int64(n)
 	o.stats.Bytes += size
 	o.stats.Flushes[r]++
-	o.emit(&spoolv1.JobEvent{
-		Sequence:  start,
-		Timestamp: timestamppb.New(lines[0].Time),
-		EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH,
-		Attempt:   o.attempt,
-		EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: &spoolv1.OutputBatchEvent{
-			Outputs:                outputs,
-			StartSequence:          start,
-			EndSequence:            start + int64(n) - 1,
-			Timestamps:             times,
-			PlaybackIntervalMillis: o.playback,
-		}},
-	})
+	o.emit(events.Batch{Sequence: start, Lines: lines, Attempt: o.attempt, PlaybackIntervalMillis: o.playback}.Event())
 }

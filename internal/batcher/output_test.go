@@ -95,10 +95,10 @@ func checkContinuous(t *testing.T, evs []*spoolv1.JobEvent, first int64, maxLine
 func TestOutputBatchEvent(t *testing.T) {
 	o, s, clock := newOutput(&spoolv1.BatchingConfig{FlushIntervalSeconds: 1, MaxBatchSize: 10, MaxBatchBytes: 1000, PlaybackIntervalMillis: 30}, 7)
 	t0 := clock.Now()
-	o.Line(batcher.Line{Data: []byte("hello\r"), Stream: stdout, Time: t0})
-	o.Line(batcher.Line{Data: []byte{0xff, 0}, Stream: stderr, Time: t0.Add(1500 * time.Microsecond)})
+	o.Line(events.Line{Data: []byte("hello\r"), Stream: stdout, Time: t0})
+	o.Line(events.Line{Data: []byte{0xff, 0}, Stream: stderr, Time: t0.Add(1500 * time.Microsecond)})
 	clock.Advance(5 * time.Millisecond)
-	o.Line(batcher.Line{Data: []byte("prompt> "), Stream: stdout, Partial: true}) // no time: the clock's
+	o.Line(events.Line{Data: []byte("prompt> "), Stream: stdout, Partial: true}) // no time: the clock's
 	o.Close()
 
 	want := &spoolv1.JobEvent{
@@ -133,7 +133,7 @@ func TestOutputEventFlushesLinesFirst(t *testing.T) {
 	o, s, clock := newOutput(nil, 1)
 	o.Event(processEvent(spoolv1.EventType_EVENT_TYPE_PROCESS_START))
 	for i := range 3 {
-		o.Line(batcher.Line{Data: fmt.Appendf(nil, "line %d", i), Stream: stdout})
+		o.Line(events.Line{Data: fmt.Appendf(nil, "line %d", i), Stream: stdout})
 	}
 	clock.Advance(40 * time.Millisecond) // before the quick flush of a new job's first lines
 	given := timestamppb.New(time.Unix(1, 0))
@@ -180,7 +180,7 @@ func TestOutputEventRefusesOutputEvents(t *testing.T) {
 func TestOutputDefaults(t *testing.T) {
 	o, s, clock := newOutput(&spoolv1.BatchingConfig{}, 1)
 	for range batcher.DefaultMaxBatchSize + 1 {
-		o.Line(batcher.Line{Data: []byte("x"), Stream: stdout})
+		o.Line(events.Line{Data: []byte("x"), Stream: stdout})
 	}
 	evs := s.take()
 	if len(evs) != 1 || events.LineCount(evs[0]) != batcher.DefaultMaxBatchSize {
@@ -194,7 +194,7 @@ func TestOutputDefaults(t *testing.T) {
 		t.Fatalf("the default interval did not flush: %d events, stats %+v", len(evs), o.Stats())
 	}
 	o.SetWatched(true)
-	o.Line(batcher.Line{Data: []byte("y")})
+	o.Line(events.Line{Data: []byte("y")})
 	clock.Advance(batcher.DefaultWatchedInterval)
 	if evs := s.take(); len(evs) != 1 {
 		t.Fatalf("the default watched interval did not flush")
@@ -206,7 +206,7 @@ func TestOutputDefaults(t *testing.T) {
 func TestOutputSplitsOversizeLines(t *testing.T) {
 	o, s, _ := newOutput(&spoolv1.BatchingConfig{MaxBatchBytes: 1024}, 1)
 	long := bytes.Repeat([]byte("0123456789"), 250) // 2500 bytes
-	o.Line(batcher.Line{Data: long, Stream: stderr, Partial: false})
+	o.Line(events.Line{Data: long, Stream: stderr, Partial: false})
 	o.Close()
 	var got []byte
 	var pieces []string
@@ -236,7 +236,7 @@ func TestOutputSequenceContinuity(t *testing.T) {
 		}
 		data := bytes.Repeat([]byte{byte('a' + i%26)}, n)
 		in = append(append(in, data...), '\n')
-		o.Line(batcher.Line{Data: data, Stream: stdout})
+		o.Line(events.Line{Data: data, Stream: stdout})
 	}
 	o.Event(processEvent(spoolv1.EventType_EVENT_TYPE_PROCESS_START))
 	for i := range 400 {
@@ -313,7 +313,7 @@ func TestOutputConcurrentStreams(t *testing.T) {
 	for _, st := range []spoolv1.StreamType{stdout, stderr} {
 		wg.Go(func() {
 			for i := range perStream {
-				o.Line(batcher.Line{Data: fmt.Appendf(nil, "%d", i), Stream: st})
+				o.Line(events.Line{Data: fmt.Appendf(nil, "%d", i), Stream: st})
 			}
 		})
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spool-run/spool/internal/batcher"
 	"github.com/spool-run/spool/internal/batcher/batchertest"
 	"github.com/spool-run/spool/internal/capture"
+	"github.com/spool-run/spool/internal/events"
 )
 
 // BenchmarkLines measures bytes through Lines: typical log lines, and one
@@ -31,7 +31,7 @@ func BenchmarkLines(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(bc.in)))
 			for b.Loop() {
-				if err := capture.Lines(bytes.NewReader(bc.in), opts, func(batcher.Line) { lines++ }); err != nil {
+				if err := capture.Lines(bytes.NewReader(bc.in), opts, func(events.Line) { lines++ }); err != nil {
 					b.Fatal(err)
 				}
 			}

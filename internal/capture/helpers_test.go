@@ -9,9 +9,9 @@ import (
 	"time"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/batcher"
 	"github.com/spool-run/spool/internal/batcher/batchertest"
 	"github.com/spool-run/spool/internal/capture"
+	"github.com/spool-run/spool/internal/events"
 )
 
 const stderr = spoolv1.StreamType_STREAM_TYPE_STDERR
@@ -43,20 +43,20 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 }
 
 // capture runs Lines over r and returns what it emitted.
-func captureAll(t testing.TB, r io.Reader, o capture.Options) []batcher.Line {
+func captureAll(t testing.TB, r io.Reader, o capture.Options) []events.Line {
 	t.Helper()
 	if o.Clock == nil {
 		o.Clock = batchertest.NewClock(time.Time{})
 	}
-	var lines []batcher.Line
-	if err := capture.Lines(r, o, func(l batcher.Line) { lines = append(lines, l) }); err != nil {
+	var lines []events.Line
+	if err := capture.Lines(r, o, func(l events.Line) { lines = append(lines, l) }); err != nil {
 		t.Fatalf("Lines: %v", err)
 	}
 	return lines
 }
 
 // join rebuilds the stream from lines.
-func join(lines []batcher.Line) []byte {
+func join(lines []events.Line) []byte {
 	var b bytes.Buffer
 	for _, l := range lines {
 		b.Write(l.Data)
@@ -70,29 +70,29 @@ func join(lines []batcher.Line) []byte {
 // reference splits data the slow, obvious way: byte by byte, cutting a
 // piece when a further non-newline byte arrives after maxLine bytes. It is
 // what Lines must emit when no idle flush happens, however data is read.
-func reference(data []byte, maxLine int) []batcher.Line {
-	var lines []batcher.Line
+func reference(data []byte, maxLine int) []events.Line {
+	var lines []events.Line
 	var cur []byte
 	for _, c := range data {
 		switch {
 		case c == '\n':
-			lines = append(lines, batcher.Line{Data: cur})
+			lines = append(lines, events.Line{Data: cur})
 			cur = nil
 			continue
 		case len(cur) == maxLine:
-			lines = append(lines, batcher.Line{Data: cur, Partial: true})
+			lines = append(lines, events.Line{Data: cur, Partial: true})
 			cur = nil
 		}
 		cur = append(cur, c)
 	}
 	if len(cur) > 0 {
-		lines = append(lines, batcher.Line{Data: cur, Partial: true})
+		lines = append(lines, events.Line{Data: cur, Partial: true})
 	}
 	return lines
 }
 
 // show renders lines for failure messages: partial ones end in "…".
-func show(lines []batcher.Line) string {
+func show(lines []events.Line) string {
 	var parts []string
 	for _, l := range lines {
 		s := fmt.Sprintf("%q", l.Data)
@@ -108,7 +108,7 @@ func show(lines []batcher.Line) string {
 }
 
 // sameLines compares Data and Partial.
-func sameLines(a, b []batcher.Line) bool {
+func sameLines(a, b []events.Line) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -124,7 +124,7 @@ func sameLines(a, b []batcher.Line) bool {
 // no piece is over maxLine or holds a newline, no piece is empty and
 // partial, each piece's memory is its own, and every Line carries the
 // stream and a time.
-func checkLines(t testing.TB, in []byte, lines []batcher.Line, maxLine int, stream spoolv1.StreamType) {
+func checkLines(t testing.TB, in []byte, lines []events.Line, maxLine int, stream spoolv1.StreamType) {
 	t.Helper()
 	if out := join(lines); !bytes.Equal(out, in) {
 		t.Fatalf("round trip differs: %d bytes in, %d out; lines %s", len(in), len(out), show(lines))

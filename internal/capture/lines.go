@@ -4,7 +4,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/spool-run/spool/internal/batcher"
+	"github.com/spool-run/spool/internal/events"
 )
 
 // readSize is how much Lines asks for per Read: a pipe's usual capacity, so
@@ -26,7 +26,19 @@ const maxEmptyReads = 100
 // Lines returns nil at EOF, after emitting the unfinished last line, if any,
 // as Partial. On a read error it also emits the unfinished line (so no
 // output is lost) and returns the error.
-func Lines(r io.Reader, o Options, emit func(batcher.Line)) error {
+func Lines(r io.Reader, o Options, emit func(events.Line)) error {
+	return Chunks(r, o, func(lines []events.Line) {
+		for _, l := range lines {
+			emit(l)
+		}
+	})
+}
+
+// Chunks is Lines handing over, in one call, every line one read (or one
+// idle flush, or the end) produced, so a caller that writes lines to disk
+// does so once per read rather than once per line. The slice is only valid
+// during the call; the Lines in it may be kept.
+func Chunks(r io.Reader, o Options, emit func([]events.Line)) error {
 	o = o.withDefaults()
 	s := &splitter{opts: o, emit: emit}
 	buf := make([]byte, readSize)

@@ -13,26 +13,26 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/spool-run/spool/internal/batcher"
 	"github.com/spool-run/spool/internal/batcher/batchertest"
 	"github.com/spool-run/spool/internal/capture"
+	"github.com/spool-run/spool/internal/events"
 )
 
 func TestLines(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
 		maxLine  int
-		want     []batcher.Line
+		want     []events.Line
 	}{
-		{"lines", "a\nbb\n\nccc\n", 0, []batcher.Line{{Data: []byte("a")}, {Data: []byte("bb")}, {Data: []byte{}}, {Data: []byte("ccc")}}},
-		{"partial last line", "a\nno newline", 0, []batcher.Line{{Data: []byte("a")}, {Data: []byte("no newline"), Partial: true}}},
+		{"lines", "a\nbb\n\nccc\n", 0, []events.Line{{Data: []byte("a")}, {Data: []byte("bb")}, {Data: []byte{}}, {Data: []byte("ccc")}}},
+		{"partial last line", "a\nno newline", 0, []events.Line{{Data: []byte("a")}, {Data: []byte("no newline"), Partial: true}}},
 		{"empty input", "", 0, nil},
-		{"CRLF keeps its CR", "one\r\ntwo\r\n\r", 0, []batcher.Line{{Data: []byte("one\r")}, {Data: []byte("two\r")}, {Data: []byte("\r"), Partial: true}}},
-		{"invalid UTF-8 and NUL pass through", "\xff\xfe\x00ok\xc3\n\x00", 0, []batcher.Line{{Data: []byte("\xff\xfe\x00ok\xc3")}, {Data: []byte{0}, Partial: true}}},
-		{"long line split", "abcdefghij\n", 4, []batcher.Line{{Data: []byte("abcd"), Partial: true}, {Data: []byte("efgh"), Partial: true}, {Data: []byte("ij")}}},
-		{"exactly MaxLine is one line", "abcd\nefgh", 4, []batcher.Line{{Data: []byte("abcd")}, {Data: []byte("efgh"), Partial: true}}},
-		{"a multiple of MaxLine ends whole", "abcdefgh\n", 4, []batcher.Line{{Data: []byte("abcd"), Partial: true}, {Data: []byte("efgh")}}},
-		{"MaxLine 1", "ab\n\nc", 1, []batcher.Line{{Data: []byte("a"), Partial: true}, {Data: []byte("b")}, {Data: []byte{}}, {Data: []byte("c"), Partial: true}}},
+		{"CRLF keeps its CR", "one\r\ntwo\r\n\r", 0, []events.Line{{Data: []byte("one\r")}, {Data: []byte("two\r")}, {Data: []byte("\r"), Partial: true}}},
+		{"invalid UTF-8 and NUL pass through", "\xff\xfe\x00ok\xc3\n\x00", 0, []events.Line{{Data: []byte("\xff\xfe\x00ok\xc3")}, {Data: []byte{0}, Partial: true}}},
+		{"long line split", "abcdefghij\n", 4, []events.Line{{Data: []byte("abcd"), Partial: true}, {Data: []byte("efgh"), Partial: true}, {Data: []byte("ij")}}},
+		{"exactly MaxLine is one line", "abcd\nefgh", 4, []events.Line{{Data: []byte("abcd")}, {Data: []byte("efgh"), Partial: true}}},
+		{"a multiple of MaxLine ends whole", "abcdefgh\n", 4, []events.Line{{Data: []byte("abcd"), Partial: true}, {Data: []byte("efgh")}}},
+		{"MaxLine 1", "ab\n\nc", 1, []events.Line{{Data: []byte("a"), Partial: true}, {Data: []byte("b")}, {Data: []byte{}}, {Data: []byte("c"), Partial: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			maxLine := cmpOr(tc.maxLine, capture.DefaultMaxLine)
@@ -67,26 +67,26 @@ func TestIdleFlushShowsPrompt(t *testing.T) {
 	defer cancel()
 	clock := batchertest.NewClock(time.Time{})
 	pr, pw := io.Pipe()
-	lines := make(chan batcher.Line, 10)
+	lines := make(chan events.Line, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- capture.Lines(pr, capture.Options{Stream: stderr, Clock: clock}, func(l batcher.Line) { lines <- l })
+		done <- capture.Lines(pr, capture.Options{Stream: stderr, Clock: clock}, func(l events.Line) { lines <- l })
 	}()
-	next := func() batcher.Line {
+	next := func() events.Line {
 		t.Helper()
 		select {
 		case l := <-lines:
 			return l
 		case <-ctx.Done():
 			t.Fatal("no line emitted")
-			return batcher.Line{}
+			return events.Line{}
 		}
 	}
 	noLine := func() {
 		t.Helper()
 		select {
 		case l := <-lines:
-			t.Fatalf("unexpected line %s", show([]batcher.Line{l}))
+			t.Fatalf("unexpected line %s", show([]events.Line{l}))
 		default:
 		}
 	}
@@ -103,7 +103,7 @@ func TestIdleFlushShowsPrompt(t *testing.T) {
 	noLine()
 	clock.Advance(time.Nanosecond)
 	if l := next(); string(l.Data) != "Continue? [y/N] " || !l.Partial || !l.Time.Equal(start) {
-		t.Fatalf("got %s at %v, want the prompt, partial, read at %v", show([]batcher.Line{l}), l.Time, start)
+		t.Fatalf("got %s at %v, want the prompt, partial, read at %v", show([]events.Line{l}), l.Time, start)
 	}
 
 	// A line that completes before IdleFlush is emitted whole, and its
@@ -119,10 +119,10 @@ func TestIdleFlushShowsPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	if l := next(); string(l.Data) != "yes" || l.Partial {
-		t.Fatalf("got %s, want the answer whole", show([]batcher.Line{l}))
+		t.Fatalf("got %s, want the answer whole", show([]events.Line{l}))
 	}
 	if l := next(); string(l.Data) != "ok" {
-		t.Fatalf("got %s", show([]batcher.Line{l}))
+		t.Fatalf("got %s", show([]events.Line{l}))
 	}
 	if n := clock.Pending(); n != 0 {
 		t.Fatalf("%d idle timers pending after the line completed", n)
@@ -143,7 +143,7 @@ func TestIdleFlushProgress(t *testing.T) {
 	in := []byte("10%\r20%\r30%\r40%\rdone\n")
 	r := &chunkReader{data: in, sizes: []int{4, 4, 4, 4, 5}, before: func(int) { clock.Advance(time.Second) }}
 	got := captureAll(t, r, capture.Options{Stream: stderr, Clock: clock})
-	want := []batcher.Line{
+	want := []events.Line{
 		{Data: []byte("10%\r"), Partial: true}, {Data: []byte("20%\r"), Partial: true}, {Data: []byte("30%\r"), Partial: true},
 		{Data: []byte("40%\r"), Partial: true}, {Data: []byte("done")},
 	}
@@ -233,13 +233,13 @@ func (r *errAfter) Read(p []byte) (int, error) {
 // TestReadErrorKeepsOutput: a read error still emits the unfinished line.
 func TestReadErrorKeepsOutput(t *testing.T) {
 	boom := errors.New("boom")
-	var got []batcher.Line
+	var got []events.Line
 	err := capture.Lines(&errAfter{data: []byte("a\nhalf"), err: boom}, capture.Options{Clock: batchertest.NewClock(time.Time{})},
-		func(l batcher.Line) { got = append(got, l) })
+		func(l events.Line) { got = append(got, l) })
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
-	if want := []batcher.Line{{Data: []byte("a")}, {Data: []byte("half"), Partial: true}}; !sameLines(got, want) {
+	if want := []events.Line{{Data: []byte("a")}, {Data: []byte("half"), Partial: true}}; !sameLines(got, want) {
 		t.Fatalf("got %s, want %s", show(got), show(want))
 	}
 }
@@ -249,7 +249,7 @@ type emptyReader struct{}
 func (emptyReader) Read([]byte) (int, error) { return 0, nil }
 
 func TestBrokenReaderStops(t *testing.T) {
-	err := capture.Lines(emptyReader{}, capture.Options{Clock: batchertest.NewClock(time.Time{})}, func(batcher.Line) {})
+	err := capture.Lines(emptyReader{}, capture.Options{Clock: batchertest.NewClock(time.Time{})}, func(events.Line) {})
 	if !errors.Is(err, io.ErrNoProgress) {
 		t.Fatalf("err = %v, want io.ErrNoProgress", err)
 	}
@@ -266,8 +266,8 @@ func TestIdleFlushOnRealClock(t *testing.T) {
 		}
 	}
 	r := &chunkReader{data: in, sizes: []int{5, 11, 3}}
-	var got []batcher.Line
-	err := capture.Lines(r, capture.Options{Stream: stderr, MaxLine: 50, IdleFlush: time.Nanosecond}, func(l batcher.Line) {
+	var got []events.Line
+	err := capture.Lines(r, capture.Options{Stream: stderr, MaxLine: 50, IdleFlush: time.Nanosecond}, func(l events.Line) {
 		got = append(got, l) // unsynchronized on purpose: the race detector checks Lines serializes emit
 	})
 	if err != nil {
@@ -285,7 +285,7 @@ func TestStaleIdleTimerDoesNothing(t *testing.T) {
 	advance := []time.Duration{0, 500 * time.Millisecond, 0, 600 * time.Millisecond}
 	r := &chunkReader{data: []byte("abcdef\ngh"), sizes: []int{3, 4, 2}, before: func(read int) { fake.Advance(advance[read]) }}
 	var got []string
-	err := capture.Lines(r, capture.Options{Stream: stderr, Clock: batchertest.LateStops(fake)}, func(l batcher.Line) {
+	err := capture.Lines(r, capture.Options{Stream: stderr, Clock: batchertest.LateStops(fake)}, func(l events.Line) {
 		got = append(got, fmt.Sprintf("%q@%v", l.Data, fake.Now().Sub(start)))
 	})
 	if err != nil {

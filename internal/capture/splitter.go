@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spool-run/spool/internal/batcher"
+	"github.com/spool-run/spool/internal/events"
 )
 
 // splitter cuts the chunks read from a stream into Lines. The reading
@@ -13,7 +14,8 @@ import (
 // and also serializes emit: Lines come out one at a time, in stream order.
 type splitter struct {
 	opts Options
-	emit func(batcher.Line)
+	emit func([]events.Line)
+	out  []events.Line // the lines of the current feed or flush
 
 	mu sync.Mutex
 	// pending is the unfinished line read so far, at most MaxLine bytes.
@@ -54,6 +56,7 @@ func (s *splitter) feed(chunk []byte, now time.Time) {
 		i += j + 1
 	}
 	s.chunk, s.owned.data = nil, nil
+	s.hand()
 	if len(s.pending) > 0 && s.idle == nil && s.opts.IdleFlush > 0 {
 		gen := s.gen
 		s.idle = s.opts.Clock.AfterFunc(s.opts.IdleFlush, func() { s.idleFlush(gen) })
@@ -119,7 +122,16 @@ func (s *splitter) dropPending() {
 }
 
 func (s *splitter) send(data []byte, partial bool, t time.Time) {
-	s.emit(batcher.Line{Data: data, Stream: s.opts.Stream, Partial: partial, Time: t})
+	s.out = append(s.out, events.Line{Data: data, Stream: s.opts.Stream, Partial: partial, Time: t})
+}
+
+// hand emits the lines gathered so far.
+func (s *splitter) hand() {
+	if len(s.out) > 0 {
+		s.emit(s.out)
+		clear(s.out)
+		s.out = s.out[:0]
+	}
 }
 
 // flushPending emits the unfinished line as a Partial Line.
@@ -141,6 +153,7 @@ func (s *splitter) idleFlush(gen uint64) {
 	}
 	s.idle = nil // fired: nothing to stop
 	s.flushPending()
+	s.hand()
 }
 
 // finish emits the unfinished line, if any, and stops the idle timer: the
@@ -149,6 +162,7 @@ func (s *splitter) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flushPending()
+	s.hand()
 	s.dropPending()
 	s.done = true
 }

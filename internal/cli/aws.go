@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spool-run/spool/internal/config"
-	"github.com/spool-run/spool/internal/store/awsstore"
+	"github.com/spool-run/spool/internal/setting"
+	"github.com/spool-run/spool/internal/store/backends/awsstore"
 )
 
 func newAWSCmd(e *env) *cobra.Command {
@@ -32,9 +33,18 @@ the IAM permissions the server needs.`,
   SPOOL_STORE_AWS_REGION=eu-west-1 spool aws init`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, w := range config.UnknownEnv(os.Environ()) {
+				fmt.Fprintln(e.errOut, "spool: warning: "+w)
+			}
 			cfg, err := config.Read(cfgPath, os.LookupEnv)
 			if err != nil {
-				return err
+				// The file is the only setting spool aws init has a flag for.
+				return setting.Rename(err, func(name string) string {
+					if name == "config" {
+						return "--config"
+					}
+					return name
+				})
 			}
 			if err := cfg.Store.AWS.Validate(); err != nil {
 				return err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spool-run/spool/internal/store/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 )
 
 // TestAWSInit: `spool aws init` creates the tables and queues store.aws

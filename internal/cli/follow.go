@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
@@ -20,10 +23,15 @@ var interrupted = exitError{code: 130}
 // outcome arrives with the stream's end anyway).
 var outputOnly = []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}
 
-// outputStream is job jobID's output from line from (0: the start),
-// following it live when follow is set. onRetry hears about reconnects.
-func outputStream(ctx context.Context, c *client.Client, jobID string, from int64, follow bool, onRetry func(error, time.Duration)) *client.EventStream {
-	return c.Events(ctx, jobID, client.StreamOptions{FromLine: from, Types: outputOnly, Follow: follow,
+// outputAndEnds adds the PROCESS_END of each attempt: only the process's
+// end says which signal killed it.
+var outputAndEnds = []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA, spoolv1.EventType_EVENT_TYPE_PROCESS_END}
+
+// outputStream is job jobID's events of the given types from line from (0:
+// the start), following it live when follow is set. onRetry hears about
+// reconnects.
+func outputStream(ctx context.Context, c *client.Client, jobID string, from int64, follow bool, types []spoolv1.EventType, onRetry func(error, time.Duration)) *client.EventStream {
+	return c.Events(ctx, jobID, client.StreamOptions{FromLine: from, Types: types, Follow: follow,
 		Reconnect: client.Reconnect{OnRetry: onRetry}})
 }
 
@@ -37,36 +45,71 @@ func startLine(from int64, job *spoolv1.Job) int64 {
 }
 
 // printOutput prints a job's output from line from, following it until the
-// job finishes when follow is set, and returns the job as it finished (nil
-// when it was still live and not followed).
-func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, from int64, follow bool) (*spoolv1.Job, error) {
+// job finishes when follow is set. It returns the job as it finished (nil
+// when it was still live and not followed) and the last PROCESS_END seen.
+func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, from int64, follow bool) (*spoolv1.Job, *spoolv1.JobEvent, error) {
 	w := newOutputWriter(e.out, e.errOut)
 	notice := &reconnectNotice{w: e.errOut}
-	s := outputStream(ctx, c, jobID, from, follow, notice.lost)
+	s := outputStream(ctx, c, jobID, from, follow, outputAndEnds, notice.lost)
+	var (
+		end     *spoolv1.JobEvent
+		attempt int32
+	)
 	for batch, err := range s.Batches() {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		notice.resumed()
 		for _, ev := range events.Unpack(batch) {
+			// Where a new attempt's output begins (a retry, a redelivery),
+			// say so between the lines, on stderr.
+			if a := ev.GetAttempt(); a > attempt {
+				if attempt > 0 {
+					if err := w.flush(); err != nil {
+						return nil, nil, err
+					}
+					fmt.Fprintf(e.errOut, "spool: ── attempt %d ──\n", a)
+				}
+				attempt = a
+			}
+			if ev.GetProcessEnd() != nil {
+				end = ev
+				continue
+			}
 			if err := w.write(ev.GetOutputData()); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		// A batch at a time: few writes, and a follower sees lines as soon
 		// as they arrive.
 		if err := w.flush(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return s.Finished(), nil
+	return s.Finished(), end, nil
 }
+
+// queuedNotice is how long submit -f lets a job wait in its queue before
+// saying that no worker has taken it (a variable, so tests need not wait).
+var queuedNotice = 3 * time.Second
 
 // followJob prints a job's output live until it finishes, then returns the
 // error that makes spool exit as the job did. Ctrl-C stops following and
-// leaves the job alone.
+// leaves the job alone. A job that no worker takes for a while is said to
+// be waiting for one, once, rather than leaving the terminal silent.
 func followJob(ctx context.Context, e *env, c *client.Client, jobID string) error {
-	job, err := printOutput(ctx, e, c, jobID, 0, true)
+	// The notice and the job's stderr lines share the terminal's stderr.
+	shared := *e
+	shared.errOut = &syncWriter{w: e.errOut}
+	noticeCtx, stopNotice := context.WithCancel(ctx)
+	noticed := make(chan struct{})
+	go func() {
+		defer close(noticed)
+		noticeIfQueued(noticeCtx, c, jobID, shared.errOut)
+	}()
+	job, end, err := printOutput(ctx, &shared, c, jobID, 0, true)
+	stopNotice()
+	<-noticed
 	switch {
 	case err != nil && ctx.Err() != nil:
 		fmt.Fprintf(e.errOut, "spool: stopped following; the job is still running: spool logs -f %s\n", jobID)
@@ -74,13 +117,35 @@ func followJob(ctx context.Context, e *env, c *client.Client, jobID string) erro
 	case err != nil:
 		return err
 	}
-	return jobExit(e, job)
+	return jobExit(e, job, end)
+}
+
+// noticeIfQueued says, after queuedNotice, that the job waits for a worker
+// if it is still queued then.
+func noticeIfQueued(ctx context.Context, c *client.Client, jobID string, w io.Writer) {
+	t := time.NewTimer(queuedNotice)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return
+	}
+	job, err := c.Job(ctx, jobID)
+	if err != nil || job.GetState() != spoolv1.JobState_JOB_STATE_QUEUED {
+		return
+	}
+	start := "spool worker"
+	if q := job.GetQueue(); q != "default" {
+		start += " -q " + q
+	}
+	fmt.Fprintf(w, "spool: waiting for a worker on queue %s; start one with: %s\n", job.GetQueue(), start)
 }
 
 // jobExit is how spool exits after following a job to its end: with the
-// command's exit status, or 1 and why when it ended without one (it never
-// ran, its lease was lost, it was cancelled or killed).
-func jobExit(e *env, job *spoolv1.Job) error {
+// command's exit status; 128 and the signal's number when a signal killed
+// it, as a shell does; or 1 and why when it ended without either (it never
+// ran, its lease was lost, it was cancelled before it started).
+func jobExit(e *env, job *spoolv1.Job, end *spoolv1.JobEvent) error {
 	switch code := job.GetResult().GetExitCode(); {
 	case job.GetState() == spoolv1.JobState_JOB_STATE_SUCCEEDED:
 		return nil
@@ -88,14 +153,35 @@ func jobExit(e *env, job *spoolv1.Job) error {
 		return exitError{code: int(code)}
 	}
 	fmt.Fprintf(e.errOut, "spool: job %s %s\n", job.GetJobId(), outcome(job))
+	// Only the last attempt's process decides: an earlier one may have
+	// been killed with its worker.
+	if end != nil && end.GetAttempt() == job.GetAttempt() {
+		if n := signalNumber(end.GetProcessEnd().GetSignal()); n > 0 {
+			return exitError{code: 128 + n}
+		}
+	}
 	return exitError{code: 1}
+}
+
+// signalNumber is the number of the signal the worker named (Go's name for
+// it, as in "killed" or "terminated"), or 0.
+func signalNumber(name string) int {
+	if name == "" {
+		return 0
+	}
+	for n := syscall.Signal(1); n < 65; n++ {
+		if n.String() == name {
+			return int(n)
+		}
+	}
+	return 0
 }
 
 // outcome says how a job ended, for people: "succeeded", "failed (exit 3)",
 // "failed: lease expired on attempt 3 of 3: …".
 func outcome(job *spoolv1.Job) string {
 	r := job.GetResult()
-	state := stateName(job.GetState())
+	state := spool.StateName(job.GetState())
 	switch {
 	case job.GetState() == spoolv1.JobState_JOB_STATE_SUCCEEDED:
 		return state
@@ -145,6 +231,18 @@ func (w *outputWriter) flush() error {
 		return nil
 	}
 	return w.cur.Flush()
+}
+
+// syncWriter lets goroutines share a stream, a whole write at a time.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // reconnectNotice tells the person, once per incident, that the stream was

@@ -5,18 +5,16 @@ import (
 	"strings"
 	"testing"
 
-	"connectrpc.com/connect"
-
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // TestSubmitFollow: submit -f streams the job's output as it is written and
 // exits with the job's exit code.
 func TestSubmitFollow(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	done := start(srv, "submit", "-f", "--", "make", "test")
-	l := spooltest.LeaseJob(t, srv.Client(), "")
+	l := spooltest.LeaseJob(t, srv, "")
 	if got := l.GetJob().GetParams().GetArgv(); strings.Join(got, " ") != "make test" {
 		t.Fatalf("submitted %q", got)
 	}
@@ -43,16 +41,16 @@ func TestSubmitFollow(t *testing.T) {
 // TestSubmitFollowNoExitCode: a job that ends without an exit code (here,
 // cancelled before it ran) makes submit -f say why and exit 1.
 func TestSubmitFollowNoExitCode(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	done := start(srv, "submit", "--follow", "--queue", "slow", "--", "sleep", "100")
 	var jobID string
 	eventually(t, "the job to be queued", func() bool {
-		resp, err := c.ListJobs(context.Background(), connect.NewRequest(&spoolv1.ListJobsRequest{Queue: "slow"}))
+		jobs, _, err := c.JobsPage(context.Background(), &spoolv1.ListJobsRequest{Queue: "slow"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if jobs := resp.Msg.GetJobs(); len(jobs) == 1 {
+		if len(jobs) == 1 {
 			jobID = jobs[0].GetJobId()
 		}
 		return jobID != ""
@@ -69,15 +67,15 @@ func TestSubmitFollowNoExitCode(t *testing.T) {
 // TestFollowInterrupted: Ctrl-C stops following, leaves the job running and
 // says how to pick it up again.
 func TestFollowInterrupted(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	job := submitJob(t, c)
-	l := spooltest.LeaseJob(t, c, "")
+	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	l.Write(spooltest.Seq(1, 10)...)
 
 	var out, errOut spooltest.Buffer
-	e := &env{server: srv.URL, out: &out, errOut: &errOut}
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)

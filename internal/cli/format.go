@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,28 +9,21 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/store"
 )
 
-// jsonOut is how commands print messages with --json: the API's field
-// names (snake_case), indented.
-var jsonOut = protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true}
-
-func printJSON(w io.Writer, m proto.Message) error {
-	b, err := jsonOut.Marshal(m)
+// printJSON prints v indented: what --json prints is jobjson's shape, the
+// one the REST API serves, so a script reads the same fields from either.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(w, string(b))
 	return err
 }
-
-func stateName(s spoolv1.JobState) string { return store.StateName(s) }
 
 // ago says how long before now t was, the way people say it.
 func ago(t time.Time, now time.Time) string {
@@ -66,17 +60,31 @@ func truncate(s string, n int) string {
 }
 
 // explain turns an error into a sentence for the person at the terminal.
-func explain(err error, server string) string {
-	if client.IsUnavailable(err) {
-		return fmt.Sprintf("cannot reach the spool server at %s (%v).\nStart one with `spool server`, or point --server or SPOOL_SERVER at yours.", server, errors.Unwrap(err))
-	}
+// Only an error from a call to the server is about reaching it: commands
+// that run locally (server, worker) word their own errors.
+func explain(err error, e *env) string {
+	server := e.server
 	var ce *connect.Error
-	if errors.As(err, &ce) {
-		switch ce.Code() {
-		case connect.CodeNotFound, connect.CodeInvalidArgument, connect.CodeFailedPrecondition:
-			return ce.Message()
+	isConnect := errors.As(err, &ce)
+	switch {
+	case client.IsUnavailable(err):
+		why := err.Error()
+		if isConnect {
+			why = ce.Message()
 		}
-		return fmt.Sprintf("%s (%s)", ce.Message(), ce.Code())
+		return fmt.Sprintf("cannot reach the spool server at %s (%s).\nStart one with `spool server`, or point --server or SPOOL_SERVER at yours.", server, why)
+	case !isConnect:
+		return err.Error()
 	}
-	return err.Error()
+	switch ce.Code() {
+	case connect.CodeNotFound, connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodePermissionDenied:
+		return ce.Message()
+	case connect.CodeUnauthenticated:
+		return fmt.Sprintf("%s (%s)", ce.Message(), e.keyHint())
+	case connect.CodeUnimplemented:
+		// What answers at that address is a web server, but not spool's API.
+		return fmt.Sprintf("the server at %s does not answer spool's API (%s): is it a spool server? Point --server or SPOOL_SERVER at one (http://host:port, nothing after the port).",
+			server, strings.TrimSpace(ce.Message()+" "+ce.Code().String()))
+	}
+	return fmt.Sprintf("%s (%s)", ce.Message(), ce.Code())
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -9,7 +8,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // result is how a spool command ended.
@@ -18,11 +17,10 @@ type result struct {
 	stdout, stderr string
 }
 
-// run runs spool with args against srv, in process, as a shell would.
+// run runs spool with args against srv, with its admin key, in process,
+// as a shell would.
 func run(srv *spooltest.Server, args ...string) result {
-	var out, errOut bytes.Buffer
-	code := Main(append([]string{"--server", srv.URL}, args...), strings.NewReader(""), &out, &errOut)
-	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+	return runLocal(append([]string{"--server", srv.URL, "--api-key", srv.AdminKey}, args...)...)
 }
 
 // start runs spool in the background; wait for its result on the channel.

@@ -1,15 +1,17 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/jobjson"
 )
 
 func newJobsCmd(e *env) *cobra.Command {
@@ -36,36 +38,40 @@ func newJobsListCmd(e *env) *cobra.Command {
   spool jobs list --limit 100 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := &spoolv1.ListJobsRequest{Queue: queue, PageSize: limit, Cursor: cursor}
-			for _, s := range states {
-				st, ok := spoolv1.JobState_value["JOB_STATE_"+strings.ToUpper(strings.TrimSpace(s))]
-				if !ok || st == 0 {
-					return fmt.Errorf("--state %q: use queued, running, succeeded, failed or cancelled", s)
-				}
-				req.States = append(req.States, spoolv1.JobState(st))
+			parsed, err := spool.ParseStates(states...)
+			if err != nil {
+				return fmt.Errorf("--state: %w", errors.Unwrap(err))
 			}
+			if limit < 1 {
+				return fmt.Errorf("--limit must be at least 1, got %d (the server returns at most 1000 a page; --cursor goes on)", limit)
+			}
+			req := &spoolv1.ListJobsRequest{Queue: queue, PageSize: limit, Cursor: cursor, States: parsed}
 			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			resp, err := c.ListJobs(cmd.Context(), connect.NewRequest(req))
+			jobs, next, err := c.JobsPage(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(e.out, resp.Msg)
+				return printJSON(e.out, jobjson.ListView(jobs, next))
+			}
+			if len(jobs) == 0 {
+				fmt.Fprintln(e.out, noJobs(queue, states, cursor))
+				return nil
 			}
 			now := time.Now()
 			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "JOB ID\tQUEUE\tSTATE\tATTEMPT\tCREATED\tCOMMAND")
-			for _, j := range resp.Msg.GetJobs() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.GetJobId(), j.GetQueue(), stateName(j.GetState()),
+			for _, j := range jobs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
 					j.GetAttempt(), j.GetMaxAttempts(), ago(j.GetCreatedAt().AsTime(), now), truncate(commandLine(j.GetParams()), 60))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if next := resp.Msg.GetNextCursor(); next != "" {
+			if next != "" {
 				fmt.Fprintf(e.errOut, "more: spool jobs list --cursor %s\n", next)
 			}
 			return nil
@@ -77,6 +83,21 @@ func newJobsListCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous listing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// noJobs says that a listing is empty, with the filters that made it so.
+func noJobs(queue string, states []string, cursor string) string {
+	msg := "no jobs"
+	if cursor != "" {
+		msg = "no more jobs"
+	}
+	if queue != "" {
+		msg += " in queue " + queue
+	}
+	if len(states) > 0 {
+		msg += " with state " + strings.Join(states, " or ")
+	}
+	return msg
 }
 
 func newJobsGetCmd(e *env) *cobra.Command {
@@ -95,7 +116,7 @@ func newJobsGetCmd(e *env) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(e.out, j)
+				return printJSON(e.out, jobjson.View(j))
 			}
 			printJob(e, j)
 			return nil
@@ -112,7 +133,7 @@ func newJobsCancelCmd(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "cancel JOB_ID",
-		Short: "Cancel a job: at once if queued, at its next heartbeat if running",
+		Short: "Cancel a job: at once if queued; a running one's command is stopped within moments",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
@@ -124,16 +145,15 @@ func newJobsCancelCmd(e *env) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(e.out, j)
+				return printJSON(e.out, jobjson.View(j))
 			}
 			switch {
 			case j.GetState() == spoolv1.JobState_JOB_STATE_RUNNING && j.GetCancelRequested():
-				fmt.Fprintf(e.out, "%s: cancel requested; its worker will stop it within one heartbeat (%ds)\n",
-					j.GetJobId(), j.GetExecutionConfig().GetHeartbeatIntervalSeconds())
+				fmt.Fprintf(e.out, "%s: cancel requested; its worker stops the command now (SIGTERM, then SIGKILL)\n", j.GetJobId())
 			case j.GetState() == spoolv1.JobState_JOB_STATE_CANCELLED:
 				fmt.Fprintf(e.out, "%s: cancelled\n", j.GetJobId())
 			default:
-				fmt.Fprintf(e.out, "%s: already %s, nothing to cancel\n", j.GetJobId(), stateName(j.GetState()))
+				fmt.Fprintf(e.out, "%s: already %s, nothing to cancel\n", j.GetJobId(), spool.StateName(j.GetState()))
 			}
 			return nil
 		},
@@ -150,7 +170,7 @@ func printJob(e *env, j *spoolv1.Job) {
 	now := time.Now()
 	row("Job", "%s", j.GetJobId())
 	row("Queue", "%s", j.GetQueue())
-	state := stateName(j.GetState())
+	state := spool.StateName(j.GetState())
 	if j.GetCancelRequested() && j.GetState() == spoolv1.JobState_JOB_STATE_RUNNING {
 		state += " (cancel requested)"
 	}
@@ -159,7 +179,11 @@ func printJob(e *env, j *spoolv1.Job) {
 	if p := j.GetParams(); p.GetRepositoryUrl() != "" {
 		row("Repository", "%s %s", p.GetRepositoryUrl(), p.GetRef())
 	}
-	row("Attempt", "%d of %d", j.GetAttempt(), j.GetMaxAttempts())
+	row("Attempt", "%d (lost workers allowed: %d; retries: %d of %d used; handed back: %d)", j.GetAttempt(), j.GetMaxAttempts(),
+		j.GetRetriedAttempts(), j.GetRetries(), j.GetReleasedAttempts())
+	if ra := j.GetRunAfter(); ra != nil && j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
+		row("Retry at", "%s", ra.AsTime().Local().Format(time.TimeOnly))
+	}
 	row("Created", "%s (%s)", j.GetCreatedAt().AsTime().Local().Format(time.DateTime), ago(j.GetCreatedAt().AsTime(), now))
 	if j.GetRequestId() != "" {
 		row("Request id", "%s", j.GetRequestId())
@@ -177,4 +201,7 @@ func printJob(e *env, j *spoolv1.Job) {
 		row("Lease", "until %s", j.GetLeaseExpiresAt().AsTime().Local().Format(time.TimeOnly))
 	}
 	tw.Flush()
+	for _, n := range j.GetNotes() {
+		fmt.Fprintf(e.out, "Note: %s\n", n)
+	}
 }

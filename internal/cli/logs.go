@@ -31,7 +31,7 @@ reading its last few batches.`,
 			if err != nil {
 				return err
 			}
-			_, err = printOutput(ctx, e, c, job.GetJobId(), startLine(from, job), follow)
+			_, _, err = printOutput(ctx, e, c, job.GetJobId(), startLine(from, job), follow)
 			if err != nil && ctx.Err() != nil {
 				return interrupted
 			}

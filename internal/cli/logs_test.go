@@ -1,15 +1,17 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"testing"
 
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/spooltest"
 )
 
 func TestLogs(t *testing.T) {
-	srv := spooltest.Start(t)
-	job := spooltest.RunJob(t, srv.Client(), mixedLog(10000)...)
+	srv := spooltest.NewServer(t)
+	job := spooltest.RunJob(t, srv, mixedLog(10000)...)
 	id := job.GetJobId()
 
 	r := run(srv, "logs", "--from", "9000", id)
@@ -34,10 +36,10 @@ func TestLogs(t *testing.T) {
 // TestLogsFollow: logs -f prints what is stored, then the rest live, and
 // exits when the job ends.
 func TestLogsFollow(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	submitJob(t, c)
-	l := spooltest.LeaseJob(t, c, "")
+	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	lines := mixedLog(1000)
 	l.Write(lines[:300]...)
@@ -54,7 +56,7 @@ func TestLogsFollow(t *testing.T) {
 
 	// Without -f, a running job's stored output is printed and logs exits.
 	submitJob(t, c)
-	l = spooltest.LeaseJob(t, c, "")
+	l = spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	l.Write(lines[:300]...)
 	r = run(srv, "logs", l.JobID())
@@ -62,4 +64,25 @@ func TestLogsFollow(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	wantOutput(t, r, 1, 300)
+}
+
+// TestLogsMarkAttempts: the output of each attempt after the first (a
+// retry) is introduced on stderr, so the log shows where it begins.
+func TestLogsMarkAttempts(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Script: "flaky", Retries: 1}); err != nil {
+		t.Fatal(err)
+	}
+	l := spooltest.LeaseJob(t, srv, "")
+	l.Begin()
+	l.Write(spooltest.Line{Text: "first try"})
+	l.End(1)
+	l = spooltest.LeaseJob(t, srv, "") // after the retry's backoff
+	l.Begin()
+	l.Write(spooltest.Line{Text: "second try"})
+	l.End(0)
+	r := run(srv, "logs", l.JobID())
+	if r.code != 0 || r.stdout != "first try\nsecond try\n" || r.stderr != "spool: ── attempt 2 ──\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/events"
-	"github.com/spool-run/spool/internal/store"
 )
 
 // lineCountPoll is how often monitor refreshes a running job's line count
@@ -67,7 +67,7 @@ func monitor(ctx context.Context, e *env, jobID string, from int64, p *pacer, t 
 	scr := newScreen(e, t)
 	prog := &progress{}
 	prog.total.Store(job.GetLineCount())
-	if t.tty && !store.IsFinal(job.GetState()) {
+	if t.tty && !spool.IsFinal(job.GetState()) {
 		pollCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		go prog.poll(pollCtx, c, job.GetJobId())
@@ -87,7 +87,7 @@ func monitor(ctx context.Context, e *env, jobID string, from int64, p *pacer, t 
 	if err := scr.setStatus(prog.text()); err != nil {
 		return err
 	}
-	s := outputStream(ctx, c, job.GetJobId(), startLine(from, job), true, lost)
+	s := outputStream(ctx, c, job.GetJobId(), startLine(from, job), true, outputOnly, lost)
 	for batch, err := range s.Batches() {
 		if err != nil {
 			return stopMonitor(ctx, scr, err)
@@ -157,7 +157,7 @@ func (p *progress) poll(ctx context.Context, c *client.Client, jobID string) {
 			continue
 		}
 		p.total.Store(job.GetLineCount())
-		if store.IsFinal(job.GetState()) {
+		if spool.IsFinal(job.GetState()) {
 			return
 		}
 	}

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // TestMonitorFastEqualsLog: piped, monitor --fast prints exactly what logs
 // prints.
 func TestMonitorFastEqualsLog(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	lines := append(mixedLog(2000), spooltest.Line{Text: "partial", Partial: true})
-	job := spooltest.RunJob(t, srv.Client(), lines...)
+	job := spooltest.RunJob(t, srv, lines...)
 	logs := run(srv, "logs", job.GetJobId())
 	mon := run(srv, "monitor", "--fast", job.GetJobId())
 	if mon.code != 0 || mon.stdout != logs.stdout || mon.stderr != logs.stderr {
@@ -40,10 +40,10 @@ func TestMonitorFastEqualsLog(t *testing.T) {
 // TestMonitorFollowsLive: after catching up, monitor follows a running job
 // until it ends.
 func TestMonitorFollowsLive(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	submitJob(t, c)
-	l := spooltest.LeaseJob(t, c, "")
+	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	lines := mixedLog(600)
 	l.Write(lines[:200]...)
@@ -61,15 +61,15 @@ func TestMonitorFollowsLive(t *testing.T) {
 // TestMonitorOnTerminal: recorded timing paces the playback, a long pause
 // is cut short with a note, stderr is red, and the status line counts.
 func TestMonitorOnTerminal(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	at := time.Now().Add(-time.Hour)
-	job := spooltest.RunJob(t, srv.Client(),
+	job := spooltest.RunJob(t, srv,
 		spooltest.Line{Text: "compiling", At: at},
 		spooltest.Line{Text: "warning: slow test", Stderr: true, At: at.Add(5*time.Minute + 12*time.Second)},
 		spooltest.Line{Text: "ok", At: at.Add(5*time.Minute + 12*time.Second + 300*time.Millisecond)})
 
 	var b bytes.Buffer
-	e := &env{server: srv.URL, out: &b, errOut: &b}
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &b, errOut: &b}
 	clock := &fakeClock{now: time.Now()}
 	if err := monitor(context.Background(), e, job.GetJobId(), 0, clock.pacer(1), termInfo{tty: true, width: 80, color: true}); err != nil {
 		t.Fatal(err)

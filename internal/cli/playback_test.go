@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
 )
 
@@ -116,12 +113,7 @@ func TestPacerLive(t *testing.T) {
 // TestPacerWithoutTimestamps: lines of a batch that recorded no times are
 // spaced by its playback_interval_millis.
 func TestPacerWithoutTimestamps(t *testing.T) {
-	b := &spoolv1.OutputBatchEvent{StartSequence: 1, EndSequence: 3, FirstLine: 1, PlaybackIntervalMillis: 80}
-	for range 3 {
-		b.Outputs = append(b.Outputs, &spoolv1.OutputItem{Output: []byte("x")})
-	}
-	ev := &spoolv1.JobEvent{Sequence: 1, Timestamp: timestamppb.New(t0), EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH,
-		EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: b}}
+	ev := events.Batch{Sequence: 1, FirstLine: 1, PlaybackIntervalMillis: 80, Lines: events.TextLines(t0, "x", "x", "x"), Untimed: true}.Event()
 	c := &fakeClock{now: time.Now()}
 	p := c.pacer(1)
 	for _, line := range events.Unpack(ev) {

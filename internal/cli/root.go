@@ -27,12 +27,13 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 // env is what every command gets: where the server is and the streams.
 type env struct {
 	server string
+	creds  credentials
 	in     io.Reader
 	out    io.Writer
 	errOut io.Writer
 }
 
-func (e *env) client() (*client.Client, error) { return client.New(e.server) }
+func (e *env) client() (*client.Client, error) { return client.New(e.server, e.clientOptions()...) }
 
 // Main runs the command line and returns the process's exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -58,7 +59,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "spool: %s\n", explain(err, e.server))
+	fmt.Fprintf(stderr, "spool: %s\n", explain(err, e))
 	return 1
 }
 
@@ -81,6 +82,8 @@ Start here:
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&e.server, "server", client.URLFromEnv(), "spool server address (or set SPOOL_SERVER)")
-	root.AddCommand(newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newJobsCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e), newAWSCmd(e))
+	root.PersistentFlags().StringVar(&e.creds.key, "api-key", "", "API key to send (better: set SPOOL_API_KEY, which other users cannot see in ps); on the server's machine the admin key in ./spool-data/admin.key is read")
+	root.PersistentFlags().StringVar(&e.creds.ca, "ca", "", "CA certificate (PEM) to trust for an https:// server with a private CA (or set SPOOL_CA)")
+	root.AddCommand(newKeysCmd(e), newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newJobsCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e), newAWSCmd(e))
 	return root
 }

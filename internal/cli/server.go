@@ -10,6 +10,7 @@ import (
 
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/setting"
 )
 
 func newServerCmd(e *env) *cobra.Command {
@@ -32,7 +33,7 @@ SIGTERM or Ctrl-C stops it gracefully; a second one stops it at once.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(cfgPath, os.LookupEnv)
 			if err != nil {
-				return err
+				return setting.Rename(err, serverSettingName(cmd, cfgPath, nil))
 			}
 			if cmd.Flags().Changed("addr") {
 				cfg.Server.Addr = addr
@@ -44,11 +45,14 @@ SIGTERM or Ctrl-C stops it gracefully; a second one stops it at once.`,
 				return err
 			}
 			log := newLogger(cfg.Log, e.errOut)
+			for _, w := range config.UnknownEnv(os.Environ()) {
+				log.Warn(w)
+			}
 			r, err := server.Start(cmd.Context(), cfg, log)
 			if err != nil {
-				return err
+				return setting.Rename(err, serverSettingName(cmd, cfgPath, cfg))
 			}
-			log.Info("spool server listening", "url", r.URL, "store", cfg.Store.Type, "data_dir", cfg.Server.DataDir)
+			log.Info("spool server listening", "url", r.URL(), "store", cfg.Store.Type, "data_dir", cfg.Server.DataDir)
 			return r.Wait()
 		},
 	}
@@ -56,6 +60,38 @@ SIGTERM or Ctrl-C stops it gracefully; a second one stops it at once.`,
 	cmd.Flags().StringVar(&addr, "addr", config.Default().Server.Addr, "address to listen on (host:port)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", config.Default().Server.DataDir, "directory for the database and the token key")
 	return cmd
+}
+
+// serverSettingName names a setting of `spool server` the way the person
+// gave it: by its flag, its environment variable, or the configuration
+// file. A setting left at its default is named by its flag, if it has one:
+// that is how to change it.
+func serverSettingName(cmd *cobra.Command, cfgPath string, cfg *config.Config) func(string) string {
+	def := config.Default()
+	flags := map[string]string{"config": "--config", "server.addr": "--addr", "server.data_dir": "--data-dir"}
+	inFile := map[string]bool{}
+	if cfg != nil {
+		inFile["server.addr"] = cfg.Server.Addr != def.Server.Addr
+		inFile["server.data_dir"] = cfg.Server.DataDir != def.Server.DataDir
+	}
+	return func(name string) string {
+		flag, hasFlag := flags[name]
+		// Settings have dotted paths; "config" is only ever a flag.
+		env := config.EnvName(strings.Split(name, ".")...)
+		_, inEnv := os.LookupEnv(env)
+		inEnv = inEnv && strings.Contains(name, ".")
+		switch {
+		case hasFlag && cmd.Flags().Changed(strings.TrimPrefix(flag, "--")):
+			return flag
+		case inEnv:
+			return env
+		case cfgPath != "" && (inFile[name] || !hasFlag):
+			return name + " (in " + cfgPath + ")"
+		case hasFlag:
+			return flag
+		}
+		return name
+	}
 }
 
 // newLogger builds the server's structured logger.

@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/jobjson"
 )
 
 // submitFlags are the flags that describe a job; `spool submit` and later
@@ -16,7 +18,7 @@ import (
 type submitFlags struct {
 	queue, requestID, workdir, script, repo, ref string
 	env                                          []string
-	maxAttempts                                  int32
+	maxAttempts, retries                         int32
 	timeout                                      time.Duration
 }
 
@@ -24,7 +26,8 @@ func (f *submitFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.queue, "queue", "q", "", `queue to submit to (default "default")`)
 	fl.StringVar(&f.requestID, "request-id", "", "idempotency key: submitting again with it returns the first job")
-	fl.Int32Var(&f.maxAttempts, "max-attempts", 0, "leases the job may be given before it fails (default: the server's, 3)")
+	fl.Int32Var(&f.retries, "retries", 0, "run a failing command (non-zero exit, timeout) again up to this many times, with backoff")
+	fl.Int32Var(&f.maxAttempts, "max-attempts", 0, "how often the job may lose its worker (died, vanished) before it fails (default: the server's, 3); not used up by --retries")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, KEY=VALUE (repeatable)")
 	fl.StringVarP(&f.workdir, "workdir", "C", "", "directory to run in on the worker")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (e.g. 10m)")
@@ -36,12 +39,16 @@ func (f *submitFlags) register(cmd *cobra.Command) {
 // submission builds the job from the flags and the command's arguments.
 func (f *submitFlags) submission(args []string) (client.Submission, error) {
 	s := client.Submission{Queue: f.queue, Argv: args, Script: f.script, WorkingDir: f.workdir, Timeout: f.timeout,
-		Repository: f.repo, Ref: f.ref, RequestID: f.requestID, MaxAttempts: f.maxAttempts}
+		Repository: f.repo, Ref: f.ref, RequestID: f.requestID, MaxAttempts: f.maxAttempts, Retries: f.retries}
 	switch {
 	case len(args) == 0 && f.script == "":
 		return s, errors.New("say what to run: spool submit -- make test (or --shell 'make test && make lint')")
 	case len(args) > 0 && f.script != "":
 		return s, errors.New("give either a command or --shell, not both")
+	case f.timeout < 0:
+		return s, fmt.Errorf("--timeout %s is negative: give how long the command may run (10m), or 0 for no limit", f.timeout)
+	case f.ref != "" && f.repo == "":
+		return s, fmt.Errorf("--ref %s needs --repo: say which repository to check it out of", f.ref)
 	}
 	for _, kv := range f.env {
 		k, v, ok := strings.Cut(kv, "=")
@@ -68,7 +75,13 @@ func newSubmitCmd(e *env) *cobra.Command {
   spool submit -q builds -e GOFLAGS=-race -- go test ./...
   spool submit --shell 'seq 1 10000'
   JOB=$(spool submit -- ./deploy.sh) && spool jobs get "$JOB"
-  spool submit -f -- make test     # watch it run; exit as it exits`,
+  spool submit -f -- make test     # watch it run; exit as it exits
+  spool submit --retries 2 -- ./flaky-test.sh
+
+Two budgets: --retries runs a command that fails (non-zero exit, timeout)
+again, after 2 s, 4 s, 8 s...; --max-attempts bounds how often a job may
+lose its worker (a worker killed or cut off) and be redelivered. A worker
+that stops gracefully hands its jobs back without using either.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.submission(args)
 			if err != nil {
@@ -83,7 +96,7 @@ func newSubmitCmd(e *env) *cobra.Command {
 				return err
 			}
 			if dedup {
-				fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, stateName(job.GetState()))
+				fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, spool.StateName(job.GetState()))
 			}
 			if follow {
 				// stdout is the job's own output; its id goes with the
@@ -92,7 +105,7 @@ func newSubmitCmd(e *env) *cobra.Command {
 				return followJob(cmd.Context(), e, c, job.GetJobId())
 			}
 			if asJSON {
-				return printJSON(e.out, job)
+				return printJSON(e.out, jobjson.View(job))
 			}
 			fmt.Fprintln(e.out, job.GetJobId())
 			return nil
@@ -100,7 +113,7 @@ func newSubmitCmd(e *env) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole job as JSON instead of its id")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the job's output until it ends, then exit with its exit status")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the job's output until it ends, then exit with its exit status (128+N when signal N killed it, as a shell does)")
 	cmd.MarkFlagsMutuallyExclusive("json", "follow")
 	// Flags end at the command: `spool submit ls -la` runs `ls -la`.
 	cmd.Flags().SetInterspersed(false)

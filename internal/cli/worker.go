@@ -8,15 +8,16 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/telemetry"
-	"github.com/spool-run/spool/internal/worker"
+	"github.com/spool-run/spool/worker"
 )
 
 func newWorkerCmd(e *env) *cobra.Command {
@@ -43,10 +44,15 @@ to finish, output is flushed. A second signal stops everything at once
   spool worker -q builds --concurrency 4 --spool-dir /var/lib/spool/worker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client.New(e.server, client.WithCompressedRequests())
-			if err != nil {
-				return err
+			if cfg.Concurrency < 1 {
+				return fmt.Errorf("--concurrency must be at least 1, got %d", cfg.Concurrency)
 			}
+			if cmd.Flags().Changed("lease") && cfg.Lease < minLease {
+				return fmt.Errorf("--lease %s is too short: the shortest lease is %s (the worker renews it every half lease)", cfg.Lease, minLease)
+			}
+			cfg.Server = e.server
+			cfg.APIKey, _ = e.apiKey()
+			cfg.CAFile = e.caFile()
 			cfg.Logger = newLogger(config.Log{Level: logLevel, Format: logFormat}, e.errOut)
 			if metricsAddr != "" {
 				m, err := serveMetrics(cmd.Context(), metricsAddr, cfg.Logger)
@@ -55,9 +61,9 @@ to finish, output is flushed. A second signal stops everything at once
 				}
 				cfg.Meters = m.Provider()
 			}
-			w, err := worker.New(c, cfg)
+			w, err := worker.New(cfg)
 			if err != nil {
-				return err
+				return setting.Rename(err, workerSettingName)
 			}
 			sigs := make(chan os.Signal, 4)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -72,7 +78,7 @@ to finish, output is flushed. A second signal stops everything at once
 					w.Kill()
 				}
 			}()
-			return w.Run(cmd.Context())
+			return setting.Rename(w.Run(cmd.Context()), workerSettingName)
 		},
 	}
 	f := cmd.Flags()
@@ -80,14 +86,32 @@ to finish, output is flushed. A second signal stops everything at once
 	f.IntVarP(&cfg.Concurrency, "concurrency", "n", 1, "jobs to run at once")
 	f.StringVar(&cfg.SpoolDir, "spool-dir", "./spool-worker", "directory for output not yet sent, and checkouts")
 	f.StringVar(&cfg.WorkDir, "workdir", "", "directory commands run in (default: the current one)")
-	f.Int32Var(&cfg.VisibilityTimeoutSeconds, "lease", 0, "lease length in seconds (default: the server's)")
+	f.Var(secondsOrDuration{&cfg.Lease}, "lease", "lease length, for example 2m or 120 (seconds), from 2s to 12h; the worker renews it every half lease at most (default: the server's lease)")
 	f.DurationVar(&cfg.ShutdownGrace, "grace", 30*time.Second, "on SIGTERM, how long running jobs may go on")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "how long a stopped command has between SIGTERM and SIGKILL")
-	f.StringVar(&cfg.WorkerID, "id", "", "worker name in logs and job events (default: host-pid)")
+	f.StringVar(&cfg.ID, "id", "", "worker name in logs and job events (default: host-pid)")
+	f.StringArrayVar(&cfg.PassEnv, "pass-env", nil, "also pass this environment variable of the worker to jobs (repeatable; NAME or PREFIX*); by default jobs get only "+strings.Join(worker.DefaultPassEnv, ", "))
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9464)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	return cmd
+}
+
+// minLease is the shortest lease the server grants: renewed every second,
+// it survives one late renewal.
+const minLease = 2 * time.Second
+
+// workerSettingName names worker.Config's fields by their flags.
+func workerSettingName(field string) string {
+	switch field {
+	case "SpoolDir":
+		return "--spool-dir"
+	case "CheckoutDir":
+		return "--spool-dir's checkouts directory"
+	case "Lease":
+		return "--lease"
+	}
+	return field
 }
 
 // serveMetrics serves the worker's /metrics on addr until ctx ends.
@@ -98,7 +122,7 @@ func serveMetrics(ctx context.Context, addr string, log *slog.Logger) (*telemetr
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
+		return nil, setting.Listen("--metrics-addr", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())

@@ -7,15 +7,15 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"regexp"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/store/awsstore"
+	"github.com/spool-run/spool/internal/setting"
+	"github.com/spool-run/spool/internal/store/backends/awsstore"
 )
 
 // Config is everything `spool server` can be told.
@@ -24,6 +24,7 @@ type Config struct {
 	Store     Store     `yaml:"store"`
 	Jobs      Jobs      `yaml:"jobs"`
 	Execution Execution `yaml:"execution"`
+	Auth      Auth      `yaml:"auth"`
 	Log       Log       `yaml:"log"`
 }
 
@@ -40,6 +41,40 @@ type Server struct {
 	// ShutdownGraceSeconds is how long SIGTERM waits for requests (streams
 	// included) to finish before closing them.
 	ShutdownGraceSeconds int `yaml:"shutdown_grace_seconds"`
+	// PublicHosts are the names clients use to reach the server (behind a
+	// proxy, say spool.example.com). A request whose Host is not one of
+	// them, localhost or an IP address is refused: that is what stops a
+	// web page from re-pointing its own name at the server (DNS rebinding).
+	PublicHosts []string `yaml:"public_hosts"`
+	// CORSOrigins are web origins (https://ci.example.com) whose pages may
+	// call the API from a browser. None by default: only the server's own
+	// pages may.
+	CORSOrigins []string `yaml:"cors_origins"`
+	// TLS, when set, serves HTTPS (and gRPC over TLS) instead of plain HTTP.
+	TLS TLS `yaml:"tls"`
+}
+
+// TLS is the server's certificate.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Enabled reports whether TLS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
+
+// Auth says who may call the server: every call needs an API key (spool
+// keys create), unless auth is disabled.
+type Auth struct {
+	// Disabled lets anyone who can reach the server do anything. The server
+	// refuses it unless it listens on loopback, and warns at every start.
+	Disabled bool `yaml:"disabled"`
+	// AdminKey, when set, is the secret of an admin key named "admin"
+	// created at start; otherwise, on first start with no keys, one is
+	// generated into data_dir/admin.key.
+	AdminKey string `yaml:"admin_key"`
+	// SessionHours is how long a web UI login lasts.
+	SessionHours int `yaml:"session_hours"`
 }
 
 // Store selects and configures the backend.
@@ -64,8 +99,8 @@ type SQLite struct {
 type Jobs struct {
 	// MaxAttempts is how many leases a job may be given before it is failed.
 	MaxAttempts int `yaml:"max_attempts"`
-	// VisibilityTimeoutSeconds is the default lease length; workers extend
-	// it with heartbeats.
+	// VisibilityTimeoutSeconds is the default lease length (SQS's name for
+	// it, kept in the file); workers extend it with heartbeats.
 	VisibilityTimeoutSeconds int `yaml:"visibility_timeout_seconds"`
 }
 
@@ -75,13 +110,21 @@ type Execution struct {
 	HeartbeatIntervalSeconds int      `yaml:"heartbeat_interval_seconds"`
 }
 
-// Batching is how workers batch output (seed 000's BatchingConfig).
+// Batching is how workers batch output: it becomes the BatchingConfig
+// stored with each job.
 type Batching struct {
 	FlushIntervalSeconds   int   `yaml:"flush_interval_seconds"`
 	MaxBatchSize           int   `yaml:"max_batch_size"`
 	MaxBatchBytes          int64 `yaml:"max_batch_bytes"`
 	PlaybackIntervalMillis int   `yaml:"playback_interval_millis"`
 }
+
+// MaxBatchBytesLimit is the largest max_batch_bytes a configuration may
+// set. A worker puts at most 8 MiB of events in one publish, or a single
+// batch when it is larger, and the server accepts publishes of up to twice
+// that (service.MaxPublishRequestBytes): a full batch, with its lines'
+// numbers and times, always fits.
+const MaxBatchBytesLimit = 8 << 20
 
 // Log configures the server's structured logs.
 type Log struct {
@@ -106,7 +149,8 @@ func Default() *Config {
 			},
 			HeartbeatIntervalSeconds: 30,
 		},
-		Log: Log{Level: "info", Format: "text"},
+		Auth: Auth{SessionHours: 12},
+		Log:  Log{Level: "info", Format: "text"},
 	}
 }
 
@@ -114,31 +158,41 @@ func Default() *Config {
 // the environment (lookup is os.LookupEnv in production) and validates.
 func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	cfg, err := Read(path, lookup)
-	if err == nil {
-		err = cfg.Validate()
+	if err != nil {
+		return nil, err
 	}
-	if err != nil && path != "" {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+	if err := cfg.Validate(); err != nil {
+		return nil, inFile(path, err)
 	}
-	return cfg, err
+	return cfg, nil
 }
 
 // Read is Load without the final validation, for commands that use one
 // section of the server's configuration (spool aws init) and check it
-// themselves.
+// themselves. A file that cannot be read is a *setting.Error for the
+// setting "config".
 func Read(path string, lookup func(string) (string, bool)) (*Config, error) {
 	var data []byte
 	if path != "" {
 		var err error
 		if data, err = os.ReadFile(path); err != nil {
-			return nil, fmt.Errorf("read config: %w", err)
+			return nil, setting.File("config", path, err)
 		}
 	}
 	cfg, err := parse(data, lookup)
-	if err != nil && path != "" {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+	if err != nil {
+		return nil, inFile(path, err)
 	}
-	return cfg, err
+	return cfg, nil
+}
+
+// inFile says which configuration file a problem was found with: once,
+// by the function that read the file.
+func inFile(path string, err error) error {
+	if path == "" {
+		return err
+	}
+	return fmt.Errorf("config %s: %w", path, err)
 }
 
 // Parse is Load for a file's contents.
@@ -160,7 +214,7 @@ func parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(cfg); err != nil {
-			return nil, yamlError(err)
+			return nil, yamlError(data, err)
 		}
 	}
 	if lookup != nil {
@@ -171,36 +225,20 @@ func parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	return cfg, nil
 }
 
-var (
-	unknownField = regexp.MustCompile(`field (\S+) not found in type config\.(\w+)`)
-	goType       = regexp.MustCompile(` into (\[\]|map\[\w+\])?\w+`)
-)
+// Durations are whole seconds in the file (and on the wire); inside Go they
+// are time.Duration, through these.
 
-// yamlError rewords the YAML decoder's errors, which name Go types, in the
-// file's terms.
-func yamlError(err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		msgs := make([]string, len(te.Errors))
-		for i, m := range te.Errors {
-			m = unknownField.ReplaceAllString(m, "unknown setting $1 (check its spelling and where it is nested)")
-			msgs[i] = goType.ReplaceAllString(m, "")
-		}
-		return fmt.Errorf("%s", joinLines(msgs))
-	}
-	return fmt.Errorf("not valid YAML: %w", err)
-}
+// ShutdownGrace is server.shutdown_grace_seconds.
+func (s Server) ShutdownGrace() time.Duration { return seconds(s.ShutdownGraceSeconds) }
 
-func joinLines(msgs []string) string {
-	var b bytes.Buffer
-	for i, m := range msgs {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(m)
-	}
-	return b.String()
-}
+// Lease is jobs.visibility_timeout_seconds: how long a lease lasts unless
+// a heartbeat extends it.
+func (j Jobs) Lease() time.Duration { return seconds(j.VisibilityTimeoutSeconds) }
+
+// HeartbeatInterval is execution.heartbeat_interval_seconds.
+func (e Execution) HeartbeatInterval() time.Duration { return seconds(e.HeartbeatIntervalSeconds) }
+
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
 // ExecutionConfig is the ExecutionConfig stored with new jobs.
 func (c *Config) ExecutionConfig() *spoolv1.ExecutionConfig {

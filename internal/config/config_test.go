@@ -15,7 +15,7 @@ func env(kv ...string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func TestDefaultsAreSeed000s(t *testing.T) {
+func TestDefaults(t *testing.T) {
 	c, err := Parse(nil, env())
 	if err != nil {
 		t.Fatal(err)
@@ -65,11 +65,17 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		env        []string
 		want       string
 	}{
-		{"unknown key", "execution:\n  batching:\n    max_batch_sise: 5\n", nil, "unknown setting max_batch_sise"},
-		{"wrong type", "execution:\n  batching:\n    max_batch_size: lots\n", nil, "line 3"},
+		{"unknown key", "execution:\n  batching:\n    max_batch_sise: 5\n", nil, "unknown setting execution.batching.max_batch_sise (line 3)"},
+		{"wrong type", "execution:\n  batching:\n    max_batch_size: lots\n", nil, `execution.batching.max_batch_size: want a whole number, got "lots" (line 3)`},
+		{"wrong type, flow style", `jobs: {max_attempts: "x"}`, nil, `jobs.max_attempts: want a whole number, got "x" (line 1)`},
+		{"duration", "store:\n  aws:\n    watch_poll_interval: often\n", nil, `store.aws.watch_poll_interval: want a duration such as 250ms or 2s, got "often"`},
+		{"list", "store:\n  aws:\n    queue_names: builds\n", nil, `store.aws.queue_names: want a list of text, got "builds"`},
+		{"section", "jobs: 3\n", nil, `jobs: want a section of settings`},
+		{"not a mapping", "- a\n- b\n", nil, `the file must be a mapping of settings`},
 		{"not yaml", "server: [\n", nil, "not valid YAML"},
 		{"zero batch", "execution:\n  batching:\n    max_batch_size: 0\n", nil, "execution.batching.max_batch_size: must be between 1 and 10000, got 0"},
 		{"huge bytes", "execution:\n  batching:\n    max_batch_bytes: 999999999999\n", nil, "execution.batching.max_batch_bytes"},
+		{"batch larger than a publish holds", "execution:\n  batching:\n    max_batch_bytes: 16777216\n", nil, "execution.batching.max_batch_bytes: must be between 1024 and 8388608, got 16777216"},
 		{"flush", "execution:\n  batching:\n    flush_interval_seconds: -1\n", nil, "execution.batching.flush_interval_seconds"},
 		{"store", "store:\n  type: oracle\n", nil, `store.type: must be one of sqlite, memory, aws, got "oracle"`},
 		{"aws without a shared key", "store:\n  type: aws\n", nil, "server.token_key: must be set with store.type aws"},
@@ -135,9 +141,49 @@ func TestTokenKey(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
-	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), env())
-	if err == nil || !strings.Contains(err.Error(), "read config") {
+	path := filepath.Join(t.TempDir(), "nope.yaml")
+	_, err := Load(path, env())
+	if err == nil || err.Error() != "config "+path+": no such file" {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// A problem with the file is prefixed with its name once, whether it is
+// found reading the file or validating what it says.
+func TestFileNamedOnce(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]string{
+		"jobs:\n  max_attempts: x\n": `jobs.max_attempts: want a whole number, got "x" (line 2)`,
+		"jobs:\n  max_attempts: 0\n": "jobs.max_attempts: must be between 1 and 100, got 0",
+	} {
+		path := filepath.Join(dir, "bad1.yaml")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path, env())
+		if err == nil || err.Error() != "config "+path+": "+want {
+			t.Errorf("%q: got %v, want %q", content, err, "config "+path+": "+want)
+		}
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	got := UnknownEnv([]string{
+		"PATH=/bin",
+		"SPOOL_JOBS_MAX_ATEMPTS=5",
+		"SPOOL_EXECUTION_BATCHING_MAXBATCHSIZE=10",
+		"SPOOL_SERVER=http://example.com",
+		"SPOOL_JOB_ID=x",
+		"SPOOL_JOBS_MAX_ATTEMPTS=4",
+		"SPOOL_TOTALLY_UNRELATED_THING=1",
+	})
+	want := []string{
+		"SPOOL_JOBS_MAX_ATEMPTS is not a spool setting and is ignored; did you mean SPOOL_JOBS_MAX_ATTEMPTS?",
+		"SPOOL_EXECUTION_BATCHING_MAXBATCHSIZE is not a spool setting and is ignored; did you mean SPOOL_EXECUTION_BATCHING_MAX_BATCH_SIZE?",
+		"SPOOL_TOTALLY_UNRELATED_THING is not a spool setting and is ignored (spool server --help lists the variables)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,12 @@ func walk(v reflect.Value, path []string, fn func(reflect.Value, []string) error
 			if err := fn(fv, p); err != nil {
 				return err
 			}
+		case reflect.Slice:
+			if fv.Type().Elem().Kind() == reflect.String {
+				if err := fn(fv, p); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
@@ -84,6 +91,15 @@ func setScalar(v reflect.Value, s string) error {
 			return fmt.Errorf("not true or false")
 		}
 		v.SetBool(b)
+	case reflect.Slice:
+		// A list is given comma-separated: SPOOL_SERVER_PUBLIC_HOSTS=a,b.
+		var items []string
+		for item := range strings.SplitSeq(s, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		v.Set(reflect.ValueOf(items))
 	}
 	return nil
 }
@@ -96,4 +112,66 @@ func EnvNames() []string {
 		return nil
 	})
 	return names
+}
+
+// otherVars are SPOOL_ variables that are not server settings: the
+// clients' server address, what the worker tells each job, and the knobs
+// of spool's own test suite.
+var otherVars = []string{"SPOOL_SERVER", "SPOOL_API_KEY", "SPOOL_CA", "SPOOL_JOB_ID", "SPOOL_JOB_ATTEMPT", "SPOOL_QUEUE", "SPOOL_CHROMIUM", "SPOOL_ARTIFACTS_DIR"}
+
+// UnknownEnv returns a warning for every SPOOL_ variable in environ (as
+// os.Environ gives it) that names no setting: a misspelt override is
+// otherwise ignored without a word. Each names the closest setting's
+// variable when one is close enough to be the one meant.
+func UnknownEnv(environ []string) []string {
+	known := EnvNames()
+	var warnings []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix) || slices.Contains(known, name) || slices.Contains(otherVars, name) {
+			continue
+		}
+		w := fmt.Sprintf("%s is not a spool setting and is ignored", name)
+		if near := closest(name, known); near != "" {
+			w += "; did you mean " + near + "?"
+		} else {
+			w += " (spool server --help lists the variables)"
+		}
+		warnings = append(warnings, w)
+	}
+	return warnings
+}
+
+// closest is the name among names nearest to s, if it is a few edits away
+// (a typo, a missing word separator), or "".
+func closest(s string, names []string) string {
+	best, bestDist := "", max(3, len(s)/6)+1
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes: the
+// names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,13 +62,34 @@ func (c *Config) Validate() error {
 	b := c.Execution.Batching
 	between("execution.batching.flush_interval_seconds", int64(b.FlushIntervalSeconds), 1, 60)
 	between("execution.batching.max_batch_size", int64(b.MaxBatchSize), 1, 10000)
-	between("execution.batching.max_batch_bytes", b.MaxBatchBytes, 1024, 64<<20)
+	between("execution.batching.max_batch_bytes", b.MaxBatchBytes, 1024, MaxBatchBytesLimit)
 	between("execution.batching.playback_interval_millis", int64(b.PlaybackIntervalMillis), 0, 10000)
 	hb := c.Execution.HeartbeatIntervalSeconds
 	between("execution.heartbeat_interval_seconds", int64(hb), 1, 3600)
 	if hb >= 1 && c.Jobs.VisibilityTimeoutSeconds < 2*hb {
 		bad("jobs.visibility_timeout_seconds", "must be at least twice execution.heartbeat_interval_seconds (%d), so one late heartbeat does not lose the lease; got %d",
 			hb, c.Jobs.VisibilityTimeoutSeconds)
+	}
+
+	if c.Auth.Disabled && !c.ListensOnLoopback() {
+		bad("auth.disabled", "is refused: the server listens on %s, which is not loopback, so anyone who can reach it could run commands; create keys instead (spool keys create), or listen on 127.0.0.1", c.Server.Addr)
+	}
+	if c.Auth.AdminKey != "" && len(c.Auth.AdminKey) < 32 {
+		bad("auth.admin_key", "is %d characters; use at least 32 random ones (spool keys create prints one)", len(c.Auth.AdminKey))
+	}
+	between("auth.session_hours", int64(c.Auth.SessionHours), 1, 24*90)
+	if t := c.Server.TLS; t.Enabled() && (t.CertFile == "" || t.KeyFile == "") {
+		bad("server.tls", "set both cert_file and key_file, or neither")
+	}
+	for _, h := range c.Server.PublicHosts {
+		if strings.ContainsAny(h, ":/ ") || !validHostname(h) {
+			bad("server.public_hosts", "%q is not a host name (give names alone, like spool.example.com, without scheme or port)", h)
+		}
+	}
+	for _, o := range c.Server.CORSOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			bad("server.cors_origins", "%q is not a web origin (like https://ci.example.com)", o)
+		}
 	}
 
 	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
@@ -104,4 +126,18 @@ func validHostname(h string) bool {
 		}
 	}
 	return true
+}
+
+// ListensOnLoopback reports whether server.addr only takes connections from
+// this machine.
+func (c *Config) ListensOnLoopback() bool {
+	host, _, err := net.SplitHostPort(c.Server.Addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

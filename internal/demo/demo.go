@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/embedded"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 )
@@ -87,7 +87,7 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	out := o.Out
-	cl, err := embedded.Start(ctx, embedded.Options{Log: o.Log})
+	cl, err := StartLocal(ctx, LocalOptions{Log: o.Log})
 	if err != nil {
 		return Figures{}, err
 	}
@@ -104,10 +104,10 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 	if err := follow(ctx, c, o, &f); err != nil {
 		return f, err
 	}
-	if err := replay(ctx, c, srv.Store, o, &f); err != nil {
+	if err := replay(ctx, c, srv.Store(), o, &f); err != nil {
 		return f, err
 	}
-	if err := measure(ctx, srv.Store, &f); err != nil {
+	if err := measure(ctx, srv.Store(), &f); err != nil {
 		return f, err
 	}
 	report(out, o, f)
@@ -142,9 +142,9 @@ func follow(ctx context.Context, c *client.Client, o Options, f *Figures) error 
 	}
 	f.Lines = job.GetLineCount()
 	fmt.Fprintf(o.Out, "followed it live: %d lines in %s, ending with %q; the job %s\n",
-		f.FollowedLive, f.FollowTime.Round(time.Millisecond), last, store.StateName(job.GetState()))
+		f.FollowedLive, f.FollowTime.Round(time.Millisecond), last, spool.StateName(job.GetState()))
 	if job.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		return fmt.Errorf("the demo job %s: %s", store.StateName(job.GetState()), job.GetResult().GetError())
+		return fmt.Errorf("the demo job %s: %s", spool.StateName(job.GetState()), job.GetResult().GetError())
 	}
 	return nil
 }
@@ -215,8 +215,19 @@ what batching saved:
   items one per line would store   %6d   -> %.1fx fewer writes
   items read to replay %d+       %6d   for %d lines
   bytes stored per byte of output  %6.2f   (batches are compressed with zstd)
-
-replay it yourself: run 'spool server', then 'spool submit --follow --shell "seq 1 10000"',
-and 'spool logs JOB --from 9000'.
 `, f.Lines, f.StoredItems, f.OutputBatches, f.Unbatched, f.WriteReduction(), o.ReplayFrom, f.ReplayItemsRead, f.ReplayLines, f.BytesPerOutputByte())
+	tryIt(out, o)
+}
+
+// tryIt tells how to do the same by hand: the demo ran a server and a
+// worker itself, so both must be named, or the submitted job would wait
+// for a worker no one started.
+func tryIt(out io.Writer, o Options) {
+	fmt.Fprintf(out, `
+do it yourself, each in its own terminal:
+  spool server
+  spool worker
+  spool submit --follow --shell 'seq 1 %d'
+  spool logs JOB --from %d
+`, o.Lines, o.ReplayFrom)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,9 +11,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/store/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 )
 
 // TestTwoReplicasOnAWS: two `spool server` replicas share the AWS backend
@@ -83,5 +85,25 @@ func TestTwoReplicasOnAWS(t *testing.T) {
 	// the job (about 2 s of output) finished.
 	if finished := done.GetResult().GetFinishedAt().AsTime(); !firstSeen.Before(finished.Add(-time.Second)) {
 		t.Fatalf("replica B saw the first line at %v, the job finished at %v: not live", firstSeen, finished)
+	}
+
+	// A key made through A works on B; revoked through A, B refuses it on
+	// its very next call: keys live in the shared store, never in a cache.
+	_, secret, err := a.CreateKey(context.Background(), client.NewKey{Name: "reader", Role: "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := client.New(b.URL(), client.WithAPIKey(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Job(context.Background(), job.GetJobId()); err != nil {
+		t.Fatalf("replica B with a key made on A: %v", err)
+	}
+	if _, err := a.RevokeKey(context.Background(), "reader"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Job(context.Background(), job.GetJobId()); !errors.Is(err, spool.ErrUnauthenticated) {
+		t.Fatalf("replica B right after the key was revoked on A: %v, want unauthenticated", err)
 	}
 }

@@ -19,10 +19,11 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/spooltest"
-	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/wire"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // spoolBin is the spool binary built for these tests.
@@ -51,11 +52,32 @@ type proc struct {
 	out *spooltest.Buffer
 }
 
+// adminKey is every test server's admin key (auth.admin_key), and what
+// every client and worker sends (SPOOL_API_KEY).
+var adminKey = "spool_e2e-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-0123456789abcdefghijklmnopqrstuvwxyz"
+
+// run starts spool with args, configured for short leases and with the
+// tests' admin key.
 func run(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	return runIn(t, name, "", []string{"SPOOL_AUTH_ADMIN_KEY=" + adminKey, "SPOOL_API_KEY=" + adminKey}, args...)
+}
+
+// runIn starts spool with args in dir ("": here), with env added to the
+// environment (and short leases).
+func runIn(t *testing.T, name, dir string, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(spoolBin, args...), out: &spooltest.Buffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.Env = append(os.Environ(), "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS=1", "SPOOL_JOBS_VISIBILITY_TIMEOUT_SECONDS=3")
+	p.cmd.Dir = dir
+	// Nothing of the test's own spool settings leaks in.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SPOOL_") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	p.cmd.Env = append(p.cmd.Env, "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS=1", "SPOOL_JOBS_VISIBILITY_TIMEOUT_SECONDS=3")
+	p.cmd.Env = append(p.cmd.Env, env...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +117,7 @@ func freePort(t *testing.T) string {
 func startServer(t *testing.T, addr, dataDir string, extra ...string) (*proc, *client.Client) {
 	t.Helper()
 	p := run(t, "server "+addr, append([]string{"server", "--addr", addr, "--data-dir", dataDir}, extra...)...)
-	c, err := client.New("http://" + addr)
+	c, err := client.New("http://"+addr, client.WithAPIKey(adminKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +150,7 @@ func waitFinal(t *testing.T, c *client.Client, id string) *spoolv1.Job {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		j, err := c.Job(context.Background(), id)
-		if err == nil && store.IsFinal(j.GetState()) {
+		if err == nil && spool.IsFinal(j.GetState()) {
 			return j
 		}
 	}
@@ -179,11 +201,15 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	// Attempt 1 publishing late is refused, heartbeat and complete too.
 	late := &spoolv1.JobEvent{Sequence: done.GetLastSequence() + 1, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR,
 		EventData: &spoolv1.JobEvent_ProcessError{ProcessError: &spoolv1.ProcessErrorEvent{Message: "late"}}}
-	_, err = c.PublishEvents(context.Background(), connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: h.Token, Events: []*spoolv1.JobEvent{late}}))
+	rpc, err := wire.Dial(url, wire.Options{APIKey: adminKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rpc.PublishEvents(context.Background(), connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: h.Token, Events: []*spoolv1.JobEvent{late}}))
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Fatalf("attempt 1's late publish: %v, want FailedPrecondition", err)
 	}
-	_, err = c.CompleteJob(context.Background(), connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: h.Token, Result: &spoolv1.JobResult{}}))
+	_, err = rpc.CompleteJob(context.Background(), connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: h.Token, Result: &spoolv1.JobResult{}}))
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Fatalf("attempt 1's late complete: %v, want FailedPrecondition", err)
 	}
@@ -280,4 +306,89 @@ func numbers(n int) string {
 		s[i] = strconv.Itoa(i + 1)
 	}
 	return strings.Join(s, ",")
+}
+
+// TestWorkerKilledKeepsBufferedLines: lines the batcher still holds in
+// memory (fewer than a batch, long before the flush interval) are on the
+// worker's disk already: after kill -9, the next worker on that directory
+// delivers every line the command printed, then hands the job back.
+func TestWorkerKilledKeepsBufferedLines(t *testing.T) {
+	t.Setenv("SPOOL_EXECUTION_BATCHING_FLUSH_INTERVAL_SECONDS", "60")
+	addr, data := freePort(t), t.TempDir()
+	_, c := startServer(t, addr, data)
+	url := "http://" + addr
+	dir := t.TempDir()
+	mark := filepath.Join(t.TempDir(), "printed")
+	// One line, a pause (it is sent at once, as the first after a quiet
+	// spell), then 30 more that wait in the batch: fewer than 50, and the
+	// flush interval is a minute.
+	script := fmt.Sprintf("echo line 1; sleep 1; seq -f 'line %%g' 2 31; touch %s; sleep 120", mark)
+	j, _, err := c.Submit(context.Background(), client.Submission{Script: script, MaxAttempts: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := run(t, "worker A", "worker", "--server", url, "--spool-dir", dir, "--lease", "30")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job never printed its lines")
+		}
+	}
+	// The worker has the lines on its disk (unbatched, they are in the
+	// segment as they were read) within moments of their being printed.
+	for deadline := time.Now().Add(time.Minute); !segmentsHold(dir, "line 31"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the printed lines never reached the worker's spool directory")
+		}
+	}
+	if got, _ := c.Job(context.Background(), j.GetJobId()); got.GetLineCount() != 1 {
+		t.Fatalf("%d lines stored before the kill; want only the first, the rest still batching", got.GetLineCount())
+	}
+	w.kill9(t)
+
+	run(t, "worker B", "worker", "--server", url, "--spool-dir", dir, "--queue", "elsewhere")
+	var lines []string
+	for deadline := time.Now().Add(time.Minute); len(lines) < 31; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the kill, attempt 1 has %d of its 31 lines stored", len(lines))
+		}
+		log, err := c.ReadLog(context.Background(), j.GetJobId())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = lines[:0]
+		for _, ev := range log {
+			if d := ev.GetOutputData(); d != nil && ev.GetAttempt() == 1 {
+				lines = append(lines, string(d.GetOutput()))
+			}
+		}
+	}
+	if lines[0] != "line 1" || lines[30] != "line 31" {
+		t.Fatalf("attempt 1's lines: %v", lines)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		got, _ := c.Job(context.Background(), j.GetJobId())
+		if got.GetState() == spoolv1.JobState_JOB_STATE_QUEUED && got.GetAttempt() == 1 {
+			break // handed back at once, not after its 30 s lease
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job was not handed back: %s attempt %d", got.GetState(), got.GetAttempt())
+		}
+	}
+	if _, err := c.Cancel(context.Background(), j.GetJobId(), "done"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// segmentsHold reports whether an outbox segment under dir holds text.
+func segmentsHold(dir, text string) bool {
+	segs, _ := filepath.Glob(filepath.Join(dir, "*", "*.seg"))
+	for _, p := range segs {
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), text) {
+			return true
+		}
+	}
+	return false
 }

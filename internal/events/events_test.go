@@ -7,21 +7,17 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 func batch(seq, firstLine int64, n int, withTimes bool) *spoolv1.JobEvent {
-	b := &spoolv1.OutputBatchEvent{StartSequence: seq, EndSequence: seq + int64(n) - 1, FirstLine: firstLine, PlaybackIntervalMillis: 10}
+	lines := make([]Line, n)
 	for i := range n {
-		b.Outputs = append(b.Outputs, &spoolv1.OutputItem{Output: []byte("line " + strconv.Itoa(i)), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT})
-		if withTimes {
-			b.Timestamps = append(b.Timestamps, 1000+int64(i)*100)
-		}
+		lines[i] = Line{Data: []byte("line " + strconv.Itoa(i)), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT,
+			Time: time.UnixMilli(1000 + int64(i)*100)}
 	}
-	return &spoolv1.JobEvent{Sequence: seq, Timestamp: timestamppb.New(time.UnixMilli(1000)), EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH,
-		Attempt: 1, EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: b}}
+	return Batch{Sequence: seq, FirstLine: firstLine, Attempt: 1, PlaybackIntervalMillis: 10, Lines: lines, Untimed: !withTimes}.Event()
 }
 
 func TestEncodeCompressesWhenItHelps(t *testing.T) {

@@ -71,9 +71,9 @@ func IsCritical(t spoolv1.EventType) bool {
 	return false
 }
 
-// BatchFloor is seed 000's batch-adjusted lower bound: the batch containing
-// sequence from cannot start before it when no batch holds more than
-// maxBatchSize sequences. Backends without an ordered index on a batch's
+// BatchFloor is the batch-adjusted lower bound of a read from a sequence:
+// the batch containing sequence from cannot start before it when no batch
+// holds more than maxBatchSize sequences. Backends without an ordered index on a batch's
 // end use it to bound their scan; the others seek exactly.
 func BatchFloor(from, maxBatchSize int64) int64 {
 	return max(1, from-maxBatchSize+1)

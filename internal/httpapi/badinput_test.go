@@ -9,7 +9,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/spool-run/spool/internal/httpapi"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/spooltest"
 )
 
 type errorBody struct {
@@ -20,7 +21,7 @@ type errorBody struct {
 // that names the problem; oversized limits are capped, not refused.
 func TestBadInput(t *testing.T) {
 	e := start(t)
-	job := spooltest.RunJob(t, e.c, spooltest.Seq(1, 10050)...)
+	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 10050)...)
 	id := job.GetJobId()
 	unknown := "01900000-0000-7000-8000-000000000000"
 	cases := []struct {
@@ -58,7 +59,7 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			var body errorBody
-			resp := do(t, tc.method, e.srv.URL+tc.path, nil, &body)
+			resp := e.do(t, tc.method, e.srv.URL+tc.path, nil, &body)
 			if resp.StatusCode != tc.status || !strings.Contains(body.Error, tc.mention) {
 				t.Errorf("%s: %q; want %d mentioning %q", resp.Status, body.Error, tc.status, tc.mention)
 			}
@@ -77,7 +78,7 @@ func TestBadInput(t *testing.T) {
 		if len(p.Events) != httpapi.MaxLogLimit || p.Pagination.Limit != httpapi.MaxLogLimit || !p.Pagination.HasMore || p.Pagination.NextAfterLine != 10000 {
 			t.Errorf("limit=1000000: %d lines, pagination %+v; want the first %d and has_more", len(p.Events), p.Pagination, httpapi.MaxLogLimit)
 		}
-		var l httpapi.JobList
+		var l jobjson.List
 		if resp := e.get(t, "/api/v1/jobs?limit=1000000", &l); resp.StatusCode != http.StatusOK || len(l.Jobs) != 1 {
 			t.Errorf("jobs?limit=1000000: %v, %d jobs", resp.Status, len(l.Jobs))
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 const (
@@ -22,12 +22,12 @@ const (
 //
 //	go test -run '^$' -bench StreamFanout -benchtime 5x ./internal/httpapi/
 func BenchmarkStreamFanoutReplay(b *testing.B) {
-	srv := spooltest.Start(b)
-	job := spooltest.RunJob(b, srv.Client(), spooltest.Seq(1, benchLines)...)
+	srv := spooltest.NewServer(b)
+	job := spooltest.RunJob(b, srv, spooltest.Seq(1, benchLines)...)
 	var frames atomic.Int64
 	start := time.Now()
 	for b.Loop() {
-		frames.Add(fanout(b, srv.URL, job.GetJobId(), nil))
+		frames.Add(fanout(b, &env{srv: srv}, job.GetJobId(), nil))
 	}
 	report(b, time.Since(start), frames.Load())
 }
@@ -35,7 +35,7 @@ func BenchmarkStreamFanoutReplay(b *testing.B) {
 // Live: 100 clients follow a job while its worker writes 10,000 lines as
 // fast as it can; timed from the first write to the last client's end.
 func BenchmarkStreamFanoutLive(b *testing.B) {
-	srv := spooltest.Start(b)
+	srv := spooltest.NewServer(b)
 	c := srv.Client()
 	var frames atomic.Int64
 	var elapsed time.Duration
@@ -44,11 +44,11 @@ func BenchmarkStreamFanoutLive(b *testing.B) {
 		if _, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"seq", "1", "10000"}}); err != nil {
 			b.Fatal(err)
 		}
-		l := spooltest.LeaseJob(b, c, "")
+		l := spooltest.LeaseJob(b, srv, "")
 		l.Begin()
 		b.StartTimer()
 		start := time.Now()
-		frames.Add(fanout(b, srv.URL, l.JobID(), func() {
+		frames.Add(fanout(b, &env{srv: srv}, l.JobID(), func() {
 			for i := 1; i <= benchLines; i += 500 {
 				l.Write(spooltest.Seq(i, i+499)...)
 			}
@@ -62,12 +62,12 @@ func BenchmarkStreamFanoutLive(b *testing.B) {
 // fanout connects the clients, runs write (if any) once all are connected,
 // and waits until every client has read every line and the end message. It
 // returns the frames they received.
-func fanout(b *testing.B, base, jobID string, write func()) int64 {
+func fanout(b *testing.B, e *env, jobID string, write func()) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conns := make([]*websocket.Conn, benchClients)
 	for i := range conns {
-		conns[i] = dial(ctx, b, wsURL(base, jobID, 0), nil)
+		conns[i] = e.dial(ctx, b, wsURL(e.srv.URL, jobID, 0), nil)
 	}
 	var frames atomic.Int64
 	var wg sync.WaitGroup

@@ -2,19 +2,20 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 
-	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/service"
 )
 
-// httpError is a failure with the status to answer it with and a message a
-// person can act on.
+// httpError is a failure of the HTTP request itself (a malformed query
+// parameter, an unknown path), decided here before the core is asked, with
+// the status to answer it with and a message a person can act on.
 type httpError struct {
 	status int
 	msg    string
@@ -35,32 +36,31 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-// statusOf maps an error from this package or the store to an HTTP status
-// and the message to show. Unknown errors are logged with an id and
-// answered with that id only, so internals do not leak to clients while an
-// operator can still find the cause.
+// statusOf maps an error to an HTTP status and the message to show: this
+// package's own errors carry their status, the core's errors their kind's
+// (apierr.Status). The core has already logged its internal failures with
+// an id; anything else unknown is logged here the same way, so internals
+// do not leak to clients while an operator can still find the cause.
 func statusOf(r *http.Request, log *slog.Logger, err error) (int, string) {
 	var he *httpError
 	switch {
 	case errors.As(err, &he):
 		return he.status, he.msg
-	case errors.Is(err, store.ErrNotFound):
-		return http.StatusNotFound, err.Error()
-	case errors.Is(err, store.ErrInvalid):
-		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, store.ErrThrottled):
-		return http.StatusServiceUnavailable, err.Error() + "; retry in a moment"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "the request was cancelled or timed out before the store answered; retry"
 	}
-	id := errorID()
-	log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error_id", id, "error", err)
-	return http.StatusInternalServerError, fmt.Sprintf("internal error %s; the server log has the details", id)
+	status := apierr.Status(err)
+	if status == http.StatusInternalServerError && !errors.Is(err, spool.ErrInternal) {
+		id := service.ErrorID()
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error_id", id, "error", err)
+		return status, fmt.Sprintf("internal error %s; the server log has the details", id)
+	}
+	return status, err.Error()
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	status, msg := statusOf(r, log, err)
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, errorBody{Error: msg})
@@ -77,10 +77,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v) // a failed write means the client is gone
-}
-
-func errorID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

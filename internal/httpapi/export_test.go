@@ -1,32 +1,40 @@
 package httpapi
 
-import "net/http"
+import (
+	"testing"
+	"time"
 
-// TestHooks adjust a handler made by NewHandlerForTest.
+	"github.com/spool-run/spool/internal/service"
+)
+
+// TestHooks adjust the API of servers started after SetTestHooks.
 type TestHooks struct {
 	// OnFrame is told the size of every lines frame sent.
 	OnFrame func(lines, bytes int)
 	// PageBytes replaces the byte budget of a REST page of lines.
 	PageBytes int
+	// PingInterval replaces the WebSocket keepalive interval.
+	PingInterval time.Duration
 }
 
-// NewHandlerForTest returns the API on a mux of its own, with hooks.
-func NewHandlerForTest(o Options, hooks TestHooks) http.Handler {
-	a := newAPI(o)
-	a.onFrame = hooks.OnFrame
-	if hooks.PageBytes > 0 {
-		a.pageBytes = hooks.PageBytes
-	}
-	mux := http.NewServeMux()
-	a.register(mux)
-	return mux
+// SetTestHooks applies h to the servers the test starts from now on, until
+// it ends. Tests that use it must not run in parallel.
+func SetTestHooks(t testing.TB, h TestHooks) {
+	testHooks.Lock()
+	defer testHooks.Unlock()
+	testHooks.onFrame, testHooks.pageBytes, testHooks.pingInterval = h.OnFrame, h.PageBytes, h.PingInterval
+	t.Cleanup(func() {
+		testHooks.Lock()
+		defer testHooks.Unlock()
+		testHooks.onFrame, testHooks.pageBytes, testHooks.pingInterval = nil, 0, 0
+	})
 }
 
 // Frame caps, for tests that check them.
 const (
 	MaxFrameLines = maxFrameLines
 	MaxFrameBytes = maxFrameBytes
-	MaxLogLimit   = maxLogLimit
+	MaxLogLimit   = service.MaxPageLines
 )
 
 // RouteKeys lists the routes as "METHOD path".

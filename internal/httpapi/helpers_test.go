@@ -15,7 +15,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/httpapi"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // env is a real spool server (which mounts the API) and a client for it.
@@ -26,7 +26,7 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	s := spooltest.Start(t)
+	s := spooltest.NewServer(t)
 	return &env{srv: s, c: s.Client()}
 }
 
@@ -36,7 +36,7 @@ func (e *env) running(t *testing.T) *spooltest.Lease {
 	if _, _, err := e.c.Submit(context.Background(), client.Submission{Argv: []string{"seq", "1", "10000"}}); err != nil {
 		t.Fatal(err)
 	}
-	l := spooltest.LeaseJob(t, e.c, "")
+	l := spooltest.LeaseJob(t, e.srv, "")
 	l.Begin()
 	return l
 }
@@ -59,15 +59,18 @@ func writeAsync(l *spooltest.Lease, from, to, chunk int) <-chan struct{} {
 // get fetches path from the server and decodes its JSON body into out.
 func (e *env) get(t *testing.T, path string, out any) *http.Response {
 	t.Helper()
-	return do(t, http.MethodGet, e.srv.URL+path, nil, out)
+	return e.do(t, http.MethodGet, e.srv.URL+path, nil, out)
 }
 
-func do(t *testing.T, method, u string, hdr http.Header, out any) *http.Response {
+// do makes a request with the server's admin key (unless hdr has an
+// Authorization of its own) and decodes its JSON body into out.
+func (e *env) do(t *testing.T, method, u string, hdr http.Header, out any) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+e.srv.AdminKey)
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
@@ -98,8 +101,16 @@ func wsURL(base, jobID string, lastLine int64) string {
 	return strings.Replace(base, "http", "ws", 1) + "/api/v1/jobs/" + url.PathEscape(jobID) + "/logs/ws?last_line=" + strconv.FormatInt(lastLine, 10)
 }
 
-func dial(ctx context.Context, t testing.TB, u string, opts *websocket.DialOptions) *websocket.Conn {
+// dial opens a WebSocket with the server's admin key.
+func (e *env) dial(ctx context.Context, t testing.TB, u string, opts *websocket.DialOptions) *websocket.Conn {
 	t.Helper()
+	if opts == nil {
+		opts = &websocket.DialOptions{}
+	}
+	if opts.HTTPHeader == nil {
+		opts.HTTPHeader = http.Header{}
+	}
+	opts.HTTPHeader.Set("Authorization", "Bearer "+e.srv.AdminKey)
 	c, _, err := websocket.Dial(ctx, u, opts)
 	if err != nil {
 		t.Fatalf("dial %s: %v", u, err)

@@ -3,39 +3,42 @@
 // number), a WebSocket that streams a job's log live and resumes from any
 // line, and the OpenAPI document describing both (openapi.yaml).
 //
-// Logs are read with store.Feed, so the stored part of a log and its live
-// part meet without a gap or a repeat, and a slow reader only slows its own
-// reads: nothing is queued for it and nothing is dropped (DESIGN principle 2).
+// Every handler is a thin adapter over the service core: it parses the
+// request, calls the core, and writes the answer as JSON. The core decides
+// what is valid and what each failure is; this package only turns its error
+// kinds into HTTP statuses. Logs are read through the core's feeds, so the
+// stored part of a log and its live part meet without a gap or a repeat, and
+// a slow reader only slows its own reads: nothing is queued for it and
+// nothing is dropped.
 package httpapi
 
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
-	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/service"
 )
 
 // Options configure the API.
 type Options struct {
-	// Store holds the jobs and their logs.
-	Store store.JobStore
-	// Log receives request failures and stream starts and ends (nil:
-	// discarded).
+	// Service is the core every handler calls. When it drains, every
+	// WebSocket ends with 1012 (service restart) so clients reconnect,
+	// elsewhere or later, with their last line: the HTTP server does not
+	// do it for them, since a WebSocket is a hijacked connection, which
+	// http.Server.Shutdown neither closes nor waits for.
+	Service *service.Service
+	// Log receives stream starts and ends (nil: discarded).
 	Log *slog.Logger
-	// Drain, when closed, ends every WebSocket with 1012 (service restart)
-	// so clients reconnect, elsewhere or later, with their last line. The
-	// HTTP server does not do it for them: a WebSocket is a hijacked
-	// connection, which http.Server.Shutdown neither closes nor waits for.
-	Drain <-chan struct{}
-	// Watch, when set, registers a live follower of a job and returns the
-	// function that removes it, so the job's worker flushes promptly while
-	// someone watches (DESIGN principle 9).
-	Watch func(jobID string) (remove func())
-	// PingInterval is how often a WebSocket is pinged, and how long a ping
-	// may go unanswered before the connection is dropped (0: 20 s).
+	// PingInterval is how often a WebSocket is pinged, and how long a
+	// connection may go without answering a ping or taking a message
+	// before it is dropped (0: 20 s).
 	PingInterval time.Duration
+	// CORSOrigins are the other sites whose pages may open a WebSocket
+	// (the server's own pages always may).
+	CORSOrigins []string
 }
 
 const defaultPingInterval = 20 * time.Second
@@ -43,13 +46,26 @@ const defaultPingInterval = 20 * time.Second
 // api holds the handlers' shared state.
 type api struct {
 	Options
-	// pageBytes bounds the text of a REST page of lines (maxPageBytes;
-	// tests make it small).
+	// pageBytes bounds the output in a REST page of lines (0: the core's
+	// bound; tests make it small).
 	pageBytes int
 	// onFrame, when set (tests), sees the size of every lines frame sent.
 	onFrame func(lines, bytes int)
+	// originHosts are the hosts of CORSOrigins, as the WebSocket library
+	// matches them.
+	originHosts []string
 	// streams counts the WebSocket streams running.
-	streams sync.WaitGroup
+	streams streamSet
+}
+
+// testHooks let this package's tests observe and tighten the API of a real
+// server started in the same process (see export_test.go): they are read
+// when a server mounts the API. Zero outside those tests.
+var testHooks struct {
+	sync.Mutex
+	onFrame      func(lines, bytes int)
+	pageBytes    int
+	pingInterval time.Duration
 }
 
 // route is one endpoint. The OpenAPI document must list exactly these
@@ -66,6 +82,19 @@ var routes = []route{
 	{"GET", "/api/v1/jobs/{job_id}/logs", (*api).getLogs},
 	{"GET", "/api/v1/jobs/{job_id}/logs/ws", (*api).streamLogs},
 	{"GET", "/api/v1/openapi.yaml", (*api).openAPI},
+	{"GET", "/api/v1/session", (*api).whoami},
+	{"POST", "/api/v1/session", (*api).login},
+	{"DELETE", "/api/v1/session", (*api).logout},
+	{"POST", "/api/v1/session/ticket", (*api).ticket},
+}
+
+// Routes lists the endpoints as "METHOD /path" patterns.
+func Routes() []string {
+	out := make([]string, len(routes))
+	for i, rt := range routes {
+		out[i] = rt.method + " " + rt.path
+	}
+	return out
 }
 
 // Register mounts the API on mux under /api/v1/.
@@ -76,17 +105,28 @@ var routes = []route{
 func Register(mux *http.ServeMux, o Options) (wait func()) {
 	a := newAPI(o)
 	a.register(mux)
-	return a.streams.Wait
+	return a.streams.wait
 }
 
 func newAPI(o Options) *api {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	testHooks.Lock()
+	defer testHooks.Unlock()
+	if testHooks.pingInterval > 0 {
+		o.PingInterval = testHooks.pingInterval
+	}
 	if o.PingInterval <= 0 {
 		o.PingInterval = defaultPingInterval
 	}
-	return &api{Options: o, pageBytes: maxPageBytes}
+	a := &api{Options: o, pageBytes: testHooks.pageBytes, onFrame: testHooks.onFrame}
+	for _, origin := range o.CORSOrigins {
+		if u, err := url.Parse(origin); err == nil && u.Host != "" {
+			a.originHosts = append(a.originHosts, u.Host)
+		}
+	}
+	return a
 }
 
 func (a *api) register(mux *http.ServeMux) {

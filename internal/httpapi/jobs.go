@@ -5,111 +5,55 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/jobjson"
 )
 
-// Page sizes of GET /api/v1/jobs, as the Connect API's ListJobs.
-const (
-	defaultJobsLimit = 50
-	maxJobsLimit     = 1000
-)
-
-// maxJobID bounds a job id in a path: longer ones are no job's.
-const maxJobID = 100
-
-// JobList is a page of jobs, newest first.
-type JobList struct {
-	Jobs []Job `json:"jobs"`
-	// NextCursor is passed as cursor for the next page; empty on the last.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// defaultJobsLimit is the page size of GET /api/v1/jobs without limit=; a
+// larger limit than the core allows is capped there, not refused.
+const defaultJobsLimit = 50
 
 func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
-	f, err := listFilter(r.URL.Query())
+	req, err := listRequest(r.URL.Query())
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	jobs, next, err := a.Store.List(r.Context(), f)
+	resp, err := a.Service.ListJobs(r.Context(), req)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	out := JobList{Jobs: make([]Job, len(jobs)), NextCursor: next}
-	for i, j := range jobs {
-		out.Jobs[i] = jobView(j)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, jobjson.ListView(resp.GetJobs(), resp.GetNextCursor()))
 }
 
-// listFilter reads queue, state (repeated or comma-separated), limit and
+// listRequest reads queue, state (repeated or comma-separated), limit and
 // cursor.
-func listFilter(q url.Values) (store.ListFilter, error) {
-	var f store.ListFilter
-	var err error
-	if f.Queue, err = textParam(q, "queue", 200); err != nil {
-		return f, err
-	}
-	if f.Cursor, err = textParam(q, "cursor", 1000); err != nil {
-		return f, err
-	}
-	if f.Limit, err = limitParam(q, defaultJobsLimit, maxJobsLimit); err != nil {
-		return f, err
-	}
-	for _, v := range q["state"] {
-		for name := range strings.SplitSeq(v, ",") {
-			s, ok := stateNamed(strings.TrimSpace(name))
-			if !ok {
-				return f, badRequest("state=%q: want queued, running, succeeded, failed or cancelled (several: state=queued,running)", truncate(name, 40))
-			}
-			f.States = append(f.States, s)
-		}
-	}
-	return f, nil
-}
-
-func stateNamed(name string) (spoolv1.JobState, bool) {
-	for v := range spoolv1.JobState_name {
-		s := spoolv1.JobState(v)
-		if s != spoolv1.JobState_JOB_STATE_UNSPECIFIED && store.StateName(s) == name {
-			return s, true
-		}
-	}
-	return 0, false
-}
-
-func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
-	job, err := a.job(r)
-	if err != nil {
-		writeError(w, r, a.Log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, jobView(job))
-}
-
-// job returns the job named by the request's path, or an error for 404.
-func (a *api) job(r *http.Request) (*spoolv1.Job, error) {
-	id, err := jobID(r)
+func listRequest(q url.Values) (*spoolv1.ListJobsRequest, error) {
+	limit, err := limitParam(q, defaultJobsLimit, math.MaxInt32)
 	if err != nil {
 		return nil, err
 	}
-	return a.Store.Get(r.Context(), id)
+	states, err := spool.ParseStates(q["state"]...)
+	if err != nil {
+		return nil, badRequest("state: %v (several: state=queued,running)", errors.Unwrap(err))
+	}
+	return &spoolv1.ListJobsRequest{Queue: q.Get("queue"), Cursor: q.Get("cursor"), PageSize: int32(limit), States: states}, nil
 }
 
-// jobID is the job id in the request's path. Ids longer than any job's are
-// answered as unknown without asking the store.
-func jobID(r *http.Request) (string, error) {
-	id := r.PathValue("job_id")
-	if len(id) > maxJobID {
-		return "", store.JobNotFound(truncate(id, maxJobID))
+func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
+	resp, err := a.Service.GetJob(r.Context(), &spoolv1.GetJobRequest{JobId: r.PathValue("job_id")})
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
 	}
-	return id, nil
+	writeJSON(w, http.StatusOK, jobjson.View(resp.GetJob()))
 }
 
 // cancelRequest is the optional body of POST /api/v1/jobs/{job_id}/cancel.
@@ -117,10 +61,7 @@ type cancelRequest struct {
 	Reason string `json:"reason"`
 }
 
-const (
-	maxCancelBody = 4 << 10
-	maxReason     = 1000 // as the Connect API's CancelJob
-)
+const maxCancelBody = 4 << 10
 
 func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) {
 	// No credentials guard this endpoint yet, so at least a page on another
@@ -134,22 +75,12 @@ func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	if len(req.Reason) > maxReason || strings.ContainsFunc(req.Reason, func(c rune) bool { return !unicode.IsPrint(c) }) {
-		writeError(w, r, a.Log, badRequest("reason: want at most %d bytes of printable text (no newlines)", maxReason))
-		return
-	}
-	id, err := jobID(r)
+	resp, err := a.Service.CancelJob(r.Context(), &spoolv1.CancelJobRequest{JobId: r.PathValue("job_id"), Reason: req.Reason})
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	job, err := a.Store.Cancel(r.Context(), id, req.Reason)
-	if err != nil {
-		writeError(w, r, a.Log, err)
-		return
-	}
-	a.Log.InfoContext(r.Context(), "job cancel requested", "job_id", job.GetJobId(), "state", store.StateName(job.GetState()), "via", "rest")
-	writeJSON(w, http.StatusOK, jobView(job))
+	writeJSON(w, http.StatusOK, jobjson.View(resp.GetJob()))
 }
 
 // readJSON decodes an optional JSON body into v: an empty body leaves v as

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/internal/httpapi"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/spooltest"
 )
 
 func TestJobs(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	finished := spooltest.RunJob(t, e.c, spooltest.Seq(1, 3)...)
+	finished := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 3)...)
 	queued, _, err := e.c.Submit(ctx, client.Submission{Queue: "builds", Script: "make test", Env: map[string]string{"CI": "1"},
 		Timeout: 90 * time.Second, RequestID: "req-1"})
 	if err != nil {
@@ -23,13 +23,13 @@ func TestJobs(t *testing.T) {
 	}
 
 	t.Run("get", func(t *testing.T) {
-		var j httpapi.Job
+		var j jobjson.Job
 		if resp := e.get(t, "/api/v1/jobs/"+queued.GetJobId(), &j); resp.StatusCode != http.StatusOK {
 			t.Fatal(resp.Status)
 		}
-		want := httpapi.Job{JobID: queued.GetJobId(), Queue: "builds", State: "queued", CreatedAt: queued.GetCreatedAt().AsTime(), UpdatedAt: queued.GetUpdatedAt().AsTime(),
+		want := jobjson.Job{JobID: queued.GetJobId(), Queue: "builds", State: "queued", CreatedAt: queued.GetCreatedAt().AsTime(), UpdatedAt: queued.GetUpdatedAt().AsTime(),
 			MaxAttempts: queued.GetMaxAttempts(), RequestID: "req-1",
-			Params: httpapi.JobParams{Script: "make test", Env: map[string]string{"CI": "1"}, TimeoutSeconds: 90}}
+			Params: jobjson.JobParams{Script: "make test", Env: map[string]string{"CI": "1"}, TimeoutSeconds: 90}}
 		if !sameJob(j, want) {
 			t.Errorf("got %+v\nwant %+v", j, want)
 		}
@@ -51,7 +51,7 @@ func TestJobs(t *testing.T) {
 			{"?state=queued&state=succeeded", []string{queued.GetJobId(), finished.GetJobId()}},
 			{"?queue=none", nil},
 		} {
-			var l httpapi.JobList
+			var l jobjson.List
 			if resp := e.get(t, "/api/v1/jobs"+tc.query, &l); resp.StatusCode != http.StatusOK {
 				t.Fatalf("%s: %s", tc.query, resp.Status)
 			}
@@ -59,7 +59,7 @@ func TestJobs(t *testing.T) {
 				t.Errorf("jobs%s = %v, want %v", tc.query, got, tc.want)
 			}
 		}
-		var page1, page2 httpapi.JobList
+		var page1, page2 jobjson.List
 		e.get(t, "/api/v1/jobs?limit=1", &page1)
 		e.get(t, "/api/v1/jobs?limit=1&cursor="+page1.NextCursor, &page2)
 		if got := ids(append(page1.Jobs, page2.Jobs...)); len(got) != 2 || got[0] != queued.GetJobId() || got[1] != finished.GetJobId() || page2.NextCursor != "" {
@@ -69,29 +69,36 @@ func TestJobs(t *testing.T) {
 
 	t.Run("cancel", func(t *testing.T) {
 		var body errorBody
-		if resp := do(t, "POST", e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", http.Header{"Origin": {"https://evil.example"}}, &body); resp.StatusCode != http.StatusForbidden {
+		if resp := e.do(t, "POST", e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", http.Header{"Origin": {"https://evil.example"}}, &body); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("cross-origin cancel: %s %q", resp.Status, body.Error)
 		}
-		var j httpapi.Job
-		resp := post(t, e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", `{"reason":"not needed"}`, &j)
+		var j jobjson.Job
+		resp := e.post(t, e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", `{"reason":"not needed"}`, &j)
 		if resp.StatusCode != http.StatusOK || j.State != "cancelled" || j.Result == nil || !strings.Contains(j.Result.Error, "not needed") {
 			t.Errorf("cancel queued job: %s %+v", resp.Status, j)
 		}
 		for _, bad := range []string{`{"reason":1}`, `{"why":"x"}`, `not json`, `{"reason":"line\nbreak"}`} {
-			if resp := post(t, e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", bad, &body); resp.StatusCode != http.StatusBadRequest {
+			if resp := e.post(t, e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", bad, &body); resp.StatusCode != http.StatusBadRequest {
 				t.Errorf("cancel with body %s: %s", bad, resp.Status)
 			}
 		}
 		l := e.running(t)
-		if resp := post(t, e.srv.URL+"/api/v1/jobs/"+l.JobID()+"/cancel", "", &j); resp.StatusCode != http.StatusOK || j.State != "running" || !j.CancelRequested {
+		if resp := e.post(t, e.srv.URL+"/api/v1/jobs/"+l.JobID()+"/cancel", "", &j); resp.StatusCode != http.StatusOK || j.State != "running" || !j.CancelRequested {
 			t.Errorf("cancel running job: %s %+v", resp.Status, j)
 		}
 	})
 }
 
-func post(t *testing.T, u, body string, out any) *http.Response {
+// post sends body with the server's admin key.
+func (e *env) post(t *testing.T, u, body string, out any) *http.Response {
 	t.Helper()
-	resp, err := http.Post(u, "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e.srv.AdminKey)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +109,7 @@ func post(t *testing.T, u, body string, out any) *http.Response {
 	return resp
 }
 
-func ids(jobs []httpapi.Job) []string {
+func ids(jobs []jobjson.Job) []string {
 	var out []string
 	for _, j := range jobs {
 		out = append(out, j.JobID)
@@ -110,7 +117,7 @@ func ids(jobs []httpapi.Job) []string {
 	return out
 }
 
-func sameJob(a, b httpapi.Job) bool {
+func sameJob(a, b jobjson.Job) bool {
 	return a.JobID == b.JobID && a.Queue == b.Queue && a.State == b.State && a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt) &&
 		a.Attempt == b.Attempt && a.MaxAttempts == b.MaxAttempts && a.RequestID == b.RequestID && a.Result == nil && b.Result == nil &&
 		a.Params.Script == b.Params.Script && a.Params.TimeoutSeconds == b.Params.TimeoutSeconds && len(a.Params.Env) == 1 && a.Params.Env["CI"] == b.Params.Env["CI"]

@@ -4,13 +4,14 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spool-run/spool/internal/httpapi"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/server"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // Walks a 10,000-line log in pages of 1,000 while its worker is still
@@ -67,7 +68,7 @@ func TestLogPagesWhileWriting(t *testing.T) {
 // The pagination object and bounds, on a finished job (no moving parts).
 func TestLogPagination(t *testing.T) {
 	e := start(t)
-	job := spooltest.RunJob(t, e.c, spooltest.Seq(1, 2500)...)
+	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 2500)...)
 	id := job.GetJobId()
 	cases := []struct {
 		query               string
@@ -119,7 +120,7 @@ func TestLogPagination(t *testing.T) {
 func TestLogLineFields(t *testing.T) {
 	e := start(t)
 	at := time.UnixMilli(1_700_000_000_123)
-	job := spooltest.RunJob(t, e.c,
+	job := spooltest.RunJob(t, e.srv,
 		spooltest.Line{Text: "\x1b[32mok\x1b[0m <b>&", At: at},
 		spooltest.Line{Text: "bad \xff\xfe bytes", Stderr: true, At: at},
 		spooltest.Line{Text: "no newline", Partial: true, At: at},
@@ -157,7 +158,7 @@ func TestLogWebsocketURL(t *testing.T) {
 		{http.Header{"X-Forwarded-Proto": {"https, http"}}, "wss://" + strings.TrimPrefix(e.srv.URL, "http://")},
 	} {
 		var p httpapi.LogPage
-		do(t, http.MethodGet, u, tc.hdr, &p)
+		e.do(t, http.MethodGet, u, tc.hdr, &p)
 		want := tc.want + "/api/v1/jobs/" + l.JobID() + "/logs/ws?last_line=2"
 		if p.WebsocketURL != want {
 			t.Errorf("with %v: websocket_url = %q, want %q", tc.hdr, p.WebsocketURL, want)
@@ -168,20 +169,19 @@ func TestLogWebsocketURL(t *testing.T) {
 // A page of long lines ends at the page's byte budget, before the limit,
 // and says there is more; walking on gets every line.
 func TestLogPageByteBudget(t *testing.T) {
+	httpapi.SetTestHooks(t, httpapi.TestHooks{PageBytes: 10 << 10})
 	e := start(t)
-	hs := httptest.NewServer(httpapi.NewHandlerForTest(httpapi.Options{Store: e.srv.Store}, httpapi.TestHooks{PageBytes: 10 << 10}))
-	defer hs.Close()
 	long := strings.Repeat("z", 1000)
 	lines := make([]spooltest.Line, 300)
 	for i := range lines {
 		lines[i].Text = long
 	}
-	job := spooltest.RunJob(t, e.c, lines...)
+	job := spooltest.RunJob(t, e.srv, lines...)
 	var got, pages int64
 	for after := int64(0); ; {
 		pages++
 		var p httpapi.LogPage
-		do(t, http.MethodGet, fmt.Sprintf("%s/api/v1/jobs/%s/logs?after_line=%d&limit=100", hs.URL, job.GetJobId(), after), nil, &p)
+		e.do(t, http.MethodGet, fmt.Sprintf("%s/api/v1/jobs/%s/logs?after_line=%d&limit=100", e.srv.URL, job.GetJobId(), after), nil, &p)
 		if len(p.Events) > 10 || (p.Pagination.HasMore && len(p.Events) < 10) {
 			t.Fatalf("page after line %d: %d lines of 1000 bytes with a budget of 10 KiB, has_more %v", after, len(p.Events), p.Pagination.HasMore)
 		}
@@ -198,5 +198,45 @@ func TestLogPageByteBudget(t *testing.T) {
 	}
 	if got != 300 || pages != 30 {
 		t.Errorf("%d lines in %d pages, want 300 in 30", got, pages)
+	}
+}
+
+// A short page of a log stored in large batches reads what it needs: a
+// page of 5 lines of 1,000 bytes from batches of 250 lines (250 KB each)
+// costs about the batch that holds them, not a store page of them.
+func TestLogPageReadsWhatItNeeds(t *testing.T) {
+	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) { c.Execution.Batching.MaxBatchSize = 250 }))
+	e := &env{srv: srv, c: srv.Client()}
+	const batches, perBatch, width = 130, 250, 1000
+	lines := make([]spooltest.Line, batches*perBatch)
+	for i := range lines {
+		lines[i].Text = fmt.Sprintf("%-*d", width, i+1)
+	}
+	job := spooltest.RunJob(t, srv, lines...)
+	path := fmt.Sprintf("/api/v1/jobs/%s/logs?limit=5&after_line=1000", job.GetJobId())
+	page := func() httpapi.LogPage {
+		var p httpapi.LogPage
+		if resp := e.get(t, path, &p); resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		return p
+	}
+	page() // the first request also fills the server's pools
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	p := page()
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	if len(p.Events) != 5 || p.Events[0].LineNumber != 1001 || !p.Pagination.HasMore {
+		t.Fatalf("page: %d lines from %d, has_more %v", len(p.Events), p.Events[0].LineNumber, p.Pagination.HasMore)
+	}
+	// The batch holding lines 1001-1005 is 250 KB of output, decoded from
+	// its stored form and unpacked to lines; reading a store page of 128
+	// such batches costs over 64 MB.
+	const batchBytes = perBatch * width
+	t.Logf("a page of 5 lines allocated %.1f MiB", float64(allocated)/(1<<20))
+	if allocated > 8*batchBytes {
+		t.Errorf("a page of 5 lines allocated %.1f MiB: more than the few batches it needs (%d KB each)", float64(allocated)/(1<<20), batchBytes/1000)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/internal/jobjson"
 )
 
 type openAPIDoc struct {
@@ -77,6 +78,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, r := range append(served, "GET /api/v1/not-a-route") {
 		method, path, _ := strings.Cut(r, " ")
 		req, _ := http.NewRequest(method, e.srv.URL+strings.ReplaceAll(path, "{job_id}", "no-such-job"), nil)
+		req.Header.Set("Authorization", "Bearer "+e.srv.AdminKey)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -94,8 +96,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 func TestOpenAPIMatchesTypes(t *testing.T) {
 	doc := loadOpenAPI(t)
 	for name, v := range map[string]any{
-		"Job": httpapi.Job{}, "JobParams": httpapi.JobParams{}, "JobResult": httpapi.JobResult{}, "JobList": httpapi.JobList{},
+		"Job": jobjson.Job{}, "JobParams": jobjson.JobParams{}, "JobResult": jobjson.JobResult{}, "JobList": jobjson.List{},
 		"LogLine": httpapi.Line{}, "Pagination": httpapi.Pagination{}, "LogPage": httpapi.LogPage{}, "EndMessage": httpapi.EndMessage{},
+		"Session": httpapi.Session{}, "Ticket": httpapi.Ticket{},
 	} {
 		s, ok := doc.Comps.Schemas[name]
 		if !ok {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/url"
 	"strconv"
-	"unicode/utf8"
 )
 
 // intParam parses the optional integer query parameter name: def when it
@@ -32,16 +31,6 @@ func intParam(q url.Values, name string, def, lo, hi int64, want string) (int64,
 func limitParam(q url.Values, def, max int64) (int, error) {
 	v, err := intParam(q, "limit", def, 1, math.MaxInt64, fmt.Sprintf("a positive integer (default %d; larger than %d counts as %d)", def, max, max))
 	return int(min(v, max)), err
-}
-
-// textParam returns a free-text parameter, refusing what no store could
-// match: bytes that are not UTF-8, or more than limit of them.
-func textParam(q url.Values, name string, limit int) (string, error) {
-	s := q.Get(name)
-	if len(s) > limit || !utf8.ValidString(s) {
-		return "", badRequest("%s: want at most %d bytes of UTF-8 text", name, limit)
-	}
-	return s, nil
 }
 
 // truncate shortens s for quoting in an error message.

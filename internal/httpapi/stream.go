@@ -1,18 +1,22 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/service"
 )
 
 // EndMessage is the last message of a log stream: the job is finished and
@@ -33,6 +37,14 @@ type EndMessage struct {
 // the next one, few enough that a slow client costs a couple of batches.
 const handOff = 2
 
+// sendBuffer is the socket send buffer a stream asks for. The system would
+// grow it to megabytes for a client that reads slowly, which is memory held
+// for that client, and a writer blocked on a full buffer is let go only
+// once about half of it has drained, so a slow reader's frames would
+// complete seconds apart: keepalive counts completed frames as signs of
+// life. A few frames' worth is enough to keep a fast client busy.
+const sendBuffer = 64 << 10
+
 // errClientGone marks failures to write to the client.
 var errClientGone = errors.New("client gone")
 
@@ -45,28 +57,49 @@ type feedItem struct {
 // streamLogs serves GET /api/v1/jobs/{job_id}/logs/ws?last_line=N: every
 // line after N from the store, then live lines, then an end message.
 func (a *api) streamLogs(w http.ResponseWriter, r *http.Request) {
-	last, err := intParam(r.URL.Query(), "last_line", 0, 0, maxLine, "the last line number the client has, 0 or more")
+	last, err := intParam(r.URL.Query(), "last_line", 0, 0, service.MaxLine, "the last line number the client has, 0 or more")
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	// Answer a bad job id before the upgrade, while a status can say so.
-	job, err := a.job(r)
+	// Open the feed before the upgrade, so a bad job id is answered while a
+	// status can still say so.
+	feed, err := a.Service.OpenFeed(r.Context(), &spoolv1.StreamEventsRequest{JobId: r.PathValue("job_id"), FromLine: last + 1,
+		EventTypes: outputOnly, Follow: true})
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	// Same-origin only (Accept's default): no credentials guard the API
-	// yet, so other sites' pages must not read logs through a visitor.
-	conn, err := websocket.Accept(w, r, nil)
+	defer feed.Close()
+	if !a.streams.join() {
+		writeError(w, r, a.Log, fmt.Errorf("%w: the server is stopping; reconnect to resume from line %d", spool.ErrUnavailable, last+1))
+		return
+	}
+	defer a.streams.leave()
+	// The server's own pages and the configured CORS origins only: the
+	// session cookie would otherwise let any site's page read logs through
+	// a logged-in visitor.
+	conn, err := websocket.Accept(smallSendBuffer{w}, r, &websocket.AcceptOptions{OriginPatterns: a.originHosts})
 	if err != nil {
 		return // Accept has answered the request
 	}
-	a.streams.Add(1)
-	defer a.streams.Done()
-	s := &stream{api: a, conn: conn, job: job, last: last}
+	s := &stream{api: a, conn: conn, job: feed.Job(), feed: feed, last: last}
 	s.run(r.Context())
 }
+
+// smallSendBuffer hands the WebSocket library the connection it hijacks
+// with its send buffer set to sendBuffer.
+type smallSendBuffer struct{ http.ResponseWriter }
+
+func (w smallSendBuffer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if tc, ok := c.(interface{ SetWriteBuffer(int) error }); ok && err == nil {
+		_ = tc.SetWriteBuffer(sendBuffer) // best effort: the stream works without
+	}
+	return c, rw, err
+}
+
+func (w smallSendBuffer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // stream is one WebSocket following one job's log.
 type stream struct {
@@ -74,8 +107,11 @@ type stream struct {
 	conn  *websocket.Conn
 	job   *spoolv1.Job
 	last  int64 // the last line sent (or the client had)
-	feed  *store.Feed
+	feed  *service.Feed
 	start time.Time
+	// written counts the frames whose write has completed: the client is
+	// taking them, however slowly.
+	written atomic.Int64
 }
 
 func (s *stream) run(base context.Context) {
@@ -85,25 +121,15 @@ func (s *stream) run(base context.Context) {
 	// library reads control frames for us) or when the handler returns.
 	connCtx, endConn := context.WithCancel(s.conn.CloseRead(base))
 	defer endConn()
-	// The feed also stops when the server drains; writes do not, so a
-	// frame being written completes and the client gets a proper 1012.
+	// The feed also stops when the server drains (the core ends it with
+	// spool.ErrUnavailable); writes do not, so a frame being written
+	// completes and the client gets a proper 1012.
 	feedCtx, stopFeed := context.WithCancel(connCtx)
 	defer stopFeed()
-	go func() {
-		select {
-		case <-s.Drain:
-			stopFeed()
-		case <-feedCtx.Done():
-		}
-	}()
-	if s.Watch != nil && !store.IsFinal(s.job.GetState()) {
-		defer s.Watch(id)()
-	}
 	var bg sync.WaitGroup
 	kaCtx, stopKeepalive := context.WithCancel(connCtx)
-	bg.Go(func() { keepalive(kaCtx, s.conn, s.PingInterval) })
+	bg.Go(func() { keepalive(kaCtx, s.conn, s.PingInterval, &s.written) })
 
-	s.feed = store.NewFeed(s.Store, store.FeedRequest{JobID: id, FromLine: s.last + 1, Types: outputOnly, Follow: true})
 	items := make(chan feedItem, handOff)
 	bg.Go(func() { pump(feedCtx, s.feed, items) })
 	s.Log.DebugContext(base, "log stream started", "job_id", id, "last_line", s.last)
@@ -121,7 +147,7 @@ func (s *stream) run(base context.Context) {
 // full and the feed is simply not read further: it reads the store from
 // where it was when the client catches up, so nothing queues and nothing is
 // lost.
-func pump(ctx context.Context, feed *store.Feed, items chan<- feedItem) {
+func pump(ctx context.Context, feed *service.Feed, items chan<- feedItem) {
 	defer close(items)
 	for ev, err := range feed.Events(ctx) {
 		select {
@@ -203,6 +229,7 @@ func (s *stream) flush(ctx context.Context, f *frame) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errClientGone, err)
 	}
+	s.written.Add(1)
 	return nil
 }
 
@@ -224,14 +251,14 @@ func (s *stream) close(ctx context.Context, err error) (outcome string) {
 		}
 	}
 	switch {
-	case errors.Is(err, errClientGone), errors.Is(err, context.Canceled) && !closed(s.Drain):
-		_ = s.conn.CloseNow()
-		return "client gone"
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, spool.ErrUnavailable):
 		_ = s.conn.Close(websocket.StatusServiceRestart, "server restarting; reconnect with last_line")
 		return "server draining"
+	case errors.Is(err, errClientGone), errors.Is(err, context.Canceled):
+		_ = s.conn.CloseNow()
+		return "client gone"
 	}
-	id := errorID()
+	id := service.ErrorID()
 	s.Log.ErrorContext(ctx, "log stream failed", "job_id", s.job.GetJobId(), "error_id", id, "error", err)
 	_ = s.conn.Close(websocket.StatusInternalError, "internal error "+id+"; reconnect with last_line")
 	return "failed"
@@ -246,7 +273,7 @@ func (s *stream) sendEnd(ctx context.Context) error {
 	msg, err := json.Marshal(EndMessage{
 		Type:       "end",
 		JobID:      job.GetJobId(),
-		State:      store.StateName(job.GetState()),
+		State:      spool.StateName(job.GetState()),
 		ExitCode:   job.GetResult().GetExitCode(),
 		Error:      job.GetResult().GetError(),
 		Attempt:    job.GetResult().GetAttempt(),
@@ -263,35 +290,50 @@ func (s *stream) sendEnd(ctx context.Context) error {
 	return nil
 }
 
-// keepalive pings the client every interval and drops the connection when
-// a ping goes unanswered for as long: the client is gone or stuck, and if
-// it is alive it reconnects with its last line.
-func keepalive(ctx context.Context, c *websocket.Conn, every time.Duration) {
+// keepalive drops the connection when, for a whole interval, the client
+// neither answered a ping nor took a frame: it is gone or stuck, and if it
+// is alive it reconnects with its last line. Frames count because a ping
+// queues behind the frames already sent: a client reading a long log
+// slowly answers late, but its frames keep being written through.
+func keepalive(ctx context.Context, c *websocket.Conn, every time.Duration, written *atomic.Int64) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	pongs := make(chan error, 1)
+	pinging := false
+	defer func() {
+		if pinging {
+			<-pongs // the ping ends with ctx or the connection
+		}
+	}()
+	answered, frames := true, written.Load() // nothing asked yet
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case err := <-pongs:
+			pinging = false
+			if err != nil {
+				if ctx.Err() == nil {
+					_ = c.CloseNow()
+				}
+				return
+			}
+			answered = true
+			continue
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, every)
-		err := c.Ping(pctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				_ = c.CloseNow()
-			}
+		now := written.Load()
+		if !answered && now == frames {
+			_ = c.CloseNow()
 			return
+		}
+		answered, frames = false, now
+		if !pinging {
+			pinging = true
+			go func() { pongs <- c.Ping(ctx) }()
 		}
 	}
 }
 
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
+// outputOnly selects output events from a feed.
+var outputOnly = []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH}

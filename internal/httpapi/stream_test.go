@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -10,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/coder/websocket"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/httpapi"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // Twenty clients follow one job from its start while it writes 10,000
@@ -30,7 +27,7 @@ func TestStreamManyClients(t *testing.T) {
 	errs := make(chan error, clients)
 	var ready sync.WaitGroup
 	for range clients {
-		c := dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
+		c := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
 		ready.Add(1)
 		go func() {
 			defer c.CloseNow()
@@ -76,7 +73,7 @@ func TestStreamResume(t *testing.T) {
 	done := writeAsync(l, 1, 10000, 250)
 	ctx := within(t, time.Minute)
 
-	c := dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
+	c := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
 	seq := sequence{next: 1}
 	var bad error
 	_, _, err := follow(ctx, c, func(ln httpapi.Line) bool {
@@ -91,7 +88,7 @@ func TestStreamResume(t *testing.T) {
 		t.Fatalf("first connection: line %d, %v, %v", seq.next-1, bad, err)
 	}
 
-	c = dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 5000), nil)
+	c = e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 5000), nil)
 	defer c.CloseNow()
 	end, status, err := follow(ctx, c, func(ln httpapi.Line) bool {
 		bad = seq.add(ln)
@@ -110,10 +107,10 @@ func TestStreamResume(t *testing.T) {
 // the end gets the end message alone.
 func TestStreamFinishedJob(t *testing.T) {
 	e := start(t)
-	job := spooltest.RunJob(t, e.c, spooltest.Seq(1, 3000)...)
+	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 3000)...)
 	ctx := within(t, time.Minute)
 	for _, last := range []int64{0, 2999, 3000, 5000} {
-		c := dial(ctx, t, wsURL(e.srv.URL, job.GetJobId(), last), nil)
+		c := e.dial(ctx, t, wsURL(e.srv.URL, job.GetJobId(), last), nil)
 		seq := sequence{next: min(last, 3000) + 1}
 		var bad error
 		end, status, err := follow(ctx, c, func(ln httpapi.Line) bool { bad = seq.add(ln); return bad == nil })
@@ -129,21 +126,19 @@ func TestStreamFinishedJob(t *testing.T) {
 // batches for it: its heap does not grow with what the client has not
 // read, and no frame exceeds the caps.
 func TestStreamSlowClientBounded(t *testing.T) {
-	e := start(t)
 	var frames, maxLines, maxBytes atomic.Int64
-	h := httpapi.NewHandlerForTest(httpapi.Options{Store: e.srv.Store}, httpapi.TestHooks{OnFrame: func(lines, bytes int) {
+	httpapi.SetTestHooks(t, httpapi.TestHooks{OnFrame: func(lines, bytes int) {
 		frames.Add(1)
 		setMax(&maxLines, int64(lines))
 		setMax(&maxBytes, int64(bytes))
 	}})
-	hs := httptest.NewServer(h)
-	defer hs.Close()
+	e := start(t)
 
 	l := e.running(t)
 	const total, width = 100_000, 100 // 10 MB of output
 	pad := strings.Repeat("x", width)
 	ctx := within(t, 5*time.Minute)
-	c := dial(ctx, t, wsURL(hs.URL, l.JobID(), 0), nil)
+	c := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
 	defer c.CloseNow()
 	l.Write(spooltest.Line{Text: pad})
 	_, _, err := follow(ctx, c, func(httpapi.Line) bool { return false }) // connected, following
@@ -192,39 +187,46 @@ func TestStreamSlowClientBounded(t *testing.T) {
 // Pings keep a quiet connection alive; a client that stops answering them
 // is dropped and stops counting as a follower.
 func TestStreamKeepalive(t *testing.T) {
+	httpapi.SetTestHooks(t, httpapi.TestHooks{PingInterval: 20 * time.Millisecond})
 	e := start(t)
-	var followers atomic.Int64
-	h := httpapi.NewHandlerForTest(httpapi.Options{Store: e.srv.Store, PingInterval: 20 * time.Millisecond,
-		Watch: func(string) func() {
-			followers.Add(1)
-			return func() { followers.Add(-1) }
-		}}, httpapi.TestHooks{})
-	hs := httptest.NewServer(h)
-	defer hs.Close()
 	l := e.running(t)
 	ctx := within(t, time.Minute)
 
 	var pings atomic.Int64
-	alive := dial(ctx, t, wsURL(hs.URL, l.JobID(), 0), &websocket.DialOptions{
+	alive := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), &websocket.DialOptions{
 		OnPingReceived: func(context.Context, []byte) bool { pings.Add(1); return true }})
 	defer alive.CloseNow()
 	readCtx, stopReading := context.WithCancel(ctx)
 	go follow(readCtx, alive, func(httpapi.Line) bool { return true }) //nolint:errcheck // ends with the test
 
-	dead := dial(ctx, t, wsURL(hs.URL, l.JobID(), 0), &websocket.DialOptions{
+	dead := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), &websocket.DialOptions{
 		OnPingReceived: func(context.Context, []byte) bool { return false }}) // never pongs
 	defer dead.CloseNow()
 	_, _, err := follow(ctx, dead, func(httpapi.Line) bool { return true })
 	if err != nil && ctx.Err() != nil {
 		t.Fatalf("the unresponsive client was not dropped: %v", err)
 	}
-	for followers.Load() != 1 || pings.Load() < 3 {
+	for pings.Load() < 3 {
 		if ctx.Err() != nil {
-			t.Fatalf("%d followers, %d pings answered", followers.Load(), pings.Load())
+			t.Fatalf("%d pings answered", pings.Load())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The live client still counts as a follower: the job is watched.
+	if _, watched := l.Heartbeat(); !watched {
+		t.Error("the job is not watched while a responsive client follows it")
+	}
 	stopReading()
+	alive.CloseNow()
+	for {
+		if _, watched := l.Heartbeat(); !watched {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("still watched after both clients are gone")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // While a WebSocket follows a running job, its worker is told the job is
@@ -234,16 +236,13 @@ func TestStreamMarksJobWatched(t *testing.T) {
 	l := e.running(t)
 	ctx := within(t, time.Minute)
 	watched := func() bool {
-		resp, err := e.c.UpdateJobVisibility(ctx, connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: l.GetTaskToken()}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Msg.GetWatched()
+		_, w := l.Heartbeat()
+		return w
 	}
 	if watched() {
 		t.Fatal("watched before anyone follows")
 	}
-	c := dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
+	c := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
 	l.Write(spooltest.Seq(1, 1)...)
 	if _, _, err := follow(ctx, c, func(httpapi.Line) bool { return false }); err != nil {
 		t.Fatal(err)
@@ -268,7 +267,7 @@ func TestStreamServerRestart(t *testing.T) {
 	l := e.running(t)
 	l.Write(spooltest.Seq(1, 1000)...)
 	ctx := within(t, time.Minute)
-	c := dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
+	c := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
 	defer c.CloseNow()
 	seq := sequence{next: 1}
 	var bad error
@@ -295,7 +294,7 @@ func TestStreamServerRestart(t *testing.T) {
 	e.srv.Restart()
 	l.Write(spooltest.Seq(1001, 2000)...)
 	l.End(0)
-	c = dial(ctx, t, wsURL(e.srv.URL, l.JobID(), seq.next-1), nil)
+	c = e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), seq.next-1), nil)
 	defer c.CloseNow()
 	end, status, err := follow(ctx, c, func(ln httpapi.Line) bool { bad = seq.add(ln); return bad == nil })
 	if err != nil || bad != nil || seq.next != 2001 || end == nil || status != websocket.StatusNormalClosure {
@@ -322,3 +321,90 @@ func heapInUse() int64 {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// A client that reads a long log steadily but slowly (a message every
+// 100 ms) stays connected, however late its pongs come behind what its
+// side has buffered: its frames keep going through. A client that stops
+// reading altogether is dropped.
+func TestStreamKeepaliveCountsProgress(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		last    time.Time
+		maxGap  time.Duration
+		measure atomic.Bool
+	)
+	httpapi.SetTestHooks(t, httpapi.TestHooks{PingInterval: time.Second, OnFrame: func(int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); measure.Load() && !last.IsZero() {
+			maxGap = max(maxGap, now.Sub(last))
+		}
+		last = time.Now()
+	}})
+	e := start(t)
+	l := e.running(t)
+	// 16 MB stored, far more than socket buffers hold: the server's writes
+	// wait on the client.
+	pad := strings.Repeat("x", 1000)
+	lines := make([]spooltest.Line, 16_000)
+	for i := range lines {
+		lines[i].Text = pad
+	}
+	l.Write(lines...)
+	ctx := within(t, 2*time.Minute)
+	watched := func() bool {
+		_, w := l.Heartbeat()
+		return w
+	}
+
+	slow := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
+	// Reading 4 MB quickly first lets the system grow the client's receive
+	// buffer, as it does for a reader that was fast: then megabytes wait
+	// there ahead of every ping.
+	for got := 0; got < 4<<20; {
+		_, data, err := slow.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(data)
+	}
+	measure.Store(true)
+	read := 0
+	for start := time.Now(); time.Since(start) < 5*time.Second; read++ {
+		if _, _, err := slow.Read(ctx); err != nil {
+			t.Fatalf("the slow reader lost its connection after %d messages: %v", read, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	measure.Store(false)
+	mu.Lock()
+	t.Logf("slow reader: %d messages in 5s; frames went out at most %v apart", read, maxGap)
+	mu.Unlock()
+	// Its reads may come from what its side had buffered: the server
+	// counting it as a follower says the server kept it.
+	if !watched() {
+		t.Fatal("the server dropped a client that was reading, slowly")
+	}
+	slow.CloseNow()
+	for watched() {
+		if ctx.Err() != nil {
+			t.Fatal("still watched after the slow reader left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	stuck := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)
+	defer stuck.CloseNow()
+	for !watched() { // connected
+		if ctx.Err() != nil {
+			t.Fatal("the stuck client never counted as a follower")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for watched() { // it reads nothing: dropped within two intervals
+		if ctx.Err() != nil {
+			t.Fatal("a client that reads nothing was never dropped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -4,41 +4,69 @@
 // holds everything. That is how spool never drops an event for a slow reader.
 package notify
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Hub hands out per-key channels that are closed on the next Notify of the
-// key. The zero value is ready to use.
+// key. It keeps a key only while someone waits on it, so keys that anyone
+// may name (queues, job ids) cost nothing once their waiters are gone. The
+// zero value is ready to use.
 type Hub struct {
 	mu sync.Mutex
-	m  map[string]chan struct{}
+	m  map[string]*entry
+}
+
+// entry is a key's pending channel and how many waits hold it.
+type entry struct {
+	ch      chan struct{}
+	waiters int
 }
 
 // Watch returns a channel closed at the next Notify(key) after this call.
 // Take it before reading the state it guards, then wait on it.
-func (h *Hub) Watch(key string) <-chan struct{} {
+//
+// The wait lasts until ctx ends: scope ctx to the one wait (a waiter that
+// loops takes a new context each time round), since the hub holds the key
+// for it until then.
+func (h *Hub) Watch(ctx context.Context, key string) <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
-		h.m = make(map[string]chan struct{})
+		h.m = make(map[string]*entry)
 	}
-	ch, ok := h.m[key]
+	e, ok := h.m[key]
 	if !ok {
-		ch = make(chan struct{})
-		h.m[key] = ch
+		e = &entry{ch: make(chan struct{})}
+		h.m[key] = e
 	}
-	return ch
+	e.waiters++
+	context.AfterFunc(ctx, func() { h.release(key, e) })
+	return e.ch
+}
+
+// release ends one wait on e, and forgets the key with its last.
+func (h *Hub) release(key string, e *entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e.waiters--
+	// After a Notify the key may hold a newer entry, which is not ours.
+	if e.waiters == 0 && h.m[key] == e {
+		delete(h.m, key)
+	}
 }
 
 // Notify wakes everyone watching key. It never blocks.
 func (h *Hub) Notify(key string) {
 	h.mu.Lock()
-	ch, ok := h.m[key]
+	e, ok := h.m[key]
 	if ok {
 		delete(h.m, key)
 	}
 	h.mu.Unlock()
 	if ok {
-		close(ch)
+		close(e.ch)
 	}
 }
 

@@ -1,15 +1,18 @@
-// Package outbox keeps one job attempt's events, and finally its result, on
-// the worker's disk until the server has acknowledged them (DESIGN
-// principle 7: the worker does not lose output when the server is away).
+// Package outbox keeps one job attempt's output lines, events, and finally
+// its result, on the worker's disk until the server has acknowledged them,
+// so a worker does not lose output while the server is away or restarting,
+// nor when the worker itself is killed.
 //
-// An outbox is a directory: header.json (job, attempt, task token) and
-// numbered segment files of framed, checksummed records. The batcher
-// appends; one sender reads from the acknowledged position, publishes, and
-// acknowledges; segments wholly acknowledged are deleted, so the disk holds
-// what the server has not yet confirmed plus at most one segment. Records
-// are written without fsync: they survive the worker process dying (the
-// page cache keeps them), which is what matters here, since a machine that
-// loses power loses its running job too.
+// An outbox is a directory: header.json (job, attempt, task token, batching
+// limits) and numbered segment files of framed, checksummed records. Lines
+// are written as they are read, then the batcher's batches and the process
+// events (lines.go explains how batches refer to their lines); one sender
+// reads from the acknowledged position, publishes, and acknowledges;
+// segments wholly acknowledged are deleted, so the disk holds what the
+// server has not yet confirmed plus at most one segment. Records are
+// written without fsync: they survive the worker process dying (the page
+// cache keeps them), which is what matters here, since a machine that loses
+// power loses its running job too.
 package outbox
 
 import (
@@ -30,6 +33,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 )
 
 // DefaultSegmentBytes is when a segment is closed and the next started.
@@ -43,7 +47,14 @@ type Header struct {
 	Token   string    `json:"task_token"`
 	Server  string    `json:"server"`
 	Created time.Time `json:"created"`
+	// Batch are the job's batching limits (see BatchLimits).
+	Batch BatchLimits `json:"batch"`
 }
+
+// ErrBroken is returned by Next once everything readable has been read
+// from an outbox whose writes failed (a full or failing disk): the rest of
+// the attempt's output is lost, and the attempt must end.
+var ErrBroken = errors.New("outbox: the spool directory could not be written")
 
 // Chunk is a run of records from the acknowledged position on.
 type Chunk struct {
@@ -73,11 +84,20 @@ type Outbox struct {
 	finished bool
 	sealed   bool  // no more records will come (a reopened outbox without a result)
 	werr     error // sticky: a failed write fails every later one
+	broken   error // the write error that broke the outbox (not Close)
 	buf      []byte
+	nextLine int64 // index of the next line appended
+	claimed  int64 // lines claimed by batch records appended
 
 	acked pos // read position: everything before it is acknowledged
 	rFile *os.File
 	rSeg  int
+	// Reader state: lines read that no batch record has claimed yet, the
+	// sequence after the last event read, and the oldest segment still on
+	// disk.
+	pending []pendingLine
+	nextSeq int64
+	lowSeg  int
 }
 
 // Create makes a new outbox for an attempt under root.
@@ -89,7 +109,7 @@ func Create(root string, h Header) (*Outbox, error) {
 	if err := writeHeader(dir, h); err != nil {
 		return nil, err
 	}
-	o := &Outbox{dir: dir, header: h, segBytes: DefaultSegmentBytes, changed: make(chan struct{}), wSeg: 1, acked: pos{seg: 1}}
+	o := &Outbox{dir: dir, header: h, segBytes: DefaultSegmentBytes, changed: make(chan struct{}), wSeg: 1, acked: pos{seg: 1}, lowSeg: 1}
 	f, err := os.OpenFile(o.segPath(1), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
@@ -152,7 +172,7 @@ func Open(dir string) (*Outbox, error) {
 	if len(segs) == 0 {
 		segs = []int{1}
 	}
-	o.acked = pos{seg: segs[0]}
+	o.acked, o.lowSeg = pos{seg: segs[0]}, segs[0]
 	o.wSeg = segs[len(segs)-1]
 	size, finished, err := scanTail(o.segPath(o.wSeg))
 	if err != nil {
@@ -231,6 +251,53 @@ func (o *Outbox) Append(ev *spoolv1.JobEvent) error {
 	return o.append(kindEvent, b)
 }
 
+// AppendLines adds output lines as they are read, in one write. Each must
+// later be claimed, in order, by a batch (AppendBatch), or it is batched by
+// the reader of the sealed outbox.
+func (o *Outbox) AppendLines(lines []events.Line) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.writable(); err != nil {
+		return err
+	}
+	o.buf = o.buf[:0]
+	var payload []byte
+	for i, l := range lines {
+		payload = appendLinePayload(payload[:0], o.nextLine+int64(i), l)
+		o.buf = appendRecord(o.buf, kindLine, payload)
+	}
+	if err := o.write(); err != nil {
+		return err
+	}
+	o.nextLine += int64(len(lines))
+	return o.written(kindLine)
+}
+
+// AppendBatch adds an OUTPUT_BATCH event whose lines were added before with
+// AppendLines: only its sequence and where its lines are go to disk.
+func (o *Outbox) AppendBatch(ev *spoolv1.JobEvent) error {
+	b := ev.GetOutputBatch()
+	n := int64(len(b.GetOutputs()))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.writable(); err != nil {
+		return err
+	}
+	if n == 0 || o.claimed+n > o.nextLine {
+		return fmt.Errorf("outbox: batch %d claims %d lines, but only %d are written and unclaimed", ev.GetSequence(), n, o.nextLine-o.claimed)
+	}
+	payload, err := appendBatchPayload(nil, o.claimed, ev)
+	if err != nil {
+		return fmt.Errorf("outbox: encode batch %d: %w", ev.GetSequence(), err)
+	}
+	o.buf = appendRecord(o.buf[:0], kindBatch, payload)
+	if err := o.write(); err != nil {
+		return err
+	}
+	o.claimed += n
+	return o.written(kindBatch)
+}
+
 // Finish adds the attempt's result; nothing may be appended after it.
 func (o *Outbox) Finish(res *spoolv1.JobResult) error {
 	b, err := proto.Marshal(res)
@@ -243,30 +310,61 @@ func (o *Outbox) Finish(res *spoolv1.JobResult) error {
 func (o *Outbox) append(kind byte, payload []byte) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.writable(); err != nil {
+		return err
+	}
+	o.buf = appendRecord(o.buf[:0], kind, payload)
+	if err := o.write(); err != nil {
+		return err
+	}
+	return o.written(kind)
+}
+
+// writable says whether records may be appended. o.mu is held.
+func (o *Outbox) writable() error {
 	switch {
 	case o.werr != nil:
 		return o.werr
 	case o.finished || o.w == nil:
 		return errors.New("outbox: append after the result or after Close")
 	}
-	o.buf = appendRecord(o.buf[:0], kind, payload)
-	if _, err := o.w.Write(o.buf); err != nil {
+	return nil
+}
+
+// write writes o.buf to the segment. A failure is sticky, and wakes the
+// reader so it can finish with what is readable. o.mu is held.
+func (o *Outbox) write() error {
+	n, err := o.w.Write(o.buf)
+	o.wSize += int64(n)
+	if err != nil {
 		o.werr = fmt.Errorf("outbox: write %s: %w", o.w.Name(), err)
+		o.broken = o.werr
+		o.wake()
 		return o.werr
 	}
-	o.wSize += int64(len(o.buf))
+	return nil
+}
+
+func (o *Outbox) wake() {
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// written finishes an append of a record of kind: the result closes the
+// outbox for writing, a full segment starts the next. o.mu is held.
+func (o *Outbox) written(kind byte) error {
 	if kind == kindResult {
 		o.finished = true
 		o.werr = o.w.Close()
 		o.w = nil
 	} else if o.wSize >= o.segBytes {
 		if err := o.rotate(); err != nil {
-			o.werr = err
+			o.werr, o.broken = err, err
+			o.wake()
 			return err
 		}
 	}
-	close(o.changed)
-	o.changed = make(chan struct{})
+	o.wake()
 	return nil
 }
 
@@ -283,20 +381,23 @@ func (o *Outbox) rotate() error {
 	return nil
 }
 
-// Next returns the records from the acknowledged position on: at most
-// maxEvents events and about maxBytes of them, waiting until there is at
-// least one. It returns io.EOF once the result (or, when sealed, the last
-// record) has been acknowledged, or ctx's error.
+// Next returns the events from the acknowledged position on: at most
+// maxEvents of them and at most maxBytes (or the first alone, when it is
+// larger: a publish must stay within what the server accepts), waiting
+// until there is at least one. Once a sealed or broken outbox has been read
+// to its end, the lines no batch claimed come out as batches. It returns
+// io.EOF once the result (or, when sealed, the last record) has been
+// acknowledged, ErrBroken (wrapping the write error) when the writes failed
+// and everything readable has been returned, or ctx's error.
 func (o *Outbox) Next(ctx context.Context, maxEvents int, maxBytes int64) (Chunk, error) {
 	for {
 		o.mu.Lock()
 		at, wSeg, changed := o.acked, o.wSeg, o.changed
 		limit := o.wSize
-		done := (o.finished || o.sealed) && at.seg == wSeg && at.off >= limit
+		ended := o.finished || o.sealed || o.broken != nil
+		broken := o.broken
 		o.mu.Unlock()
-		if done {
-			return Chunk{}, io.EOF
-		}
+		o.dropReadSegments(at.seg)
 		if at.seg < wSeg {
 			fi, err := os.Stat(o.segPath(at.seg))
 			if err != nil {
@@ -305,20 +406,42 @@ func (o *Outbox) Next(ctx context.Context, maxEvents int, maxBytes int64) (Chunk
 			limit = fi.Size()
 		}
 		if at.off < limit {
-			return o.read(at, limit, maxEvents, maxBytes)
+			c, err := o.read(at, limit, maxEvents, maxBytes)
+			if err != nil || len(c.Events) > 0 || c.Result != nil {
+				return c, err
+			}
+			o.Ack(c) // only lines: they wait in memory for their batch
+			continue
 		}
 		if at.seg < wSeg {
 			o.mu.Lock()
 			o.acked = pos{seg: at.seg + 1}
 			o.mu.Unlock()
-			_ = os.Remove(o.segPath(at.seg))
 			continue
+		}
+		if ended {
+			if tail := o.tail(maxEvents, maxBytes); len(tail) > 0 {
+				return Chunk{Events: tail, end: at}, nil
+			}
+			if broken != nil {
+				return Chunk{}, fmt.Errorf("%w: %w", ErrBroken, broken)
+			}
+			return Chunk{}, io.EOF
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
 			return Chunk{}, ctx.Err()
 		}
+	}
+}
+
+// dropReadSegments deletes the segments before seg (wholly read and
+// acknowledged) that no unclaimed line is in.
+func (o *Outbox) dropReadSegments(seg int) {
+	for o.lowSeg < seg && (len(o.pending) == 0 || o.pending[0].seg > o.lowSeg) {
+		_ = os.Remove(o.segPath(o.lowSeg))
+		o.lowSeg++
 	}
 }
 
@@ -337,30 +460,76 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 	r := bufio.NewReaderSize(io.NewSectionReader(o.rFile, at.off, limit-at.off), 64<<10)
 	c := Chunk{end: at}
 	var size int64
-	for len(c.Events) < maxEvents && (size < maxBytes || len(c.Events) == 0) {
+	// fits says whether an event of cost bytes joins this chunk; one that
+	// does not is left for the next chunk, which reads it again from c.end.
+	fits := func(cost int64) bool { return len(c.Events) == 0 || size+cost <= maxBytes }
+	for len(c.Events) < maxEvents {
 		kind, payload, n, err := readRecord(r)
-		if err == io.EOF {
-			break
+		if err == io.EOF || (errors.Is(err, errTorn) && o.Broken()) {
+			break // the end, or the record a failed write cut short
 		}
 		if err != nil {
 			return Chunk{}, fmt.Errorf("outbox %s: segment %d at %d: %w", o.dir, at.seg, c.end.off, err)
 		}
-		c.end.off += int64(n)
-		size += int64(n)
-		if kind == kindResult {
+		var ev *spoolv1.JobEvent
+		switch kind {
+		case kindResult:
+			c.end.off += int64(n)
 			c.Result = &spoolv1.JobResult{}
 			if err := proto.Unmarshal(payload, c.Result); err != nil {
 				return Chunk{}, fmt.Errorf("outbox: result: %w", err)
 			}
-			break
+			return c, nil
+		case kindLine:
+			// A line costs nothing until a batch claims it.
+			index, l, err := decodeLine(payload)
+			if err != nil {
+				return Chunk{}, err
+			}
+			c.end.off += int64(n)
+			// The record's bytes are the reader's own: keep them.
+			o.pending = append(o.pending, pendingLine{index: index, seg: at.seg, line: l})
+			continue
+		case kindBatch:
+			first, marker, err := decodeBatch(payload)
+			if err != nil {
+				return Chunk{}, err
+			}
+			cost := o.claimBytes(first, marker)
+			if !fits(cost) {
+				return c, nil
+			}
+			c.end.off += int64(n)
+			var ok bool
+			if ev, ok, err = o.claim(first, marker); err != nil {
+				return Chunk{}, err
+			} else if !ok {
+				continue
+			}
+			size += cost
+		default:
+			if !fits(int64(n)) {
+				return c, nil
+			}
+			c.end.off += int64(n)
+			size += int64(n)
+			ev = &spoolv1.JobEvent{}
+			if err := proto.Unmarshal(payload, ev); err != nil {
+				return Chunk{}, fmt.Errorf("outbox: event: %w", err)
+			}
 		}
-		ev := &spoolv1.JobEvent{}
-		if err := proto.Unmarshal(payload, ev); err != nil {
-			return Chunk{}, fmt.Errorf("outbox: event: %w", err)
-		}
+		o.nextSeq = events.EndSequence(ev) + 1
 		c.Events = append(c.Events, ev)
 	}
 	return c, nil
+}
+
+// Broken reports whether a write failed: the outbox holds less than the
+// attempt printed.
+func (o *Outbox) Broken() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.broken != nil
 }
 
 // Finished reports whether the result has been written.
@@ -415,4 +584,20 @@ func (o *Outbox) Close() error {
 func (o *Outbox) Remove() error {
 	_ = o.Close()
 	return os.RemoveAll(o.dir)
+}
+
+// Keep closes the outbox and moves it into root, where it is no longer
+// resumed: its output could not be delivered, and an operator may want it.
+// It returns the new directory.
+func (o *Outbox) Keep(root string) (string, error) {
+	_ = o.Close()
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return o.dir, fmt.Errorf("outbox: %w", err)
+	}
+	dest := filepath.Join(root, filepath.Base(o.dir))
+	if err := os.Rename(o.dir, dest); err != nil {
+		return o.dir, fmt.Errorf("outbox: %w", err)
+	}
+	o.dir = dest
+	return dest, nil
 }

@@ -5,21 +5,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 )
 
 func ev(seq int64, text string) *spoolv1.JobEvent {
-	return &spoolv1.JobEvent{Sequence: seq, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH,
-		EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: &spoolv1.OutputBatchEvent{StartSequence: seq, EndSequence: seq,
-			Outputs: []*spoolv1.OutputItem{{Output: []byte(text), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT}}}}}
+	return events.Batch{Sequence: seq, Lines: events.TextLines(time.Now(), text), Untimed: true}.Event()
 }
 
 func header() Header {
@@ -207,5 +205,52 @@ func TestReadRecordRejectsCorruption(t *testing.T) {
 func TestOpenMissing(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "nope")); err == nil {
 		t.Fatal("opened a missing outbox")
+	}
+}
+
+// TestChunkBytes: a chunk holds at most maxBytes of records, so a publish
+// stays within what the server accepts, unless its first record alone is
+// larger; nothing is skipped.
+func TestChunkBytes(t *testing.T) {
+	o, err := Create(t.TempDir(), header())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	line := string(bytes.Repeat([]byte("x"), 1000))
+	for i := int64(1); i <= 5; i++ {
+		if err := o.Append(ev(i, line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Append(ev(6, line+line+line)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Finish(&spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	// Each small record is a little over 1,000 bytes: two fit in 2,500.
+	const maxBytes = 2500
+	var got [][]int64
+	for {
+		c, err := o.Next(context.Background(), 100, maxBytes)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, e := range c.Events {
+			seqs = append(seqs, e.GetSequence())
+		}
+		got = append(got, seqs)
+		o.Ack(c)
+	}
+	// 6 alone is over the limit; the result goes with it (it is sent in a
+	// call of its own, so it adds nothing to the publish).
+	want := "[[1 2] [3 4] [5] [6]]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("chunks %v, want %s", got, want)
 	}
 }

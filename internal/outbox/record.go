@@ -13,11 +13,14 @@ import (
 const (
 	kindEvent  byte = 1 // a JobEvent protobuf
 	kindResult byte = 2 // the attempt's JobResult protobuf: always the last record
+	kindLine   byte = 3 // one output line as read (see lines.go)
+	kindBatch  byte = 4 // an OUTPUT_BATCH of lines written before (see lines.go)
 )
 
 // maxRecord bounds one record, so a corrupt length cannot make a reader
-// allocate without limit. A batch is at most max_batch_bytes (≤ 64 MiB).
-const maxRecord = 80 << 20
+// allocate without limit. A line or a batch is at most max_batch_bytes
+// (≤ 8 MiB).
+const maxRecord = 16 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

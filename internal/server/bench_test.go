@@ -9,6 +9,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/config"
 )
 
 // BenchmarkRoundTrip measures whole job round trips through the API on the
@@ -19,19 +20,13 @@ import (
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		b.Run("sqlite-synchronous-"+mode, func(b *testing.B) {
-			cfg := testConfig(b)
-			cfg.Store.SQLite.Synchronous = mode
-			r := start(b, cfg)
-			c, err := client.New(r.URL)
-			if err != nil {
-				b.Fatal(err)
-			}
-			roundTrips(b, c, 8)
+			r := start(b, func(c *config.Config) { c.Store.SQLite.Synchronous = mode })
+			roundTrips(b, newClient(b, r), 8)
 		})
 	}
 }
 
-func roundTrips(b *testing.B, c *client.Client, workers int) {
+func roundTrips(b *testing.B, c *api, workers int) {
 	ctx := context.Background()
 	jobs := make(chan struct{})
 	var wg sync.WaitGroup

@@ -1,185 +1,298 @@
-// Package server is spool's server: the JobService API (Connect, so gRPC,
-// gRPC-Web and JSON on one port) over a JobStore, with the background work
-// the store needs (settling expired leases) and a graceful shutdown.
+// Package server assembles a spool server: it opens the configured store,
+// builds the service core over it, and serves every entrance on one port
+// (the Connect API, the REST API and its WebSocket, the web UI, /metrics
+// and /healthz), with the lease reaper beside them and a graceful shutdown.
+// It holds no rules of its own: those are the core's (package service).
 package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"connectrpc.com/connect"
-	"connectrpc.com/grpcreflect"
 	"connectrpc.com/otelconnect"
 
-	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/connectapi"
 	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/internal/service"
+	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/internal/token"
 	"github.com/spool-run/spool/internal/webui"
-	"github.com/spool-run/spool/internal/wirezstd"
 )
 
-// maxRequestBytes bounds a request body: a PublishEvents call carries at
-// most a few batches, each at most max_batch_bytes (≤ 64 MiB by config).
-const maxRequestBytes = 128 << 20
-
-// reapInterval is how often expired leases are settled.
-const reapInterval = time.Second
-
-// Server serves the API.
+// Server is a running spool server.
 type Server struct {
-	cfg     *config.Config
-	store   store.JobStore
-	log     *slog.Logger
-	svc     *Service
-	handler http.Handler
-	metrics *telemetry.Metrics
+	cfg   *config.Config
+	log   *slog.Logger
+	store store.JobStore
+	svc   *service.Service
+	hs    *http.Server
+	url   string
 	// waitStreams waits for the WebSocket log streams, which Shutdown does
 	// not track (their connections are hijacked).
 	waitStreams func()
 
-	drainOnce sync.Once
-	drain     chan struct{} // closed when shutdown starts
+	stopReaper context.CancelFunc
+	reaper     sync.WaitGroup
+	served     chan error // hs.Serve's result
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed when Stop has finished
+	stopErr  error
 }
 
-// New returns a server for st. It does not take ownership of st.
-func New(cfg *config.Config, st store.JobStore, signer *token.Signer, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, store: st, log: log, drain: make(chan struct{})}
-	s.svc = NewService(st, signer, cfg, log)
-	s.svc.drain = s.drain
+// Start opens the configured store and token key, listens on
+// cfg.Server.Addr ("127.0.0.1:0" picks a free port) and serves until Stop is
+// called or ctx ends (then it stops within the configured grace period).
+func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := makeDirs(cfg); err != nil {
+		return nil, err
+	}
+	signer, err := signer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := loadTLS(cfg.Server.TLS)
+	if err != nil {
+		return nil, err
+	}
+	st, err := backends.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := graceLeases(ctx, cfg, st, log); err != nil {
+		st.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		st.Close()
+		return nil, setting.Listen("server.addr", cfg.Server.Addr, err)
+	}
+	scheme := "http"
+	if cfg.Server.TLS.Enabled() {
+		scheme = "https"
+	}
+	s := &Server{cfg: cfg, log: log, store: st, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{})}
+	s.hs = &http.Server{
+		Handler:           s.routes(signer),
+		Protocols:         protocols(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		TLSConfig:         tlsConfig,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if err := s.admit(ctx); err != nil {
+		ln.Close()
+		st.Close()
+		return nil, err
+	}
+	reapCtx, stopReaper := context.WithCancel(context.Background())
+	s.stopReaper = stopReaper
+	s.reaper.Go(func() { s.svc.RunReaper(reapCtx) })
+	go func() {
+		if tlsConfig != nil {
+			s.served <- s.hs.ServeTLS(ln, "", "")
+			return
+		}
+		s.served <- s.hs.Serve(ln)
+	}()
+	context.AfterFunc(ctx, func() { _ = s.Stop(context.Background()) })
+	return s, nil
+}
+
+// routes builds the core and mounts every entrance on one mux.
+func (s *Server) routes(signer *token.Signer) http.Handler {
 	// Only an invalid option makes these fail: a programming error.
-	s.metrics = telemetry.Must(telemetry.New())
-	s.svc.metrics = newServerMetrics(s.metrics.Meter("server"), &s.svc.watchers)
-	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(s.metrics.Provider()),
+	metrics := telemetry.Must(telemetry.New())
+	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Config: s.cfg, Log: s.log, Meter: metrics.Meter("server")})
+	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(metrics.Provider()),
 		otelconnect.WithoutTracing(), otelconnect.WithoutServerPeerAttributes()))
 
 	mux := http.NewServeMux()
-	opts := []connect.HandlerOption{
-		connect.WithReadMaxBytes(maxRequestBytes),
-		connect.WithCompressMinBytes(1024),
-		wirezstd.Handler(),
-		connect.WithInterceptors(rpcMetrics, logCalls(log)),
-	}
-	mux.Handle(spoolv1connect.NewJobServiceHandler(s.svc, opts...))
-	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
-	s.waitStreams = httpapi.Register(mux, httpapi.Options{Store: st, Log: log, Drain: s.drain, Watch: s.svc.watchers.add})
+	connectapi.Register(mux, s.svc, connectapi.Options{Log: s.log, Interceptors: []connect.Interceptor{rpcMetrics}})
+	s.waitStreams = httpapi.Register(mux, httpapi.Options{Service: s.svc, Log: s.log, CORSOrigins: s.cfg.Server.CORSOrigins})
 	mux.Handle("/", webui.Handler())
-	mux.Handle("GET /metrics", s.metrics.Handler())
+	mux.Handle("GET /metrics", s.metricsFor(metrics.Handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	s.handler = mux
-	return s
+	return s.guard(mux)
 }
 
-// Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.handler }
+// loadTLS reads the server's certificate (nil when TLS is off), at start:
+// a missing or mismatched file is an error then, not a server that never
+// answers.
+func loadTLS(t config.TLS) (*tls.Config, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	for name, path := range map[string]string{"server.tls.cert_file": t.CertFile, "server.tls.key_file": t.KeyFile} {
+		if _, err := os.ReadFile(path); err != nil {
+			return nil, setting.File(name, path, err)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("server.tls: %s and %s are not a certificate and its key (PEM): %w", t.CertFile, t.KeyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
 
-// Serve serves on ln until ctx is done, then shuts down: long polls and
+// protocols are HTTP/1.1 and HTTP/2, over TLS or without (h2c): gRPC needs
+// HTTP/2.
+func protocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
+}
+
+// admit makes sure someone can get in and says how: the first admin key is
+// written to the data directory on a first start, and a server open to
+// anyone, or to the network without TLS, says so at every start.
+func (s *Server) admit(ctx context.Context) error {
+	if s.cfg.Auth.Disabled {
+		s.log.Warn("auth is disabled: anyone who can reach this server may run commands on its workers; set auth.disabled to false and use keys (spool keys create)")
+	}
+	if !s.cfg.ListensOnLoopback() && !s.cfg.Server.TLS.Enabled() {
+		s.log.Warn("listening beyond this machine without TLS: API keys and logs cross the network in clear; set server.tls, or put a TLS proxy in front (docs/security.md)",
+			"addr", s.cfg.Server.Addr)
+	}
+	path, err := s.svc.Bootstrap(ctx)
+	if err != nil {
+		return fmt.Errorf("create the first admin key: %w", err)
+	}
+	if path != "" {
+		s.log.Info("first start: an admin key was written; spool commands on this machine read it, others need SPOOL_API_KEY (spool keys create makes more)",
+			"file", path)
+	}
+	return nil
+}
+
+// URL is where clients reach the server (http://host:port).
+func (s *Server) URL() string { return s.url }
+
+// Store is the server's store, for spool's own measurements (the demo).
+func (s *Server) Store() store.JobStore { return s.store }
+
+func (s *Server) grace() time.Duration {
+	return s.cfg.Server.ShutdownGrace()
+}
+
+// Stop shuts the server down and closes its store. Long polls and log
 // streams are told to end at once (clients reconnect and resume where they
-// were), other requests get up to the configured grace period to finish.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true) // gRPC without TLS (h2c)
-	hs := &http.Server{
-		Handler:           s.handler,
-		Protocols:         protocols,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	reapCtx, stopReaper := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { s.reap(reapCtx) })
-	defer func() {
-		stopReaper()
-		wg.Wait()
-	}()
+// were); other requests may finish until ctx ends or the configured grace
+// period passes, whichever is first, and are then closed. Calling Stop
+// again waits for the first call and returns its result.
+func (s *Server) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		defer close(s.stopped)
+		s.stopErr = s.shutdown(ctx)
+	})
+	<-s.stopped
+	return s.stopErr
+}
 
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	s.log.Info("shutting down", "grace", time.Duration(s.cfg.Server.ShutdownGraceSeconds)*time.Second)
-	s.Drain()
-	grace, cancel := context.WithTimeout(context.Background(), time.Duration(s.cfg.Server.ShutdownGraceSeconds)*time.Second)
+func (s *Server) shutdown(ctx context.Context) error {
+	s.log.Info("shutting down", "grace", s.grace())
+	s.svc.Drain()
+	ctx, cancel := context.WithTimeout(ctx, s.grace())
 	defer cancel()
-	err := hs.Shutdown(grace)
-	if errors.Is(err, context.DeadlineExceeded) {
+	err := s.hs.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		s.log.Warn("requests still running after the grace period; closing them")
-		err = hs.Close()
+		err = s.hs.Close()
 	}
 	// The streams were told to end by Drain; wait for them (within the
-	// grace) so none is reading the store when the caller closes it.
+	// grace) so none is reading the store when it closes.
 	streamsDone := make(chan struct{})
 	go func() { s.waitStreams(); close(streamsDone) }()
 	select {
 	case <-streamsDone:
-	case <-grace.Done():
+	case <-ctx.Done():
 		s.log.Warn("WebSocket streams still running after the grace period")
 	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	s.stopReaper()
+	s.reaper.Wait()
+	if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return errors.Join(err, s.store.Close())
+}
+
+// Wait blocks until the server has stopped (Stop was called, or the context
+// given to Start ended) and returns how the stop went.
+func (s *Server) Wait() error {
+	<-s.stopped
+	return s.stopErr
+}
+
+// graceLeases gives running jobs one lease length to reconnect, on stores
+// whose leases only run while a server does: leases did not run while no
+// server did, and the workers kept the jobs running and their output on
+// disk, so their work should not be redone.
+func graceLeases(ctx context.Context, cfg *config.Config, st store.JobStore, log *slog.Logger) error {
+	g, ok := st.(store.LeaseGracer)
+	if !ok {
+		return nil
+	}
+	until := time.Now().Add(cfg.Jobs.Lease())
+	n, err := g.GraceLeases(ctx, until)
+	if n > 0 {
+		log.Info("running jobs' leases extended while their workers reconnect", "jobs", n, "until", until.Format(time.TimeOnly))
 	}
 	return err
 }
 
-// Drain tells long polls and streams to end now.
-func (s *Server) Drain() {
-	s.drainOnce.Do(func() { close(s.drain) })
-}
-
-// reap settles expired leases until ctx ends, so a job whose worker died
-// shows as queued again (or failed) without waiting for a worker to poll.
-func (s *Server) reap(ctx context.Context) {
-	for {
-		// Jitter keeps replicas from sweeping in lockstep.
-		t := time.NewTimer(reapInterval + rand.N(reapInterval/4))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		n, err := s.store.ExpireLeases(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("settling expired leases failed", "error", err)
-		case n > 0:
-			s.log.Info("settled expired leases", "jobs", n)
-			s.svc.metrics.settled.Add(ctx, int64(n))
+// makeDirs creates the directories the configuration keeps files in, so
+// that one which cannot be a directory is reported by its setting before
+// the token key or the store trips over it.
+func makeDirs(cfg *config.Config) error {
+	sqlite := cfg.Store.Type == "sqlite"
+	if cfg.Server.TokenKey == "" || (sqlite && cfg.Store.SQLite.Path == "") {
+		if err := setting.MakeDir("server.data_dir", cfg.Server.DataDir); err != nil {
+			return err
 		}
 	}
+	if sqlite && cfg.Store.SQLite.Path != "" {
+		return setting.MakeDir("store.sqlite.path", filepath.Dir(cfg.Store.SQLite.Path))
+	}
+	return nil
 }
 
-// logCalls logs every unary call at debug level, and failures that are the
-// server's fault at warn.
-func logCalls(log *slog.Logger) connect.UnaryInterceptorFunc {
-	return func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			start := time.Now()
-			resp, err := next(ctx, req)
-			code := "ok"
-			if err != nil {
-				code = connect.CodeOf(err).String()
-			}
-			log.DebugContext(ctx, "call", "procedure", req.Spec().Procedure, "code", code, "duration", time.Since(start), "peer", req.Peer().Addr)
-			return resp, err
-		}
+// signer returns the task token signer: the configured key, or the one
+// generated into the data directory.
+func signer(cfg *config.Config) (*token.Signer, error) {
+	var (
+		key []byte
+		err error
+	)
+	if cfg.Server.TokenKey != "" {
+		key, err = cfg.TokenKey()
+	} else {
+		key, err = token.LoadOrCreateKey(filepath.Join(cfg.Server.DataDir, "token.key"))
 	}
+	if err != nil {
+		return nil, err
+	}
+	return token.NewSigner(key)
 }

@@ -12,44 +12,74 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/wire"
+	"github.com/spool-run/spool/spooltest"
 )
 
-// testConfig is a server on a free loopback port with its own data dir and
-// a one-second heartbeat, so leases can be two seconds long.
-func testConfig(t testing.TB) *config.Config {
-	cfg := config.Default()
-	cfg.Server.Addr = "127.0.0.1:0"
-	cfg.Server.DataDir = t.TempDir()
-	cfg.Server.ShutdownGraceSeconds = 5
-	cfg.Execution.HeartbeatIntervalSeconds = 1
-	cfg.Jobs.VisibilityTimeoutSeconds = 2
-	return cfg
+// testConfig gives a server a one-second heartbeat, so leases can be two
+// seconds long.
+func testConfig(c *config.Config) {
+	c.Server.ShutdownGraceSeconds = 5
+	c.Execution.HeartbeatIntervalSeconds = 1
+	c.Jobs.VisibilityTimeoutSeconds = 2
 }
 
-func start(t testing.TB, cfg *config.Config) *server.Running {
+func start(t testing.TB, tweaks ...func(*config.Config)) *spooltest.Server {
 	t.Helper()
-	r, err := server.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	opts := []spooltest.Option{spooltest.WithConfig(testConfig)}
+	for _, f := range tweaks {
+		opts = append(opts, spooltest.WithConfig(f))
+	}
+	return spooltest.NewServer(t, opts...)
+}
+
+// api is the whole JobService as a worker sees it, with the client's
+// conveniences beside it: these tests speak the protocol itself.
+type api struct {
+	*client.Client
+	spoolv1connect.JobServiceClient
+}
+
+// newClient calls srv with its admin key, or with key when one is given.
+func newClient(t testing.TB, srv *spooltest.Server, key ...string) *api {
+	t.Helper()
+	k := srv.AdminKey
+	if len(key) > 0 {
+		k = key[0]
+	}
+	c, err := client.New(srv.URL, client.WithAPIKey(k))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Stop() })
-	return r
-}
-
-func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
-	t.Helper()
-	c, err := client.New(url, opts...)
+	rpc, err := wire.Dial(srv.URL, wire.Options{APIKey: k})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return &api{Client: c, JobServiceClient: rpc}
+}
+
+// withKey sends an API key with every request.
+type withKey struct {
+	base http.RoundTripper // nil: http.DefaultTransport
+	key  string
+}
+
+func (k withKey) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+k.key)
+	if k.base == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return k.base.RoundTrip(r)
 }
 
 func wantCode(t *testing.T, err error, code connect.Code, what string) {
@@ -59,7 +89,7 @@ func wantCode(t *testing.T, err error, code connect.Code, what string) {
 	}
 }
 
-func submit(t *testing.T, c *client.Client, argv ...string) *spoolv1.Job {
+func submit(t *testing.T, c *api, argv ...string) *spoolv1.Job {
 	t.Helper()
 	j, _, err := c.Submit(context.Background(), client.Submission{Argv: argv})
 	if err != nil {
@@ -68,7 +98,7 @@ func submit(t *testing.T, c *client.Client, argv ...string) *spoolv1.Job {
 	return j
 }
 
-func dequeue(t *testing.T, c *client.Client, vis int32) *spoolv1.JobLease {
+func dequeue(t *testing.T, c *api, vis int32) *spoolv1.JobLease {
 	t.Helper()
 	resp, err := c.DequeueJobs(context.Background(), connect.NewRequest(&spoolv1.DequeueJobsRequest{MaxJobs: 1, WaitSeconds: 5, VisibilityTimeoutSeconds: vis, WorkerId: "test"}))
 	if err != nil {
@@ -82,11 +112,14 @@ func dequeue(t *testing.T, c *client.Client, vis int32) *spoolv1.JobLease {
 
 // TestProtocols: one handler speaks Connect JSON (curl), gRPC and gRPC-Web.
 func TestProtocols(t *testing.T) {
-	r := start(t, testConfig(t))
+	r := start(t)
 
 	// The README's curl example, as raw JSON over HTTP.
 	body := `{"queue":"default","params":{"argv":["echo","hello"]},"requestId":"readme-1"}`
-	resp, err := http.Post(r.URL+"/spool.v1.JobService/EnqueueJob", "application/json", strings.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, r.URL+"/spool.v1.JobService/EnqueueJob", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.AdminKey)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +142,7 @@ func TestProtocols(t *testing.T) {
 			p.SetUnencryptedHTTP2(true)
 			hc = &http.Client{Transport: &http.Transport{Protocols: p}}
 		}
+		hc = &http.Client{Transport: withKey{hc.Transport, r.AdminKey}}
 		api := spoolv1connect.NewJobServiceClient(hc, r.URL, opts...)
 		got, err := api.GetJob(context.Background(), connect.NewRequest(&spoolv1.GetJobRequest{JobId: out.Job.JobID}))
 		if err != nil || got.Msg.GetJob().GetParams().GetArgv()[1] != "hello" {
@@ -127,8 +161,8 @@ func TestProtocols(t *testing.T) {
 // TestJobLifecycle: enqueue, lease, heartbeat, publish, follow, complete,
 // through the API.
 func TestJobLifecycle(t *testing.T) {
-	r := start(t, testConfig(t))
-	c := newClient(t, r.URL)
+	r := start(t)
+	c := newClient(t, r)
 	ctx := context.Background()
 	job := submit(t, c, "echo", "hi")
 	if job.GetExecutionConfig().GetBatching().GetMaxBatchSize() != 50 {
@@ -179,10 +213,9 @@ func TestJobLifecycle(t *testing.T) {
 	now := timestamppb.Now()
 	evs := []*spoolv1.JobEvent{
 		{Sequence: 1, Timestamp: now, EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_START, EventData: &spoolv1.JobEvent_ProcessStart{ProcessStart: &spoolv1.ProcessStartEvent{Pid: 1}}},
-		{Sequence: 2, Timestamp: now, EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH, EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: &spoolv1.OutputBatchEvent{
-			StartSequence: 2, EndSequence: 3, Outputs: []*spoolv1.OutputItem{
-				{Output: []byte("hi"), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT},
-				{Output: []byte("there"), Stream: spoolv1.StreamType_STREAM_TYPE_STDERR}}}}},
+		events.Batch{Sequence: 2, Untimed: true, Lines: []events.Line{
+			{Data: []byte("hi"), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT, Time: now.AsTime()},
+			{Data: []byte("there"), Stream: spoolv1.StreamType_STREAM_TYPE_STDERR, Time: now.AsTime()}}}.Event(),
 		{Sequence: 4, Timestamp: now, EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_END, EventData: &spoolv1.JobEvent_ProcessEnd{ProcessEnd: &spoolv1.ProcessEndEvent{}}},
 	}
 	pub, err := c.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: lease.GetTaskToken(), Events: evs}))
@@ -217,9 +250,8 @@ func TestJobLifecycle(t *testing.T) {
 // TestTokensAreFenced: forged, foreign and tampered tokens are
 // InvalidArgument; an old attempt's real token is FailedPrecondition.
 func TestTokensAreFenced(t *testing.T) {
-	cfg := testConfig(t)
-	r := start(t, cfg)
-	c := newClient(t, r.URL)
+	r := start(t)
+	c := newClient(t, r)
 	ctx := context.Background()
 	submit(t, c, "true")
 	l1 := dequeue(t, c, 2)
@@ -253,8 +285,8 @@ func TestTokensAreFenced(t *testing.T) {
 
 // TestTokenFromAnotherServer: a token signed with another key is refused.
 func TestTokenFromAnotherServer(t *testing.T) {
-	a, b := start(t, testConfig(t)), start(t, testConfig(t))
-	ca, cb := newClient(t, a.URL), newClient(t, b.URL)
+	a, b := start(t), start(t)
+	ca, cb := newClient(t, a), newClient(t, b)
 	submit(t, ca, "true")
 	l := dequeue(t, ca, 10)
 	_, err := cb.UpdateJobVisibility(context.Background(), connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{TaskToken: l.GetTaskToken()}))
@@ -265,8 +297,8 @@ func TestTokenFromAnotherServer(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	r := start(t, testConfig(t))
-	c := newClient(t, r.URL)
+	r := start(t)
+	c := newClient(t, r)
 	ctx := context.Background()
 	enq := func(req *spoolv1.EnqueueJobRequest) error {
 		_, err := c.EnqueueJob(ctx, connect.NewRequest(req))
@@ -277,15 +309,16 @@ func TestBadRequests(t *testing.T) {
 		err  error
 		want string
 	}{
-		"no params":      {enq(&spoolv1.EnqueueJobRequest{}), "say what to run"},
-		"argv and shell": {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Script: "b"}}), "exactly one"},
-		"empty program":  {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{""}}}), "argv[0]"},
-		"bad queue":      {enq(&spoolv1.EnqueueJobRequest{Queue: "no spaces", Params: argv}), "queue"},
-		"bad env":        {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Env: map[string]string{"A=B": "c"}}}), "environment variable"},
-		"NUL in arg":     {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a", "b\x00"}}}), "NUL"},
-		"attempts":       {enq(&spoolv1.EnqueueJobRequest{Params: argv, MaxAttempts: 1000}), "max_attempts"},
-		"ref alone":      {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Ref: "main"}}), "repository_url"},
-		"long request":   {enq(&spoolv1.EnqueueJobRequest{Params: argv, RequestId: strings.Repeat("x", 201)}), "request_id"},
+		"no params":        {enq(&spoolv1.EnqueueJobRequest{}), "say what to run"},
+		"argv and shell":   {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Script: "b"}}), "exactly one"},
+		"empty program":    {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{""}}}), "argv[0]"},
+		"bad queue":        {enq(&spoolv1.EnqueueJobRequest{Queue: "no spaces", Params: argv}), "queue"},
+		"bad env":          {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Env: map[string]string{"A=B": "c"}}}), "environment variable"},
+		"NUL in arg":       {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a", "b\x00"}}}), "NUL"},
+		"attempts":         {enq(&spoolv1.EnqueueJobRequest{Params: argv, MaxAttempts: 1000}), "max_attempts"},
+		"ref alone":        {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Ref: "main"}}), "repository_url"},
+		"negative timeout": {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Timeout: durationpb.New(-5 * time.Second)}}), "params.timeout"},
+		"long request":     {enq(&spoolv1.EnqueueJobRequest{Params: argv, RequestId: strings.Repeat("x", 201)}), "request_id"},
 	}
 	_, err := c.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{VisibilityTimeoutSeconds: 1}))
 	cases["lease shorter than heartbeat"] = struct {
@@ -330,10 +363,8 @@ func TestBadRequests(t *testing.T) {
 // TestShutdownEndsStreams: stopping the server ends a following stream with
 // Unavailable (the client resumes elsewhere) without waiting out the grace.
 func TestShutdownEndsStreams(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.Server.ShutdownGraceSeconds = 30
-	r := start(t, cfg)
-	c := newClient(t, r.URL)
+	r := start(t, func(c *config.Config) { c.Server.ShutdownGraceSeconds = 30 })
+	c := newClient(t, r)
 	j := submit(t, c, "sleep", "100")
 	s, err := c.StreamEvents(context.Background(), connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: j.GetJobId(), Follow: true}))
 	if err != nil {
@@ -347,9 +378,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}()
 	time.Sleep(200 * time.Millisecond)
 	begin := time.Now()
-	if err := r.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	r.Stop()
 	if took := time.Since(begin); took > 10*time.Second {
 		t.Fatalf("shutdown waited %v for an open stream", took)
 	}
@@ -363,29 +392,26 @@ func TestShutdownEndsStreams(t *testing.T) {
 
 // TestRestartKeepsJobs: the embedded store survives a server restart.
 func TestRestartKeepsJobs(t *testing.T) {
-	cfg := testConfig(t)
-	r := start(t, cfg)
-	c := newClient(t, r.URL)
+	r := start(t)
+	c := newClient(t, r)
 	j := submit(t, c, "echo", "persist")
-	if err := r.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	r2 := start(t, cfg)
-	got, err := newClient(t, r2.URL).Job(context.Background(), j.GetJobId())
+	r.Restart()
+	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
 	if err != nil || got.GetParams().GetArgv()[1] != "persist" {
 		t.Fatalf("after restart: %v %v", got, err)
 	}
 }
 
 func TestStartRefusals(t *testing.T) {
-	cfg := testConfig(t)
-	start(t, cfg)
-	second := *cfg
+	first := start(t)
+	second := *first.Config()
 	_, err := server.Start(context.Background(), &second, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "in use by another spool server") {
 		t.Fatalf("second server on one data dir: %v", err)
 	}
-	big := testConfig(t)
+	big := config.Default()
+	testConfig(big)
+	big.Server.Addr, big.Server.DataDir = "127.0.0.1:0", t.TempDir()
 	big.Execution.Batching.MaxBatchBytes = 32 << 20
 	_, err = server.Start(context.Background(), big, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "max_batch_bytes") || !strings.Contains(err.Error(), "or less") {
@@ -397,18 +423,15 @@ func TestStartRefusals(t *testing.T) {
 // a server coming back gives running jobs a lease length to reconnect
 // instead of re-queueing them on its first sweep.
 func TestRestartGracesRunningLeases(t *testing.T) {
-	cfg := testConfig(t)
-	r := start(t, cfg)
-	c := newClient(t, r.URL)
+	r := start(t)
+	c := newClient(t, r)
 	j := submit(t, c, "sleep", "60")
 	dequeue(t, c, 2)
-	if err := r.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	r.Stop()
 	time.Sleep(2500 * time.Millisecond) // the lease has run out meanwhile
-	r2 := start(t, cfg)
+	r.Restart()
 	time.Sleep(2 * time.Second) // more than one reaper sweep
-	got, err := newClient(t, r2.URL).Job(context.Background(), j.GetJobId())
+	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,15 +458,19 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // TestZstdRequests: a client asking for compressed requests sends zstd,
 // and the server reads it.
 func TestZstdRequests(t *testing.T) {
-	r := start(t, testConfig(t))
+	r := start(t)
 	rec := &recorder{}
-	c := newClient(t, r.URL, client.WithCompressedRequests(), client.WithHTTPClient(&http.Client{Transport: rec}))
-	script := strings.Repeat("echo 'the same line of output, again and again'\n", 400)
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: script})
+	c, err := wire.Dial(r.URL, wire.Options{Compress: true, APIKey: r.AdminKey, HTTPClient: &http.Client{Transport: rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := newClient(t, r.URL).Job(context.Background(), j.GetJobId())
+	script := strings.Repeat("echo 'the same line of output, again and again'\n", 400)
+	resp, err := c.EnqueueJob(context.Background(), connect.NewRequest(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Script: script}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := resp.Msg.GetJob()
+	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
 	if err != nil || got.GetParams().GetScript() != script {
 		t.Fatalf("the server did not read the compressed request back whole: %v", err)
 	}
@@ -457,14 +484,14 @@ func TestZstdRequests(t *testing.T) {
 // TestMetrics: /metrics reports job and RPC figures in the Prometheus text
 // format.
 func TestMetrics(t *testing.T) {
-	r := start(t, testConfig(t))
-	c := newClient(t, r.URL)
+	r := start(t)
+	c := newClient(t, r)
 	submit(t, c, "true")
 	l := dequeue(t, c, 10)
 	if _, err := c.CompleteJob(context.Background(), connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 1}})); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(r.URL + "/metrics")
+	resp, err := (&http.Client{Transport: withKey{nil, r.AdminKey}}).Get(r.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,14 @@
-// Package store defines JobStore, the queue + job records + event log that
-// every spool backend implements, and the semantics they share. A backend
-// proves it keeps them by passing the conformance suite in storetest.
+// Package store is the seam between spool's service core and its storage:
+// JobStore, the queue + job records + event log that every backend
+// implements, the types it speaks in, and the semantics every backend keeps.
+//
+// Around it, by role:
+//
+//   - store/storekit: the rules and helpers backends share (appends,
+//     cursors, life-cycle rules, the live Feed);
+//   - store/backends: the implementations (memstore, sqlitestore,
+//     awsstore) and Open, which picks one from the configuration;
+//   - store/conformance: the suite every backend must pass.
 //
 // Jobs and events are the API's protobuf messages. Messages a store returns
 // may be shared with other readers (the live feed hands the same event to
@@ -12,7 +20,9 @@ import (
 	"iter"
 	"time"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
 )
 
 // JobStore is spool's storage: a queue of jobs, the jobs' records and each
@@ -24,31 +34,45 @@ type JobStore interface {
 	// Get returns a job, or ErrNotFound.
 	Get(ctx context.Context, jobID string) (*spoolv1.Job, error)
 	// List returns jobs newest first and the cursor of the next page ("" when
-	// there is none). A malformed cursor is ErrInvalid.
+	// there is none). A page may hold fewer jobs than the limit, even none,
+	// and still have a next page: a backend may bound the work of one call,
+	// and a filter that few jobs match then takes several calls. A malformed
+	// cursor is spool.ErrInvalidArgument.
 	List(ctx context.Context, f ListFilter) (jobs []*spoolv1.Job, next string, err error)
 	// Cancel cancels a queued job at once and marks a running one
-	// (cancel_requested); a finished job is returned unchanged.
+	// (cancel_requested, with the reason kept for its result); a finished
+	// job is returned unchanged.
 	Cancel(ctx context.Context, jobID, reason string) (*spoolv1.Job, error)
+	// AddNote adds a note to a job's notes (storekit.AddNote), whatever its
+	// state.
+	AddNote(ctx context.Context, jobID, note string) (*spoolv1.Job, error)
 
 	// Dequeue leases up to r.Max ready jobs of r.Queue, oldest first, waiting
-	// up to r.Wait for one. A job is ready when queued, or running with an
-	// expired lease and attempts left. Each lease starts a new attempt.
+	// up to r.Wait for one. A job is ready when queued and past its run_after
+	// (storekit.Ready), or running with an expired lease that
+	// storekit.Expired queues again. Each lease starts a new attempt.
 	Dequeue(ctx context.Context, r DequeueRequest) ([]Lease, error)
-	// Heartbeat extends a lease to now+visibility and reports whether the
-	// job was cancelled. A lease that is no longer the job's current one is
-	// ErrStaleLease.
-	Heartbeat(ctx context.Context, l LeaseRef, visibility time.Duration) (expires time.Time, cancelRequested bool, err error)
-	// Complete records the attempt's result and makes the job final. Repeating
-	// it for the same attempt returns the job unchanged; any other attempt is
-	// ErrStaleLease.
+	// Heartbeat extends a lease to now+d and reports whether the job was
+	// cancelled. A lease that is no longer the job's current one is
+	// spool.ErrStaleLease.
+	Heartbeat(ctx context.Context, l LeaseRef, d time.Duration) (expires time.Time, cancelRequested bool, err error)
+	// Complete records the attempt's result as storekit.Completed decides:
+	// the job is final, or queued again for a retry. Repeating it for the
+	// same attempt returns the job unchanged; any other attempt is
+	// spool.ErrStaleLease.
 	Complete(ctx context.Context, l LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error)
-	// ExpireLeases fails the running jobs whose lease ran out with no attempts
-	// left, and cancels those whose cancellation was pending, so they show as
-	// final without waiting for a worker to poll. It returns how many changed.
+	// Release ends a current lease early as storekit.Released decides: the
+	// job is queued again at once (or cancelled or failed).
+	Release(ctx context.Context, l LeaseRef, countAttempt bool, reason string) (*spoolv1.Job, error)
+	// ExpireLeases settles the running jobs whose lease ran out
+	// (storekit.Expired: queued again, failed, or cancelled), so they show
+	// as such without waiting for a worker to poll. It returns how many
+	// changed.
 	ExpireLeases(ctx context.Context) (int, error)
 
-	// Append adds events to a job's log under a lease: see PlanAppend for the
-	// rules, which every store applies atomically with the lease check.
+	// Append adds events to a job's log under a lease: see
+	// storekit.PlanAppend for the rules, which every store applies
+	// atomically with storekit.CheckAppend.
 	Append(ctx context.Context, l LeaseRef, evs []*spoolv1.JobEvent) (Head, error)
 	// Read yields the stored items of a job's log in sequence order, starting
 	// with the item that contains r.FromSequence (or, with r.FromLine, the
@@ -58,13 +82,42 @@ type JobStore interface {
 	Read(ctx context.Context, r ReadRequest) iter.Seq2[*spoolv1.JobEvent, error]
 	// Watch returns a channel closed at the next change to the job's log or
 	// state after the call. Callers take it before reading, so a change
-	// between the read and the wait is never missed.
-	Watch(jobID string) <-chan struct{}
+	// between the read and the wait is never missed. The watch lasts until
+	// ctx ends, and the store keeps nothing for it after that: scope ctx to
+	// the one wait.
+	Watch(ctx context.Context, jobID string) <-chan struct{}
 
 	// Limits says what the backend can store.
 	Limits() Limits
 	// Close releases the store's resources.
 	Close() error
+
+	KeyStore
+}
+
+// KeyStore keeps the API keys. Only a hash of each key's secret is stored;
+// the service core checks every call's key against it, with no cache, so a
+// revoked key stops working at once on every server sharing the store.
+type KeyStore interface {
+	// CreateKey stores a new key. A name in use is spool.ErrAlreadyExists.
+	CreateKey(ctx context.Context, k KeyRecord) error
+	// KeyByHash returns the key whose secret hashes to hash, revoked or not,
+	// or spool.ErrNotFound.
+	KeyByHash(ctx context.Context, hash string) (KeyRecord, error)
+	// ListKeys returns every key, oldest first.
+	ListKeys(ctx context.Context) ([]*spoolv1.Key, error)
+	// RevokeKey marks the named key revoked at at (a key revoked before
+	// keeps its first time), or spool.ErrNotFound.
+	RevokeKey(ctx context.Context, name string, at time.Time) (*spoolv1.Key, error)
+	// TouchKey records that the key with this hash was used at at.
+	TouchKey(ctx context.Context, hash string, at time.Time) error
+}
+
+// KeyRecord is an API key as stored: its public part and the hash of its
+// secret.
+type KeyRecord struct {
+	Key  *spoolv1.Key
+	Hash string
 }
 
 // DefaultQueue is the queue used when a request names none.
@@ -77,6 +130,7 @@ type NewJob struct {
 	Params      *spoolv1.JobParams
 	Execution   *spoolv1.ExecutionConfig
 	MaxAttempts int32
+	Retries     int32
 }
 
 // ListFilter selects and pages jobs for List.
@@ -89,11 +143,14 @@ type ListFilter struct {
 
 // DequeueRequest asks for leases.
 type DequeueRequest struct {
-	Queue      string
-	Max        int
-	Visibility time.Duration
-	Wait       time.Duration
-	WorkerID   string
+	Queue string
+	Max   int
+	// LeaseDuration is how long each lease lasts unless a heartbeat extends
+	// it (SQS calls it the visibility timeout).
+	LeaseDuration time.Duration
+	// Wait is how long to wait for a job when none is ready.
+	Wait     time.Duration
+	WorkerID string
 }
 
 // LeaseRef names one attempt's hold on a job: what a task token carries.
@@ -146,19 +203,28 @@ type ReadStats struct {
 	ItemsRead int
 }
 
+// Check refuses a NewJob a store cannot create. The service fills defaults
+// and validates user input before; this guards the store's own invariants.
+func (nj NewJob) Check() error {
+	switch {
+	case nj.Queue == "":
+		return apierr.Errorf(spool.ErrInvalidArgument, "job has no queue")
+	case nj.Params == nil:
+		return apierr.Errorf(spool.ErrInvalidArgument, "job has no params")
+	case nj.Execution.GetBatching() == nil:
+		return apierr.Errorf(spool.ErrInvalidArgument, "job has no execution config")
+	case nj.MaxAttempts < 1:
+		return apierr.Errorf(spool.ErrInvalidArgument, "max_attempts must be at least 1, got %d", nj.MaxAttempts)
+	case nj.Retries < 0:
+		return apierr.Errorf(spool.ErrInvalidArgument, "retries must not be negative, got %d", nj.Retries)
+	}
+	return nil
+}
+
 // Limits says what a backend can hold in one stored item.
 type Limits struct {
 	// MaxItemBytes is the largest encoded event item the backend stores.
 	MaxItemBytes int
-}
-
-// IsFinal reports whether a job in this state is finished for good.
-func IsFinal(s spoolv1.JobState) bool {
-	switch s {
-	case spoolv1.JobState_JOB_STATE_SUCCEEDED, spoolv1.JobState_JOB_STATE_FAILED, spoolv1.JobState_JOB_STATE_CANCELLED:
-		return true
-	}
-	return false
 }
 
 // LeaseGracer is implemented by stores whose leases only run while a spool

@@ -30,3 +30,27 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerifySession: the same for session tokens; a task token is never
+// taken for a session.
+func FuzzVerifySession(f *testing.F) {
+	s, _ := NewSigner([]byte(keyA))
+	f.Add(s.SignSession(Session{KeyHash: "abc", Expires: 1}))
+	f.Add(s.Sign(Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"}))
+	f.Add("ss1.e30.AAAA")
+	f.Fuzz(func(t *testing.T, tok string) {
+		ss, err := s.VerifySession(tok)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrSignature) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if ss.KeyHash == "" || ss.Expires == 0 {
+			t.Fatalf("accepted an incomplete session %+v", ss)
+		}
+		if again, err := s.VerifySession(s.SignSession(ss)); err != nil || again != ss {
+			t.Fatalf("accepted session does not round-trip: %+v %v", again, err)
+		}
+	})
+}

@@ -1,11 +1,16 @@
-// Package token signs and verifies task tokens: what a worker shows to act
-// on a job it leased. A token names the job, its queue, the attempt and the
-// backend's lease handle, and is signed with HMAC-SHA256, so any replica
-// holding the key can check it without shared state, and a worker cannot
-// forge a token for another job or attempt.
+// Package token signs and verifies the server's tokens with HMAC-SHA256, so
+// any replica holding the key checks them without shared state:
 //
-// Format: "st1." + base64url(JSON claims) + "." + base64url(HMAC of the
-// first two parts). The signature is checked before the claims are parsed.
+//   - task tokens, what a worker shows to act on a job it leased: they name
+//     the job, its queue, the attempt and the backend's lease handle, so a
+//     worker cannot forge one for another job or attempt;
+//   - session tokens, the web UI's login cookie: they name the API key the
+//     person logged in with (by its hash) and when the login ends.
+//
+// Format: a prefix naming the kind ("st1." or "ss1.") + base64url(JSON
+// claims) + "." + base64url(HMAC of the first two parts). The prefix is
+// signed too, so one kind never passes for the other, and the signature is
+// checked before the claims are parsed.
 package token
 
 import (
@@ -30,7 +35,10 @@ const KeySize = 32
 // leaves room while refusing absurd input before any work.
 const MaxLen = 4096
 
-const prefix = "st1."
+const (
+	prefix        = "st1."
+	sessionPrefix = "ss1."
+)
 
 var (
 	// ErrMalformed: not a spool task token at all.
@@ -61,48 +69,84 @@ func NewSigner(key []byte) (*Signer, error) {
 	return &Signer{key: bytes.Clone(key)}, nil
 }
 
-// Sign returns the token for c.
-func (s *Signer) Sign(c Claims) string {
-	body, _ := json.Marshal(c) // a struct of strings and ints always marshals
-	payload := prefix + base64.RawURLEncoding.EncodeToString(body)
-	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
-}
+// Sign returns the task token for c.
+func (s *Signer) Sign(c Claims) string { return s.sign(prefix, c) }
 
-// Verify checks a token's signature and returns its claims. Errors wrap
-// ErrMalformed or ErrSignature.
+// Verify checks a task token's signature and returns its claims. Errors
+// wrap ErrMalformed or ErrSignature.
 func (s *Signer) Verify(tok string) (Claims, error) {
-	if len(tok) > MaxLen {
-		return Claims{}, fmt.Errorf("%w: %d bytes is longer than %d", ErrMalformed, len(tok), MaxLen)
-	}
-	if !strings.HasPrefix(tok, prefix) {
-		return Claims{}, fmt.Errorf("%w: does not start with %q", ErrMalformed, prefix)
-	}
-	dot := strings.LastIndexByte(tok, '.')
-	if dot < len(prefix) {
-		return Claims{}, fmt.Errorf("%w: no signature", ErrMalformed)
-	}
-	payload, sig64 := tok[:dot], tok[dot+1:]
-	sig, err := base64.RawURLEncoding.DecodeString(sig64)
-	if err != nil {
-		return Claims{}, fmt.Errorf("%w: signature is not base64url", ErrMalformed)
-	}
-	if !hmac.Equal(sig, s.mac(payload)) {
-		return Claims{}, ErrSignature
-	}
-	body, err := base64.RawURLEncoding.DecodeString(payload[len(prefix):])
-	if err != nil {
-		return Claims{}, fmt.Errorf("%w: claims are not base64url", ErrMalformed)
-	}
 	var c Claims
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return Claims{}, fmt.Errorf("%w: claims: %v", ErrMalformed, err)
+	if err := s.verify(prefix, tok, &c); err != nil {
+		return Claims{}, err
 	}
 	if c.JobID == "" || c.Attempt < 1 || c.LeaseID == "" {
 		return Claims{}, fmt.Errorf("%w: claims lack a job, attempt or lease", ErrMalformed)
 	}
 	return c, nil
+}
+
+// Session is what a web UI login cookie asserts.
+type Session struct {
+	// KeyHash is the hash of the API key the person logged in with: the
+	// server checks, at every request, that the key is still valid.
+	KeyHash string `json:"k"`
+	// Expires is when the login ends, Unix seconds.
+	Expires int64 `json:"e"`
+}
+
+// SignSession returns the session token for ss.
+func (s *Signer) SignSession(ss Session) string { return s.sign(sessionPrefix, ss) }
+
+// VerifySession checks a session token's signature and returns what it
+// asserts (its expiry is the caller's to check). Errors wrap ErrMalformed
+// or ErrSignature.
+func (s *Signer) VerifySession(tok string) (Session, error) {
+	var ss Session
+	if err := s.verify(sessionPrefix, tok, &ss); err != nil {
+		return Session{}, err
+	}
+	if ss.KeyHash == "" || ss.Expires == 0 {
+		return Session{}, fmt.Errorf("%w: session lacks a key or an expiry", ErrMalformed)
+	}
+	return ss, nil
+}
+
+func (s *Signer) sign(kind string, claims any) string {
+	body, _ := json.Marshal(claims) // structs of strings and ints always marshal
+	payload := kind + base64.RawURLEncoding.EncodeToString(body)
+	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
+}
+
+// verify checks a token of kind and decodes its claims into v.
+func (s *Signer) verify(kind, tok string, v any) error {
+	if len(tok) > MaxLen {
+		return fmt.Errorf("%w: %d bytes is longer than %d", ErrMalformed, len(tok), MaxLen)
+	}
+	if !strings.HasPrefix(tok, kind) {
+		return fmt.Errorf("%w: does not start with %q", ErrMalformed, kind)
+	}
+	dot := strings.LastIndexByte(tok, '.')
+	if dot < len(kind) {
+		return fmt.Errorf("%w: no signature", ErrMalformed)
+	}
+	payload, sig64 := tok[:dot], tok[dot+1:]
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if err != nil {
+		return fmt.Errorf("%w: signature is not base64url", ErrMalformed)
+	}
+	if !hmac.Equal(sig, s.mac(payload)) {
+		return ErrSignature
+	}
+	body, err := base64.RawURLEncoding.DecodeString(payload[len(kind):])
+	if err != nil {
+		return fmt.Errorf("%w: claims are not base64url", ErrMalformed)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: claims: %v", ErrMalformed, err)
+	}
+	return nil
 }
 
 func (s *Signer) mac(payload string) []byte {

@@ -108,3 +108,27 @@ func TestLoadOrCreateKey(t *testing.T) {
 		t.Fatalf("a truncated key file: err %v", err)
 	}
 }
+
+// TestTokenKindsDoNotMix: a task token is not a session and a session is
+// not a task token, though one key signs both.
+func TestTokenKindsDoNotMix(t *testing.T) {
+	s, err := NewSigner([]byte(keyA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := s.Sign(Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"})
+	sess := s.SignSession(Session{KeyHash: "h", Expires: 42})
+	if _, err := s.VerifySession(task); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a task token passed as a session: %v", err)
+	}
+	if _, err := s.Verify(sess); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a session passed as a task token: %v", err)
+	}
+	// Re-prefixing does not help: the prefix is signed.
+	if _, err := s.VerifySession("ss1." + strings.TrimPrefix(task, "st1.")); !errors.Is(err, ErrSignature) && !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a re-prefixed task token passed as a session: %v", err)
+	}
+	if got, err := s.VerifySession(sess); err != nil || got != (Session{KeyHash: "h", Expires: 42}) {
+		t.Fatalf("session round trip: %+v %v", got, err)
+	}
+}

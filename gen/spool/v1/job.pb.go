@@ -428,7 +428,23 @@ type Job struct {
 	// Sequence of the last stored event (0 when none).
 	LastSequence int64 `protobuf:"varint,14,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	// Output lines stored so far.
-	LineCount     int64 `protobuf:"varint,15,opt,name=line_count,json=lineCount,proto3" json:"line_count,omitempty"`
+	LineCount int64 `protobuf:"varint,15,opt,name=line_count,json=lineCount,proto3" json:"line_count,omitempty"`
+	// Times a failing command (non-zero exit, timeout, could not start) may be
+	// run again. Lost leases do not count against it: they count against
+	// max_attempts.
+	Retries int32 `protobuf:"varint,16,opt,name=retries,proto3" json:"retries,omitempty"`
+	// Attempts whose command failed and that were retried.
+	RetriedAttempts int32 `protobuf:"varint,17,opt,name=retried_attempts,json=retriedAttempts,proto3" json:"retried_attempts,omitempty"`
+	// Attempts handed back by a worker that was stopping (ReleaseJob): they
+	// count neither against max_attempts nor against retries.
+	ReleasedAttempts int32 `protobuf:"varint,18,opt,name=released_attempts,json=releasedAttempts,proto3" json:"released_attempts,omitempty"`
+	// While QUEUED after a retried failure: not leased before this time.
+	RunAfter *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=run_after,json=runAfter,proto3" json:"run_after,omitempty"`
+	// Why CancelJob was called; the result of a cancelled running job says it.
+	CancelReason string `protobuf:"bytes,20,opt,name=cancel_reason,json=cancelReason,proto3" json:"cancel_reason,omitempty"`
+	// What is worth knowing about the job that its log does not say (retries,
+	// output a worker could not deliver), oldest first.
+	Notes         []string `protobuf:"bytes,21,rep,name=notes,proto3" json:"notes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -568,6 +584,48 @@ func (x *Job) GetLineCount() int64 {
 	return 0
 }
 
+func (x *Job) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *Job) GetRetriedAttempts() int32 {
+	if x != nil {
+		return x.RetriedAttempts
+	}
+	return 0
+}
+
+func (x *Job) GetReleasedAttempts() int32 {
+	if x != nil {
+		return x.ReleasedAttempts
+	}
+	return 0
+}
+
+func (x *Job) GetRunAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RunAfter
+	}
+	return nil
+}
+
+func (x *Job) GetCancelReason() string {
+	if x != nil {
+		return x.CancelReason
+	}
+	return ""
+}
+
+func (x *Job) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
 var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
@@ -600,7 +658,7 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"started_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\x83\x05\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xe9\x06\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12(\n" +
@@ -621,7 +679,13 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\x10lease_expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12#\n" +
 	"\rlast_sequence\x18\x0e \x01(\x03R\flastSequence\x12\x1d\n" +
 	"\n" +
-	"line_count\x18\x0f \x01(\x03R\tlineCount*\x9a\x01\n" +
+	"line_count\x18\x0f \x01(\x03R\tlineCount\x12\x18\n" +
+	"\aretries\x18\x10 \x01(\x05R\aretries\x12)\n" +
+	"\x10retried_attempts\x18\x11 \x01(\x05R\x0fretriedAttempts\x12+\n" +
+	"\x11released_attempts\x18\x12 \x01(\x05R\x10releasedAttempts\x127\n" +
+	"\trun_after\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\brunAfter\x12#\n" +
+	"\rcancel_reason\x18\x14 \x01(\tR\fcancelReason\x12\x14\n" +
+	"\x05notes\x18\x15 \x03(\tR\x05notes*\x9a\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n" +
@@ -668,11 +732,12 @@ var file_spool_v1_job_proto_depIdxs = []int32{
 	3,  // 9: spool.v1.Job.execution_config:type_name -> spool.v1.ExecutionConfig
 	4,  // 10: spool.v1.Job.result:type_name -> spool.v1.JobResult
 	8,  // 11: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	8,  // 12: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_job_proto_init() }

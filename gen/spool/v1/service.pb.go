@@ -31,8 +31,11 @@ type EnqueueJobRequest struct {
 	// Idempotency key: every call with the same request_id returns the job the
 	// first one created. At most 200 characters.
 	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// Leases the job may be given before it is failed (0: the server's default).
-	MaxAttempts   int32 `protobuf:"varint,4,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	// Leases the job may be given before it is failed when its workers keep
+	// vanishing (0: the server's default).
+	MaxAttempts int32 `protobuf:"varint,4,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	// Times a failing command is run again, with exponential backoff (0: never).
+	Retries       int32 `protobuf:"varint,5,opt,name=retries,proto3" json:"retries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -95,10 +98,19 @@ func (x *EnqueueJobRequest) GetMaxAttempts() int32 {
 	return 0
 }
 
+func (x *EnqueueJobRequest) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
 type EnqueueJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Job   *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
-	// The request_id had been seen before: job is the one created then.
+	// The request_id had been seen before, with the same request: job is the
+	// one created then. (The same request_id with a different request is
+	// refused with AlreadyExists.)
 	Deduplicated  bool `protobuf:"varint,2,opt,name=deduplicated,proto3" json:"deduplicated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -310,7 +322,10 @@ func (x *ListJobsRequest) GetCursor() string {
 
 type ListJobsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Jobs  []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// At most page_size jobs. A page may hold fewer, even none, and still
+	// have a next_cursor: the server bounds the work of one call, so a
+	// filter that few jobs match may take several pages.
+	Jobs []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	// Pass as cursor to get the next page; empty when there are no more jobs.
 	NextCursor    string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -554,8 +569,12 @@ type JobLease struct {
 	// The line number the attempt's first output line will get.
 	NextLine       int64                  `protobuf:"varint,4,opt,name=next_line,json=nextLine,proto3" json:"next_line,omitempty"`
 	LeaseExpiresAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=lease_expires_at,json=leaseExpiresAt,proto3" json:"lease_expires_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How often to call UpdateJobVisibility: the server derives it from the
+	// lease length, so a changed configuration never lets a healthy lease run
+	// out between two heartbeats.
+	HeartbeatIntervalSeconds int32 `protobuf:"varint,6,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3" json:"heartbeat_interval_seconds,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *JobLease) Reset() {
@@ -623,6 +642,13 @@ func (x *JobLease) GetLeaseExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *JobLease) GetHeartbeatIntervalSeconds() int32 {
+	if x != nil {
+		return x.HeartbeatIntervalSeconds
+	}
+	return 0
+}
+
 type DequeueJobsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Leases        []*JobLease            `protobuf:"bytes,1,rep,name=leases,proto3" json:"leases,omitempty"`
@@ -672,8 +698,15 @@ type UpdateJobVisibilityRequest struct {
 	TaskToken string                 `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
 	// New lease length from now (0: the server's default).
 	VisibilityTimeoutSeconds int32 `protobuf:"varint,2,opt,name=visibility_timeout_seconds,json=visibilityTimeoutSeconds,proto3" json:"visibility_timeout_seconds,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// After extending the lease, wait up to this long (capped at the
+	// heartbeat interval) and answer as soon as the job is cancelled or its
+	// watched state differs from `watched`: a worker that keeps one such call
+	// open learns of a cancel within moments, without heartbeating more often.
+	WaitSeconds int32 `protobuf:"varint,3,opt,name=wait_seconds,json=waitSeconds,proto3" json:"wait_seconds,omitempty"`
+	// Whether the worker currently believes the job is watched.
+	Watched       bool `protobuf:"varint,4,opt,name=watched,proto3" json:"watched,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateJobVisibilityRequest) Reset() {
@@ -720,15 +753,31 @@ func (x *UpdateJobVisibilityRequest) GetVisibilityTimeoutSeconds() int32 {
 	return 0
 }
 
+func (x *UpdateJobVisibilityRequest) GetWaitSeconds() int32 {
+	if x != nil {
+		return x.WaitSeconds
+	}
+	return 0
+}
+
+func (x *UpdateJobVisibilityRequest) GetWatched() bool {
+	if x != nil {
+		return x.Watched
+	}
+	return false
+}
+
 type UpdateJobVisibilityResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	LeaseExpiresAt *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=lease_expires_at,json=leaseExpiresAt,proto3" json:"lease_expires_at,omitempty"`
 	// The job was cancelled: stop the command and complete the job.
 	CancelRequested bool `protobuf:"varint,2,opt,name=cancel_requested,json=cancelRequested,proto3" json:"cancel_requested,omitempty"`
 	// Someone is following the job's output live: flush output promptly.
-	Watched       bool `protobuf:"varint,3,opt,name=watched,proto3" json:"watched,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Watched bool `protobuf:"varint,3,opt,name=watched,proto3" json:"watched,omitempty"`
+	// When to call again at the latest.
+	HeartbeatIntervalSeconds int32 `protobuf:"varint,4,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3" json:"heartbeat_interval_seconds,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *UpdateJobVisibilityResponse) Reset() {
@@ -780,6 +829,13 @@ func (x *UpdateJobVisibilityResponse) GetWatched() bool {
 		return x.Watched
 	}
 	return false
+}
+
+func (x *UpdateJobVisibilityResponse) GetHeartbeatIntervalSeconds() int32 {
+	if x != nil {
+		return x.HeartbeatIntervalSeconds
+	}
+	return 0
 }
 
 type CompleteJobRequest struct {
@@ -878,6 +934,229 @@ func (x *CompleteJobResponse) GetJob() *Job {
 	return nil
 }
 
+type ReleaseJobRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TaskToken string                 `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
+	// Why, for the job's notes (for example "the worker is shutting down").
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The attempt counts against max_attempts, as a lost lease does: set by a
+	// worker handing back a job whose command died with a previous worker.
+	// Unset, a released attempt counts against nothing.
+	CountAttempt  bool `protobuf:"varint,3,opt,name=count_attempt,json=countAttempt,proto3" json:"count_attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseJobRequest) Reset() {
+	*x = ReleaseJobRequest{}
+	mi := &file_spool_v1_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseJobRequest) ProtoMessage() {}
+
+func (x *ReleaseJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseJobRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseJobRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ReleaseJobRequest) GetTaskToken() string {
+	if x != nil {
+		return x.TaskToken
+	}
+	return ""
+}
+
+func (x *ReleaseJobRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ReleaseJobRequest) GetCountAttempt() bool {
+	if x != nil {
+		return x.CountAttempt
+	}
+	return false
+}
+
+type ReleaseJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseJobResponse) Reset() {
+	*x = ReleaseJobResponse{}
+	mi := &file_spool_v1_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseJobResponse) ProtoMessage() {}
+
+func (x *ReleaseJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseJobResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseJobResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ReleaseJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type ReportUndeliveredRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task token of the attempt whose output was lost.
+	TaskToken string `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
+	// Output lines and other events that could not be delivered.
+	Lines  int64 `protobuf:"varint,2,opt,name=lines,proto3" json:"lines,omitempty"`
+	Events int64 `protobuf:"varint,3,opt,name=events,proto3" json:"events,omitempty"`
+	// Where the worker kept them (host and file), for an operator.
+	KeptAt        string `protobuf:"bytes,4,opt,name=kept_at,json=keptAt,proto3" json:"kept_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportUndeliveredRequest) Reset() {
+	*x = ReportUndeliveredRequest{}
+	mi := &file_spool_v1_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportUndeliveredRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportUndeliveredRequest) ProtoMessage() {}
+
+func (x *ReportUndeliveredRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportUndeliveredRequest.ProtoReflect.Descriptor instead.
+func (*ReportUndeliveredRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ReportUndeliveredRequest) GetTaskToken() string {
+	if x != nil {
+		return x.TaskToken
+	}
+	return ""
+}
+
+func (x *ReportUndeliveredRequest) GetLines() int64 {
+	if x != nil {
+		return x.Lines
+	}
+	return 0
+}
+
+func (x *ReportUndeliveredRequest) GetEvents() int64 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
+func (x *ReportUndeliveredRequest) GetKeptAt() string {
+	if x != nil {
+		return x.KeptAt
+	}
+	return ""
+}
+
+type ReportUndeliveredResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportUndeliveredResponse) Reset() {
+	*x = ReportUndeliveredResponse{}
+	mi := &file_spool_v1_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportUndeliveredResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportUndeliveredResponse) ProtoMessage() {}
+
+func (x *ReportUndeliveredResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportUndeliveredResponse.ProtoReflect.Descriptor instead.
+func (*ReportUndeliveredResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ReportUndeliveredResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 type PublishEventsRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	TaskToken string                 `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
@@ -890,7 +1169,7 @@ type PublishEventsRequest struct {
 
 func (x *PublishEventsRequest) Reset() {
 	*x = PublishEventsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[15]
+	mi := &file_spool_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1181,7 @@ func (x *PublishEventsRequest) String() string {
 func (*PublishEventsRequest) ProtoMessage() {}
 
 func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[15]
+	mi := &file_spool_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1194,7 @@ func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEventsRequest.ProtoReflect.Descriptor instead.
 func (*PublishEventsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PublishEventsRequest) GetTaskToken() string {
@@ -946,7 +1225,7 @@ type PublishEventsResponse struct {
 
 func (x *PublishEventsResponse) Reset() {
 	*x = PublishEventsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[16]
+	mi := &file_spool_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1237,7 @@ func (x *PublishEventsResponse) String() string {
 func (*PublishEventsResponse) ProtoMessage() {}
 
 func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[16]
+	mi := &file_spool_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1250,7 @@ func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEventsResponse.ProtoReflect.Descriptor instead.
 func (*PublishEventsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PublishEventsResponse) GetLastSequence() int64 {
@@ -1018,7 +1297,7 @@ type StreamEventsRequest struct {
 
 func (x *StreamEventsRequest) Reset() {
 	*x = StreamEventsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[17]
+	mi := &file_spool_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1309,7 @@ func (x *StreamEventsRequest) String() string {
 func (*StreamEventsRequest) ProtoMessage() {}
 
 func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[17]
+	mi := &file_spool_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1322,7 @@ func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEventsRequest.ProtoReflect.Descriptor instead.
 func (*StreamEventsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StreamEventsRequest) GetJobId() string {
@@ -1108,7 +1387,7 @@ type StreamEventsResponse struct {
 
 func (x *StreamEventsResponse) Reset() {
 	*x = StreamEventsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[18]
+	mi := &file_spool_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1399,7 @@ func (x *StreamEventsResponse) String() string {
 func (*StreamEventsResponse) ProtoMessage() {}
 
 func (x *StreamEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[18]
+	mi := &file_spool_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1412,7 @@ func (x *StreamEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEventsResponse.ProtoReflect.Descriptor instead.
 func (*StreamEventsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StreamEventsResponse) GetEvent() *JobEvent {
@@ -1154,13 +1433,14 @@ var File_spool_v1_service_proto protoreflect.FileDescriptor
 
 const file_spool_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x16spool/v1/service.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14spool/v1/event.proto\x1a\x12spool/v1/job.proto\"\x98\x01\n" +
+	"\x16spool/v1/service.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14spool/v1/event.proto\x1a\x12spool/v1/job.proto\"\xb2\x01\n" +
 	"\x11EnqueueJobRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12+\n" +
 	"\x06params\x18\x02 \x01(\v2\x13.spool.v1.JobParamsR\x06params\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12!\n" +
-	"\fmax_attempts\x18\x04 \x01(\x05R\vmaxAttempts\"Y\n" +
+	"\fmax_attempts\x18\x04 \x01(\x05R\vmaxAttempts\x12\x18\n" +
+	"\aretries\x18\x05 \x01(\x05R\aretries\"Y\n" +
 	"\x12EnqueueJobResponse\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\"\n" +
 	"\fdeduplicated\x18\x02 \x01(\bR\fdeduplicated\"&\n" +
@@ -1187,29 +1467,48 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\bmax_jobs\x18\x02 \x01(\x05R\amaxJobs\x12!\n" +
 	"\fwait_seconds\x18\x03 \x01(\x05R\vwaitSeconds\x12<\n" +
 	"\x1avisibility_timeout_seconds\x18\x04 \x01(\x05R\x18visibilityTimeoutSeconds\x12\x1b\n" +
-	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\xd2\x01\n" +
+	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\x90\x02\n" +
 	"\bJobLease\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x02 \x01(\tR\ttaskToken\x12#\n" +
 	"\rnext_sequence\x18\x03 \x01(\x03R\fnextSequence\x12\x1b\n" +
 	"\tnext_line\x18\x04 \x01(\x03R\bnextLine\x12D\n" +
-	"\x10lease_expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\"A\n" +
+	"\x10lease_expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12<\n" +
+	"\x1aheartbeat_interval_seconds\x18\x06 \x01(\x05R\x18heartbeatIntervalSeconds\"A\n" +
 	"\x13DequeueJobsResponse\x12*\n" +
-	"\x06leases\x18\x01 \x03(\v2\x12.spool.v1.JobLeaseR\x06leases\"y\n" +
+	"\x06leases\x18\x01 \x03(\v2\x12.spool.v1.JobLeaseR\x06leases\"\xb6\x01\n" +
 	"\x1aUpdateJobVisibilityRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12<\n" +
-	"\x1avisibility_timeout_seconds\x18\x02 \x01(\x05R\x18visibilityTimeoutSeconds\"\xa8\x01\n" +
+	"\x1avisibility_timeout_seconds\x18\x02 \x01(\x05R\x18visibilityTimeoutSeconds\x12!\n" +
+	"\fwait_seconds\x18\x03 \x01(\x05R\vwaitSeconds\x12\x18\n" +
+	"\awatched\x18\x04 \x01(\bR\awatched\"\xe6\x01\n" +
 	"\x1bUpdateJobVisibilityResponse\x12D\n" +
 	"\x10lease_expires_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12)\n" +
 	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\x12\x18\n" +
-	"\awatched\x18\x03 \x01(\bR\awatched\"`\n" +
+	"\awatched\x18\x03 \x01(\bR\awatched\x12<\n" +
+	"\x1aheartbeat_interval_seconds\x18\x04 \x01(\x05R\x18heartbeatIntervalSeconds\"`\n" +
 	"\x12CompleteJobRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12+\n" +
 	"\x06result\x18\x02 \x01(\v2\x13.spool.v1.JobResultR\x06result\"6\n" +
 	"\x13CompleteJobResponse\x12\x1f\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"o\n" +
+	"\x11ReleaseJobRequest\x12\x1d\n" +
+	"\n" +
+	"task_token\x18\x01 \x01(\tR\ttaskToken\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12#\n" +
+	"\rcount_attempt\x18\x03 \x01(\bR\fcountAttempt\"5\n" +
+	"\x12ReleaseJobResponse\x12\x1f\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"\x80\x01\n" +
+	"\x18ReportUndeliveredRequest\x12\x1d\n" +
+	"\n" +
+	"task_token\x18\x01 \x01(\tR\ttaskToken\x12\x14\n" +
+	"\x05lines\x18\x02 \x01(\x03R\x05lines\x12\x16\n" +
+	"\x06events\x18\x03 \x01(\x03R\x06events\x12\x17\n" +
+	"\akept_at\x18\x04 \x01(\tR\x06keptAt\"<\n" +
+	"\x19ReportUndeliveredResponse\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"a\n" +
 	"\x14PublishEventsRequest\x12\x1d\n" +
 	"\n" +
@@ -1231,7 +1530,7 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x06unpack\x18\a \x01(\bR\x06unpack\"r\n" +
 	"\x14StreamEventsResponse\x12(\n" +
 	"\x05event\x18\x01 \x01(\v2\x12.spool.v1.JobEventR\x05event\x120\n" +
-	"\ffinished_job\x18\x02 \x01(\v2\r.spool.v1.JobR\vfinishedJob2\xc4\x05\n" +
+	"\ffinished_job\x18\x02 \x01(\v2\r.spool.v1.JobR\vfinishedJob2\xeb\x06\n" +
 	"\n" +
 	"JobService\x12G\n" +
 	"\n" +
@@ -1241,7 +1540,10 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\tCancelJob\x12\x1a.spool.v1.CancelJobRequest\x1a\x1b.spool.v1.CancelJobResponse\x12J\n" +
 	"\vDequeueJobs\x12\x1c.spool.v1.DequeueJobsRequest\x1a\x1d.spool.v1.DequeueJobsResponse\x12b\n" +
 	"\x13UpdateJobVisibility\x12$.spool.v1.UpdateJobVisibilityRequest\x1a%.spool.v1.UpdateJobVisibilityResponse\x12J\n" +
-	"\vCompleteJob\x12\x1c.spool.v1.CompleteJobRequest\x1a\x1d.spool.v1.CompleteJobResponse\x12P\n" +
+	"\vCompleteJob\x12\x1c.spool.v1.CompleteJobRequest\x1a\x1d.spool.v1.CompleteJobResponse\x12G\n" +
+	"\n" +
+	"ReleaseJob\x12\x1b.spool.v1.ReleaseJobRequest\x1a\x1c.spool.v1.ReleaseJobResponse\x12\\\n" +
+	"\x11ReportUndelivered\x12\".spool.v1.ReportUndeliveredRequest\x1a#.spool.v1.ReportUndeliveredResponse\x12P\n" +
 	"\rPublishEvents\x12\x1e.spool.v1.PublishEventsRequest\x1a\x1f.spool.v1.PublishEventsResponse\x12O\n" +
 	"\fStreamEvents\x12\x1d.spool.v1.StreamEventsRequest\x1a\x1e.spool.v1.StreamEventsResponse0\x01B1Z/github.com/spool-run/spool/gen/spool/v1;spoolv1b\x06proto3"
 
@@ -1257,7 +1559,7 @@ func file_spool_v1_service_proto_rawDescGZIP() []byte {
 	return file_spool_v1_service_proto_rawDescData
 }
 
-var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_spool_v1_service_proto_goTypes = []any{
 	(*EnqueueJobRequest)(nil),           // 0: spool.v1.EnqueueJobRequest
 	(*EnqueueJobResponse)(nil),          // 1: spool.v1.EnqueueJobResponse
@@ -1274,59 +1576,69 @@ var file_spool_v1_service_proto_goTypes = []any{
 	(*UpdateJobVisibilityResponse)(nil), // 12: spool.v1.UpdateJobVisibilityResponse
 	(*CompleteJobRequest)(nil),          // 13: spool.v1.CompleteJobRequest
 	(*CompleteJobResponse)(nil),         // 14: spool.v1.CompleteJobResponse
-	(*PublishEventsRequest)(nil),        // 15: spool.v1.PublishEventsRequest
-	(*PublishEventsResponse)(nil),       // 16: spool.v1.PublishEventsResponse
-	(*StreamEventsRequest)(nil),         // 17: spool.v1.StreamEventsRequest
-	(*StreamEventsResponse)(nil),        // 18: spool.v1.StreamEventsResponse
-	(*JobParams)(nil),                   // 19: spool.v1.JobParams
-	(*Job)(nil),                         // 20: spool.v1.Job
-	(JobState)(0),                       // 21: spool.v1.JobState
-	(*timestamppb.Timestamp)(nil),       // 22: google.protobuf.Timestamp
-	(*JobResult)(nil),                   // 23: spool.v1.JobResult
-	(*JobEvent)(nil),                    // 24: spool.v1.JobEvent
-	(EventType)(0),                      // 25: spool.v1.EventType
+	(*ReleaseJobRequest)(nil),           // 15: spool.v1.ReleaseJobRequest
+	(*ReleaseJobResponse)(nil),          // 16: spool.v1.ReleaseJobResponse
+	(*ReportUndeliveredRequest)(nil),    // 17: spool.v1.ReportUndeliveredRequest
+	(*ReportUndeliveredResponse)(nil),   // 18: spool.v1.ReportUndeliveredResponse
+	(*PublishEventsRequest)(nil),        // 19: spool.v1.PublishEventsRequest
+	(*PublishEventsResponse)(nil),       // 20: spool.v1.PublishEventsResponse
+	(*StreamEventsRequest)(nil),         // 21: spool.v1.StreamEventsRequest
+	(*StreamEventsResponse)(nil),        // 22: spool.v1.StreamEventsResponse
+	(*JobParams)(nil),                   // 23: spool.v1.JobParams
+	(*Job)(nil),                         // 24: spool.v1.Job
+	(JobState)(0),                       // 25: spool.v1.JobState
+	(*timestamppb.Timestamp)(nil),       // 26: google.protobuf.Timestamp
+	(*JobResult)(nil),                   // 27: spool.v1.JobResult
+	(*JobEvent)(nil),                    // 28: spool.v1.JobEvent
+	(EventType)(0),                      // 29: spool.v1.EventType
 }
 var file_spool_v1_service_proto_depIdxs = []int32{
-	19, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
-	20, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
-	20, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
-	21, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
-	20, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
-	20, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
-	20, // 6: spool.v1.JobLease.job:type_name -> spool.v1.Job
-	22, // 7: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
+	23, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
+	24, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
+	24, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
+	25, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
+	24, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
+	24, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
+	24, // 6: spool.v1.JobLease.job:type_name -> spool.v1.Job
+	26, // 7: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
 	9,  // 8: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
-	22, // 9: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	23, // 10: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
-	20, // 11: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
-	24, // 12: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
-	22, // 13: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
-	25, // 14: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	24, // 15: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	20, // 16: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
-	0,  // 17: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
-	2,  // 18: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
-	4,  // 19: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
-	6,  // 20: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
-	8,  // 21: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
-	11, // 22: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
-	13, // 23: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
-	15, // 24: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	17, // 25: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 26: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 27: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	5,  // 28: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	7,  // 29: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	10, // 30: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	12, // 31: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	14, // 32: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	16, // 33: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	18, // 34: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	26, // [26:35] is the sub-list for method output_type
-	17, // [17:26] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	26, // 9: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	27, // 10: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
+	24, // 11: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
+	24, // 12: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
+	24, // 13: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
+	28, // 14: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
+	26, // 15: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
+	29, // 16: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
+	28, // 17: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	24, // 18: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	0,  // 19: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
+	2,  // 20: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
+	4,  // 21: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
+	6,  // 22: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
+	8,  // 23: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
+	11, // 24: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
+	13, // 25: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
+	15, // 26: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
+	17, // 27: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
+	19, // 28: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
+	21, // 29: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 30: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 31: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	5,  // 32: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	7,  // 33: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	10, // 34: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	12, // 35: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	14, // 36: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	16, // 37: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	18, // 38: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	20, // 39: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	22, // 40: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	30, // [30:41] is the sub-list for method output_type
+	19, // [19:30] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_service_proto_init() }
@@ -1342,7 +1654,7 @@ func file_spool_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_service_proto_rawDesc), len(file_spool_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

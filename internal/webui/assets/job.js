@@ -1,7 +1,7 @@
 // The job page: the job's state, command, params, attempts and result, a
 // cancel button, and its log, live. /jobs/<id>#L9000 opens the log at line
 // 9000 and streams on from there.
-import { api, commandLine, duration, escapeHtml, isFinal, localTime, relTime, stateBadge } from "./util.js";
+import { api, commandLine, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
 import { LogView } from "./logview.js";
 import { LogStream } from "./stream.js";
 
@@ -44,7 +44,7 @@ function renderJob() {
   const r = job.result;
   const facts = [
     ["queue", escapeHtml(job.queue)],
-    ["attempt", `${job.attempt} of ${job.max_attempts}`],
+    ["attempt", String(job.attempt)],
     ["created", `<span title="${escapeHtml(localTime(job.created_at))}">${relTime(job.created_at)}</span>`],
   ];
   if (r) {
@@ -55,9 +55,12 @@ function renderJob() {
   } else if (job.state === "running" && job.lease_expires_at) {
     facts.push(["lease until", `<span title="${escapeHtml(localTime(job.lease_expires_at))}">${new Date(job.lease_expires_at).toLocaleTimeString()}</span>`]);
   }
+  if (job.retries) facts.push(["retries", `${job.retried_attempts} of ${job.retries} used`]);
+  if (job.state === "queued" && job.run_after) facts.push(["retry at", new Date(job.run_after).toLocaleTimeString()]);
   facts.push(["lines", `<span id="fact-lines">${Math.max(job.line_count, view.last).toLocaleString()}</span>`]);
   $("#facts").innerHTML = facts.map(([k, v]) => `<div><span>${k}</span><span>${v}</span></div>`).join("");
   $("#result-error").textContent = r && r.error ? r.error : "";
+  $("#notes").innerHTML = (job.notes || []).map((n) => `<li>${escapeHtml(n)}</li>`).join("");
   renderParams();
   renderCancel();
 }
@@ -230,11 +233,27 @@ window.addEventListener("hashchange", () => {
   if (n && !view.target(n, "nearest")) openLog(n);
 });
 
+// notFound replaces the job's panels, which would stay empty, with what
+// happened and the way back.
+function notFound() {
+  document.title = "No such job · spool";
+  $("#crumb-id").textContent = jobId;
+  $("#missing-id").textContent = jobId;
+  $("#not-found").hidden = false;
+  $("#job-head").hidden = true;
+  $("#log-panel").hidden = true;
+}
+
 async function main() {
+  await whoami().catch(() => {});
   try {
     job = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}`);
   } catch (e) {
-    showError(e.status === 404 ? `No job ${jobId} on this server.` : e.message);
+    if (e.status === 404) {
+      notFound();
+      return;
+    }
+    showError(e.message);
     status.set("failed", "no job");
     return;
   }

@@ -1,6 +1,6 @@
 // The jobs page: newest first, filtered by queue and state (kept in the
 // URL so a filtered view can be shared), refreshed every 2 seconds.
-import { api, commandLine, duration, ended, escapeHtml, localTime, relTime, stateBadge } from "./util.js";
+import { api, commandLine, duration, ended, escapeHtml, localTime, relTime, stateBadge, whoami } from "./util.js";
 
 const REFRESH_MS = 2000;
 const PAGE = 100;
@@ -56,7 +56,7 @@ function row(j, now) {
   const took = fin && j.result.started_at ? duration(Date.parse(fin) - Date.parse(j.result.started_at)) : "";
   const cmd = commandLine(j.params);
   return `<tr>
-    <td><a class="id" href="${href}" title="${escapeHtml(j.job_id)}">${escapeHtml(j.job_id.slice(-12))}</a></td>
+    <td><a class="id" href="${href}">${escapeHtml(j.job_id)}</a></td>
     <td>${escapeHtml(j.queue)}</td>
     <td>${stateBadge(j.state)}${j.cancel_requested && !fin ? ' <span class="muted">cancelling</span>' : ""}</td>
     <td class="num">${j.attempt}/${j.max_attempts}</td>
@@ -100,4 +100,6 @@ document.addEventListener("visibilitychange", () => {
   if (!document.hidden && !cursor) refresh();
 });
 
-refresh();
+whoami()
+  .catch(() => {})
+  .then(refresh);

@@ -1,7 +1,10 @@
 // LogStream follows a job's log over the WebSocket
 // /api/v1/jobs/{id}/logs/ws, resuming after the last line it has whenever
 // the connection drops, until the server says the log is complete (an
-// "end" message, then a normal close).
+// "end" message, then a normal close). The WebSocket goes in on the page's
+// session cookie; when it is refused before it opens, the session may have
+// ended, so the page asks (and signs in again) before trying once more.
+import { api } from "./util.js";
 
 const MIN_RETRY_MS = 500;
 const MAX_RETRY_MS = 8000;
@@ -37,7 +40,9 @@ export class LogStream {
     this.h.onStatus(this.retries ? "reconnecting" : "connecting", { attempt: this.retries });
     const ws = new WebSocket(url);
     this.ws = ws;
+    this.opened = false;
     ws.onopen = () => {
+      this.opened = true;
       this.retries = 0;
       this.h.onStatus("live");
     };
@@ -82,6 +87,10 @@ export class LogStream {
     this.retries++;
     const wait = Math.min(MAX_RETRY_MS, MIN_RETRY_MS * 2 ** Math.min(this.retries - 1, 5));
     this.h.onStatus("reconnecting", { attempt: this.retries, code: e.code, wait });
-    this.timer = setTimeout(() => this.connect(), wait * (0.75 + Math.random() / 2));
+    const again = () => {
+      if (!this.stopped) this.timer = setTimeout(() => this.connect(), wait * (0.75 + Math.random() / 2));
+    };
+    if (this.opened) again();
+    else api("/api/v1/session").then(again, again);
   }
 }

@@ -1,5 +1,6 @@
 // Helpers shared by the pages: escaping, API calls, and the way times,
 // durations, commands and states are shown.
+import { showAccount, signIn } from "./auth.js";
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -9,7 +10,9 @@ export function escapeHtml(s) {
 }
 
 // api calls the REST API and returns the JSON body. Failures throw an Error
-// with the server's message ({"error": "..."}), or say that it is away.
+// with the server's message ({"error": "..."}), or say that it is away. A
+// call the server refuses for want of a session waits for the person to
+// sign in, then is made again.
 export async function api(path, options = {}) {
   let resp;
   try {
@@ -23,12 +26,21 @@ export async function api(path, options = {}) {
   } catch {
     // not JSON: reported below with the status
   }
+  if (resp.status === 401) {
+    await signIn(body && body.error);
+    return api(path, options);
+  }
   if (!resp.ok) {
     const err = new Error((body && body.error) || `${resp.status} ${resp.statusText}`);
     err.status = resp.status;
     throw err;
   }
   return body;
+}
+
+// whoami shows who is signed in (asking to sign in first if nobody is).
+export async function whoami() {
+  showAccount(await api("/api/v1/session"));
 }
 
 // relTime says how long ago an RFC 3339 time was ("12s ago").

@@ -127,7 +127,15 @@ func (b *browser) waitFor(t *testing.T, what, expr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
 	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+	var err error
+	for {
+		_, err = chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+		// A page that reloads (logging out does) ends the poll: poll the
+		// new page.
+		if err == nil || !(strings.Contains(err.Error(), "navigated or closed") || strings.Contains(err.Error(), "Cannot find context")) || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
 	}

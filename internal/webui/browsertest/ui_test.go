@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/internal/spooltest"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // buildLog is the output of a make-like job: colours, a warning on
@@ -42,16 +42,16 @@ func buildLog(from, to int) []spooltest.Line {
 // are written, marks stderr, renders colours, and ends with the job's
 // status. Its screenshot is kept.
 func TestJobPageFollowsRunningJob(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	if _, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"make", "test"}, Queue: "ci"}); err != nil {
 		t.Fatal(err)
 	}
-	l := spooltest.LeaseJob(t, c, "ci")
+	l := spooltest.LeaseJob(t, srv, "ci")
 	l.Begin()
 	l.Write(buildLog(1, 40)...)
 
-	b := newBrowser(t)
+	b := signedIn(t, srv)
 	b.do(t, "open the job page", chromedp.Navigate(srv.URL+"/jobs/"+l.JobID()))
 	b.waitFor(t, "the stored lines", `document.getElementById("L40") !== null`)
 	b.waitFor(t, "the stream to go live", `document.getElementById("status-text").textContent === "live"`)
@@ -111,9 +111,9 @@ func TestJobPageFollowsRunningJob(t *testing.T) {
 // line loaded and the top of the view; the rest streams in after it, and
 // earlier lines load on request.
 func TestJobPagePermalink(t *testing.T) {
-	srv := spooltest.Start(t)
-	job := spooltest.RunJob(t, srv.Client(), spooltest.Seq(1, 10000)...)
-	b := newBrowser(t)
+	srv := spooltest.NewServer(t)
+	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
+	b := signedIn(t, srv)
 	b.do(t, "open line 9000", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()+"#L9000"))
 	b.waitFor(t, "line 9000", `document.getElementById("L9000") !== null`)
 	if first := eval[string](t, b, `document.querySelector("#log .ln").id`); first != "L9000" {
@@ -143,17 +143,108 @@ func TestJobPagePermalink(t *testing.T) {
 	b.waitFor(t, "the hash and highlight to move", `location.hash === "#L9500" && document.querySelector("#L9500.target") !== null && document.querySelector("#L9000.target") === null`)
 }
 
+// A finished job's page without #L opens at the end of its log, however
+// long: the last line is in view and the view is scrolled to the bottom.
+func TestFinishedJobOpensAtTheEnd(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
+	b := signedIn(t, srv)
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()))
+	b.waitFor(t, "the final status", `document.getElementById("status-text").textContent === "finished: succeeded, exit 0"`)
+	b.waitFor(t, "the last line", `document.getElementById("L10000") !== null`)
+	eval[bool](t, b, afterTwoFrames)
+	if gap := eval[float64](t, b, `(() => { const e = document.getElementById("log"); return e.scrollHeight - e.scrollTop - e.clientHeight })()`); gap > 24 {
+		t.Errorf("the log view is %.0fpx above its end", gap)
+	}
+	if shown := eval[bool](t, b, lineInView(10000)); !shown {
+		first := eval[string](t, b, `[...document.querySelectorAll("#log .ln")].find(e => e.getBoundingClientRect().top >= document.getElementById("log").getBoundingClientRect().top)?.id ?? ""`)
+		t.Errorf("line 10000 is not in view; the view starts at %s", first)
+	}
+	if !b.has(t, "#follow.on") {
+		t.Error("the log does not follow its end")
+	}
+}
+
+// A job that does not exist gets a page that says so, with the way back,
+// instead of empty panels.
+func TestJobNotFound(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	b := signedIn(t, srv)
+	b.do(t, "open a job that does not exist", chromedp.Navigate(srv.URL+"/jobs/NOPE"))
+	b.waitFor(t, "the page to say so", `!document.getElementById("not-found").hidden`)
+	if got := b.text(t, "#not-found p"); !strings.Contains(got, "Job NOPE does not exist on this server") {
+		t.Errorf("the page says %q", got)
+	}
+	if !b.has(t, `#not-found a[href="/"]`) {
+		t.Error("no link back to the jobs page")
+	}
+	for _, panel := range []string{"#job-head", "#log-panel"} {
+		if eval[bool](t, b, fmt.Sprintf(`document.querySelector(%q).getClientRects().length > 0`, panel)) {
+			t.Errorf("%s is still shown", panel)
+		}
+	}
+}
+
+// A line longer than a stored batch may hold is stored in pieces, each a
+// line of its own, all but the last partial: each row after the first
+// piece is marked as continuing the one before, on its own stream, also
+// when the rows come from "Load earlier lines".
+func TestPartialLinesAreMarked(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Script: "make"}); err != nil {
+		t.Fatal(err)
+	}
+	l := spooltest.LeaseJob(t, srv, "")
+	l.Begin()
+	var lines []spooltest.Line
+	for n := 1; n <= 2000; n++ {
+		lines = append(lines, spooltest.Line{Text: fmt.Sprintf("line %d", n)})
+	}
+	// Line 3 goes on in lines 5 and 6 (a stderr line comes between the
+	// pieces), line 995 in line 996, which is loaded before it, and line
+	// 1500 in line 1501, both streamed after the first page.
+	lines[2] = spooltest.Line{Text: "aaaa", Partial: true}
+	lines[3] = spooltest.Line{Text: "warning", Stderr: true}
+	lines[4] = spooltest.Line{Text: "bbbb", Partial: true}
+	lines[5] = spooltest.Line{Text: "cccc"}
+	lines[994] = spooltest.Line{Text: "dddd", Partial: true}
+	lines[995] = spooltest.Line{Text: "eeee"}
+	lines[1499] = spooltest.Line{Text: "ffff", Partial: true}
+	l.Write(lines...)
+	l.End(0)
+
+	b := signedIn(t, srv)
+	b.do(t, "open line 996", chromedp.Navigate(srv.URL+"/jobs/"+l.JobID()+"#L996"))
+	b.waitFor(t, "line 996", `document.getElementById("L996") !== null`)
+	b.do(t, "load earlier lines", chromedp.Click(chromedp.CSS(".earlier button")))
+	b.waitFor(t, "line 1", `document.getElementById("L1") !== null`)
+	b.waitFor(t, "the rest of the log", `document.getElementById("L2000") !== null`)
+	marked := eval[[]string](t, b, `[...document.querySelectorAll("#log .ln.cont")].map(e => e.id)`)
+	if strings.Join(marked, " ") != "L5 L6 L996 L1501" {
+		t.Errorf("rows marked as continuing the one before: %v, want L5 L6 L996 L1501", marked)
+	}
+	if marker := eval[string](t, b, `getComputedStyle(document.querySelector("#L6 .tx"), "::before").content`); !strings.Contains(marker, "↪") {
+		t.Errorf("row 6 shows no continuation marker (::before content %s)", marker)
+	}
+	if title := eval[string](t, b, `document.getElementById("L5").title`); !strings.Contains(title, "continues line 3") {
+		t.Errorf("row 5's title %q does not say which line it continues", title)
+	}
+	if got := b.text(t, "#L6 .tx"); got != "cccc" {
+		t.Errorf("row 6's text is %q: the marker must not be part of it", got)
+	}
+}
+
 // The jobs page lists jobs with their state; a queued job is cancelled
 // from its page.
 func TestJobsPageAndCancel(t *testing.T) {
-	srv := spooltest.Start(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	done := spooltest.RunJob(t, c, spooltest.Seq(1, 3)...)
+	done := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
 	queued, _, err := c.Submit(context.Background(), client.Submission{Queue: "nightly", Script: "./backup.sh --all"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBrowser(t)
+	b := signedIn(t, srv)
 	b.do(t, "open the jobs page", chromedp.Navigate(srv.URL+"/"))
 	b.waitFor(t, "both jobs", `document.querySelectorAll("#jobs tr").length === 2 && document.querySelector("#jobs td.cmd") !== null`)
 	rows := b.texts(t, "#jobs tr")
@@ -165,8 +256,12 @@ func TestJobsPageAndCancel(t *testing.T) {
 	b.do(t, "filter by state", chromedp.SetValue(chromedp.CSS("#state"), "succeeded"))
 	eval[bool](t, b, `document.getElementById("state").dispatchEvent(new Event("change"))`)
 	b.waitFor(t, "the filtered list", `document.querySelectorAll("#jobs tr").length === 1 && location.search === "?state=succeeded"`)
-	if rows := b.texts(t, "#jobs tr"); !strings.Contains(rows[0], done.GetJobId()[len(done.GetJobId())-12:]) {
+	if rows := b.texts(t, "#jobs tr"); !strings.Contains(rows[0], done.GetJobId()) {
 		t.Errorf("filtered rows: %q", rows)
+	}
+	// The whole id, which the command line accepts, not a shortened one.
+	if id := b.text(t, "#jobs a.id"); id != done.GetJobId() {
+		t.Errorf("the jobs page shows the id %q, want %q", id, done.GetJobId())
 	}
 
 	b.do(t, "open the queued job", chromedp.Navigate(srv.URL+"/jobs/"+queued.GetJobId()))
@@ -183,8 +278,8 @@ func TestJobsPageAndCancel(t *testing.T) {
 // The ANSI renderer keeps colours and styles, drops every other escape
 // sequence, and escapes all text.
 func TestANSIRenderer(t *testing.T) {
-	srv := spooltest.Start(t)
-	b := newBrowser(t)
+	srv := spooltest.NewServer(t)
+	b := signedIn(t, srv)
 	b.do(t, "open a page", chromedp.Navigate(srv.URL+"/"))
 	cases := []struct{ in, want string }{
 		{"plain <b>&\"'", "plain &lt;b&gt;&amp;&quot;&#39;"},
@@ -217,6 +312,15 @@ func TestANSIRenderer(t *testing.T) {
 			t.Errorf("ansiToHtml(%q)\n got %s\nwant %s", c.in, got[i], c.want)
 		}
 	}
+}
+
+// afterTwoFrames resolves once the page has drawn twice more: long enough
+// for anything the page does on the next frame.
+const afterTwoFrames = `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`
+
+// lineInView is whether line n is within the log view.
+func lineInView(n int) string {
+	return fmt.Sprintf(`(() => { const l = document.getElementById("L%d").getBoundingClientRect(), v = document.getElementById("log").getBoundingClientRect(); return l.top >= v.top - 1 && l.bottom <= v.bottom + 1 })()`, n)
 }
 
 // line9000Offset is how far line 9000 is from the top of the log view.

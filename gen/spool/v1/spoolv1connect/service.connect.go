@@ -48,6 +48,11 @@ const (
 	JobServiceUpdateJobVisibilityProcedure = "/spool.v1.JobService/UpdateJobVisibility"
 	// JobServiceCompleteJobProcedure is the fully-qualified name of the JobService's CompleteJob RPC.
 	JobServiceCompleteJobProcedure = "/spool.v1.JobService/CompleteJob"
+	// JobServiceReleaseJobProcedure is the fully-qualified name of the JobService's ReleaseJob RPC.
+	JobServiceReleaseJobProcedure = "/spool.v1.JobService/ReleaseJob"
+	// JobServiceReportUndeliveredProcedure is the fully-qualified name of the JobService's
+	// ReportUndelivered RPC.
+	JobServiceReportUndeliveredProcedure = "/spool.v1.JobService/ReportUndelivered"
 	// JobServicePublishEventsProcedure is the fully-qualified name of the JobService's PublishEvents
 	// RPC.
 	JobServicePublishEventsProcedure = "/spool.v1.JobService/PublishEvents"
@@ -77,6 +82,15 @@ type JobServiceClient interface {
 	// CompleteJob records how a leased job ended. Repeating it for the same
 	// attempt changes nothing.
 	CompleteJob(context.Context, *connect.Request[v1.CompleteJobRequest]) (*connect.Response[v1.CompleteJobResponse], error)
+	// ReleaseJob hands a leased job back to its queue at once, for a worker
+	// that is stopping: another worker may take it without waiting for the
+	// lease to run out.
+	ReleaseJob(context.Context, *connect.Request[v1.ReleaseJobRequest]) (*connect.Response[v1.ReleaseJobResponse], error)
+	// ReportUndelivered records on the job that an attempt printed output its
+	// worker could not deliver (the job had moved on before the worker could
+	// send it), so the loss is never silent. It takes the attempt's task token
+	// even when the lease is no longer current.
+	ReportUndelivered(context.Context, *connect.Request[v1.ReportUndeliveredRequest]) (*connect.Response[v1.ReportUndeliveredResponse], error)
 	// PublishEvents appends events to a leased job's log, in sequence order.
 	// Re-sending events already stored changes nothing.
 	PublishEvents(context.Context, *connect.Request[v1.PublishEventsRequest]) (*connect.Response[v1.PublishEventsResponse], error)
@@ -140,6 +154,18 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("CompleteJob")),
 			connect.WithClientOptions(opts...),
 		),
+		releaseJob: connect.NewClient[v1.ReleaseJobRequest, v1.ReleaseJobResponse](
+			httpClient,
+			baseURL+JobServiceReleaseJobProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("ReleaseJob")),
+			connect.WithClientOptions(opts...),
+		),
+		reportUndelivered: connect.NewClient[v1.ReportUndeliveredRequest, v1.ReportUndeliveredResponse](
+			httpClient,
+			baseURL+JobServiceReportUndeliveredProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("ReportUndelivered")),
+			connect.WithClientOptions(opts...),
+		),
 		publishEvents: connect.NewClient[v1.PublishEventsRequest, v1.PublishEventsResponse](
 			httpClient,
 			baseURL+JobServicePublishEventsProcedure,
@@ -164,6 +190,8 @@ type jobServiceClient struct {
 	dequeueJobs         *connect.Client[v1.DequeueJobsRequest, v1.DequeueJobsResponse]
 	updateJobVisibility *connect.Client[v1.UpdateJobVisibilityRequest, v1.UpdateJobVisibilityResponse]
 	completeJob         *connect.Client[v1.CompleteJobRequest, v1.CompleteJobResponse]
+	releaseJob          *connect.Client[v1.ReleaseJobRequest, v1.ReleaseJobResponse]
+	reportUndelivered   *connect.Client[v1.ReportUndeliveredRequest, v1.ReportUndeliveredResponse]
 	publishEvents       *connect.Client[v1.PublishEventsRequest, v1.PublishEventsResponse]
 	streamEvents        *connect.Client[v1.StreamEventsRequest, v1.StreamEventsResponse]
 }
@@ -203,6 +231,16 @@ func (c *jobServiceClient) CompleteJob(ctx context.Context, req *connect.Request
 	return c.completeJob.CallUnary(ctx, req)
 }
 
+// ReleaseJob calls spool.v1.JobService.ReleaseJob.
+func (c *jobServiceClient) ReleaseJob(ctx context.Context, req *connect.Request[v1.ReleaseJobRequest]) (*connect.Response[v1.ReleaseJobResponse], error) {
+	return c.releaseJob.CallUnary(ctx, req)
+}
+
+// ReportUndelivered calls spool.v1.JobService.ReportUndelivered.
+func (c *jobServiceClient) ReportUndelivered(ctx context.Context, req *connect.Request[v1.ReportUndeliveredRequest]) (*connect.Response[v1.ReportUndeliveredResponse], error) {
+	return c.reportUndelivered.CallUnary(ctx, req)
+}
+
 // PublishEvents calls spool.v1.JobService.PublishEvents.
 func (c *jobServiceClient) PublishEvents(ctx context.Context, req *connect.Request[v1.PublishEventsRequest]) (*connect.Response[v1.PublishEventsResponse], error) {
 	return c.publishEvents.CallUnary(ctx, req)
@@ -235,6 +273,15 @@ type JobServiceHandler interface {
 	// CompleteJob records how a leased job ended. Repeating it for the same
 	// attempt changes nothing.
 	CompleteJob(context.Context, *connect.Request[v1.CompleteJobRequest]) (*connect.Response[v1.CompleteJobResponse], error)
+	// ReleaseJob hands a leased job back to its queue at once, for a worker
+	// that is stopping: another worker may take it without waiting for the
+	// lease to run out.
+	ReleaseJob(context.Context, *connect.Request[v1.ReleaseJobRequest]) (*connect.Response[v1.ReleaseJobResponse], error)
+	// ReportUndelivered records on the job that an attempt printed output its
+	// worker could not deliver (the job had moved on before the worker could
+	// send it), so the loss is never silent. It takes the attempt's task token
+	// even when the lease is no longer current.
+	ReportUndelivered(context.Context, *connect.Request[v1.ReportUndeliveredRequest]) (*connect.Response[v1.ReportUndeliveredResponse], error)
 	// PublishEvents appends events to a leased job's log, in sequence order.
 	// Re-sending events already stored changes nothing.
 	PublishEvents(context.Context, *connect.Request[v1.PublishEventsRequest]) (*connect.Response[v1.PublishEventsResponse], error)
@@ -294,6 +341,18 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("CompleteJob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceReleaseJobHandler := connect.NewUnaryHandler(
+		JobServiceReleaseJobProcedure,
+		svc.ReleaseJob,
+		connect.WithSchema(jobServiceMethods.ByName("ReleaseJob")),
+		connect.WithHandlerOptions(opts...),
+	)
+	jobServiceReportUndeliveredHandler := connect.NewUnaryHandler(
+		JobServiceReportUndeliveredProcedure,
+		svc.ReportUndelivered,
+		connect.WithSchema(jobServiceMethods.ByName("ReportUndelivered")),
+		connect.WithHandlerOptions(opts...),
+	)
 	jobServicePublishEventsHandler := connect.NewUnaryHandler(
 		JobServicePublishEventsProcedure,
 		svc.PublishEvents,
@@ -322,6 +381,10 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 			jobServiceUpdateJobVisibilityHandler.ServeHTTP(w, r)
 		case JobServiceCompleteJobProcedure:
 			jobServiceCompleteJobHandler.ServeHTTP(w, r)
+		case JobServiceReleaseJobProcedure:
+			jobServiceReleaseJobHandler.ServeHTTP(w, r)
+		case JobServiceReportUndeliveredProcedure:
+			jobServiceReportUndeliveredHandler.ServeHTTP(w, r)
 		case JobServicePublishEventsProcedure:
 			jobServicePublishEventsHandler.ServeHTTP(w, r)
 		case JobServiceStreamEventsProcedure:
@@ -361,6 +424,14 @@ func (UnimplementedJobServiceHandler) UpdateJobVisibility(context.Context, *conn
 
 func (UnimplementedJobServiceHandler) CompleteJob(context.Context, *connect.Request[v1.CompleteJobRequest]) (*connect.Response[v1.CompleteJobResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.CompleteJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) ReleaseJob(context.Context, *connect.Request[v1.ReleaseJobRequest]) (*connect.Response[v1.ReleaseJobResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.ReleaseJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) ReportUndelivered(context.Context, *connect.Request[v1.ReportUndeliveredRequest]) (*connect.Response[v1.ReportUndeliveredResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.ReportUndelivered is not implemented"))
 }
 
 func (UnimplementedJobServiceHandler) PublishEvents(context.Context, *connect.Request[v1.PublishEventsRequest]) (*connect.Response[v1.PublishEventsResponse], error) {

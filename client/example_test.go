@@ -1,0 +1,172 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/server"
+	"github.com/spool-run/spool/worker"
+)
+
+// Submit a command and follow its output live until it ends.
+func Example() {
+	url, key, stop := exampleSpool() // a server and a worker; yours run elsewhere
+	defer stop()
+	ctx := context.Background()
+
+	// Or: client.New(client.URLFromEnv(), client.WithAPIKey(client.APIKeyFromEnv()))
+	c, err := client.New(url, client.WithAPIKey(key))
+	if err != nil {
+		log.Fatal(err)
+	}
+	job, _, err := c.Submit(ctx, client.Submission{Script: "echo building; echo done"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := c.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true,
+		Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	for ev, err := range s.All() {
+		if err != nil {
+			log.Fatal(err)
+		}
+		line := ev.GetOutputData()
+		fmt.Println(line.GetLineNumber(), line.GetStream(), string(line.GetOutput()))
+	}
+	fmt.Println("the job", spool.StateName(s.Finished().GetState()))
+	// Output:
+	// 1 STREAM_TYPE_STDOUT building
+	// 2 STREAM_TYPE_STDOUT done
+	// the job succeeded
+}
+
+// Replay a finished job's output from line 8: the read seeks straight to
+// the stored batch that holds it.
+func ExampleClient_Events_fromLine() {
+	url, key, stop := exampleSpool()
+	defer stop()
+	ctx := context.Background()
+	c, err := client.New(url, client.WithAPIKey(key))
+	if err != nil {
+		log.Fatal(err)
+	}
+	job, _, err := c.Submit(ctx, client.Submission{Argv: []string{"seq", "1", "10"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	waitFinal(ctx, c, job.GetJobId())
+
+	for ev, err := range c.Events(ctx, job.GetJobId(), client.StreamOptions{FromLine: 8}).All() {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if line := ev.GetOutputData(); line != nil {
+			fmt.Printf("line %d: %s\n", line.GetLineNumber(), line.GetOutput())
+		}
+	}
+	// Output:
+	// line 8: 8
+	// line 9: 9
+	// line 10: 10
+}
+
+// Errors carry spool's kinds: branch on them with errors.Is.
+func ExampleClient_Job_notFound() {
+	url, key, stop := exampleSpool()
+	defer stop()
+	c, err := client.New(url, client.WithAPIKey(key))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.Job(context.Background(), "no-such-job")
+	fmt.Println(errors.Is(err, spool.ErrNotFound))
+	// Output: true
+}
+
+// An admin gives a build machine a key that may only run jobs of the
+// "builds" queue. The secret is shown once; the server keeps its hash.
+func ExampleClient_CreateKey() {
+	url, adminKey, stop := exampleSpool()
+	defer stop()
+	ctx := context.Background()
+	admin, err := client.New(url, client.WithAPIKey(adminKey))
+	if err != nil {
+		log.Fatal(err)
+	}
+	key, secret, err := admin.CreateKey(ctx, client.NewKey{Name: "builder-1", Role: "worker", Queues: []string{"builds"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(key.GetName(), spool.RoleName(key.GetRole()), key.GetQueues(), strings.HasPrefix(secret, "spool_"))
+
+	// A worker key may not submit jobs: the server says so.
+	w, err := client.New(url, client.WithAPIKey(secret))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, _, err = w.Submit(ctx, client.Submission{Queue: "builds", Argv: []string{"make"}})
+	fmt.Println(errors.Is(err, spool.ErrPermissionDenied))
+
+	// Revoked, it stops working at once.
+	if _, err := admin.RevokeKey(ctx, "builder-1"); err != nil {
+		log.Fatal(err)
+	}
+	_, _, err = w.JobsPage(ctx, &spoolv1.ListJobsRequest{Queue: "builds"})
+	fmt.Println(errors.Is(err, spool.ErrUnauthenticated))
+	// Output:
+	// builder-1 worker [builds] true
+	// true
+	// true
+}
+
+// waitFinal follows a job until it has ended.
+func waitFinal(ctx context.Context, c *client.Client, id string) {
+	s := c.Events(ctx, id, client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_PROCESS_END}})
+	for _, err := range s.All() {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// exampleSpool starts a server and a worker in a temporary directory, as
+// the examples' stand-in for a real deployment, and returns the server's
+// address, its admin key and the function that stops both.
+func exampleSpool() (url, key string, stop func()) {
+	dir, err := os.MkdirTemp("", "spool-example-*")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg := server.DefaultConfig()
+	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGraceSeconds = "127.0.0.1:0", dir, 1
+	srv, err := server.Start(context.Background(), cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// On its first start a server writes an admin key to its data directory.
+	b, err := os.ReadFile(filepath.Join(dir, "admin.key"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	key = strings.TrimSpace(string(b))
+	w, err := worker.New(worker.Config{Server: srv.URL(), APIKey: key, SpoolDir: dir + "/worker"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return srv.URL(), key, func() {
+		cancel()
+		<-done
+		_ = srv.Stop(context.Background())
+		os.RemoveAll(dir)
+	}
+}

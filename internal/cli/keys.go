@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+func newKeysCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "Create, list and revoke API keys (needs an admin key)",
+		Long: `Every call to a spool server needs an API key. A key has a role:
+
+  admin   everything, keys included
+  submit  submit, cancel and read jobs
+  read    read jobs and their logs
+  worker  run jobs (with --queue: only jobs of those queues)
+
+The server keeps only a hash of each key: a key is shown once, when it is
+created. Revoking a key stops it at once, on every server.`,
+	}
+	cmd.AddCommand(newKeysCreateCmd(e), newKeysListCmd(e), newKeysRevokeCmd(e))
+	return cmd
+}
+
+func newKeysCreateCmd(e *env) *cobra.Command {
+	var k client.NewKey
+	cmd := &cobra.Command{
+		Use:   "create --role ROLE --name NAME",
+		Short: "Create an API key and print it (its last line is the key alone)",
+		Example: `  spool keys create --role submit --name ci
+  spool keys create --role worker --queue builds --name builder-1
+  SPOOL_API_KEY=$(spool keys create --role read --name dashboard | tail -n1)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if k.Name == "" {
+				return fmt.Errorf("--name is needed: the key's name, for the audit log and to revoke it")
+			}
+			if k.Role == "" {
+				return fmt.Errorf("--role is needed: admin, submit, read or worker")
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			key, secret, err := c.CreateKey(cmd.Context(), k)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.errOut, "created %s key %q%s; it is shown this once, keep it safe:\n", spool.RoleName(key.GetRole()), key.GetName(), queuesNote(key))
+			fmt.Fprintln(e.out, secret)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&k.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
+	cmd.Flags().StringVar(&k.Role, "role", "", "admin, submit, read or worker")
+	cmd.Flags().StringSliceVarP(&k.Queues, "queue", "q", nil, "for a worker key: the only queues it may run jobs from (repeat, or comma-separate)")
+	return cmd
+}
+
+// queuesNote says which queues a worker key is limited to.
+func queuesNote(k *spoolv1.Key) string {
+	if len(k.GetQueues()) == 0 {
+		return ""
+	}
+	return " for queues " + strings.Join(k.GetQueues(), ", ")
+}
+
+func newKeysListCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List API keys (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			keys, err := c.Keys(cmd.Context())
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tROLE\tQUEUES\tCREATED\tLAST USED\tREVOKED")
+			for _, k := range keys {
+				used, revoked := "never", "-"
+				if k.GetLastUsedAt() != nil {
+					used = ago(k.GetLastUsedAt().AsTime(), now)
+				}
+				if k.GetRevokedAt() != nil {
+					revoked = ago(k.GetRevokedAt().AsTime(), now)
+				}
+				queues := strings.Join(k.GetQueues(), ",")
+				if queues == "" {
+					queues = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.GetName(), spool.RoleName(k.GetRole()), queues,
+					ago(k.GetCreatedAt().AsTime(), now), used, revoked)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newKeysRevokeCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke an API key: it stops working at once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			k, err := c.RevokeKey(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.out, "revoked key %q (%s)\n", k.GetName(), spool.RoleName(k.GetRole()))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/spooltest"
+	"github.com/spool-run/spool/worker"
+)
+
+// TestSubmitRefusals: flags that cannot make a job are refused in the
+// command line's words, before anything is sent.
+func TestSubmitRefusals(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	wantRefusal(t, "negative timeout", run(srv, "submit", "--timeout", "-5s", "--", "true"),
+		"--timeout -5s is negative: give how long the command may run (10m), or 0 for no limit")
+	wantRefusal(t, "ref without repo", run(srv, "submit", "--ref", "main", "--", "make"),
+		"--ref main needs --repo: say which repository to check it out of")
+	wantRefusal(t, "server address with a path", run(srv, "--server", srv.URL+"/api/v1", "submit", "--", "true"),
+		`server address "`+srv.URL+`/api/v1" has more than a host and port: spool's API is at the root of the server; use `+srv.URL)
+	if jobs, _, err := srv.Client().JobsPage(context.Background(), &spoolv1.ListJobsRequest{}); err != nil || len(jobs) != 0 {
+		t.Fatalf("refused submissions made jobs: %v %v", jobs, err)
+	}
+}
+
+// TestSubmitFollowWaitsForWorker: submit -f says, once, that the job waits
+// for a worker when none has taken it after a while.
+func TestSubmitFollowWaitsForWorker(t *testing.T) {
+	defer func(d time.Duration) { queuedNotice = d }(queuedNotice)
+	queuedNotice = 100 * time.Millisecond
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	done := start(srv, "submit", "-f", "-q", "slow", "--", "make", "test")
+	var jobID string
+	eventually(t, "the job to be queued", func() bool {
+		jobs, _, err := c.JobsPage(context.Background(), &spoolv1.ListJobsRequest{Queue: "slow"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 1 {
+			jobID = jobs[0].GetJobId()
+		}
+		return jobID != ""
+	})
+	time.Sleep(5 * queuedNotice)
+	if _, err := c.Cancel(context.Background(), jobID, "no worker today"); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, done)
+	notice := "spool: waiting for a worker on queue slow; start one with: spool worker -q slow\n"
+	if strings.Count(r.stderr, notice) != 1 {
+		t.Fatalf("stderr %q does not say once %q", r.stderr, notice)
+	}
+}
+
+// TestSubmitFollowKilled: a job whose command a signal killed makes
+// submit -f exit as a shell would: 128 + the signal's number.
+func TestSubmitFollowKilled(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{})
+	r := await(t, start(srv, "submit", "-f", "--shell", "echo before; kill -KILL $$"))
+	if r.code != 137 || r.stdout != "before\n" || !strings.Contains(r.stderr, "failed: killed by a signal (killed)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 137 and the reason", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestJobsListEmptyAndLimit: an empty listing says so (with its filters)
+// instead of printing a bare header, and a limit below 1 is refused.
+func TestJobsListEmptyAndLimit(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	for args, want := range map[string]string{
+		"jobs list":           "no jobs\n",
+		"jobs list -q builds": "no jobs in queue builds\n",
+		"jobs list -q builds --state running,queued": "no jobs in queue builds with state running or queued\n",
+		"jobs list --state failed --state cancelled": "no jobs with state failed or cancelled\n",
+	} {
+		if r := run(srv, strings.Fields(args)...); r.code != 0 || r.stdout != want || r.stderr != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %q", args, r.code, r.stdout, r.stderr, want)
+		}
+	}
+	wantRefusal(t, "limit 0", run(srv, "jobs", "list", "--limit", "0"),
+		"--limit must be at least 1, got 0 (the server returns at most 1000 a page; --cursor goes on)")
+}

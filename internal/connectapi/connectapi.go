@@ -1,0 +1,196 @@
+// Package connectapi serves the service core as spool's JobService over
+// Connect, so one handler speaks gRPC, gRPC-Web and Connect JSON. Each
+// method unwraps the request, calls the core and wraps its answer; errors
+// become Connect codes through apierr. No rule lives here.
+package connectapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpcreflect"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/service"
+	"github.com/spool-run/spool/internal/wire"
+)
+
+// Options configure the handlers.
+type Options struct {
+	// Log receives a debug line per call (nil: discarded).
+	Log *slog.Logger
+	// Interceptors run around every call (metrics, for one).
+	Interceptors []connect.Interceptor
+}
+
+// Register mounts the JobService, the KeyService and gRPC reflection on
+// mux.
+//
+// Each call is served with the request size limit the core sets for it
+// (service.MaxPublishRequestBytes and the like). Connect takes limits per
+// handler, so the service is built once per limit and each procedure's
+// path is mounted on the build with its limit.
+func Register(mux *http.ServeMux, svc *service.Service, o Options) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	h := handler{svc}
+	interceptors := connect.WithInterceptors(append(o.Interceptors, logCalls(o.Log))...)
+	options := func(limit int) []connect.HandlerOption {
+		return []connect.HandlerOption{connect.WithReadMaxBytes(limit), wire.HandlerCompression(limit),
+			connect.WithCompressMinBytes(1024), jsonCodecs(), interceptors}
+	}
+	build := func(limit int) (string, http.Handler) {
+		path, hh := spoolv1connect.NewJobServiceHandler(h, options(limit)...)
+		return path, capBody(hh, limit)
+	}
+	mux.Handle(build(service.MaxRequestBytes)) // every call but those below
+	keysPath, keys := spoolv1connect.NewKeyServiceHandler(keyHandler{svc}, options(service.MaxRequestBytes)...)
+	mux.Handle(keysPath, capBody(keys, service.MaxRequestBytes))
+	for proc, limit := range map[string]int{
+		spoolv1connect.JobServicePublishEventsProcedure: service.MaxPublishRequestBytes,
+		spoolv1connect.JobServiceEnqueueJobProcedure:    service.MaxEnqueueRequestBytes,
+	} {
+		_, hh := build(limit)
+		mux.Handle(proc, hh)
+	}
+	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName, spoolv1connect.KeyServiceName)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+}
+
+// bodySlack is what a request body may hold beyond its message: gRPC's
+// 5-byte message prefix, and a little for compressed data that did not
+// compress.
+const bodySlack = 1 << 10
+
+// capBody stops reading a request body once it is clearly over limit.
+// Connect refuses such a message, but reads the rest of the body first to
+// report its size, which could go on for as long as a client keeps
+// sending.
+func capBody(h http.Handler, limit int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, int64(limit)+bodySlack)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// handler adapts the core to the generated JobServiceHandler.
+type handler struct{ svc *service.Service }
+
+var _ spoolv1connect.JobServiceHandler = handler{}
+
+// unary calls a core method with the request's message.
+func unary[Req, Res any](ctx context.Context, req *connect.Request[Req], call func(context.Context, *Req) (*Res, error)) (*connect.Response[Res], error) {
+	res, err := call(ctx, req.Msg)
+	if err != nil {
+		return nil, apierr.Connect(err)
+	}
+	return connect.NewResponse(res), nil
+}
+
+func (h handler) EnqueueJob(ctx context.Context, req *connect.Request[spoolv1.EnqueueJobRequest]) (*connect.Response[spoolv1.EnqueueJobResponse], error) {
+	return unary(ctx, req, h.svc.EnqueueJob)
+}
+
+func (h handler) GetJob(ctx context.Context, req *connect.Request[spoolv1.GetJobRequest]) (*connect.Response[spoolv1.GetJobResponse], error) {
+	return unary(ctx, req, h.svc.GetJob)
+}
+
+func (h handler) ListJobs(ctx context.Context, req *connect.Request[spoolv1.ListJobsRequest]) (*connect.Response[spoolv1.ListJobsResponse], error) {
+	return unary(ctx, req, h.svc.ListJobs)
+}
+
+func (h handler) CancelJob(ctx context.Context, req *connect.Request[spoolv1.CancelJobRequest]) (*connect.Response[spoolv1.CancelJobResponse], error) {
+	return unary(ctx, req, h.svc.CancelJob)
+}
+
+func (h handler) DequeueJobs(ctx context.Context, req *connect.Request[spoolv1.DequeueJobsRequest]) (*connect.Response[spoolv1.DequeueJobsResponse], error) {
+	return unary(ctx, req, h.svc.DequeueJobs)
+}
+
+func (h handler) UpdateJobVisibility(ctx context.Context, req *connect.Request[spoolv1.UpdateJobVisibilityRequest]) (*connect.Response[spoolv1.UpdateJobVisibilityResponse], error) {
+	return unary(ctx, req, h.svc.Heartbeat)
+}
+
+func (h handler) CompleteJob(ctx context.Context, req *connect.Request[spoolv1.CompleteJobRequest]) (*connect.Response[spoolv1.CompleteJobResponse], error) {
+	return unary(ctx, req, h.svc.CompleteJob)
+}
+
+func (h handler) PublishEvents(ctx context.Context, req *connect.Request[spoolv1.PublishEventsRequest]) (*connect.Response[spoolv1.PublishEventsResponse], error) {
+	return unary(ctx, req, h.svc.PublishEvents)
+}
+
+// StreamEvents sends a feed as it is read. The stream's flow control is the
+// backpressure: a slow client slows its own feed, which reads the store at
+// its own pace and drops nothing.
+func (h handler) StreamEvents(ctx context.Context, req *connect.Request[spoolv1.StreamEventsRequest], stream *connect.ServerStream[spoolv1.StreamEventsResponse]) error {
+	feed, err := h.svc.OpenFeed(ctx, req.Msg)
+	if err != nil {
+		return apierr.Connect(err)
+	}
+	defer feed.Close()
+	// Send the headers now: clients wait for them before reading, and a
+	// follower of a quiet job may wait long for its first event.
+	if err := stream.Send(nil); err != nil {
+		return err
+	}
+	for ev, err := range feed.Events(ctx) {
+		if err != nil {
+			return apierr.Connect(err)
+		}
+		if err := stream.Send(&spoolv1.StreamEventsResponse{Event: ev}); err != nil {
+			return err
+		}
+	}
+	if job := feed.Finished(); job != nil {
+		return stream.Send(&spoolv1.StreamEventsResponse{FinishedJob: job})
+	}
+	return nil
+}
+
+// logCalls logs every unary call at debug level.
+func logCalls(log *slog.Logger) connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			start := time.Now()
+			resp, err := next(ctx, req)
+			code := "ok"
+			if err != nil {
+				code = connect.CodeOf(err).String()
+			}
+			log.DebugContext(ctx, "call", "procedure", req.Spec().Procedure, "code", code, "duration", time.Since(start), "peer", req.Peer().Addr)
+			return resp, err
+		}
+	}
+}
+
+func (h handler) ReleaseJob(ctx context.Context, req *connect.Request[spoolv1.ReleaseJobRequest]) (*connect.Response[spoolv1.ReleaseJobResponse], error) {
+	return unary(ctx, req, h.svc.ReleaseJob)
+}
+
+func (h handler) ReportUndelivered(ctx context.Context, req *connect.Request[spoolv1.ReportUndeliveredRequest]) (*connect.Response[spoolv1.ReportUndeliveredResponse], error) {
+	return unary(ctx, req, h.svc.ReportUndelivered)
+}
+
+// keyHandler adapts the core's key management to the KeyServiceHandler.
+type keyHandler struct{ svc *service.Service }
+
+var _ spoolv1connect.KeyServiceHandler = keyHandler{}
+
+func (h keyHandler) CreateKey(ctx context.Context, req *connect.Request[spoolv1.CreateKeyRequest]) (*connect.Response[spoolv1.CreateKeyResponse], error) {
+	return unary(ctx, req, h.svc.CreateKey)
+}
+
+func (h keyHandler) ListKeys(ctx context.Context, req *connect.Request[spoolv1.ListKeysRequest]) (*connect.Response[spoolv1.ListKeysResponse], error) {
+	return unary(ctx, req, h.svc.ListKeys)
+}
+
+func (h keyHandler) RevokeKey(ctx context.Context, req *connect.Request[spoolv1.RevokeKeyRequest]) (*connect.Response[spoolv1.RevokeKeyResponse], error) {
+	return unary(ctx, req, h.svc.RevokeKey)
+}

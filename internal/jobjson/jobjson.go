@@ -1,0 +1,127 @@
+// Package jobjson is the one JSON shape of a job, which the REST API
+// serves and the command line prints with --json, so that a script reads
+// the same fields, state names and numbers from either.
+package jobjson
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+// Job is a job as spool shows it in JSON (schema Job in the REST API's
+// openapi.yaml). It is a view of spoolv1.Job with plain names: states are
+// lower-case words, times RFC 3339 strings, numbers numbers.
+type Job struct {
+	JobID            string     `json:"job_id"`
+	Queue            string     `json:"queue"`
+	State            string     `json:"state"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	Attempt          int32      `json:"attempt"`
+	MaxAttempts      int32      `json:"max_attempts"`
+	CancelRequested  bool       `json:"cancel_requested"`
+	LineCount        int64      `json:"line_count"`
+	LastSequence     int64      `json:"last_sequence"`
+	RequestID        string     `json:"request_id,omitempty"`
+	LeaseExpiresAt   time.Time  `json:"lease_expires_at,omitzero"`
+	Retries          int32      `json:"retries"`
+	RetriedAttempts  int32      `json:"retried_attempts"`
+	ReleasedAttempts int32      `json:"released_attempts"`
+	RunAfter         time.Time  `json:"run_after,omitzero"`
+	CancelReason     string     `json:"cancel_reason,omitempty"`
+	Notes            []string   `json:"notes,omitempty"`
+	Params           JobParams  `json:"params"`
+	Result           *JobResult `json:"result,omitempty"`
+}
+
+// JobParams is what a job runs.
+type JobParams struct {
+	Argv           []string          `json:"argv,omitempty"`
+	Script         string            `json:"script,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	WorkingDir     string            `json:"working_dir,omitempty"`
+	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
+	RepositoryURL  string            `json:"repository_url,omitempty"`
+	Ref            string            `json:"ref,omitempty"`
+}
+
+// JobResult is how a finished job ended.
+type JobResult struct {
+	ExitCode   int32     `json:"exit_code"`
+	Error      string    `json:"error,omitempty"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	Attempt    int32     `json:"attempt"`
+}
+
+// List is a page of jobs, newest first.
+type List struct {
+	Jobs []Job `json:"jobs"`
+	// NextCursor is passed as cursor for the next page; empty on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// ListView is a page of jobs as JSON shows it.
+func ListView(jobs []*spoolv1.Job, nextCursor string) List {
+	l := List{Jobs: make([]Job, len(jobs)), NextCursor: nextCursor}
+	for i, j := range jobs {
+		l.Jobs[i] = View(j)
+	}
+	return l
+}
+
+// View is job j as JSON shows it.
+func View(j *spoolv1.Job) Job {
+	p := j.GetParams()
+	v := Job{
+		JobID:            j.GetJobId(),
+		Queue:            j.GetQueue(),
+		State:            spool.StateName(j.GetState()),
+		CreatedAt:        timeOf(j.GetCreatedAt()),
+		UpdatedAt:        timeOf(j.GetUpdatedAt()),
+		Attempt:          j.GetAttempt(),
+		Retries:          j.GetRetries(),
+		RetriedAttempts:  j.GetRetriedAttempts(),
+		ReleasedAttempts: j.GetReleasedAttempts(),
+		RunAfter:         timeOf(j.GetRunAfter()),
+		CancelReason:     j.GetCancelReason(),
+		Notes:            j.GetNotes(),
+		MaxAttempts:      j.GetMaxAttempts(),
+		CancelRequested:  j.GetCancelRequested(),
+		LineCount:        j.GetLineCount(),
+		LastSequence:     j.GetLastSequence(),
+		RequestID:        j.GetRequestId(),
+		LeaseExpiresAt:   timeOf(j.GetLeaseExpiresAt()),
+		Params: JobParams{
+			Argv:           p.GetArgv(),
+			Script:         p.GetScript(),
+			Env:            p.GetEnv(),
+			WorkingDir:     p.GetWorkingDir(),
+			TimeoutSeconds: p.GetTimeout().AsDuration().Seconds(),
+			RepositoryURL:  p.GetRepositoryUrl(),
+			Ref:            p.GetRef(),
+		},
+	}
+	if r := j.GetResult(); r != nil {
+		v.Result = &JobResult{
+			ExitCode:   r.GetExitCode(),
+			Error:      r.GetError(),
+			StartedAt:  timeOf(r.GetStartedAt()),
+			FinishedAt: timeOf(r.GetFinishedAt()),
+			Attempt:    r.GetAttempt(),
+		}
+	}
+	return v
+}
+
+// timeOf is t in UTC, or the zero time when t is unset (omitted in JSON).
+func timeOf(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime().UTC()
+}

@@ -1,0 +1,169 @@
+package outbox
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
+)
+
+// Output lines reach the outbox as they are read, before they are batched:
+// a worker killed by SIGKILL loses nothing its command printed (a write to
+// the page cache survives the process). Each line is a record of its own,
+// numbered from 0 within the attempt, and all the lines of one read go to
+// disk in one write. When the batcher flushes, a small batch record names
+// the sequence the lines get and which lines they are; the reader rebuilds
+// the OUTPUT_BATCH from the lines it has read. Lines no batch record claims
+// (the batcher had them in memory when the worker died) are batched by the
+// reader of a sealed outbox, with the job's own limits.
+
+// BatchLimits are the job's batching limits, kept in the header so the
+// reader of a reopened outbox batches unclaimed lines as the worker would.
+type BatchLimits struct {
+	MaxLines       int   `json:"max_lines"`
+	MaxBytes       int64 `json:"max_bytes"`
+	PlaybackMillis int32 `json:"playback_millis,omitempty"`
+}
+
+// line payload: uvarint index | stream | flags | varint Unix ms | data.
+const flagPartial = 1
+
+func appendLinePayload(dst []byte, index int64, l events.Line) []byte {
+	dst = binary.AppendUvarint(dst, uint64(index))
+	var flags byte
+	if l.Partial {
+		flags |= flagPartial
+	}
+	dst = append(dst, byte(l.Stream), flags)
+	dst = binary.AppendVarint(dst, l.Time.UnixMilli())
+	return append(dst, l.Data...)
+}
+
+func decodeLine(p []byte) (int64, events.Line, error) {
+	index, n := binary.Uvarint(p)
+	if n <= 0 || len(p) < n+2 {
+		return 0, events.Line{}, errors.New("outbox: malformed line record")
+	}
+	p = p[n:]
+	l := events.Line{Stream: spoolv1.StreamType(p[0]), Partial: p[1]&flagPartial != 0}
+	ms, m := binary.Varint(p[2:])
+	if m <= 0 {
+		return 0, events.Line{}, errors.New("outbox: malformed line record")
+	}
+	l.Time = time.UnixMilli(ms)
+	l.Data = p[2+m:]
+	return int64(index), l, nil
+}
+
+// batch payload: uvarint index of its first line | the OUTPUT_BATCH event
+// without its outputs and timestamps.
+func appendBatchPayload(dst []byte, first int64, ev *spoolv1.JobEvent) ([]byte, error) {
+	b := ev.GetOutputBatch()
+	stripped := &spoolv1.JobEvent{Sequence: ev.GetSequence(), Timestamp: ev.GetTimestamp(), EventType: ev.GetEventType(), Attempt: ev.GetAttempt(),
+		EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: &spoolv1.OutputBatchEvent{
+			StartSequence: b.GetStartSequence(), EndSequence: b.GetEndSequence(), PlaybackIntervalMillis: b.GetPlaybackIntervalMillis(),
+			FirstLine: b.GetFirstLine(),
+		}}}
+	dst = binary.AppendUvarint(dst, uint64(first))
+	return proto.MarshalOptions{}.MarshalAppend(dst, stripped)
+}
+
+func decodeBatch(p []byte) (first int64, ev *spoolv1.JobEvent, err error) {
+	f, n := binary.Uvarint(p)
+	if n <= 0 {
+		return 0, nil, errors.New("outbox: malformed batch record")
+	}
+	ev = &spoolv1.JobEvent{}
+	if err := proto.Unmarshal(p[n:], ev); err != nil || ev.GetOutputBatch() == nil {
+		return 0, nil, fmt.Errorf("outbox: malformed batch record: %v", err)
+	}
+	return int64(f), ev, nil
+}
+
+// pendingLine is a line read from disk that no batch has claimed yet.
+type pendingLine struct {
+	index int64
+	seg   int
+	line  events.Line
+}
+
+// claim builds the batch a batch record describes from the pending lines.
+// ok is false when its lines are no longer on disk: the batch was
+// acknowledged before the outbox was reopened (segments are only deleted
+// once all their lines are claimed and acknowledged), so it is skipped.
+func (o *Outbox) claim(first int64, ev *spoolv1.JobEvent) (_ *spoolv1.JobEvent, ok bool, err error) {
+	n := ev.GetOutputBatch().GetEndSequence() - ev.GetOutputBatch().GetStartSequence() + 1
+	// Lines before the batch's first are claimed by batches whose records
+	// were deleted with their segment: drop them.
+	for len(o.pending) > 0 && o.pending[0].index < first {
+		o.pending = o.pending[1:]
+	}
+	if len(o.pending) == 0 || o.pending[0].index != first {
+		return nil, false, nil
+	}
+	if int64(len(o.pending)) < n {
+		return nil, false, fmt.Errorf("outbox %s: batch %d claims %d lines from %d; only %d are written", o.dir, ev.GetSequence(), n, first, len(o.pending))
+	}
+	lines := make([]events.Line, n)
+	for i := range lines {
+		lines[i] = o.pending[i].line
+	}
+	o.pending = o.pending[n:]
+	b := ev.GetOutputBatch()
+	out := events.Batch{Sequence: ev.GetSequence(), Lines: lines, Attempt: ev.GetAttempt(),
+		PlaybackIntervalMillis: b.GetPlaybackIntervalMillis(), FirstLine: b.GetFirstLine()}.Event()
+	out.Timestamp = ev.GetTimestamp()
+	return out, true, nil
+}
+
+// claimBytes is the output a batch record's lines hold (0 when they are no
+// longer on disk), without claiming them.
+func (o *Outbox) claimBytes(first int64, ev *spoolv1.JobEvent) int64 {
+	n := ev.GetOutputBatch().GetEndSequence() - ev.GetOutputBatch().GetStartSequence() + 1
+	var size int64
+	for _, p := range o.pending {
+		if p.index >= first+n {
+			break
+		}
+		if p.index >= first {
+			size += int64(len(p.line.Data))
+		}
+	}
+	return size
+}
+
+// tail batches the lines no batch record claimed, continuing the sequences
+// after the last event read, within the header's limits: at most maxEvents
+// batches and about maxBytes of output (at least one batch) at a time.
+func (o *Outbox) tail(maxEvents int, maxChunk int64) []*spoolv1.JobEvent {
+	lim := o.header.Batch
+	maxLines, maxBytes := max(lim.MaxLines, 1), lim.MaxBytes
+	var (
+		out   []*spoolv1.JobEvent
+		total int64
+	)
+	for len(o.pending) > 0 && len(out) < maxEvents && (len(out) == 0 || total < maxChunk) {
+		var (
+			lines []events.Line
+			size  int64
+		)
+		for len(o.pending) > 0 && len(lines) < maxLines {
+			l := o.pending[0].line
+			if len(lines) > 0 && maxBytes > 0 && size+int64(len(l.Data)) > maxBytes {
+				break
+			}
+			lines, size = append(lines, l), size+int64(len(l.Data))
+			o.pending = o.pending[1:]
+		}
+		ev := events.Batch{Sequence: o.nextSeq, Lines: lines, Attempt: o.header.Attempt, PlaybackIntervalMillis: lim.PlaybackMillis}.Event()
+		o.nextSeq += int64(len(lines))
+		out = append(out, ev)
+		total += size
+	}
+	return out
+}

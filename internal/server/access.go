@@ -1,0 +1,92 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/service"
+)
+
+// guard is the door every request goes through, whatever entrance it is
+// for (Connect, REST, WebSocket, UI, metrics): it gathers the request's
+// credentials for the core, and refuses at once, through the core's own
+// checks, a request sent to a name the server does not answer to (DNS
+// rebinding) or coming from another site's page. Which calls a key may
+// make is then the core's to decide, operation by operation.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cr := credentials(r)
+		if err := s.svc.CheckHost(r.Host); err != nil {
+			refuse(w, err)
+			return
+		}
+		if err := s.svc.CheckOrigin(cr); err != nil {
+			refuse(w, err)
+			return
+		}
+		if cr.Origin != "" && slices.Contains(s.cfg.Server.CORSOrigins, strings.TrimSuffix(cr.Origin, "/")) {
+			allowCORS(w, cr.Origin)
+			if r.Method == http.MethodOptions {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(service.WithCredentials(r.Context(), cr)))
+	})
+}
+
+// credentials are what a request presents: an API key (Authorization:
+// Bearer), the web UI's session cookie, and where it was sent from and to.
+func credentials(r *http.Request) service.Credentials {
+	cr := service.Credentials{Host: r.Host, Origin: r.Header.Get("Origin"),
+		Secure: r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")}
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		cr.Key = strings.TrimSpace(tok)
+	}
+	if c, err := r.Cookie(service.SessionCookie); err == nil {
+		cr.Session = c.Value
+	}
+	// A browser's WebSocket can send neither a header nor, from another
+	// site's page, the cookie: it shows a short-lived ticket instead.
+	if t := r.URL.Query().Get("ticket"); t != "" && cr.Key == "" && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		cr.Session = t
+	}
+	return cr
+}
+
+// allowCORS lets a configured origin's pages call the API with a key.
+func allowCORS(w http.ResponseWriter, origin string) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Connect-Protocol-Version, Connect-Timeout-Ms")
+	h.Set("Access-Control-Max-Age", "600")
+}
+
+// refuse answers a refused request as JSON, with the status its kind has.
+func refuse(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if errors.Is(err, spool.ErrUnauthenticated) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="spool"`)
+	}
+	w.WriteHeader(apierr.Status(err))
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+}
+
+// metricsFor serves /metrics to keys allowed to read them.
+func (s *Server) metricsFor(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.svc.Authorize(r.Context(), service.PermMetrics); err != nil {
+			refuse(w, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

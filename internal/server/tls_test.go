@@ -1,0 +1,132 @@
+package server_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/spooltest"
+	"github.com/spool-run/spool/worker"
+)
+
+// privateCA writes a CA's certificate and a certificate it signed for
+// 127.0.0.1 and localhost, with its key, to dir.
+func privateCA(t *testing.T, dir string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	write := func(name, kind string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caKey, leafKey := newKey(), newKey()
+	now := time.Now()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "spool test CA"}, NotBefore: now.Add(-time.Hour),
+		NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "spool"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(leafKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("cert.pem", "CERTIFICATE", leafDER), write("key.pem", "EC PRIVATE KEY", keyDER)
+}
+
+// TestTLS: with server.tls the server speaks HTTPS (Connect and gRPC); a
+// worker and a client that trust the private CA (--ca, SPOOL_CA) run and
+// follow a job; one that does not is refused by its own certificate check.
+func TestTLS(t *testing.T) {
+	caFile, certFile, keyFile := privateCA(t, t.TempDir())
+	srv := start(t, func(c *config.Config) { c.Server.TLS = config.TLS{CertFile: certFile, KeyFile: keyFile} })
+	if !strings.HasPrefix(srv.URL, "https://") {
+		t.Fatalf("server URL %s", srv.URL)
+	}
+	spooltest.NewWorker(t, srv, worker.Config{CAFile: caFile})
+
+	for name, opts := range map[string][]client.Option{"connect": nil, "grpc": {client.WithGRPC()}} {
+		c := srv.Client(append([]client.Option{client.WithCA(caFile)}, opts...)...)
+		j, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"echo", "over", "tls"}})
+		if err != nil {
+			t.Fatalf("%s: submit over TLS: %v", name, err)
+		}
+		var out []string
+		for ev, err := range c.Events(context.Background(), j.GetJobId(), client.StreamOptions{Follow: true,
+			Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}}).All() {
+			if err != nil {
+				t.Fatalf("%s: follow over TLS: %v", name, err)
+			}
+			out = append(out, string(ev.GetOutputData().GetOutput()))
+		}
+		if strings.Join(out, "\n") != "over tls" {
+			t.Errorf("%s: output %q", name, out)
+		}
+	}
+
+	_, err := srv.Client().Job(context.Background(), "x")
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a client that does not trust the CA: %v, want a certificate error", err)
+	}
+}
+
+// A certificate that cannot be loaded stops the server at start, naming
+// the setting.
+func TestTLSBadCertificate(t *testing.T) {
+	dir := t.TempDir()
+	_, certFile, _ := privateCA(t, dir)
+	for name, tc := range map[string]struct {
+		tls  config.TLS
+		want string
+	}{
+		"missing key":     {config.TLS{CertFile: certFile, KeyFile: filepath.Join(dir, "nope.pem")}, "server.tls.key_file " + filepath.Join(dir, "nope.pem") + ": no such file"},
+		"key is no key":   {config.TLS{CertFile: certFile, KeyFile: certFile}, "are not a certificate and its key"},
+		"only half of it": {config.TLS{CertFile: certFile}, "server.tls: set both cert_file and key_file"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.TLS = "127.0.0.1:0", t.TempDir(), tc.tls
+			err := cfg.Validate()
+			if err == nil {
+				var srv *server.Server
+				srv, err = server.Start(context.Background(), cfg, nil)
+				if err == nil {
+					_ = srv.Stop(context.Background())
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

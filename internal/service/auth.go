@@ -1,0 +1,266 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/token"
+)
+
+// Who may call spool is decided here, for every entrance alike: each
+// operation of the core asks authorize for the permission it needs, with
+// the credentials the entrance put in the context. Keys are checked against
+// the store at every call (no cache), so a revoked key stops working at
+// once on every server sharing the store.
+
+// Permission is what an operation needs.
+type Permission int
+
+const (
+	// PermRead: jobs and their logs.
+	PermRead Permission = iota
+	// PermSubmit: enqueue and cancel jobs.
+	PermSubmit
+	// PermWork: lease jobs, heartbeat, publish, complete, hand back.
+	PermWork
+	// PermAdmin: keys.
+	PermAdmin
+	// PermMetrics: the /metrics page.
+	PermMetrics
+)
+
+var permNames = map[Permission]string{PermRead: "read jobs", PermSubmit: "submit or cancel jobs", PermWork: "run jobs",
+	PermAdmin: "manage keys", PermMetrics: "read metrics"}
+
+// roles says which permissions each role has.
+var roles = map[spoolv1.KeyRole][]Permission{
+	spoolv1.KeyRole_KEY_ROLE_ADMIN:  {PermRead, PermSubmit, PermWork, PermAdmin, PermMetrics},
+	spoolv1.KeyRole_KEY_ROLE_SUBMIT: {PermRead, PermSubmit, PermMetrics},
+	spoolv1.KeyRole_KEY_ROLE_READ:   {PermRead, PermMetrics},
+	// A worker reads the jobs it runs (to resume them after a restart).
+	spoolv1.KeyRole_KEY_ROLE_WORKER: {PermWork, PermRead},
+}
+
+// Credentials are what a request presents. Every entrance puts them in the
+// request's context (WithCredentials) before calling the core.
+type Credentials struct {
+	// Key is the API key sent (Authorization: Bearer KEY).
+	Key string
+	// Session is the web UI's login cookie.
+	Session string
+	// Host is the Host the request was sent to.
+	Host string
+	// Origin is the Origin of a browser's request ("" from other clients).
+	Origin string
+	// Secure says the request came over TLS (or through a proxy that says
+	// so).
+	Secure bool
+}
+
+// SessionCookie names the web UI's login cookie.
+const SessionCookie = "spool_session"
+
+type credentialsKey struct{}
+
+// WithCredentials returns ctx carrying c.
+func WithCredentials(ctx context.Context, c Credentials) context.Context {
+	return context.WithValue(ctx, credentialsKey{}, c)
+}
+
+func credentialsFrom(ctx context.Context) Credentials {
+	c, _ := ctx.Value(credentialsKey{}).(Credentials)
+	return c
+}
+
+// Caller is who a request comes from, once its key is checked.
+type Caller struct {
+	// Name is the key's name (for the audit log).
+	Name string
+	Role spoolv1.KeyRole
+	// Queues limit a worker key to these queues (empty: any).
+	Queues []string
+	hash   string
+}
+
+// mayUse reports whether the caller may act on jobs of queue.
+func (c Caller) mayUse(queue string) bool {
+	return len(c.Queues) == 0 || queue == "" || slices.Contains(c.Queues, queue)
+}
+
+// anyone is the caller when auth is disabled.
+var anyone = Caller{Name: "anyone", Role: spoolv1.KeyRole_KEY_ROLE_ADMIN}
+
+// authorize checks the request's Host and credentials and that they allow
+// perm (on jobs of queue, when a worker key is limited to some queues). It
+// returns the caller.
+func (s *Service) authorize(ctx context.Context, perm Permission, queue string) (Caller, error) {
+	cr := credentialsFrom(ctx)
+	if err := s.CheckHost(cr.Host); err != nil {
+		return Caller{}, err
+	}
+	c, err := s.authenticate(ctx, cr)
+	if err != nil {
+		return Caller{}, err
+	}
+	if !slices.Contains(roles[c.Role], perm) {
+		return Caller{}, apierr.Errorf(spool.ErrPermissionDenied, "key %q (role %s) may not %s", c.Name, spool.RoleName(c.Role), permNames[perm])
+	}
+	if err := c.useQueue(queue); err != nil {
+		return Caller{}, err
+	}
+	return c, nil
+}
+
+// useQueue refuses a caller limited to other queues than queue.
+func (c Caller) useQueue(queue string) error {
+	if !c.mayUse(queue) {
+		return apierr.Errorf(spool.ErrPermissionDenied, "key %q may only work on queues %s, not %q", c.Name, strings.Join(c.Queues, ", "), queue)
+	}
+	return nil
+}
+
+// Authorize is authorize for entrances that serve something the core has
+// no operation for (the /metrics page).
+func (s *Service) Authorize(ctx context.Context, perm Permission) error {
+	_, err := s.authorize(ctx, perm, "")
+	return err
+}
+
+// authenticate finds the caller from an API key or a session.
+func (s *Service) authenticate(ctx context.Context, cr Credentials) (Caller, error) {
+	if s.cfg.Auth.Disabled {
+		return anyone, nil
+	}
+	var hash string
+	switch {
+	case cr.Key != "":
+		hash = HashKey(cr.Key)
+	case cr.Session != "":
+		ss, err := s.signer.VerifySession(cr.Session)
+		if err != nil || time.Now().Unix() > ss.Expires {
+			return Caller{}, apierr.Errorf(spool.ErrUnauthenticated, "your login has ended; log in again with your API key")
+		}
+		hash = ss.KeyHash
+	default:
+		return Caller{}, apierr.Errorf(spool.ErrUnauthenticated,
+			"an API key is needed: send it as Authorization: Bearer KEY (the command line reads SPOOL_API_KEY or --api-key); an admin creates keys with `spool keys create`")
+	}
+	k, err := s.store.KeyByHash(ctx, hash)
+	if errors.Is(err, spool.ErrNotFound) {
+		return Caller{}, apierr.Errorf(spool.ErrUnauthenticated, "this API key is not known to the server: check SPOOL_API_KEY, or ask an admin for a key")
+	}
+	if err != nil {
+		return Caller{}, s.fail(ctx, "authenticate", err)
+	}
+	if at := k.Key.GetRevokedAt(); at != nil {
+		return Caller{}, apierr.Errorf(spool.ErrUnauthenticated, "API key %q was revoked at %s", k.Key.GetName(), at.AsTime().Format(time.RFC3339))
+	}
+	s.touch(ctx, hash)
+	return Caller{Name: k.Key.GetName(), Role: k.Key.GetRole(), Queues: k.Key.GetQueues(), hash: hash}, nil
+}
+
+// touchEvery is how often a key's last use is written: often enough to
+// tell keys in use from forgotten ones, seldom enough to cost nothing.
+const touchEvery = time.Minute
+
+// touches remembers when this server last wrote each key's last use.
+type touches struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// touch records a key's use, at most once per touchEvery per server.
+func (s *Service) touch(ctx context.Context, hash string) {
+	now := time.Now()
+	s.touched.mu.Lock()
+	if s.touched.last == nil {
+		s.touched.last = map[string]time.Time{}
+	}
+	due := now.Sub(s.touched.last[hash]) >= touchEvery
+	if due {
+		s.touched.last[hash] = now
+	}
+	s.touched.mu.Unlock()
+	if due {
+		if err := s.store.TouchKey(context.WithoutCancel(ctx), hash, now.UTC().Truncate(time.Microsecond)); err != nil {
+			s.log.Warn("could not record a key's use", "error", err)
+		}
+	}
+}
+
+// CheckHost refuses a request sent to a name the server does not answer
+// to. A web page can point its own name at the server's address (DNS
+// rebinding) to make a visitor's browser call it as a same-origin page:
+// refusing unknown names stops that before anything else. IP addresses,
+// localhost and the configured public names are known.
+func (s *Service) CheckHost(host string) error {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+	switch {
+	case h == "":
+		return apierr.Errorf(spool.ErrPermissionDenied, "a Host header is needed")
+	case h == "localhost" || strings.HasSuffix(h, ".localhost") || net.ParseIP(h) != nil:
+		return nil
+	case slices.ContainsFunc(s.cfg.Server.PublicHosts, func(p string) bool { return strings.EqualFold(p, h) }):
+		return nil
+	}
+	return apierr.Errorf(spool.ErrPermissionDenied, "this server does not answer to the name %q: add it to server.public_hosts if clients reach the server by that name", h)
+}
+
+// CheckOrigin refuses a browser request from a page of another site: its
+// Origin must be the server itself (the Host it was sent to) or one of the
+// configured CORS origins. Requests without an Origin (not from a browser)
+// pass.
+func (s *Service) CheckOrigin(cr Credentials) error {
+	if cr.Origin == "" {
+		return nil
+	}
+	u, err := url.Parse(cr.Origin)
+	if err == nil && strings.EqualFold(u.Host, cr.Host) {
+		return nil
+	}
+	if slices.Contains(s.cfg.Server.CORSOrigins, strings.TrimSuffix(cr.Origin, "/")) {
+		return nil
+	}
+	return apierr.Errorf(spool.ErrPermissionDenied, "requests from pages of %s are refused: only spool's own pages (and server.cors_origins) may call it from a browser", cr.Origin)
+}
+
+// KeyPrefix starts every API key, so a key in a log or a diff is
+// recognisable (and secret scanners can find it).
+const KeyPrefix = "spool_"
+
+// NewSecret returns a new random API key: 256 bits.
+func NewSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// HashKey is what the store keeps of a key: its SHA-256. Keys are 256
+// random bits, so a fast hash is enough; nothing can be guessed from it.
+func HashKey(secret string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+	return hex.EncodeToString(sum[:])
+}
+
+// sessionFor is the session cookie value for a login with key hash.
+func (s *Service) sessionFor(hash string) (string, time.Time) {
+	until := time.Now().Add(time.Duration(s.cfg.Auth.SessionHours) * time.Hour)
+	return s.signer.SignSession(token.Session{KeyHash: hash, Expires: until.Unix()}), until
+}

@@ -1,0 +1,152 @@
+package service
+
+import (
+	"context"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// EnqueueJob creates a job, or returns the one an earlier call with the same
+// request_id created (Deduplicated).
+func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) (*spoolv1.EnqueueJobResponse, error) {
+	caller, err := s.authorize(ctx, PermSubmit, m.GetQueue())
+	if err != nil {
+		return nil, err
+	}
+	queue, err := checkQueue(m.GetQueue())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkParams(m.GetParams()); err != nil {
+		return nil, err
+	}
+	if err := checkText("request_id", m.GetRequestId(), maxRequestID); err != nil {
+		return nil, err
+	}
+	attempts, err := checkSeconds("max_attempts", m.GetMaxAttempts(), int32(s.cfg.Jobs.MaxAttempts), 1, 100)
+	if err != nil {
+		return nil, err
+	}
+	if r := m.GetRetries(); r < 0 || r > maxRetries {
+		return nil, invalid("retries must be between 0 and %d, got %d", maxRetries, r)
+	}
+	nj := store.NewJob{
+		Queue:       queue,
+		RequestID:   m.GetRequestId(),
+		Params:      m.GetParams(),
+		Execution:   s.cfg.ExecutionConfig(),
+		MaxAttempts: attempts,
+		Retries:     m.GetRetries(),
+	}
+	job, created, err := s.store.Enqueue(ctx, nj)
+	if err != nil {
+		return nil, s.fail(ctx, "EnqueueJob", err)
+	}
+	if !created && !sameRequest(job, nj) {
+		// An idempotency key names one request: the same key with another
+		// request is a mistake the caller must hear about, not the other
+		// job silently.
+		return nil, apierr.Errorf(spool.ErrAlreadyExists, "request_id %q was already used for job %s, which runs something else; use a new request_id",
+			m.GetRequestId(), job.GetJobId())
+	}
+	if created {
+		s.audit(ctx, caller, "job enqueued", "job_id", job.GetJobId(), "queue", queue)
+		s.metrics.enqueued.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue)))
+	}
+	return &spoolv1.EnqueueJobResponse{Job: job, Deduplicated: !created}, nil
+}
+
+// GetJob returns one job.
+func (s *Service) GetJob(ctx context.Context, m *spoolv1.GetJobRequest) (*spoolv1.GetJobResponse, error) {
+	job, err := s.job(ctx, "GetJob", m.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	return &spoolv1.GetJobResponse{Job: job}, nil
+}
+
+// job checks the caller may read jobs, validates an id and reads the job.
+// A worker key limited to some queues sees only their jobs.
+func (s *Service) job(ctx context.Context, op, id string) (*spoolv1.Job, error) {
+	caller, err := s.authorize(ctx, PermRead, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkJobID(id); err != nil {
+		return nil, err
+	}
+	job, err := s.store.Get(ctx, id)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	if !caller.mayUse(job.GetQueue()) {
+		return nil, store.JobNotFound(id)
+	}
+	return job, nil
+}
+
+// ListJobs returns a page of jobs, newest first.
+func (s *Service) ListJobs(ctx context.Context, m *spoolv1.ListJobsRequest) (*spoolv1.ListJobsResponse, error) {
+	caller, err := s.authorize(ctx, PermRead, m.GetQueue())
+	if err != nil {
+		return nil, err
+	}
+	if len(caller.Queues) > 0 && m.GetQueue() == "" {
+		return nil, apierr.Errorf(spool.ErrPermissionDenied, "key %q may only list the jobs of queues %s: name one", caller.Name, strings.Join(caller.Queues, ", "))
+	}
+	if m.GetQueue() != "" {
+		if _, err := checkQueue(m.GetQueue()); err != nil {
+			return nil, err
+		}
+	}
+	if m.GetPageSize() < 0 {
+		return nil, invalid("page_size must not be negative")
+	}
+	if err := checkStates(m.GetStates()); err != nil {
+		return nil, err
+	}
+	if err := checkText("cursor", m.GetCursor(), maxCursor); err != nil {
+		return nil, err
+	}
+	jobs, next, err := s.store.List(ctx, store.ListFilter{Queue: m.GetQueue(), States: m.GetStates(), Limit: int(m.GetPageSize()), Cursor: m.GetCursor()})
+	if err != nil {
+		return nil, s.fail(ctx, "ListJobs", err)
+	}
+	return &spoolv1.ListJobsResponse{Jobs: jobs, NextCursor: next}, nil
+}
+
+// CancelJob cancels a queued job at once and asks a running one's worker to
+// stop it; a finished job is returned as it is.
+func (s *Service) CancelJob(ctx context.Context, m *spoolv1.CancelJobRequest) (*spoolv1.CancelJobResponse, error) {
+	caller, err := s.authorize(ctx, PermSubmit, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkJobID(m.GetJobId()); err != nil {
+		return nil, err
+	}
+	if err := checkText("reason", m.GetReason(), maxReason); err != nil {
+		return nil, err
+	}
+	job, err := s.store.Cancel(ctx, m.GetJobId(), m.GetReason())
+	if err != nil {
+		return nil, s.fail(ctx, "CancelJob", err)
+	}
+	s.audit(ctx, caller, "job cancel requested", "job_id", job.GetJobId(), "state", spool.StateName(job.GetState()), "reason", m.GetReason())
+	return &spoolv1.CancelJobResponse{Job: job}, nil
+}
+
+// sameRequest reports whether job was created by the request nj describes:
+// the same queue, command and budgets.
+func sameRequest(job *spoolv1.Job, nj store.NewJob) bool {
+	return job.GetQueue() == nj.Queue && proto.Equal(job.GetParams(), nj.Params) &&
+		job.GetMaxAttempts() == nj.MaxAttempts && job.GetRetries() == nj.Retries
+}

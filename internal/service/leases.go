@@ -1,0 +1,267 @@
+package service
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/token"
+)
+
+// DequeueJobs leases up to max_jobs jobs of a queue to a worker, waiting up
+// to wait_seconds for one. Each lease carries a signed task token that names
+// the job, its attempt and the lease.
+func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest) (*spoolv1.DequeueJobsResponse, error) {
+	if _, err := s.authorize(ctx, PermWork, cmp.Or(m.GetQueue(), store.DefaultQueue)); err != nil {
+		return nil, err
+	}
+	queue, err := checkQueue(m.GetQueue())
+	if err != nil {
+		return nil, err
+	}
+	if m.GetMaxJobs() < 0 || m.GetWaitSeconds() < 0 {
+		return nil, invalid("max_jobs and wait_seconds must not be negative")
+	}
+	lease, err := s.leaseDuration(m.GetVisibilityTimeoutSeconds())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText("worker_id", m.GetWorkerId(), maxWorkerID); err != nil {
+		return nil, err
+	}
+	pollCtx, stop := s.untilDrain(ctx)
+	defer stop()
+	leases, err := s.store.Dequeue(pollCtx, store.DequeueRequest{
+		Queue:         queue,
+		Max:           int(m.GetMaxJobs()),
+		LeaseDuration: lease,
+		Wait:          time.Duration(min(m.GetWaitSeconds(), maxWaitSeconds)) * time.Second,
+		WorkerID:      m.GetWorkerId(),
+	})
+	if err != nil && s.draining() && ctx.Err() == nil {
+		err = nil // shutting down: answer "nothing now" rather than an error
+	}
+	if err != nil {
+		return nil, s.fail(ctx, "DequeueJobs", err)
+	}
+	resp := &spoolv1.DequeueJobsResponse{}
+	for _, l := range leases {
+		resp.Leases = append(resp.Leases, &spoolv1.JobLease{
+			Job:            l.Job,
+			TaskToken:      s.signer.Sign(token.Claims{JobID: l.JobID, Queue: l.Queue, Attempt: l.Attempt, LeaseID: l.LeaseID}),
+			NextSequence:   l.Head.NextSequence,
+			NextLine:       l.Head.NextLine,
+			LeaseExpiresAt: timestamppb.New(l.ExpiresAt),
+			// The worker heartbeats at the interval the lease allows, not
+			// at the one stored with the job: the configuration may have
+			// changed since the job was enqueued.
+			HeartbeatIntervalSeconds: int32(s.heartbeatInterval(lease) / time.Second),
+		})
+		s.log.InfoContext(ctx, "job leased", "job_id", l.JobID, "attempt", l.Attempt, "worker", m.GetWorkerId())
+	}
+	s.metrics.leased.Add(ctx, int64(len(leases)), metric.WithAttributes(attribute.String("queue", queue)))
+	return resp, nil
+}
+
+// lease checks that the caller may run jobs (a task token alone is not
+// enough: a leaked one is useless without a worker key) and the task
+// token, and returns the lease it names.
+func (s *Service) lease(ctx context.Context, op, tok string) (store.LeaseRef, error) {
+	// The key first: a task token alone, leaked, is not enough.
+	caller, err := s.authorize(ctx, PermWork, "")
+	if err != nil {
+		return store.LeaseRef{}, err
+	}
+	if tok == "" {
+		return store.LeaseRef{}, invalid("task_token is required: use the one DequeueJobs returned")
+	}
+	c, err := s.signer.Verify(tok)
+	if err != nil {
+		return store.LeaseRef{}, s.fail(ctx, op, err)
+	}
+	if err := caller.useQueue(c.Queue); err != nil {
+		return store.LeaseRef{}, err
+	}
+	return store.LeaseRef{JobID: c.JobID, Queue: c.Queue, Attempt: c.Attempt, LeaseID: c.LeaseID}, nil
+}
+
+// Heartbeat extends a lease (the UpdateJobVisibility call) and tells the
+// worker whether the job was cancelled and whether someone is watching.
+// With wait_seconds, it then holds the answer until one of those changes or
+// the wait (at most the heartbeat interval) is over: a worker keeping such
+// a call open hears of a cancel at once, with no more writes than before.
+func (s *Service) Heartbeat(ctx context.Context, m *spoolv1.UpdateJobVisibilityRequest) (*spoolv1.UpdateJobVisibilityResponse, error) {
+	ref, err := s.lease(ctx, "UpdateJobVisibility", m.GetTaskToken())
+	if err != nil {
+		return nil, err
+	}
+	lease, err := s.leaseDuration(m.GetVisibilityTimeoutSeconds())
+	if err != nil {
+		return nil, err
+	}
+	if m.GetWaitSeconds() < 0 {
+		return nil, invalid("wait_seconds must not be negative")
+	}
+	expires, cancel, err := s.store.Heartbeat(ctx, ref, lease)
+	if err != nil {
+		return nil, s.fail(ctx, "UpdateJobVisibility", err)
+	}
+	interval := s.heartbeatInterval(lease)
+	watched := s.watchers.watched(ref.JobID)
+	if wait := min(time.Duration(m.GetWaitSeconds())*time.Second, interval); wait > 0 && !cancel && watched == m.GetWatched() {
+		cancel, watched = s.awaitSignal(ctx, ref.JobID, cancel, m.GetWatched(), wait)
+	}
+	return &spoolv1.UpdateJobVisibilityResponse{LeaseExpiresAt: timestamppb.New(expires), CancelRequested: cancel,
+		Watched: watched, HeartbeatIntervalSeconds: int32(interval / time.Second)}, nil
+}
+
+// CompleteJob records how an attempt ended and makes the job final.
+func (s *Service) CompleteJob(ctx context.Context, m *spoolv1.CompleteJobRequest) (*spoolv1.CompleteJobResponse, error) {
+	ref, err := s.lease(ctx, "CompleteJob", m.GetTaskToken())
+	if err != nil {
+		return nil, err
+	}
+	res := m.GetResult()
+	if res == nil {
+		return nil, invalid("result is required (exit_code, error, times)")
+	}
+	if err := checkText("result.error", res.GetError(), maxResultError); err != nil {
+		return nil, err
+	}
+	job, err := s.store.Complete(ctx, ref, res)
+	if err != nil {
+		return nil, s.fail(ctx, "CompleteJob", err)
+	}
+	s.log.InfoContext(ctx, "job finished", "job_id", job.GetJobId(), "attempt", ref.Attempt,
+		"state", spool.StateName(job.GetState()), "exit_code", job.GetResult().GetExitCode())
+	s.metrics.jobFinished(ctx, job)
+	return &spoolv1.CompleteJobResponse{Job: job}, nil
+}
+
+// PublishEvents appends an attempt's events to its job's log.
+func (s *Service) PublishEvents(ctx context.Context, m *spoolv1.PublishEventsRequest) (*spoolv1.PublishEventsResponse, error) {
+	ref, err := s.lease(ctx, "PublishEvents", m.GetTaskToken())
+	if err != nil {
+		return nil, err
+	}
+	evs := m.GetEvents()
+	if len(evs) > maxEventsPerPublish {
+		return nil, invalid("events: %d in one call; send at most %d", len(evs), maxEventsPerPublish)
+	}
+	head, err := s.store.Append(ctx, ref, evs)
+	if err != nil {
+		return nil, s.fail(ctx, "PublishEvents", err)
+	}
+	s.metrics.eventsPublished(ctx, evs)
+	return &spoolv1.PublishEventsResponse{LastSequence: head.NextSequence - 1, LineCount: head.NextLine - 1,
+		Watched: s.watchers.watched(ref.JobID)}, nil
+}
+
+// ReleaseJob hands a leased job back to its queue at once (a stopping
+// worker's jobs), as storekit.Released decides.
+func (s *Service) ReleaseJob(ctx context.Context, m *spoolv1.ReleaseJobRequest) (*spoolv1.ReleaseJobResponse, error) {
+	ref, err := s.lease(ctx, "ReleaseJob", m.GetTaskToken())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText("reason", m.GetReason(), maxReason); err != nil {
+		return nil, err
+	}
+	job, err := s.store.Release(ctx, ref, m.GetCountAttempt(), m.GetReason())
+	if err != nil {
+		return nil, s.fail(ctx, "ReleaseJob", err)
+	}
+	s.log.InfoContext(ctx, "job handed back", "job_id", job.GetJobId(), "attempt", ref.Attempt, "state", spool.StateName(job.GetState()), "reason", m.GetReason())
+	s.metrics.released.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", job.GetQueue())))
+	return &spoolv1.ReleaseJobResponse{Job: job}, nil
+}
+
+// ReportUndelivered records on a job that an attempt's output was lost. The
+// task token needs a valid signature but not a current lease: reporting is
+// what an attempt that has lost its lease still has to do.
+func (s *Service) ReportUndelivered(ctx context.Context, m *spoolv1.ReportUndeliveredRequest) (*spoolv1.ReportUndeliveredResponse, error) {
+	ref, err := s.lease(ctx, "ReportUndelivered", m.GetTaskToken())
+	if err != nil {
+		return nil, err
+	}
+	if m.GetLines() < 0 || m.GetEvents() < 0 || m.GetLines()+m.GetEvents() == 0 {
+		return nil, invalid("lines and events: say how much was lost (not negative, not both 0)")
+	}
+	if err := checkText("kept_at", m.GetKeptAt(), maxKeptAt); err != nil {
+		return nil, err
+	}
+	note := fmt.Sprintf("attempt %d: %d lines could not be delivered", ref.Attempt, m.GetLines())
+	if m.GetEvents() > 0 {
+		note = fmt.Sprintf("attempt %d: %d lines and %d other events could not be delivered", ref.Attempt, m.GetLines(), m.GetEvents())
+	}
+	note += " (the job had moved on before the worker could send them)"
+	if m.GetKeptAt() != "" {
+		note += "; the worker kept them in " + m.GetKeptAt()
+	}
+	job, err := s.store.AddNote(ctx, ref.JobID, note)
+	if err != nil {
+		return nil, s.fail(ctx, "ReportUndelivered", err)
+	}
+	s.log.WarnContext(ctx, "output lost", "job_id", ref.JobID, "attempt", ref.Attempt, "lines", m.GetLines(), "events", m.GetEvents(), "kept_at", m.GetKeptAt())
+	return &spoolv1.ReportUndeliveredResponse{Job: job}, nil
+}
+
+// heartbeatInterval is how often a worker holding a lease of length lease
+// heartbeats: the configured interval, but at most half the lease, so one
+// late heartbeat never loses it whatever the configuration and the worker
+// ask for.
+func (s *Service) heartbeatInterval(lease time.Duration) time.Duration {
+	return max(time.Second, min(s.cfg.Execution.HeartbeatInterval(), lease/2))
+}
+
+// awaitSignal holds a heartbeat until the job is cancelled, its watched
+// state differs from what the worker believes, wait has passed, or the
+// server drains, and returns the job's cancel and watched states then.
+func (s *Service) awaitSignal(ctx context.Context, jobID string, cancel, believed bool, wait time.Duration) (bool, bool) {
+	ctx, stop := s.untilDrain(ctx)
+	defer stop()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	watched := s.watchers.watched(jobID)
+	for !cancel && watched == believed {
+		if s.waitOnce(ctx, jobID, timer.C, &cancel, &watched, believed) {
+			break
+		}
+	}
+	return cancel, watched
+}
+
+// waitOnce is one round of awaitSignal: it watches the job and its
+// followers, reads them again (so no change falls between), and waits for a
+// change. It reports whether awaitSignal is done: news, the wait is over,
+// or the server drains.
+func (s *Service) waitOnce(ctx context.Context, jobID string, over <-chan time.Time, cancel, watched *bool, believed bool) bool {
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	jobChanged := s.store.Watch(wctx, jobID)
+	flipped, done := s.watchers.changes(jobID)
+	defer done()
+	if j, err := s.store.Get(ctx, jobID); err == nil {
+		*cancel = j.GetCancelRequested() || spool.IsFinal(j.GetState())
+	}
+	if *watched = s.watchers.watched(jobID); *cancel || *watched != believed {
+		return true
+	}
+	select {
+	case <-jobChanged:
+		return false
+	case <-flipped:
+		return false
+	case <-over:
+	case <-ctx.Done():
+	}
+	return true
+}

@@ -1,0 +1,220 @@
+package service
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// Pages of lines (ReadLines). A page also ends once it holds MaxPageBytes of
+// output, so 10,000 very long lines cannot make one answer of gigabytes;
+// HasMore then says to go on.
+const (
+	DefaultPageLines = 1000
+	MaxPageLines     = 10000
+	MaxPageBytes     = 8 << 20
+	// MaxLine is the largest line number a request may name: far past any
+	// log, and small enough that line arithmetic cannot overflow.
+	MaxLine = 1 << 53
+)
+
+// Feed is one reader of a job's log: everything stored from the requested
+// point, then, when following, each new event as it is stored, until the
+// job is final. The stored part and the live part meet without a gap or a
+// repeat, and a slow reader only slows its own reads: nothing is buffered
+// for it and nothing is dropped.
+//
+// While a following feed is open, the job counts as watched, so its worker
+// flushes output promptly. Close the feed when done.
+type Feed struct {
+	s       *Service
+	f       *storekit.Feed
+	job     *spoolv1.Job
+	unpack  bool
+	release func()
+	checked time.Time // when the reader's key was last checked
+}
+
+// OpenFeed checks a request to read a job's events (the StreamEvents call,
+// which the REST log pages and the WebSocket use too) and opens its feed.
+// A missing job is spool.ErrNotFound, reported before anything is read.
+func (s *Service) OpenFeed(ctx context.Context, m *spoolv1.StreamEventsRequest) (*Feed, error) {
+	return s.openFeed(ctx, m, 0)
+}
+
+// openFeed is OpenFeed with reads of at most maxPage stored items (0: the
+// feed's own cap).
+func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, maxPage int) (*Feed, error) {
+	if m.GetFromSequence() < 0 || m.GetFromLine() < 0 {
+		return nil, invalid("from_sequence and from_line must not be negative")
+	}
+	if m.GetFromLine() > MaxLine {
+		return nil, invalid("from_line %d is past any log (at most %d)", m.GetFromLine(), int64(MaxLine))
+	}
+	if err := checkEventTypes(m.GetEventTypes()); err != nil {
+		return nil, err
+	}
+	job, err := s.job(ctx, "StreamEvents", m.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	fr := storekit.FeedRequest{
+		JobID:        job.GetJobId(),
+		FromSequence: m.GetFromSequence(),
+		FromLine:     m.GetFromLine(),
+		Types:        m.GetEventTypes(),
+		Follow:       m.GetFollow(),
+		MaxPage:      maxPage,
+	}
+	if m.GetFromTimestamp() != nil {
+		fr.FromTime = m.GetFromTimestamp().AsTime()
+	}
+	f := &Feed{s: s, f: storekit.NewFeed(s.store, fr), job: job, unpack: m.GetUnpack(), release: func() {}, checked: time.Now()}
+	if m.GetFollow() && !spool.IsFinal(job.GetState()) {
+		f.release = s.watchers.add(job.GetJobId())
+	}
+	return f, nil
+}
+
+// Job is the job as it was when the feed was opened.
+func (f *Feed) Job() *spoolv1.Job { return f.job }
+
+// Finished is the job as it ended, once the feed has yielded every event of
+// a final job; nil otherwise.
+func (f *Feed) Finished() *spoolv1.Job { return f.f.Finished() }
+
+// Close ends the feed's watch of the job. It is safe to call more than once.
+func (f *Feed) Close() { f.release() }
+
+// Events yields the feed's events in sequence order: batches as stored
+// (the first trimmed to the start), or one OUTPUT_DATA event per line when
+// the request asked to unpack them. When the server drains, it ends with a
+// spool.ErrUnavailable error: the reader should resume after the last
+// sequence it got, here after the restart or on another server.
+func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
+	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		feedCtx, stop := f.s.untilDrain(ctx)
+		defer stop()
+		for ev, err := range f.f.Events(feedCtx) {
+			if err != nil {
+				if f.s.draining() && ctx.Err() == nil {
+					err = errDraining
+				} else {
+					err = f.s.fail(ctx, "StreamEvents", err)
+				}
+				yield(nil, err)
+				return
+			}
+			if err := f.recheck(ctx); err != nil {
+				yield(nil, err)
+				return
+			}
+			if !f.unpack {
+				if !yield(ev, nil) {
+					return
+				}
+				continue
+			}
+			for _, e := range events.Unpack(ev) {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// recheckEvery is how long a feed goes on reading with the key it was
+// opened with before checking it again: a stream outlives a revoked key by
+// at most that long, and a fast replay costs one key lookup a second.
+const recheckEvery = time.Second
+
+// recheck makes sure the reader's key still works before it is given more
+// of the log.
+func (f *Feed) recheck(ctx context.Context) error {
+	if time.Since(f.checked) < recheckEvery {
+		return nil
+	}
+	if _, err := f.s.authorize(ctx, PermRead, f.job.GetQueue()); err != nil {
+		return err
+	}
+	f.checked = time.Now()
+	return nil
+}
+
+// LinesRequest selects a page of a job's output lines: those numbered after
+// After and before Before (both exclusive; Before 0: no upper bound), at
+// most Limit of them (0: DefaultPageLines; more than MaxPageLines counts as
+// MaxPageLines) and at most MaxBytes of output (0 or more than MaxPageBytes:
+// MaxPageBytes), but always at least one line when there is one.
+type LinesRequest struct {
+	JobID         string
+	After, Before int64
+	Limit         int
+	MaxBytes      int
+}
+
+// LinesPage is a page of lines.
+type LinesPage struct {
+	// Job is the job as it was read, before its lines.
+	Job *spoolv1.Job
+	// Lines are OUTPUT_DATA events, one per line, in line order.
+	Lines []*spoolv1.JobEvent
+	// HasMore: lines after this page (and before Before) are stored already.
+	HasMore bool
+	// Limit is the page size used.
+	Limit int
+}
+
+// ReadLines reads a page of a job's stored output lines. It reads one line
+// past the page to know whether there is more, which costs at most one
+// more stored batch. An output item holds a line at least, so no read
+// fetches more than limit+1 items, and the first fetches one.
+func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, error) {
+	switch {
+	case r.Limit < 0 || r.After < 0 || r.Before < 0:
+		return nil, invalid("limit, after_line and before_line must not be negative")
+	case r.After > MaxLine || r.Before > MaxLine:
+		return nil, invalid("line numbers go up to %d", int64(MaxLine))
+	case r.Before > 0 && r.Before <= r.After:
+		return nil, invalid("before_line=%d must be greater than after_line=%d (both bounds are exclusive: after_line=0&before_line=11 is lines 1 to 10)", r.Before, r.After)
+	}
+	limit := r.Limit
+	if limit == 0 {
+		limit = DefaultPageLines
+	}
+	limit = min(limit, MaxPageLines)
+	maxBytes := r.MaxBytes
+	if maxBytes <= 0 || maxBytes > MaxPageBytes {
+		maxBytes = MaxPageBytes
+	}
+	feed, err := s.openFeed(ctx, &spoolv1.StreamEventsRequest{JobId: r.JobID, FromLine: r.After + 1,
+		EventTypes: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH}, Unpack: true}, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	defer feed.Close()
+	page := &LinesPage{Job: feed.Job(), Lines: make([]*spoolv1.JobEvent, 0, min(limit, 1024)), Limit: limit}
+	size := 0
+	for ev, err := range feed.Events(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		line := ev.GetOutputData()
+		if r.Before > 0 && line.GetLineNumber() >= r.Before {
+			return page, nil
+		}
+		size += len(line.GetOutput())
+		if len(page.Lines) == limit || (len(page.Lines) > 0 && size > maxBytes) {
+			page.HasMore = true
+			return page, nil
+		}
+		page.Lines = append(page.Lines, ev)
+	}
+	return page, nil
+}

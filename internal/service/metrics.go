@@ -1,0 +1,56 @@
+package service
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/telemetry"
+)
+
+// metrics are the job-level figures; the Connect adapter adds the RPC ones
+// (rpc.server.duration and friends, by procedure and code).
+type metrics struct {
+	enqueued  metric.Int64Counter
+	leased    metric.Int64Counter
+	finished  metric.Int64Counter
+	published metric.Int64Counter
+	lines     metric.Int64Counter
+	settled   metric.Int64Counter
+	released  metric.Int64Counter
+}
+
+func newMetrics(m metric.Meter, w *watchers) *metrics {
+	sm := &metrics{
+		enqueued:  telemetry.Must(m.Int64Counter("spool.jobs.enqueued", metric.WithDescription("Jobs created (repeats of a request id excluded)."))),
+		leased:    telemetry.Must(m.Int64Counter("spool.jobs.leased", metric.WithDescription("Leases handed to workers (one per attempt)."))),
+		finished:  telemetry.Must(m.Int64Counter("spool.jobs.finished", metric.WithDescription("Jobs completed by their workers, by final state."))),
+		published: telemetry.Must(m.Int64Counter("spool.events.published", metric.WithDescription("Events received from workers (a batch counts once), retries included."))),
+		lines:     telemetry.Must(m.Int64Counter("spool.events.published.lines", metric.WithDescription("Output lines received from workers, retries included."))),
+		settled:   telemetry.Must(m.Int64Counter("spool.leases.settled", metric.WithDescription("Expired leases settled by the reaper (re-queued, failed or cancelled)."))),
+		released:  telemetry.Must(m.Int64Counter("spool.leases.released", metric.WithDescription("Leases handed back by stopping workers."))),
+	}
+	telemetry.Must(m.Int64ObservableGauge("spool.followers", metric.WithDescription("Clients following a job's output live on this server."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(w.total()))
+			return nil
+		})))
+	return sm
+}
+
+func (sm *metrics) jobFinished(ctx context.Context, j *spoolv1.Job) {
+	sm.finished.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", j.GetQueue()), attribute.String("state", spool.StateName(j.GetState()))))
+}
+
+func (sm *metrics) eventsPublished(ctx context.Context, evs []*spoolv1.JobEvent) {
+	var lines int64
+	for _, ev := range evs {
+		lines += events.LineCount(ev)
+	}
+	sm.published.Add(ctx, int64(len(evs)))
+	sm.lines.Add(ctx, lines)
+}

@@ -1,0 +1,117 @@
+// Package service is spool's application core: every rule about jobs, leases
+// and logs lives here once, and every entrance adapts to it. The Connect API
+// (gRPC, gRPC-Web, JSON), the REST API, the WebSocket log stream and the web
+// UI only translate their requests into calls of Service and its answers
+// back; none of them talks to the store.
+//
+// What the core owns:
+//
+//   - validation and limits of every request (validate.go), with errors of
+//     spool's kinds that each entrance reports as its own code or status;
+//   - the job and lease operations over the JobStore (jobs.go, leases.go)
+//     and task tokens, which fence a lease to one attempt;
+//   - reading logs: replay-then-follow feeds and pages of lines (logs.go);
+//   - the "someone is watching" signal that makes workers flush promptly
+//     (watchers.go);
+//   - the job-level metrics (metrics.go) and the lease reaper (reaper.go);
+//   - draining: on shutdown, long polls and follows end at once so clients
+//     resume elsewhere or later.
+package service
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/token"
+)
+
+// Options are what the core is built from.
+type Options struct {
+	// Store holds the jobs and their logs. The core does not close it.
+	Store store.JobStore
+	// Signer signs and checks task tokens.
+	Signer *token.Signer
+	// Config supplies job defaults (attempts, lease length, batching).
+	Config *config.Config
+	// Log receives the core's structured events (nil: discarded).
+	Log *slog.Logger
+	// Meter makes the core's instruments (nil: no metrics).
+	Meter metric.Meter
+}
+
+// Service is the application core. Its methods are safe for concurrent use.
+type Service struct {
+	store   store.JobStore
+	signer  *token.Signer
+	cfg     *config.Config
+	log     *slog.Logger
+	metrics *metrics
+	// watchers counts live followers, reported to publishing workers.
+	watchers watchers
+	touched  touches
+
+	drainOnce sync.Once
+	drain     chan struct{} // closed when the server starts shutting down
+}
+
+// New returns the core over o.Store.
+func New(o Options) *Service {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Meter == nil {
+		o.Meter = noop.NewMeterProvider().Meter("spool")
+	}
+	s := &Service{store: o.Store, signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
+	s.metrics = newMetrics(o.Meter, &s.watchers)
+	return s
+}
+
+// Drain tells long polls and follows to end now: the server is shutting
+// down, and their clients should resume elsewhere or after the restart.
+func (s *Service) Drain() {
+	s.drainOnce.Do(func() { close(s.drain) })
+}
+
+// Draining is closed once Drain has been called.
+func (s *Service) Draining() <-chan struct{} { return s.drain }
+
+func (s *Service) draining() bool {
+	select {
+	case <-s.drain:
+		return true
+	default:
+		return false
+	}
+}
+
+// untilDrain returns ctx, cancelled also when the server starts draining.
+func (s *Service) untilDrain(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.drain:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// leaseDuration is the lease length a worker asked for, in seconds on the
+// wire (0: the configured default). A lease must outlast the heartbeat
+// interval, or every job would lose its lease between two heartbeats.
+func (s *Service) leaseDuration(secs int32) (time.Duration, error) {
+	if secs == 0 {
+		return s.cfg.Jobs.Lease(), nil
+	}
+	v, err := checkSeconds("visibility_timeout_seconds", secs, 0, int32(minLease/time.Second), int32(maxLease/time.Second))
+	return time.Duration(v) * time.Second, err
+}

@@ -1,0 +1,194 @@
+package service
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// Bounds on what a request may carry. They keep one request from costing
+// the server or the store more than a job runner ever needs.
+const (
+	maxQueueName        = 80
+	maxRequestID        = 200
+	maxArgs             = 4096
+	maxParamBytes       = 256 << 10 // argv + script + env together
+	maxReason           = 1000
+	maxCursor           = 1000
+	maxWorkerID         = 200
+	maxResultError      = 16 << 10
+	maxRetries          = 100
+	maxKeptAt           = 1000
+	maxWaitSeconds      = 20
+	maxEventsPerPublish = 1000
+)
+
+// How large a request's message may be, decompressed, by call: what each
+// call can need, so a client cannot make the server read, decompress or
+// decode more than that. The entrances enforce them before a message
+// reaches the core.
+const (
+	// MaxPublishRequestBytes: a publish carries at most 8 MiB of events,
+	// or one batch of at most config.MaxBatchBytesLimit of output and its
+	// lines' metadata; twice the limit holds either.
+	MaxPublishRequestBytes = 2 * config.MaxBatchBytesLimit
+	// MaxEnqueueRequestBytes: the parameters are at most maxParamBytes;
+	// twice that holds their encoding and the other fields.
+	MaxEnqueueRequestBytes = 2 * maxParamBytes
+	// MaxRequestBytes is for every other call: ids, a task token, short
+	// texts (the longest, a result's error, is maxResultError).
+	MaxRequestBytes = 64 << 10
+)
+
+// The lease a worker may ask for: long enough for a heartbeat every second
+// with one late, at most 12 hours (SQS's own maximum).
+const (
+	minLease = 2 * time.Second
+	maxLease = 12 * time.Hour
+)
+
+var queueName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+var invalid = apierr.Invalid
+
+// checkQueue returns the queue to use for name ("" means the default).
+func checkQueue(name string) (string, error) {
+	if name == "" {
+		return store.DefaultQueue, nil
+	}
+	if len(name) > maxQueueName || !queueName.MatchString(name) {
+		return "", invalid("queue %q: use 1-%d letters, digits, '.', '_' or '-'", name, maxQueueName)
+	}
+	return name, nil
+}
+
+// checkParams validates what a job runs.
+func checkParams(p *spoolv1.JobParams) error {
+	if p == nil {
+		return invalid("params: say what to run (argv or script)")
+	}
+	hasArgv, hasScript := len(p.GetArgv()) > 0, p.GetScript() != ""
+	switch {
+	case hasArgv == hasScript:
+		return invalid("params: set exactly one of argv (a program and its arguments) or script (run with /bin/sh -c)")
+	case hasArgv && p.GetArgv()[0] == "":
+		return invalid("params.argv[0]: the program to run is empty")
+	case len(p.GetArgv()) > maxArgs:
+		return invalid("params.argv: %d arguments; at most %d", len(p.GetArgv()), maxArgs)
+	}
+	size := len(p.GetScript()) + len(p.GetWorkingDir()) + len(p.GetRepositoryUrl()) + len(p.GetRef())
+	for i, a := range p.GetArgv() {
+		if strings.IndexByte(a, 0) >= 0 {
+			return invalid("params.argv[%d] contains a NUL byte", i)
+		}
+		size += len(a)
+	}
+	if strings.IndexByte(p.GetScript(), 0) >= 0 {
+		return invalid("params.script contains a NUL byte")
+	}
+	for k, v := range p.GetEnv() {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return invalid("params.env: %q is not a valid environment variable name (non-empty, no '=' or NUL)", k)
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxParamBytes {
+		return invalid("params: %d bytes of command, script and environment; at most %d", size, maxParamBytes)
+	}
+	if strings.IndexByte(p.GetWorkingDir(), 0) >= 0 {
+		return invalid("params.working_dir contains a NUL byte")
+	}
+	if t := p.GetTimeout(); t != nil && (t.CheckValid() != nil || t.AsDuration() < 0) {
+		return invalid("params.timeout must be a positive duration")
+	}
+	if p.GetRef() != "" && p.GetRepositoryUrl() == "" {
+		return invalid("params.ref is set but params.repository_url is not")
+	}
+	if u := p.GetRepositoryUrl(); u != "" && (strings.HasPrefix(u, "-") || strings.ContainsFunc(u, unicode.IsSpace)) {
+		return invalid("params.repository_url %q is not a repository address", u)
+	}
+	if r := p.GetRef(); strings.HasPrefix(r, "-") || strings.ContainsFunc(r, unicode.IsSpace) {
+		return invalid("params.ref %q is not a branch, tag or commit", r)
+	}
+	return nil
+}
+
+// checkText bounds a free-text field and requires it to be printable UTF-8.
+func checkText(field, s string, limit int) error {
+	if len(s) > limit {
+		return invalid("%s: %d bytes; at most %d", field, len(s), limit)
+	}
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return invalid("%s must be printable UTF-8", field)
+	}
+	return nil
+}
+
+// checkSeconds validates an optional seconds field against [lo, hi].
+func checkSeconds(field string, v, def, lo, hi int32) (int32, error) {
+	if v == 0 {
+		return def, nil
+	}
+	if v < lo || v > hi {
+		return 0, invalid("%s must be between %d and %d, got %d", field, lo, hi, v)
+	}
+	return v, nil
+}
+
+func checkStates(states []spoolv1.JobState) error {
+	for _, s := range states {
+		if !slices.Contains(spool.States, s) {
+			return invalid("states: %d is not a job state; use %s", int32(s), strings.Join(stateNames(), ", "))
+		}
+	}
+	return nil
+}
+
+func stateNames() []string {
+	names := make([]string, len(spool.States))
+	for i, s := range spool.States {
+		names[i] = spool.StateName(s)
+	}
+	return names
+}
+
+func checkEventTypes(types []spoolv1.EventType) error {
+	for _, t := range types {
+		if _, known := spoolv1.EventType_name[int32(t)]; !known || t == spoolv1.EventType_EVENT_TYPE_UNSPECIFIED {
+			return invalid("event_types: %d is not an event type", int32(t))
+		}
+	}
+	return nil
+}
+
+// maxJobID bounds a job id: longer ones are no job's.
+const maxJobID = 100
+
+// checkJobID refuses an empty id, and answers an id no job can have (too
+// long, not printable) as not found without asking the store.
+func checkJobID(id string) error {
+	if id == "" {
+		return invalid("job_id is required")
+	}
+	if checkText("job_id", id, maxJobID) != nil {
+		return store.JobNotFound(truncate(id, maxJobID))
+	}
+	return nil
+}
+
+// truncate shortens s for quoting in an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,105 @@
+package service
+
+import "sync"
+
+// watchers counts live followers per job on this server, so a worker
+// publishing the job's output can be told to flush promptly: latency
+// matters only while someone watches, and while no one does, fewer, larger
+// batches mean fewer writes. Followers on other replicas are not counted:
+// their workers fall back to the configured flush interval.
+type watchers struct {
+	mu sync.Mutex
+	n  map[string]int
+	// waits are the channels of workers waiting for a job's watched state
+	// to flip (a long-polling heartbeat), closed when it does.
+	waits map[string]*flip
+}
+
+// flip is one job's wake-up channel and how many wait on it.
+type flip struct {
+	ch      chan struct{}
+	waiters int
+}
+
+// add registers a follower of job and returns the function that removes it.
+func (w *watchers) add(job string) (remove func()) {
+	w.mu.Lock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	if w.n[job]++; w.n[job] == 1 {
+		w.flipped(job)
+	}
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.n[job]--; w.n[job] <= 0 {
+				delete(w.n, job)
+				w.flipped(job)
+			}
+		})
+	}
+}
+
+// flipped wakes the waiters of job's watched state. w.mu is held.
+func (w *watchers) flipped(job string) {
+	if f := w.waits[job]; f != nil {
+		close(f.ch)
+		delete(w.waits, job)
+	}
+}
+
+// changes returns a channel closed when job's watched state next flips, and
+// the function to call when no longer waiting (so nothing is kept for a job
+// no one waits on).
+func (w *watchers) changes(job string) (<-chan struct{}, func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waits == nil {
+		w.waits = map[string]*flip{}
+	}
+	f := w.waits[job]
+	if f == nil {
+		f = &flip{ch: make(chan struct{})}
+		w.waits[job] = f
+	}
+	f.waiters++
+	var once sync.Once
+	return f.ch, func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if f.waiters--; f.waiters == 0 && w.waits[job] == f {
+				delete(w.waits, job)
+			}
+		})
+	}
+}
+
+// pending is how many jobs have waiters (for tests).
+func (w *watchers) pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.waits)
+}
+
+// watched reports whether job has a follower.
+func (w *watchers) watched(job string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[job] > 0
+}
+
+// total is the number of followers of all jobs.
+func (w *watchers) total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, k := range w.n {
+		n += k
+	}
+	return n
+}

@@ -1,0 +1,37 @@
+package awsstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/conformance"
+)
+
+// TestConformance runs the JobStore suite against dynalite and
+// local-aws-sqs. Every test gets its own tables; Reopen is a server
+// restart: a new Store on the same tables and queues.
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Backend{
+		Open: func(t *testing.T) store.JobStore {
+			s, err := awsstore.Open(context.Background(), awstest.Shared(t).NewConfig(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		Reopen: func(t *testing.T, s store.JobStore) store.JobStore {
+			cfg := s.(*awsstore.Store).Config()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s2, err := awsstore.Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s2
+		},
+	})
+}

@@ -1,0 +1,229 @@
+package awsstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+const (
+	// reanchorAfter: a receive that took longer than this may have
+	// started a message's visibility long before it returned (a long poll
+	// fills up slowly), so the messages' visibility is set again from now.
+	reanchorAfter = time.Second
+	// missingJobGrace: a message may be received between its send and
+	// the write of its job (see Enqueue). Until its job id is this old, a
+	// message without a job is put back for missingJobRetry, not dropped.
+	missingJobGrace = time.Minute
+	missingJobRetry = 5 * time.Second
+)
+
+// Dequeue implements store.JobStore: SQS long polls (up to 20 s each, up to
+// 10 messages) until a message leads to a lease or r.Wait has passed.
+func (s *Store) Dequeue(ctx context.Context, r store.DequeueRequest) ([]store.Lease, error) {
+	url, err := s.queues.url(ctx, r.Queue)
+	if err != nil {
+		return nil, err
+	}
+	n := store.DequeueLimit(r.Max)
+	vis := clampVisibility(r.LeaseDuration)
+	deadline := time.Now().Add(r.Wait)
+	for {
+		// SQS waits in whole seconds; the rest of a fraction is slept.
+		wait := int32(min(max(time.Until(deadline), 0)/time.Second, longPollSeconds))
+		leases, err := s.receive(ctx, url, n, vis, wait)
+		if err != nil || len(leases) > 0 {
+			return leases, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, nil
+		}
+		if wait == 0 {
+			t := time.NewTimer(min(left, storekit.PollInterval))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
+
+// receive makes one ReceiveMessage call and leases the jobs its messages
+// name, oldest first.
+func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duration, wait int32) ([]store.Lease, error) {
+	start := storekit.Now()
+	out, err := s.clients.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:            aws.String(url),
+		MaxNumberOfMessages: int32(n),
+		VisibilityTimeout:   visSeconds(vis),
+		WaitTimeSeconds:     wait,
+	})
+	if err != nil {
+		return nil, awsErr(err, "receive from SQS queue %s", url)
+	}
+	if len(out.Messages) == 0 {
+		return nil, nil
+	}
+	anchors := s.anchors(ctx, url, out.Messages, start, vis)
+	leases := make([]*store.Lease, len(out.Messages))
+	errs := make([]error, len(out.Messages))
+	var wg sync.WaitGroup
+	for i, m := range out.Messages {
+		wg.Go(func() { leases[i], errs[i] = s.claim(ctx, url, m, anchors[i].Add(vis)) })
+	}
+	wg.Wait()
+	var got []store.Lease
+	for _, l := range leases {
+		if l != nil {
+			got = append(got, *l)
+		}
+	}
+	slices.SortFunc(got, func(a, b store.Lease) int {
+		return cmp.Or(a.Job.GetCreatedAt().AsTime().Compare(b.Job.GetCreatedAt().AsTime()), cmp.Compare(a.JobID, b.JobID))
+	})
+	if err := errors.Join(errs...); err != nil {
+		if len(got) == 0 {
+			return nil, err
+		}
+		// The leases granted stand; the other messages come back.
+		s.log.Warn("some received SQS messages could not be handled", "error", err)
+	}
+	return got, nil
+}
+
+// anchors returns, for each message, a time no later than the moment SQS
+// started hiding it: a lease ending at anchor+vis ends before SQS shows the
+// message again, so a message is never received while its job's lease is
+// current (apart from SQS's rare duplicate deliveries, which claim handles).
+func (s *Store) anchors(ctx context.Context, url string, msgs []sqstypes.Message, start time.Time, vis time.Duration) []time.Time {
+	out := make([]time.Time, len(msgs))
+	for i := range out {
+		out[i] = start
+	}
+	if time.Since(start) <= reanchorAfter {
+		return out
+	}
+	now := storekit.Now()
+	entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: visSeconds(vis)}
+	}
+	res, err := s.clients.sqs.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
+	if err != nil {
+		s.log.Warn("could not restart the visibility of received SQS messages", "error", err)
+		return out
+	}
+	for _, ok := range res.Successful {
+		if i, err := strconv.Atoi(aws.ToString(ok.Id)); err == nil && i < len(out) {
+			out[i] = now
+		}
+	}
+	return out
+}
+
+// claim leases the job a message names, or deals with a message that
+// should not lead to one: undecodable or naming no job (dropped), naming
+// a finished job (dropped: its work is done), naming a job under a current
+// lease (a duplicate delivery: hidden until that lease ends). A lease is a
+// conditional update on the attempt read, so when SQS hands one message to
+// two receivers at once, only one gets the job.
+func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expires time.Time) (*store.Lease, error) {
+	handle := aws.ToString(m.ReceiptHandle)
+	msg, err := decodeMessage(aws.ToString(m.Body))
+	if err != nil {
+		s.log.Warn("dropping a poison SQS message", "queue_url", url, "error", err)
+		s.drop(ctx, url, handle)
+		return nil, nil
+	}
+	r, err := s.getJob(ctx, msg.JobID)
+	if errors.Is(err, spool.ErrNotFound) {
+		if t, ok := idTime(msg.JobID); ok && time.Since(t) < missingJobGrace {
+			s.hide(ctx, url, handle, missingJobRetry)
+			return nil, nil
+		}
+		s.log.Warn("dropping an SQS message for an unknown job", "job", msg.JobID)
+		s.drop(ctx, url, handle)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := storekit.Now()
+	if s.setAside(ctx, url, handle, r, now) {
+		return nil, nil
+	}
+	if r.state == spoolv1.JobState_JOB_STATE_RUNNING {
+		// Its lease ran out: the job fails or is cancelled if that is
+		// its fate, else this message starts its next attempt.
+		if o := storekit.Expired(r.view(), now); spool.IsFinal(o.State) {
+			if _, ok, err := s.endLease(ctx, r, o, now); err != nil || !ok {
+				return nil, err
+			}
+			s.drop(ctx, url, handle)
+			return nil, nil
+		}
+	}
+	return s.lease(ctx, r, handle, aws.ToString(m.MessageId), expires)
+}
+
+// lease starts the next attempt of a queued job (or of a running one whose
+// lease expired) under the message's receipt handle. A reservation left by
+// an earlier attempt's append becomes a hole, and the new attempt's log
+// continues after it: see doc.go on fencing.
+func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expires time.Time) (*store.Lease, error) {
+	e := newExpr()
+	u := newUpdate(e).
+		Set(aState, num(int32(spoolv1.JobState_JOB_STATE_RUNNING))).
+		Set(aAttempt, num(r.attempt+1)).
+		Set(aLeaseID, str(handle)).
+		Set(aMessageID, str(msgID)).
+		Set(aLeaseExpires, num(expires.UnixMicro())).
+		Set(aLeasePart, str(leasePart)).
+		Set(aUpdatedAt, num(storekit.Now().UnixMicro())).
+		BumpRev()
+	cond := []string{isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))}
+	if r.state == spoolv1.JobState_JOB_STATE_RUNNING {
+		// Taking over an expired lease: only if nobody extended it.
+		cond = append(cond, e.eq(aLeaseExpires, num(r.leaseExpires.UnixMicro())),
+			e.n(aLeaseExpires)+" <= "+e.v(num(storekit.Now().UnixMicro())))
+	}
+	if r.res == nil {
+		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")")
+	} else {
+		cond = append(cond, e.eq(aResLease, str(r.res.lease)), e.eq(aResSeq, num(r.res.seq)))
+		abandoned := hole{from: r.head.NextSequence, to: r.res.seq}
+		u.SetExpr(aHoles, "list_append(if_not_exists("+e.n(aHoles)+", "+e.v(emptyList())+"), "+e.v(holeList(abandoned))+")").
+			Set(aNextSeq, num(r.res.seq)).
+			Remove(aResSeq, aResLine, aResLease)
+	}
+	nr, ok, err := s.updateJob(ctx, r.id(), u, and(cond...))
+	if err != nil || !ok {
+		return nil, err
+	}
+	if r.res != nil {
+		s.log.Warn("an earlier attempt's unfinished append left a gap in the log", "job", r.id(),
+			"from_sequence", r.head.NextSequence, "to_sequence", r.res.seq-1)
+	}
+	return &store.Lease{
+		LeaseRef:  store.LeaseRef{JobID: nr.id(), Queue: nr.queue(), Attempt: nr.attempt, LeaseID: handle},
+		Job:       nr.view(),
+		ExpiresAt: nr.leaseExpires,
+		Head:      nr.head,
+	}, nil
+}

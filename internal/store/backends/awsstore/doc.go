@@ -1,0 +1,136 @@
+// Package awsstore is the JobStore on AWS: SQS carries job ids,
+// DynamoDB is the truth. Any number of server replicas may share one set of
+// queues and tables; nothing is kept in memory that another replica needs.
+//
+// # Resources
+//
+// One SQS standard queue per spool queue (named QueuePrefix + queue, or
+// configured by URL), each with a dead-letter queue. A message body is only
+// {"job_id","queue","attempt"}.
+//
+// The jobs table holds one item per job, keyed by job_id: its fixed part
+// (params, execution config with the job's own batching config, ...) as a
+// protobuf, and its state, attempt, lease, result and log head as plain
+// attributes. Three indexes: by-queue (queue + created_key) and by-time
+// (a constant partition + created_key) list jobs newest first; leases
+// (sparse: only running jobs) finds expired leases. The same table holds
+// one request marker per request_id (key "request#" + SHA-256 of it).
+//
+// The events table holds one item per stored event, keyed by job_id +
+// sequence (a batch is one item, at its first sequence): end_seq,
+// event_type (2 for OUTPUT_BATCH), attempt, payload (events.Encode: the
+// protobuf, zstd-compressed when that helps), ttl (Unix seconds, on every
+// item), and for output, first_line and last_line. The by-line local index
+// (job_id + last_line, output items only) makes reading from a line as
+// cheap as from a sequence.
+//
+// # Enqueue
+//
+// A request_id is made unique by a conditional PutItem of its marker, which
+// also holds the whole new job. Only the caller that wrote the marker goes
+// on: it sends the SQS message, then puts the job item (only if absent).
+// Callers that find the marker return the job it names; if the job is not
+// there yet they wait, and once the marker is a few seconds old they finish
+// the enqueue themselves from the marker (send, put-if-absent), so a server
+// dying between the steps leaves no request_id pointing at nothing. Sending
+// before writing means a job item never exists without a message; a message
+// whose job is missing is put back while its (time-ordered) job id is young
+// and dropped after a minute. No transactions are needed (the test server
+// has none): every step is idempotent or conditional.
+//
+// # Leases
+//
+// Dequeue long-polls SQS (up to 20 s, up to 10 messages, visibility = the
+// lease) and, for each message, reads the job: missing or final, the message
+// is dropped (poison); running under a current lease, it is a duplicate and
+// is hidden until that lease ends; otherwise the job is leased by a
+// conditional UpdateItem on the attempt it was read with, so of two
+// receivers of one message only one wins. The lease id is the message's
+// receipt handle. A lease always ends no later than the message's
+// visibility (it is measured from before the receive, and restarted when a
+// receive was slow), so SQS does not redeliver a message whose lease is
+// current. Heartbeat extends the lease with an UpdateItem fenced by the
+// lease (state, attempt, lease id), then the message's visibility; Complete
+// makes the job final the same way, then deletes the message. SQS calls
+// after the DynamoDB write are best effort: if a message shows up early or
+// is not deleted, the next receive sees the job in DynamoDB and hides or
+// drops it. ExpireLeases fails (or cancels) the expired jobs that are out
+// of attempts and re-queues the rest, whose messages SQS shows again; it
+// also fails the jobs whose messages SQS dead-lettered after
+// MaxReceiveCount receives.
+//
+// # Appending events: fencing
+//
+// BatchWriteItem, the only way to write 25 items in one call, takes no
+// conditions, so a stalled server (a "zombie") could write items after its
+// lease was taken over. Append therefore works in three steps:
+//
+//  1. reserve: an UpdateItem of the job item records the range it will
+//     write, [next_seq, res_seq) with its lease id, on the condition that
+//     the lease is current, the head is where it was read, and no other
+//     lease holds a reservation;
+//  2. write the items (BatchWriteItem, 25 a call, unprocessed items retried
+//     with backoff);
+//  3. commit: an UpdateItem moves the head (next_seq, next_line) over the
+//     range, on the same conditions, and bumps rev.
+//
+// Readers only read below the committed head. A zombie can only write
+// inside a range it reserved. When a new lease is granted while a
+// reservation of an older lease is pending, that range becomes a hole: the
+// new attempt's head moves past it (lines do not: holes hold no
+// acknowledged output), readers skip items in holes, and the range is never
+// written by anyone else, so whatever the zombie writes there, whenever it
+// does, cannot overwrite or interleave with the new attempt's log; its
+// commit is refused. No clocks are trusted: the fence is the conditional
+// updates. Sequences skipped this way are the only gaps a log can have.
+//
+// A publish of the same lease that finds its own pending reservation (an
+// earlier call that crashed before or after writing, or is slow) takes it
+// over: the worker resends the same events for the same sequences, so
+// rewriting them is harmless; items at sequences the retry does not write
+// are deleted first, and a retry that covers less than the reservation is
+// refused, so nothing of the earlier call is left past the head.
+//
+// # Reading
+//
+// Read reads the job item (strongly consistent: its head and holes), then
+// queries the events table strongly consistently, so a reader woken by a
+// commit sees it. From a sequence, it queries forward from it; when no item
+// starts there, the item holding it (the last one starting before it, no
+// further back than the batch floor, max(1, from - max_batch_size + 1),
+// with the job's own max_batch_size) is found by a descending query of one
+// item and comes first. From a line L, one query of the by-line index
+// finds the first output item with last_line >= L-1; if it ends at L-1,
+// the read starts just after it, else at it. No query asks for more items
+// than the read's Limit allows. ReadStats counts every event item DynamoDB
+// returned.
+//
+// # Listing
+//
+// List queries by-queue (one queue) or by-time (all queues) newest first.
+// These indexes project only state, so the state filter runs in DynamoDB
+// and the frequent writes (log head, lease) do not touch them; the page's
+// jobs are then read with BatchGetItem. by-time puts every job in one index
+// partition: that caps job creation at about 1,000 per second across the
+// deployment (DynamoDB's per-partition write rate) and is far cheaper than
+// a Scan, which would read the whole table for every page. The state
+// filter applies after a query's limit, so a listing by state examines at
+// most listRounds queries of listScan entries per call; one that few jobs
+// match returns a short, even empty, page and goes on at the next call.
+// (An index keyed by state would find them directly, but it would take a
+// third index write at every state change, another for queue and state,
+// and a merge of one query per state.) The cursor is an index position,
+// (created_at, job_id): the page's last job, or the last entry examined
+// when the call stopped first.
+//
+// # Watching across replicas
+//
+// Every change a reader cares about bumps the job item's rev. Changes made
+// through this Store wake its watchers at once. DynamoDB Streams would push
+// other replicas' changes, but not every endpoint has them; instead each
+// Store polls the rev of the jobs that have watchers, every
+// WatchPollInterval, in BatchGetItem calls, and stops when there are none.
+// A job has watchers while a Watch of it lasts (until the watch's context
+// ends), so jobs nobody follows any more are neither polled nor kept. See
+// watcher for why no change after a Watch call is missed.
+package awsstore

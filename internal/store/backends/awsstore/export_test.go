@@ -1,0 +1,185 @@
+package awsstore
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Test access to the store's insides.
+
+// AfterReserve makes Append run fn once it has reserved its range (to
+// stall there, as a paused server would); an error from fn abandons the
+// append, as a crash would. AfterWrite does the same once the items are
+// written, before the commit.
+func AfterReserve(s *Store, fn func(ctx context.Context) error) { s.hooks.afterReserve = fn }
+func AfterWrite(s *Store, fn func(ctx context.Context) error)   { s.hooks.afterWrite = fn }
+
+// CrashAfterMarker makes Enqueue stop after writing its request marker,
+// returning err, as a server dying there would.
+func CrashAfterMarker(s *Store, err error) {
+	s.hooks.afterMarker = func(context.Context) error { return err }
+}
+
+// SetRollForwardAfter shortens the wait before an enqueue is finished by
+// another caller.
+func SetRollForwardAfter(s *Store, d time.Duration) { s.rollForwardAfter = d }
+
+// Watching is how many jobs the store's watcher keeps anything for.
+func Watching(s *Store) int { return s.watch.size() }
+
+// SetListScan shortens the work of one List call with a state filter: at
+// most rounds queries of perQuery index entries.
+func SetListScan(s *Store, perQuery, rounds int) { s.listScan, s.listRounds = perQuery, rounds }
+
+// AWSErr is awsErr.
+var AWSErr = awsErr
+
+// Calls counts the AWS operations a store makes, by "Service.Operation",
+// and the DynamoDB capacity they consumed as the server reports it (every
+// DynamoDB call is made with ReturnConsumedCapacity TOTAL).
+type Calls struct {
+	mu       sync.Mutex
+	n        map[string]int
+	capacity map[string]float64
+	scanned  int // items DynamoDB examined for queries
+}
+
+// OpenCounting opens a store that counts its AWS calls.
+func OpenCounting(ctx context.Context, cfg Config) (*Store, *Calls, error) {
+	c := &Calls{n: map[string]int{}, capacity: map[string]float64{}}
+	s, err := open(ctx, cfg, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("spool-count",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				askCapacity(in.Parameters)
+				out, md, err := next.HandleInitialize(ctx, in)
+				op := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+				c.mu.Lock()
+				c.n[op]++
+				if err == nil {
+					c.capacity[op] += consumed(out.Result)
+					if q, ok := out.Result.(*dynamodb.QueryOutput); ok {
+						c.scanned += int(q.ScannedCount)
+					}
+				}
+				c.mu.Unlock()
+				return out, md, err
+			}), middleware.After)
+	})
+	return s, c, err
+}
+
+func askCapacity(in any) {
+	total := dbtypes.ReturnConsumedCapacityTotal
+	switch in := in.(type) {
+	case *dynamodb.GetItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.PutItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.UpdateItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.QueryInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.BatchGetItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.BatchWriteItemInput:
+		in.ReturnConsumedCapacity = total
+	}
+}
+
+func consumed(out any) float64 {
+	one := func(c *dbtypes.ConsumedCapacity) float64 {
+		if c == nil || c.CapacityUnits == nil {
+			return 0
+		}
+		return *c.CapacityUnits
+	}
+	many := func(cs []dbtypes.ConsumedCapacity) (sum float64) {
+		for i := range cs {
+			sum += one(&cs[i])
+		}
+		return sum
+	}
+	switch out := out.(type) {
+	case *dynamodb.GetItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.PutItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		return many(out.ConsumedCapacity)
+	case *dynamodb.BatchWriteItemOutput:
+		return many(out.ConsumedCapacity)
+	}
+	return 0
+}
+
+// Take returns the counts and capacities so far and starts again from
+// zero.
+func (c *Calls) Take() (calls map[string]int, capacity map[string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls, capacity = c.n, c.capacity
+	c.n, c.capacity, c.scanned = map[string]int{}, map[string]float64{}, 0
+	return calls, capacity
+}
+
+// Scanned is how many items DynamoDB examined for queries since the last
+// Take, whether or not they passed the queries' filters.
+func (c *Calls) Scanned() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.scanned
+}
+
+// Client returns the store's DynamoDB client, for tests that look at the
+// tables directly.
+func Client(s *Store) *dynamodb.Client { return s.clients.db }
+
+// SendRaw puts a message with any body on a spool queue's SQS queue.
+func SendRaw(ctx context.Context, s *Store, queue, body string) error {
+	url, err := s.queues.url(ctx, queue)
+	if err != nil {
+		return err
+	}
+	_, err = s.clients.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)})
+	return err
+}
+
+// QueueCounts returns how many messages a spool queue's SQS queue holds
+// (as SQS estimates it) and how many of them are in flight.
+func QueueCounts(ctx context.Context, s *Store, queue string) (all, inFlight int, err error) {
+	url, err := s.queues.url(ctx, queue)
+	if err != nil {
+		return 0, 0, err
+	}
+	out, err := s.clients.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return 0, 0, err
+	}
+	all, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	inFlight, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return all, inFlight, nil
+}
+
+// Table definitions and queue settings, to check deploy/aws/spool.yaml
+// against.
+var (
+	JobsTable        = jobsTable
+	EventsTable      = eventsTable
+	MessageRetention = messageRetention
+	QueueWaitSeconds = queueWaitSeconds
+)

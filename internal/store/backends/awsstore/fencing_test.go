@@ -1,0 +1,173 @@
+package awsstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+)
+
+// TestZombieAppendIsFenced: a server reserves a range for attempt 1, then
+// stalls; the lease expires and attempt 2 runs on another server. When the
+// stalled server wakes and writes its items (BatchWriteItem has no
+// conditions), they must not overwrite or interleave with attempt 2's log,
+// and its commit must be refused.
+func TestZombieAppendIsFenced(t *testing.T) {
+	cfg := awstest.Shared(t).NewConfig(t)
+	zombie, live := openStore(t, cfg), openStore(t, cfg)
+	ctx := context.Background()
+	q := newQueue()
+	l1 := running(t, zombie, newJob(q), time.Second)
+	appendAll(t, zombie, l1.LeaseRef, []*spoolv1.JobEvent{startEvent(1), batch(2, "a1", "a2", "a3")})
+
+	reserved, resume := make(chan struct{}), make(chan struct{})
+	awsstore.AfterReserve(zombie, func(ctx context.Context) error {
+		close(reserved)
+		<-resume
+		return nil
+	})
+	zombieErr := make(chan error, 1)
+	go func() {
+		_, err := zombie.Append(ctx, l1.LeaseRef, []*spoolv1.JobEvent{batch(5, "z1")})
+		zombieErr <- err
+	}()
+	<-reserved
+
+	time.Sleep(1200 * time.Millisecond) // attempt 1's lease runs out
+	l2 := leaseOne(t, live, q, time.Minute)
+	// The reserved range [5, 6) is abandoned; attempt 2 continues after
+	// it, with the next line number.
+	if l2.Attempt != 2 || l2.Head != (store.Head{NextSequence: 6, NextLine: 4}) {
+		t.Fatalf("attempt %d starts at %+v, want attempt 2 at sequence 6, line 4", l2.Attempt, l2.Head)
+	}
+	appendAll(t, live, l2.LeaseRef, []*spoolv1.JobEvent{startEvent(6), batch(7, "b1", "b2"), endEvent(9)})
+
+	close(resume) // the zombie writes its items now, then tries to commit
+	if err := <-zombieErr; !errors.Is(err, spool.ErrStaleLease) {
+		t.Fatalf("zombie append: %v, want a stale lease", err)
+	}
+	if _, err := live.Complete(ctx, l2.LeaseRef, &spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"1:1:0:EVENT_TYPE_PROCESS_START", "1:2:1:a1", "1:3:2:a2", "1:4:3:a3",
+		"2:6:0:EVENT_TYPE_PROCESS_START", "2:7:4:b1", "2:8:5:b2", "2:9:0:EVENT_TYPE_PROCESS_END",
+	}
+	for _, s := range []*awsstore.Store{zombie, live} {
+		if got := summary(logOf(t, s, l1.JobID)); !slices.Equal(got, want) {
+			t.Fatalf("log after the zombie wrote:\n%v\nwant\n%v", got, want)
+		}
+	}
+	// Reading from a line does not land on the zombie's item either,
+	// though its line number (4, ending before attempt 2's batch) would
+	// come first in the by-line index.
+	var first *spoolv1.JobEvent
+	for ev, err := range live.Read(ctx, store.ReadRequest{JobID: l1.JobID, FromLine: 5}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = ev
+		break
+	}
+	if first.GetSequence() != 7 || first.GetAttempt() != 2 {
+		t.Fatalf("read from line 5 starts at sequence %d of attempt %d, want 7 (lines 4-5) of attempt 2", first.GetSequence(), first.GetAttempt())
+	}
+}
+
+// TestRetriedPublishAfterCrash: a publish that reserved its range and
+// died (before or after writing its items) is retried by the worker, first
+// in part, then whole; the retries take the reservation over and store the
+// events once.
+func TestRetriedPublishAfterCrash(t *testing.T) {
+	s := freshStore(t)
+	ctx := context.Background()
+	crash := errors.New("server crashed")
+	evs := []*spoolv1.JobEvent{startEvent(1), batch(2, lines(1, 50)...), batch(52, lines(51, 60)...)}
+	for name, setHook := range map[string]func(*awsstore.Store, func(context.Context) error){
+		"before writing": awsstore.AfterReserve,
+		"after writing":  awsstore.AfterWrite,
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := running(t, s, newJob(newQueue()), time.Minute)
+			setHook(s, func(context.Context) error { return crash })
+			if _, err := s.Append(ctx, l.LeaseRef, evs); !errors.Is(err, crash) {
+				t.Fatalf("crashing append: %v", err)
+			}
+			setHook(s, nil)
+			if j, _ := s.Get(ctx, l.JobID); j.GetLastSequence() != 0 {
+				t.Fatalf("an unfinished append shows: last_sequence %d", j.GetLastSequence())
+			}
+			// A worker restarted after the cut-off publish may resend a
+			// shorter prefix first: it is stored, and nothing of the old
+			// publish past it shows.
+			h, err := s.Append(ctx, l.LeaseRef, evs[:2])
+			if err != nil || h != (store.Head{NextSequence: 52, NextLine: 51}) {
+				t.Fatalf("partial resend: head %+v, err %v", h, err)
+			}
+			if got := logOf(t, s, l.JobID); len(got) != 51 || got[50].GetOutputData().GetLineNumber() != 50 {
+				t.Fatalf("log after the partial resend has %d events", len(got))
+			}
+			h, err = s.Append(ctx, l.LeaseRef, evs)
+			if err != nil || h != (store.Head{NextSequence: 62, NextLine: 61}) {
+				t.Fatalf("retry: head %+v, err %v", h, err)
+			}
+			got := logOf(t, s, l.JobID)
+			if len(got) != 61 || got[60].GetOutputData().GetLineNumber() != 60 {
+				t.Fatalf("log after the retry has %d events", len(got))
+			}
+			if h, err := s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{endEvent(62)}); err != nil || h.NextSequence != 63 {
+				t.Fatalf("append after the retry: %+v %v", h, err)
+			}
+		})
+	}
+}
+
+// TestSlowPublishAndItsRetry: a publish stalls after reserving; the
+// worker, tired of waiting, sends the same events again, which takes the
+// reservation over and stores them. When the first call wakes, it writes
+// the same items again and reports success: the events are stored once.
+func TestSlowPublishAndItsRetry(t *testing.T) {
+	s := freshStore(t)
+	ctx := context.Background()
+	l := running(t, s, newJob(newQueue()), time.Minute)
+	evs := []*spoolv1.JobEvent{startEvent(1), batch(2, lines(1, 50)...)}
+	var once sync.Once
+	reserved, resume := make(chan struct{}), make(chan struct{})
+	awsstore.AfterReserve(s, func(context.Context) error {
+		stall := false
+		once.Do(func() { stall = true })
+		if stall {
+			close(reserved)
+			<-resume
+		}
+		return nil
+	})
+	slow := make(chan error, 1)
+	go func() {
+		h, err := s.Append(ctx, l.LeaseRef, evs)
+		if err == nil && h.NextSequence != 52 {
+			err = fmt.Errorf("head %+v", h)
+		}
+		slow <- err
+	}()
+	<-reserved
+	if h, err := s.Append(ctx, l.LeaseRef, evs); err != nil || h != (store.Head{NextSequence: 52, NextLine: 51}) {
+		t.Fatalf("retry while the first call stalls: head %+v, err %v", h, err)
+	}
+	close(resume)
+	if err := <-slow; err != nil {
+		t.Fatalf("the slow first call: %v", err)
+	}
+	if got := logOf(t, s, l.JobID); len(got) != 51 {
+		t.Fatalf("log holds %d events, want 51", len(got))
+	}
+}

@@ -1,0 +1,245 @@
+package awsstore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// jobRec is a job item as read from the jobs table.
+type jobRec struct {
+	spec         *spoolv1.Job // the fixed part
+	state        spoolv1.JobState
+	attempt      int32
+	updatedAt    time.Time
+	cancel       bool
+	result       *spoolv1.JobResult
+	book         *spoolv1.Job // storekit.Bookkeeping
+	leaseID      string
+	leaseExpires time.Time
+	msgID        string
+	head         store.Head // committed
+	res          *reservation
+	holes        []hole
+	rev          int64
+}
+
+// reservation is a range of the log claimed by one Append that has not
+// been committed yet: [head.NextSequence, seq).
+type reservation struct {
+	seq, line int64
+	lease     string
+}
+
+// hole is an abandoned reservation [from, to): its items, if any were
+// written, belong to no acknowledged publish and readers skip them.
+type hole struct{ from, to int64 }
+
+func (r *jobRec) id() string    { return r.spec.GetJobId() }
+func (r *jobRec) queue() string { return r.spec.GetQueue() }
+
+// inHole reports whether sequence seq lies in an abandoned reservation.
+func (r *jobRec) inHole(seq int64) bool {
+	for _, h := range r.holes {
+		if seq >= h.from && seq < h.to {
+			return true
+		}
+	}
+	return false
+}
+
+// view is the job as the API shows it.
+func (r *jobRec) view() *spoolv1.Job {
+	j := proto.CloneOf(r.spec)
+	j.State = r.state
+	j.Attempt = r.attempt
+	j.UpdatedAt = timestamppb.New(r.updatedAt)
+	j.CancelRequested = r.cancel
+	j.Result = r.result
+	storekit.SetBookkeeping(j, r.book)
+	j.LastSequence = r.head.NextSequence - 1
+	j.LineCount = r.head.NextLine - 1
+	if r.state == spoolv1.JobState_JOB_STATE_RUNNING {
+		j.LeaseExpiresAt = timestamppb.New(r.leaseExpires)
+	}
+	return j
+}
+
+// isJobItem reports whether a jobs-table item is a job (not a request
+// marker).
+func isJobItem(it item) bool { return getStr(it, aKind) == kindJob }
+
+// decodeJob reads a job item.
+func decodeJob(it item) (*jobRec, error) {
+	id := getStr(it, aJobID)
+	spec := &spoolv1.Job{}
+	if err := proto.Unmarshal(getBin(it, aSpec), spec); err != nil {
+		return nil, fmt.Errorf("job %s: stored spec is corrupt: %w", id, err)
+	}
+	r := &jobRec{spec: spec, leaseID: getStr(it, aLeaseID), msgID: getStr(it, aMessageID), cancel: getBool(it, aCancel)}
+	n := ints{it: it}
+	r.state = spoolv1.JobState(n.get(aState))
+	r.attempt = int32(n.get(aAttempt))
+	r.updatedAt = time.UnixMicro(n.get(aUpdatedAt)).UTC()
+	r.leaseExpires = time.UnixMicro(n.get(aLeaseExpires)).UTC()
+	r.head = store.Head{NextSequence: n.get(aNextSeq), NextLine: n.get(aNextLine)}
+	r.rev = n.get(aRev)
+	if lease := getStr(it, aResLease); lease != "" {
+		r.res = &reservation{seq: n.get(aResSeq), line: n.get(aResLine), lease: lease}
+	}
+	if n.err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, n.err)
+	}
+	if b := getBin(it, aResult); b != nil {
+		r.result = &spoolv1.JobResult{}
+		if err := proto.Unmarshal(b, r.result); err != nil {
+			return nil, fmt.Errorf("job %s: stored result is corrupt: %w", id, err)
+		}
+	}
+	r.book = &spoolv1.Job{}
+	if err := proto.Unmarshal(getBin(it, aBook), r.book); err != nil {
+		return nil, fmt.Errorf("job %s: stored bookkeeping is corrupt: %w", id, err)
+	}
+	holes, err := decodeHoles(it[aHoles])
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
+	r.holes = holes
+	return r, nil
+}
+
+// specOf is the fixed part of a job, stored once at enqueue.
+func specOf(j *spoolv1.Job) *spoolv1.Job {
+	return &spoolv1.Job{
+		JobId:           j.GetJobId(),
+		Queue:           j.GetQueue(),
+		CreatedAt:       j.GetCreatedAt(),
+		Params:          j.GetParams(),
+		ExecutionConfig: j.GetExecutionConfig(),
+		RequestId:       j.GetRequestId(),
+		MaxAttempts:     j.GetMaxAttempts(),
+		Retries:         j.GetRetries(),
+	}
+}
+
+// bookValue is the book attribute of j.
+func bookValue(j *spoolv1.Job) (types.AttributeValue, error) {
+	b, err := marshal(storekit.Bookkeeping(j))
+	if err != nil {
+		return nil, err
+	}
+	return bin(b), nil
+}
+
+// newJobItem is the item of a job just enqueued.
+func newJobItem(j *spoolv1.Job) (item, error) {
+	spec, err := marshal(specOf(j))
+	if err != nil {
+		return nil, err
+	}
+	created := j.GetCreatedAt().AsTime()
+	return item{
+		aJobID:      str(j.GetJobId()),
+		aKind:       str(kindJob),
+		aSpec:       bin(spec),
+		aQueue:      str(j.GetQueue()),
+		aListPart:   str(listPart),
+		aCreatedKey: str(createdKey(created, j.GetJobId())),
+		aState:      num(int32(j.GetState())),
+		aAttempt:    num(j.GetAttempt()),
+		aUpdatedAt:  num(j.GetUpdatedAt().AsTime().UnixMicro()),
+		aCancel:     boolean(false),
+		aNextSeq:    num(int64(1)),
+		aNextLine:   num(int64(1)),
+		aRev:        num(int64(1)),
+	}, nil
+}
+
+// createdKey orders jobs by creation time, then id, as a string: the sort
+// key of both listing indexes. Fixed width keeps string order numeric.
+func createdKey(t time.Time, id string) string {
+	return fmt.Sprintf("%020d#%s", t.UnixMicro(), id)
+}
+
+// jobKey is the key of a job item.
+func jobKey(id string) item { return item{aJobID: str(id)} }
+
+// validID reports whether a job id can be a DynamoDB key at all: ids that
+// cannot are simply not found.
+func validID(id string) bool { return id != "" && len(id) <= 1024 }
+
+func marshal(m proto.Message) ([]byte, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", m, err)
+	}
+	return b, nil
+}
+
+// holeList is a list holding one hole, to append to the holes attribute.
+func holeList(h hole) types.AttributeValue {
+	pair := &types.AttributeValueMemberL{Value: []types.AttributeValue{num(h.from), num(h.to)}}
+	return &types.AttributeValueMemberL{Value: []types.AttributeValue{pair}}
+}
+
+func emptyList() types.AttributeValue {
+	return &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+}
+
+func decodeHoles(v types.AttributeValue) ([]hole, error) {
+	if v == nil {
+		return nil, nil
+	}
+	l, ok := v.(*types.AttributeValueMemberL)
+	if !ok {
+		return nil, fmt.Errorf("attribute %s is %T, want a list", aHoles, v)
+	}
+	out := make([]hole, 0, len(l.Value))
+	for _, e := range l.Value {
+		pair, ok := e.(*types.AttributeValueMemberL)
+		if !ok || len(pair.Value) != 2 {
+			return nil, fmt.Errorf("attribute %s holds a malformed range", aHoles)
+		}
+		n := ints{it: item{"from": pair.Value[0], "to": pair.Value[1]}}
+		h := hole{from: n.get("from"), to: n.get("to")}
+		if n.err != nil {
+			return nil, fmt.Errorf("attribute %s: %w", aHoles, n.err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// settle builds the update that writes a lease's outcome o into a job,
+// as computed from r: state, result, bookkeeping, and no lease (the lease
+// id stays when keepLease, for a repeated Complete).
+func settle(e *expr, r *jobRec, o storekit.Outcome, keepLease bool, now time.Time) (*update, error) {
+	j := r.view()
+	o.Apply(j, now)
+	book, err := bookValue(j)
+	if err != nil {
+		return nil, err
+	}
+	u := newUpdate(e).Set(aState, num(int32(o.State))).Set(aBook, book).Set(aUpdatedAt, num(now.UnixMicro())).
+		Remove(aLeasePart, aLeaseExpires).BumpRev()
+	if !keepLease {
+		u.Remove(aLeaseID)
+	}
+	if o.Result != nil {
+		b, err := marshal(o.Result)
+		if err != nil {
+			return nil, err
+		}
+		u.Set(aResult, bin(b))
+	} else {
+		u.Remove(aResult)
+	}
+	return u, nil
+}

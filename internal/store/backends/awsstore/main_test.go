@@ -1,0 +1,29 @@
+package awsstore_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+)
+
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+
+// openStore opens a store on cfg, closed when t ends.
+func openStore(t testing.TB, cfg awsstore.Config) *awsstore.Store {
+	t.Helper()
+	s, err := awsstore.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// freshStore opens a store on new tables.
+func freshStore(t testing.TB) *awsstore.Store {
+	t.Helper()
+	return openStore(t, awstest.Shared(t).NewConfig(t))
+}

@@ -1,0 +1,142 @@
+package awsstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// TestFeedAcrossReplicas: two servers on the same tables. A follower on
+// B sees what a worker publishes through A, every event exactly once and
+// in order, while it is being written, and stops when A completes the job.
+func TestFeedAcrossReplicas(t *testing.T) {
+	cfg := awstest.Shared(t).NewConfig(t)
+	a, b := openStore(t, cfg), openStore(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := running(t, a, newJob(newQueue()), time.Minute)
+	h := appendAll(t, a, l.LeaseRef, []*spoolv1.JobEvent{startEvent(1), batch(2, lines(1, 20)...)})
+
+	type got struct {
+		ev *spoolv1.JobEvent
+		at time.Time
+	}
+	var (
+		seen []got
+		feed = storekit.NewFeed(b, storekit.FeedRequest{JobID: l.JobID, Follow: true})
+		done = make(chan error, 1)
+	)
+	go func() {
+		for ev, err := range feed.Events(ctx) {
+			if err != nil {
+				done <- err
+				return
+			}
+			for _, e := range events.Unpack(ev) {
+				seen = append(seen, got{e, time.Now()})
+			}
+		}
+		done <- nil
+	}()
+
+	// 300 more lines in batches of 7, over about a second.
+	line := 21
+	for line <= 320 {
+		k := min(7, 321-line)
+		var err error
+		if h, err = a.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{batch(h.NextSequence, lines(line, line+k-1)...)}); err != nil {
+			t.Fatal(err)
+		}
+		line += k
+		time.Sleep(25 * time.Millisecond)
+	}
+	lastWrite := time.Now()
+	if _, err := a.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{endEvent(h.NextSequence)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("feed on B: %v", err)
+	}
+	if f := feed.Finished(); f.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("feed on B ended with the job %v", f)
+	}
+	want := h.NextSequence // 1 start + 320 lines + end
+	if int64(len(seen)) != want {
+		t.Fatalf("B saw %d events, want %d", len(seen), want)
+	}
+	for i, g := range seen {
+		if g.ev.GetSequence() != int64(i)+1 {
+			t.Fatalf("event %d has sequence %d: not exactly once in order", i, g.ev.GetSequence())
+		}
+	}
+	// Live, not at the end: B (polling every 250 ms) saw most lines before
+	// the last write.
+	early := 0
+	for _, g := range seen {
+		if g.at.Before(lastWrite) {
+			early++
+		}
+	}
+	if early < len(seen)/2 {
+		t.Fatalf("only %d of %d events reached B while the job was writing", early, len(seen))
+	}
+}
+
+// TestWatchAcrossReplicas: Watch on B fires for a change made through A,
+// not without one, and B stops polling once nobody watches.
+func TestWatchAcrossReplicas(t *testing.T) {
+	cfg := awstest.Shared(t).NewConfig(t)
+	a := openStore(t, cfg)
+	b, calls, err := awsstore.OpenCounting(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := context.Background()
+	j, _, err := a.Enqueue(ctx, newJob(newQueue()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll := cfg.WatchPollInterval
+	if poll == 0 {
+		poll = awsstore.DefaultWatchPollInterval
+	}
+	// The first watch of a job on B fires at B's first poll: B has not seen
+	// the job's revision yet, so it cannot tell whether it changed.
+	select {
+	case <-b.Watch(t.Context(), j.GetJobId()):
+	case <-time.After(10 * poll):
+		t.Fatal("first watch on B never fired")
+	}
+	w := b.Watch(t.Context(), j.GetJobId())
+	select {
+	case <-w:
+		t.Fatal("watch on B fired without a change")
+	case <-time.After(6 * poll):
+	}
+	changed := time.Now()
+	if _, err := a.Cancel(ctx, j.GetJobId(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w:
+		t.Logf("B saw A's change after %v", time.Since(changed).Round(time.Millisecond))
+	case <-time.After(10 * poll):
+		t.Fatal("watch on B did not fire for A's change")
+	}
+	time.Sleep(2 * poll) // let the poller notice it has nothing to do
+	calls.Take()
+	time.Sleep(6 * poll)
+	if n, _ := calls.Take(); n["DynamoDB.BatchGetItem"] != 0 {
+		t.Fatalf("B polled %d times with nobody watching", n["DynamoDB.BatchGetItem"])
+	}
+}

@@ -1,0 +1,88 @@
+package awsstore
+
+// The DynamoDB schema. doc.go explains what each part is for; Provision and
+// deploy/aws/spool.yaml create it.
+
+// Jobs table: one item per job (key job_id), plus one request marker per
+// request_id (key "request#" + SHA-256 of the request id).
+const (
+	aJobID = "job_id" // S, partition key
+	aKind  = "kind"   // S: kindJob or kindRequest
+	// The job's fixed part (id, queue, params, execution config, request id,
+	// max attempts, created_at) as a spoolv1.Job protobuf.
+	aSpec = "spec" // B
+
+	aQueue      = "queue"       // S, by-queue partition key
+	aListPart   = "list_part"   // S, by-time partition key (always listPart)
+	aCreatedKey = "created_key" // S, both listing indexes' sort key: createdKey()
+
+	aState     = "state"      // N, spoolv1.JobState
+	aAttempt   = "attempt"    // N, attempts started
+	aUpdatedAt = "updated_at" // N, Unix microseconds
+	aCancel    = "cancel_requested"
+	aResult    = "result" // B, spoolv1.JobResult once final
+	// B, storekit.Bookkeeping: retried and released attempts, run_after,
+	// cancel reason, notes. Absent until a lease ends or a note is added.
+	aBook = "book"
+
+	// The current lease: the SQS receipt handle it was granted with, its
+	// message id and when it runs out. lease_part is set only while the job
+	// runs, which makes the leases index sparse.
+	aLeaseID      = "lease_id"      // S
+	aLeaseExpires = "lease_expires" // N, Unix microseconds, leases sort key
+	aLeasePart    = "lease_part"    // S, leases partition key (always leasePart)
+	aMessageID    = "msg_id"        // S
+
+	// The log's committed head, a pending reservation past it, and the
+	// abandoned reservations (holes) readers skip: see doc.go.
+	aNextSeq  = "next_seq"  // N
+	aNextLine = "next_line" // N
+	aResSeq   = "res_seq"   // N
+	aResLine  = "res_line"  // N
+	aResLease = "res_lease" // S
+	aHoles    = "holes"     // L of [from, to) pairs
+
+	// rev counts changes readers care about; watchers on other servers
+	// poll it.
+	aRev = "rev" // N
+
+	// Request markers.
+	aRequestID = "request_id" // S, as given
+	aTarget    = "target"     // S, the job id it created
+	aMadeAt    = "made_at"    // N, Unix microseconds
+	aJob       = "job"        // B, the job as first created (spoolv1.Job)
+
+	kindJob     = "job"
+	kindRequest = "request"
+	listPart    = "jobs"
+	leasePart   = "running"
+
+	requestKeyPrefix = "request#"
+)
+
+// Jobs table indexes.
+const (
+	// Newest-first listing of one queue: queue + created_key.
+	indexByQueue = "by-queue"
+	// Newest-first listing of every queue: list_part + created_key.
+	indexByTime = "by-time"
+	// Running jobs by lease expiry: lease_part + lease_expires.
+	indexLeases = "leases"
+)
+
+// Events table: one item per stored event (a batch is one item).
+const (
+	aSequence  = "sequence"   // N, sort key: the event's (first) sequence
+	aEndSeq    = "end_seq"    // N, its last sequence
+	aEventType = "event_type" // N, spoolv1.EventType
+	aPayload   = "payload"    // B, events.Encode output
+	aTTL       = "ttl"        // N, Unix seconds
+	aFirstLine = "first_line" // N, output items only
+	aLastLine  = "last_line"  // N, output items only: by-line sort key
+	aTime      = "ts"         // N, the event's timestamp, Unix milliseconds
+
+	// by-line is a local index of output items by their last line, so a
+	// read from line L finds its first item with one strongly consistent
+	// query. Items without output lack last_line and stay out of it.
+	indexByLine = "by-line"
+)

@@ -1,0 +1,117 @@
+package awsstore
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/spool-run/spool/internal/store"
+)
+
+// DynamoDB's item size limit, and what is kept free in an event item for
+// the attributes beside the payload (keys, line numbers, ttl: under 200
+// bytes in practice).
+const (
+	dynamoItemLimit = 400 << 10
+	itemOverhead    = 1 << 10
+	// MaxItemBytes is the largest encoded event the store accepts.
+	MaxItemBytes = dynamoItemLimit - itemOverhead
+)
+
+// Store is the SQS + DynamoDB JobStore. It is safe for concurrent use, and
+// any number of Stores (one per server replica) may share the same queues
+// and tables.
+type Store struct {
+	cfg     Config
+	clients clients
+	log     *slog.Logger
+	queues  *queueDir
+	watch   *watcher
+	dlq     deadLetterClock
+	hooks   hooks
+	// rollForwardAfter is the const of that name; tests shorten it.
+	rollForwardAfter time.Duration
+	// listScan and listRounds are the consts of those names; tests
+	// shorten them.
+	listScan, listRounds int
+
+	closeOnce sync.Once
+}
+
+// hooks let tests stop an operation between two of its steps, as a crash
+// or a stalled server would. They are nil outside tests.
+type hooks struct {
+	// afterMarker runs once Enqueue has written a request marker; an error
+	// abandons the enqueue there.
+	afterMarker func(ctx context.Context) error
+	// afterReserve runs once Append has reserved its range, afterWrite
+	// once it has written its items; an error abandons the append there.
+	afterReserve func(ctx context.Context) error
+	afterWrite   func(ctx context.Context) error
+}
+
+func runHook(ctx context.Context, h func(ctx context.Context) error) error {
+	if h == nil {
+		return nil
+	}
+	return h(ctx)
+}
+
+var _ store.JobStore = (*Store)(nil)
+
+// Open connects to the queues and tables cfg names. The tables must exist
+// (Provision creates them); queues are looked up when first used.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg)
+}
+
+// open is Open with extra SDK middleware (tests count requests with it).
+func open(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) error) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	c, err := newClients(ctx, cfg, extra...)
+	if err != nil {
+		return nil, err
+	}
+	s := newStore(cfg, c)
+	for _, table := range []string{cfg.JobsTable, cfg.EventsTable} {
+		if _, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
+			return nil, awsErr(err, "open DynamoDB table %s", table)
+		}
+	}
+	return s, nil
+}
+
+// newStore assembles a Store on clients for cfg (defaults applied).
+func newStore(cfg Config, c clients) *Store {
+	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter,
+		listScan: listScan, listRounds: listRounds}
+	s.queues = newQueueDir(s)
+	s.watch = newWatcher(s)
+	return s
+}
+
+// Config returns the store's configuration, defaults filled in.
+func (s *Store) Config() Config { return s.cfg }
+
+// Limits implements store.JobStore.
+func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
+
+// Watch implements store.JobStore: see watcher.
+func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
+	return s.watch.Watch(ctx, jobID)
+}
+
+// Close implements store.JobStore. It stops watching other servers'
+// changes and wakes everyone waiting in Watch.
+func (s *Store) Close() error {
+	s.closeOnce.Do(s.watch.close)
+	return nil
+}

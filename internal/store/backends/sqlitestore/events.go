@@ -1,0 +1,149 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// Append implements store.JobStore: lease check, plan, repeats checked,
+// items inserted and the head moved, in one transaction.
+func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
+	var head store.Head
+	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+		r, err := appendable(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		plan, err := storekit.PlanAppend(r.head, ref.Attempt, r.job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
+		if err != nil {
+			return err
+		}
+		for _, rep := range plan.Repeats {
+			var (
+				end     int64
+				attempt int32
+			)
+			err := tx.QueryRowContext(ctx, `SELECT end_seq, attempt FROM events WHERE job_id = ? AND seq = ?`, ref.JobID, rep.Sequence).Scan(&end, &attempt)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: read event %d of job %s: %w", rep.Sequence, ref.JobID, err)
+			}
+			if err := rep.Check(end, attempt, err == nil); err != nil {
+				return err
+			}
+		}
+		head = plan.Head
+		if len(plan.Items) == 0 {
+			return nil
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO events (job_id, seq, end_seq, seek_line, first_line, line_count, event_type, attempt, ts, payload)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return fmt.Errorf("sqlite: append events: %w", err)
+		}
+		defer ins.Close()
+		for _, it := range plan.Items {
+			if _, err := ins.ExecContext(ctx, ref.JobID, it.Sequence, it.EndSequence, it.SeekLine, it.FirstLine, it.LineCount,
+				int32(it.Type), it.Attempt, it.Time.UnixMilli(), it.Payload); err != nil {
+				return fmt.Errorf("sqlite: append event %d of job %s: %w", it.Sequence, ref.JobID, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET next_sequence = ?, next_line = ?, updated_at = ? WHERE job_id = ?`,
+			head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID); err != nil {
+			return fmt.Errorf("sqlite: move head of job %s: %w", ref.JobID, err)
+		}
+		n.job(ref.JobID)
+		return nil
+	})
+	if err != nil {
+		return store.Head{}, err
+	}
+	return head, nil
+}
+
+// Read implements store.JobStore. The first query seeks with the primary
+// key to the item holding FromSequence (the last item starting at or before
+// it: sequences have no gaps), or with events_seek_line to the first item
+// after line FromLine-1; later pages continue after the last sequence read.
+func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
+	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		from := req.FromSequence
+		if req.FromLine > 0 {
+			err := s.r.QueryRowContext(ctx, `SELECT seq FROM events WHERE job_id = ? AND seek_line >= ? ORDER BY seek_line, seq LIMIT 1`,
+				req.JobID, req.FromLine).Scan(&from)
+			if errors.Is(err, sql.ErrNoRows) {
+				return // nothing after that line yet
+			}
+			if err != nil {
+				yield(nil, fmt.Errorf("sqlite: seek line %d of job %s: %w", req.FromLine, req.JobID, err))
+				return
+			}
+		} else {
+			err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id = ? AND seq <= ?`,
+				req.JobID, max(from, 1)).Scan(&from)
+			if err != nil {
+				yield(nil, fmt.Errorf("sqlite: seek sequence %d of job %s: %w", req.FromSequence, req.JobID, err))
+				return
+			}
+		}
+		yielded := 0
+		for {
+			page := readPage
+			if req.Limit > 0 {
+				page = min(page, req.Limit-yielded)
+			}
+			evs, err := s.readPage(ctx, req.JobID, from, page)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if req.Stats != nil {
+				req.Stats.ItemsRead += len(evs)
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			yielded += len(evs)
+			if len(evs) < page || (req.Limit > 0 && yielded >= req.Limit) {
+				return
+			}
+			from = evs[len(evs)-1].GetSequence() + 1
+		}
+	}
+}
+
+// readPage reads up to n items starting at sequence from.
+func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*spoolv1.JobEvent, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, payload FROM events WHERE job_id = ? AND seq >= ? ORDER BY seq LIMIT ?`, jobID, from, n)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read events of job %s: %w", jobID, err)
+	}
+	defer rows.Close()
+	var out []*spoolv1.JobEvent
+	for rows.Next() {
+		var (
+			seq     int64
+			payload []byte
+		)
+		if err := rows.Scan(&seq, &payload); err != nil {
+			return nil, fmt.Errorf("sqlite: read events of job %s: %w", jobID, err)
+		}
+		ev, err := storekit.ItemFromPayload(payload, seq)
+		if err != nil {
+			return nil, fmt.Errorf("job %s: %w", jobID, err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: read events of job %s: %w", jobID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,225 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+const (
+	stQueued  = int32(spoolv1.JobState_JOB_STATE_QUEUED)
+	stRunning = int32(spoolv1.JobState_JOB_STATE_RUNNING)
+)
+
+// Dequeue implements store.JobStore.
+func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
+	watch := func(ctx context.Context) <-chan struct{} { return s.hub.Watch(ctx, queueKey(req.Queue)) }
+	return storekit.LongPoll(ctx, req.Wait, watch, func() ([]store.Lease, error) {
+		return s.lease(ctx, req)
+	})
+}
+
+// lease takes up to req.Max ready jobs in one transaction: first the
+// queue's expired leases are settled (re-queued, failed or cancelled), then
+// the oldest queued jobs are leased.
+func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
+	var out []store.Lease
+	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+		now := storekit.Now()
+		if _, err := expire(ctx, tx, n, now, "queue = ? AND ", req.Queue); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT job_id FROM jobs WHERE queue = ? AND state = ? AND (run_after IS NULL OR run_after <= ?)
+			ORDER BY created_at, job_id LIMIT ?`, req.Queue, stQueued, now.UnixMicro(), store.DequeueLimit(req.Max))
+		if err != nil {
+			return fmt.Errorf("sqlite: find ready jobs: %w", err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlite: find ready jobs: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: find ready jobs: %w", err)
+		}
+		expires := now.Add(req.LeaseDuration)
+		for _, id := range ids {
+			r, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, attempt = attempt + 1, lease_id = ?, lease_expires_at = ?, updated_at = ?
+				WHERE job_id = ? RETURNING `+jobCols, stRunning, storekit.NewLeaseID(), expires.UnixMicro(), now.UnixMicro(), id))
+			if err != nil {
+				return fmt.Errorf("sqlite: lease job %s: %w", id, err)
+			}
+			n.job(id)
+			out = append(out, store.Lease{
+				LeaseRef:  store.LeaseRef{JobID: id, Queue: r.job.Queue, Attempt: r.job.Attempt, LeaseID: r.leaseID},
+				Job:       r.job,
+				ExpiresAt: r.expires,
+				Head:      r.head,
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// expire settles running jobs whose lease ran out (and match the extra
+// condition cond, which ends in AND) as storekit.Expired decides.
+func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time, cond string, args ...any) (int, error) {
+	args = append(args, stRunning, now.UnixMicro())
+	rows, err := tx.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE `+cond+`state = ? AND lease_expires_at <= ?`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+	}
+	var found []*row
+	for rows.Next() {
+		r, err := scanJob(rows)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+		}
+		found = append(found, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+	}
+	for _, r := range found {
+		o := storekit.Expired(r.job, now)
+		if err := settle(ctx, tx, r, o, false, now); err != nil {
+			return 0, err
+		}
+		n.settled(r.job, o)
+	}
+	return len(found), nil
+}
+
+// ExpireLeases implements store.JobStore.
+func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
+	var k int
+	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+		var err error
+		k, err = expire(ctx, tx, n, storekit.Now(), "")
+		return err
+	})
+	return k, err
+}
+
+// current reads the job ref leases and checks the lease is its current one.
+func current(ctx context.Context, tx *sql.Tx, ref store.LeaseRef) (*row, error) {
+	r, err := getRow(ctx, tx, ref.JobID)
+	if err != nil {
+		return nil, err
+	}
+	return r, storekit.CheckLease(ref, r.job.State, r.job.Attempt, r.leaseID)
+}
+
+// appendable reads the job ref appends to and checks ref may still add to
+// its log (storekit.CheckAppend).
+func appendable(ctx context.Context, tx *sql.Tx, ref store.LeaseRef) (*row, error) {
+	r, err := getRow(ctx, tx, ref.JobID)
+	if err != nil {
+		return nil, err
+	}
+	return r, storekit.CheckAppend(ref, r.job.State, r.job.Attempt, r.leaseID)
+}
+
+// Heartbeat implements store.JobStore.
+func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Duration) (time.Time, bool, error) {
+	var (
+		expires time.Time
+		cancel  bool
+	)
+	err := s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+		// The common case in one statement; the read below only explains
+		// a refusal.
+		expires = storekit.Now().Add(d)
+		err := tx.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE job_id = ? AND state = ? AND attempt = ? AND lease_id = ?
+			RETURNING cancel_requested`, expires.UnixMicro(), ref.JobID, stRunning, ref.Attempt, ref.LeaseID).Scan(&cancel)
+		if err == sql.ErrNoRows {
+			_, err = current(ctx, tx, ref)
+			if err == nil {
+				err = fmt.Errorf("sqlite: heartbeat of job %s matched no lease", ref.JobID)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return expires, cancel, nil
+}
+
+// Complete implements store.JobStore.
+func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	var out *spoolv1.Job
+	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+		r, err := current(ctx, tx, ref)
+		if r != nil && storekit.SameCompletion(ref, r.job.State, r.job.Attempt, r.leaseID) {
+			out = r.job
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := storekit.Now()
+		o := storekit.Completed(r.job, res, ref.Attempt, now)
+		// A final job keeps its lease handle, so a repeat is recognised; a
+		// job queued for a retry gets a new lease with its next attempt.
+		if err := settle(ctx, tx, r, o, spool.IsFinal(o.State), now); err != nil {
+			return err
+		}
+		n.settled(r.job, o)
+		out = r.job
+		return nil
+	})
+	return out, err
+}
+
+// Release implements store.JobStore.
+func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bool, reason string) (*spoolv1.Job, error) {
+	var out *spoolv1.Job
+	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+		r, err := current(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		now := storekit.Now()
+		o := storekit.Released(r.job, countAttempt, reason, now)
+		if err := settle(ctx, tx, r, o, false, now); err != nil {
+			return err
+		}
+		n.settled(r.job, o)
+		out = r.job
+		return nil
+	})
+	return out, err
+}
+
+// GraceLeases implements store.LeaseGracer.
+func (s *Store) GraceLeases(ctx context.Context, until time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE state = ? AND lease_expires_at < ?`,
+			until.UnixMicro(), stRunning, until.UnixMicro())
+		if err != nil {
+			return fmt.Errorf("sqlite: grace leases: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

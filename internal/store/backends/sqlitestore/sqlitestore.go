@@ -1,0 +1,175 @@
+// Package sqlitestore is the embedded JobStore: one SQLite file (pure-Go
+// driver, WAL journal) that `spool server` uses by default. All writes go
+// through one connection, so they never contend for SQLite's write lock;
+// reads use a pool and run beside them (WAL lets readers and the writer
+// proceed together).
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/notify"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// MaxItemBytes is the largest event item stored. SQLite's own limit is far
+// higher (1 GB); 4 MiB keeps a single read page bounded.
+const MaxItemBytes = 4 << 20
+
+// readPage is how many items a read fetches per query. Pages are read
+// whole and then yielded, so a slow reader never holds a read transaction
+// open (which would stop the WAL from being checkpointed).
+const readPage = 128
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options tune the store.
+type Options struct {
+	// Synchronous is SQLite's synchronous pragma: "full" (the default: a
+	// write is on disk before it is acknowledged) or "normal" (faster; the
+	// last writes may be lost on power failure, never on a crash).
+	Synchronous string
+}
+
+// Store is the SQLite JobStore.
+type Store struct {
+	path string
+	w    *sql.DB // the one writer connection
+	r    *sql.DB // readers
+	hub  notify.Hub
+}
+
+var _ store.JobStore = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and brings its
+// schema up to date.
+func Open(ctx context.Context, path string, opt Options) (*Store, error) {
+	sync := opt.Synchronous
+	switch sync {
+	case "":
+		sync = "full"
+	case "full", "normal":
+	default:
+		return nil, fmt.Errorf("sqlite synchronous must be full or normal, got %q", sync)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create directory for the database: %w", err)
+	}
+	dsn := func(extra ...string) string {
+		q := url.Values{}
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous("+sync+")")
+		for _, p := range extra {
+			q.Add("_pragma", p)
+		}
+		q.Set("_txlock", "immediate")
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("prepare database %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn("query_only(1)"))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s for reading: %w", path, err)
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	return &Store{path: path, w: w, r: r}, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"))
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+// Close implements store.JobStore.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Limits implements store.JobStore.
+func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
+
+// Watch implements store.JobStore.
+func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
+	return s.hub.Watch(ctx, jobKey(jobID))
+}
+
+func queueKey(q string) string { return "queue:" + q }
+func jobKey(id string) string  { return "job:" + id }
+
+// notes collects the hub keys to wake once a transaction has committed:
+// waking watchers before the commit would have them read the old state.
+type notes []string
+
+func (n *notes) job(id string)  { *n = append(*n, jobKey(id)) }
+func (n *notes) queue(q string) { *n = append(*n, queueKey(q)) }
+
+// settled notes a job whose lease ended: its watchers, and its queue's when
+// it is queued again.
+func (n *notes) settled(j *spoolv1.Job, o storekit.Outcome) {
+	n.job(j.GetJobId())
+	if o.State == spoolv1.JobState_JOB_STATE_QUEUED {
+		n.queue(j.GetQueue())
+	}
+}
+
+// write runs fn in a write transaction and wakes the noted watchers after
+// it commits.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, n *notes) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	var n notes
+	if err := fn(tx, &n); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	for _, k := range n {
+		s.hub.Notify(k)
+	}
+	return nil
+}
+
+func mustSub(fsys embed.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return sub
+}

@@ -1,0 +1,249 @@
+package storekit
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// Item is one event as a store keeps it: the event (with first_line and
+// attempt filled in), its encoded payload, and the keys readers seek by.
+type Item struct {
+	Event       *spoolv1.JobEvent
+	Payload     []byte
+	Sequence    int64
+	EndSequence int64
+	// FirstLine and LineCount: the output lines the item holds (0, 0 for
+	// events without output).
+	FirstLine int64
+	LineCount int64
+	// SeekLine orders items by line, so a read from line L can seek to the
+	// first item with SeekLine >= L: an output item's last line, or for an
+	// event without output, the line that follows it. It never decreases
+	// along the log.
+	SeekLine int64
+	Type     spoolv1.EventType
+	Attempt  int32
+	Time     time.Time
+}
+
+// Repeat is an event published again at a sequence already stored (a retry
+// after a lost response). It is accepted when the stored item matches.
+type Repeat struct {
+	Sequence    int64
+	EndSequence int64
+	Attempt     int32
+}
+
+// Check reports whether the stored item at r.Sequence is the one repeated.
+func (r Repeat) Check(storedEnd int64, storedAttempt int32, found bool) error {
+	if !found {
+		return apierr.Errorf(spool.ErrInvalidArgument, "sequence %d is below the log's head but nothing is stored there", r.Sequence)
+	}
+	if storedEnd != r.EndSequence || storedAttempt != r.Attempt {
+		return apierr.Errorf(spool.ErrInvalidArgument, "sequence %d is already stored with different content (sequences %d-%d of attempt %d)",
+			r.Sequence, r.Sequence, storedEnd, storedAttempt)
+	}
+	return nil
+}
+
+// AppendPlan is what a store must do to append a set of events.
+type AppendPlan struct {
+	// Repeats must each match a stored item (Repeat.Check).
+	Repeats []Repeat
+	// Items are new, in order, continuing the log at the old head.
+	Items []Item
+	// Head is the log's head once Items are stored.
+	Head store.Head
+}
+
+// MaxProcessEventBytes bounds an event that is not output (a process start
+// with its command, an end, an error): the longest script a job may have,
+// with room to spare.
+const MaxProcessEventBytes = 1 << 20
+
+// PlanAppend checks events published under a lease of attempt against the
+// job's log head and batching config, and says what to store.
+//
+// The rules, the same in every store: events come in sequence order without
+// gaps; an event wholly below the head repeats one already stored (accepted
+// if it matches, so a retried publish changes nothing); the first new event
+// starts exactly at the head; batches are consistent (start/end sequences,
+// timestamps), hold at most max_batch_size lines and max_batch_bytes bytes of
+// output, and fit the backend's item limit. Line numbers are assigned here:
+// a batch's first_line must be 0 (unset) or the head's next line.
+func PlanAppend(head store.Head, attempt int32, cfg *spoolv1.BatchingConfig, lim store.Limits, evs []*spoolv1.JobEvent) (AppendPlan, error) {
+	plan := AppendPlan{Head: head}
+	var prevEnd int64
+	for i, ev := range evs {
+		if err := checkEvent(ev, attempt, cfg); err != nil {
+			return AppendPlan{}, err
+		}
+		seq, end := ev.GetSequence(), events.EndSequence(ev)
+		if i > 0 && seq != prevEnd+1 {
+			return AppendPlan{}, apierr.Errorf(spool.ErrInvalidArgument, "events out of order: sequence %d follows %d", seq, prevEnd)
+		}
+		prevEnd = end
+		switch {
+		case end < plan.Head.NextSequence && len(plan.Items) == 0:
+			plan.Repeats = append(plan.Repeats, Repeat{Sequence: seq, EndSequence: end, Attempt: attempt})
+			continue
+		case seq < plan.Head.NextSequence:
+			return AppendPlan{}, apierr.Errorf(spool.ErrInvalidArgument, "event %d-%d overlaps the stored log, whose next sequence is %d", seq, end, plan.Head.NextSequence)
+		case seq > plan.Head.NextSequence:
+			return AppendPlan{}, apierr.Errorf(spool.ErrInvalidArgument, "gap in the log: expected sequence %d, got %d", plan.Head.NextSequence, seq)
+		}
+		it, err := newItem(ev, attempt, plan.Head, lim)
+		if err != nil {
+			return AppendPlan{}, err
+		}
+		plan.Items = append(plan.Items, it)
+		plan.Head = store.Head{NextSequence: end + 1, NextLine: plan.Head.NextLine + it.LineCount}
+	}
+	return plan, nil
+}
+
+// checkEvent validates one event on its own.
+func checkEvent(ev *spoolv1.JobEvent, attempt int32, cfg *spoolv1.BatchingConfig) error {
+	seq := ev.GetSequence()
+	if seq < 1 {
+		return apierr.Errorf(spool.ErrInvalidArgument, "event sequence must be at least 1, got %d", seq)
+	}
+	if ev.GetTimestamp() == nil {
+		return apierr.Errorf(spool.ErrInvalidArgument, "event %d has no timestamp", seq)
+	}
+	if a := ev.GetAttempt(); a != 0 && a != attempt {
+		return apierr.Errorf(spool.ErrInvalidArgument, "event %d says attempt %d but the lease is for attempt %d", seq, a, attempt)
+	}
+	if !dataMatchesType(ev) {
+		return apierr.Errorf(spool.ErrInvalidArgument, "event %d: event_type %s does not match its data", seq, ev.GetEventType())
+	}
+	if d := ev.GetOutputData(); d != nil {
+		if d.GetLineNumber() != 0 {
+			return apierr.Errorf(spool.ErrInvalidArgument, "event %d: line_number is assigned by the server; leave it 0", seq)
+		}
+		if max := cfg.GetMaxBatchBytes(); max > 0 && int64(len(d.GetOutput())) > max {
+			return apierr.Errorf(spool.ErrInvalidArgument, "event %d: a line of %d bytes; the job's max_batch_bytes is %d (split longer lines)", seq, len(d.GetOutput()), max)
+		}
+		return checkStream(seq, d.GetStream())
+	}
+	b := ev.GetOutputBatch()
+	if b == nil {
+		// Process events carry a little text (the command, an error); a
+		// bound keeps every stored item readable whatever it compresses to.
+		if n := proto.Size(ev); n > MaxProcessEventBytes {
+			return apierr.Errorf(spool.ErrInvalidArgument, "event %d (%s) is %d bytes; at most %d", seq, ev.GetEventType(), n, MaxProcessEventBytes)
+		}
+		return nil
+	}
+	n := int64(len(b.GetOutputs()))
+	switch {
+	case n == 0:
+		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d has no outputs", seq)
+	case b.GetStartSequence() != seq:
+		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: start_sequence %d differs from the event's sequence", seq, b.GetStartSequence())
+	case b.GetEndSequence() != seq+n-1:
+		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: end_sequence is %d but %d outputs end at %d", seq, b.GetEndSequence(), n, seq+n-1)
+	case len(b.GetTimestamps()) != 0 && int64(len(b.GetTimestamps())) != n:
+		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: %d timestamps for %d outputs", seq, len(b.GetTimestamps()), n)
+	case cfg.GetMaxBatchSize() > 0 && n > int64(cfg.GetMaxBatchSize()):
+		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d holds %d lines; the job's max_batch_size is %d", seq, n, cfg.GetMaxBatchSize())
+	case cfg.GetMaxBatchBytes() > 0 && events.OutputBytes(ev) > cfg.GetMaxBatchBytes():
+		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d holds %d bytes of output; the job's max_batch_bytes is %d", seq, events.OutputBytes(ev), cfg.GetMaxBatchBytes())
+	}
+	for _, o := range b.GetOutputs() {
+		if err := checkStream(seq, o.GetStream()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataMatchesType reports whether the event's oneof holds the data its
+// event_type names.
+func dataMatchesType(ev *spoolv1.JobEvent) bool {
+	switch ev.GetEventType() {
+	case spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA:
+		return ev.GetOutputData() != nil
+	case spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH:
+		return ev.GetOutputBatch() != nil
+	case spoolv1.EventType_EVENT_TYPE_PROCESS_START:
+		return ev.GetProcessStart() != nil
+	case spoolv1.EventType_EVENT_TYPE_PROCESS_END:
+		return ev.GetProcessEnd() != nil
+	case spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR:
+		return ev.GetProcessError() != nil
+	}
+	return false
+}
+
+func checkStream(seq int64, s spoolv1.StreamType) error {
+	if s != spoolv1.StreamType_STREAM_TYPE_STDOUT && s != spoolv1.StreamType_STREAM_TYPE_STDERR {
+		return apierr.Errorf(spool.ErrInvalidArgument, "event %d: output stream must be STDOUT or STDERR, got %s", seq, s)
+	}
+	return nil
+}
+
+// newItem fills in the server-assigned fields and encodes the event.
+func newItem(ev *spoolv1.JobEvent, attempt int32, head store.Head, lim store.Limits) (Item, error) {
+	seq := ev.GetSequence()
+	if b := ev.GetOutputBatch(); b != nil && b.GetFirstLine() != 0 && b.GetFirstLine() != head.NextLine {
+		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "batch %d: first_line %d but the log's next line is %d", seq, b.GetFirstLine(), head.NextLine)
+	}
+	ev = proto.CloneOf(ev)
+	ev.Attempt = attempt
+	it := Item{
+		Sequence:    seq,
+		EndSequence: events.EndSequence(ev),
+		LineCount:   events.LineCount(ev),
+		Type:        ev.GetEventType(),
+		Attempt:     attempt,
+		Time:        ev.GetTimestamp().AsTime(),
+		SeekLine:    head.NextLine,
+	}
+	if it.LineCount > 0 {
+		it.FirstLine = head.NextLine
+		it.SeekLine = head.NextLine + it.LineCount - 1
+		switch d := ev.GetEventData().(type) {
+		case *spoolv1.JobEvent_OutputBatch:
+			d.OutputBatch.FirstLine = it.FirstLine
+		case *spoolv1.JobEvent_OutputData:
+			d.OutputData.LineNumber = it.FirstLine
+		}
+	}
+	// What a reader decodes must stay within what it may decode, whatever
+	// the payload compresses to: a log is always readable.
+	if n := proto.Size(ev); n > events.MaxDecodedBytes {
+		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "event %d is %d bytes before compression; at most %d", seq, n, events.MaxDecodedBytes)
+	}
+	payload, err := events.Encode(ev)
+	if err != nil {
+		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "%w", err)
+	}
+	if lim.MaxItemBytes > 0 && len(payload) > lim.MaxItemBytes {
+		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "event %d encodes to %d bytes; this store holds at most %d per item (lower max_batch_bytes)",
+			seq, len(payload), lim.MaxItemBytes)
+	}
+	it.Event, it.Payload = ev, payload
+	return it, nil
+}
+
+// ItemFromPayload rebuilds an item's event from its stored payload, checking
+// it is the one the keys describe.
+func ItemFromPayload(payload []byte, seq int64) (*spoolv1.JobEvent, error) {
+	ev, err := events.Decode(payload)
+	if err != nil {
+		return nil, fmt.Errorf("event %d: %w", seq, err)
+	}
+	if ev.GetSequence() != seq {
+		return nil, fmt.Errorf("event stored at sequence %d says it is %d: %w", seq, ev.GetSequence(), events.ErrCorrupt)
+	}
+	return ev, nil
+}

@@ -1,0 +1,173 @@
+package storekit
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// FeedRequest says which of a job's events a Feed yields.
+type FeedRequest struct {
+	JobID string
+	// Start at this sequence (0 or 1: the beginning)...
+	FromSequence int64
+	// ...or, when set, at this output line: events after line FromLine-1.
+	FromLine int64
+	// Skip events (and lines) written before this time.
+	FromTime time.Time
+	// Only these event types; OUTPUT_DATA and OUTPUT_BATCH both mean output.
+	Types []spoolv1.EventType
+	// Keep going with new events until the job is final.
+	Follow bool
+	// MaxPage caps the stored items one read fetches (0 or more than
+	// MaxFeedPage: MaxFeedPage), for a reader that knows it needs few.
+	MaxPage int
+}
+
+// MaxFeedPage is the most stored items a feed fetches in one read. Each
+// round of a feed reads one item first, then twice as many each time up
+// to its cap: a reader that stops early has had at most about twice what
+// it used decoded for it, and a slow reader holds at most one page.
+const MaxFeedPage = 32
+
+// Feed yields a job's events: everything stored from the requested point,
+// then, when following, each new event as it is stored, until the job is
+// final and every event has been yielded.
+//
+// It reads the store and waits for Watch between reads, so the stored part
+// and the live part meet without a gap or a repeat (the next read starts
+// after the last event yielded), a slow consumer only slows its own reads
+// (nothing is buffered for it, nothing is dropped), and memory per feed is
+// one page of items (see MaxFeedPage).
+type Feed struct {
+	s        store.JobStore
+	r        FeedRequest
+	finished *spoolv1.Job
+}
+
+// NewFeed returns a feed over s.
+func NewFeed(s store.JobStore, r FeedRequest) *Feed {
+	return &Feed{s: s, r: r}
+}
+
+// Finished returns the job as it was when the feed ended because the job
+// was final and fully read (nil if the feed ended for another reason).
+func (f *Feed) Finished() *spoolv1.Job { return f.finished }
+
+// Events yields events in sequence order. Batches are yielded as batches,
+// trimmed to the requested start; see events.Unpack for one line per event.
+// A missing job is an ErrNotFound error.
+func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
+	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		c := feedCursor{next: max(1, f.r.FromSequence), line: f.r.FromLine}
+		for f.round(ctx, &c, yield) {
+		}
+	}
+}
+
+// feedCursor is where a feed goes on from.
+type feedCursor struct {
+	next int64 // the next sequence to yield
+	line int64 // while > 0, seek by line: nothing yielded yet
+}
+
+// round reads what is stored from c and yields it, then, when following a
+// job that is not final, waits for the next change; again says to go round
+// once more. The round's watch ends with it, so the store keeps nothing
+// for a feed that has stopped.
+func (f *Feed) round(ctx context.Context, c *feedCursor, yield func(*spoolv1.JobEvent, error) bool) (again bool) {
+	watchCtx, unwatch := context.WithCancel(ctx)
+	defer unwatch()
+	changed := f.s.Watch(watchCtx, f.r.JobID)
+	job, err := f.s.Get(ctx, f.r.JobID)
+	if err != nil {
+		yield(nil, err)
+		return false
+	}
+	// The job was read before the log: if it was final then, the read
+	// below sees every event it will ever have.
+	final := spool.IsFinal(job.GetState())
+	if (c.line > 0 || job.GetLastSequence() >= c.next) && !f.readStored(ctx, c, yield) {
+		return false
+	}
+	if final {
+		f.finished = job
+		return false
+	}
+	if !f.r.Follow {
+		return false
+	}
+	select {
+	case <-changed:
+		return true
+	case <-ctx.Done():
+		yield(nil, ctx.Err())
+		return false
+	}
+}
+
+// readStored yields what is stored from c, in pages that start at one item
+// and double up to the feed's cap; ok is false when the feed must stop.
+func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*spoolv1.JobEvent, error) bool) (ok bool) {
+	maxPage := f.r.MaxPage
+	if maxPage <= 0 || maxPage > MaxFeedPage {
+		maxPage = MaxFeedPage
+	}
+	req := store.ReadRequest{JobID: f.r.JobID, FromSequence: c.next, FromLine: c.line}
+	for page := 1; ; page = min(2*page, maxPage) {
+		req.Limit = page
+		read := 0
+		for ev, err := range f.s.Read(ctx, req) {
+			if err != nil {
+				yield(nil, err)
+				return false
+			}
+			read++
+			// The next page starts after this item, whether or not any
+			// of it is yielded.
+			req.FromSequence, req.FromLine = events.EndSequence(ev)+1, 0
+			if c.line > 0 {
+				ev = events.TrimBeforeLine(ev, c.line)
+			} else {
+				ev = events.TrimBefore(ev, c.next)
+			}
+			if ev == nil {
+				continue
+			}
+			c.next, c.line = events.EndSequence(ev)+1, 0
+			if ev = f.filter(ev); ev == nil {
+				continue
+			}
+			if !yield(ev, nil) {
+				return false
+			}
+		}
+		if read < page {
+			return true // the end of what is stored
+		}
+	}
+}
+
+// filter applies the time and type filters.
+func (f *Feed) filter(ev *spoolv1.JobEvent) *spoolv1.JobEvent {
+	if len(f.r.Types) > 0 && !wantsType(f.r.Types, ev.GetEventType()) {
+		return nil
+	}
+	if !f.r.FromTime.IsZero() {
+		return events.TrimBeforeTime(ev, f.r.FromTime)
+	}
+	return ev
+}
+
+func wantsType(types []spoolv1.EventType, t spoolv1.EventType) bool {
+	if events.IsOutput(t) {
+		return slices.ContainsFunc(types, events.IsOutput)
+	}
+	return slices.Contains(types, t)
+}

@@ -1,0 +1,97 @@
+package browsertest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/spooltest"
+)
+
+// signedIn is a browser signed in to srv with its admin key, through the
+// sign-in form.
+func signedIn(t *testing.T, srv *spooltest.Server) *browser {
+	t.Helper()
+	b := newBrowser(t)
+	b.do(t, "open the jobs page", chromedp.Navigate(srv.URL+"/"))
+	b.signIn(t, srv.AdminKey)
+	return b
+}
+
+// signIn fills the sign-in form with key and waits until it is accepted.
+func (b *browser) signIn(t *testing.T, key string) {
+	t.Helper()
+	b.waitFor(t, "the sign-in form", `document.getElementById("login-key") !== null`)
+	b.submitKey(t, key)
+	b.waitFor(t, "to be signed in", `document.getElementById("logout") !== null && document.getElementById("login-key") === null`)
+}
+
+// submitKey types key into the sign-in form and sends it, as a person
+// would.
+func (b *browser) submitKey(t *testing.T, key string) {
+	t.Helper()
+	eval[bool](t, b, fmt.Sprintf(`(() => {
+		document.getElementById("login-key").value = %q;
+		document.getElementById("login-form").requestSubmit();
+		return true;
+	})()`, key))
+}
+
+// A person opens the UI, is asked for a key, signs in with a read key,
+// follows a running job's log, and logs out. The key is never kept where a
+// script or a URL could show it: the session is an HttpOnly cookie.
+func TestSignInFollowJobAndLogOut(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	_, readKey, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: "alice", Role: "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"make"}, Queue: "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	l := spooltest.LeaseJob(t, srv, "ci")
+	l.Begin()
+	l.Write(spooltest.Seq(1, 20)...)
+
+	b := newBrowser(t)
+	b.do(t, "open the job page", chromedp.Navigate(srv.URL+"/jobs/"+l.JobID()))
+	b.waitFor(t, "the sign-in form", `document.getElementById("login-key") !== null`)
+	if b.has(t, "#L1") {
+		t.Fatal("the log is shown before signing in")
+	}
+
+	// A wrong key is refused with the server's reason; the form stays.
+	b.submitKey(t, "spool_not-a-key")
+	b.waitFor(t, "the refusal", `document.getElementById("login-error").textContent.includes("not known")`)
+	t.Logf("screenshot of the sign-in form: %s", artifact(t, "sign-in.png", b.screenshot(t)))
+
+	b.signIn(t, readKey)
+	if got := b.text(t, "#account .muted"); got != "alice · read" {
+		t.Errorf("the top bar shows %q", got)
+	}
+	b.waitFor(t, "the stored lines", `document.getElementById("L20") !== null`)
+	b.waitFor(t, "the stream to go live", `document.getElementById("status-text").textContent === "live"`)
+	l.Write(spooltest.Seq(21, 40)...)
+	b.waitFor(t, "live lines", `document.getElementById("L40") !== null`)
+	if c := eval[string](t, b, `document.cookie`); c != "" {
+		t.Errorf("scripts can read cookies %q: the session cookie must be HttpOnly", c)
+	}
+	if s := eval[string](t, b, `location.href + JSON.stringify(localStorage) + JSON.stringify(sessionStorage)`); strings.Contains(s, readKey) {
+		t.Error("the key is kept in the URL or the page's storage")
+	}
+	// A read key cannot cancel: the page says so rather than pretend.
+	if eval[int](t, b, `fetch("/api/v1/jobs/`+l.JobID()+`/cancel", {method: "POST"}).then(r => r.status)`) != 403 {
+		t.Error("a read key's session could cancel a job")
+	}
+
+	eval[bool](t, b, `document.getElementById("logout").click(), true`)
+	b.waitFor(t, "the sign-in form again", `document.getElementById("login-key") !== null`)
+	if got := eval[int](t, b, `fetch("/api/v1/jobs").then(r => r.status)`); got != 401 {
+		t.Errorf("after logging out the API answers %d, want 401", got)
+	}
+	l.End(0)
+}

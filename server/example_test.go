@@ -1,0 +1,58 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/server"
+)
+
+// Run a spool server inside a program, on any free loopback port.
+func ExampleStart() {
+	dir, err := os.MkdirTemp("", "spool-example-*")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	cfg := server.DefaultConfig() // or server.LoadConfig("spool.yaml")
+	cfg.Server.Addr = "127.0.0.1:0"
+	cfg.Server.DataDir = dir
+	srv, err := server.Start(context.Background(), cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Stop(context.Background())
+
+	resp, err := http.Get(srv.URL() + "/healthz") // needs no key
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+
+	// Everything else does. On its first start the server wrote an admin
+	// key to its data directory (or set cfg.Auth.AdminKey).
+	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := client.New(srv.URL(), client.WithAPIKey(string(key)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	keys, err := c.Keys(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(keys[0].GetName(), spool.RoleName(keys[0].GetRole()))
+	// Output:
+	// 200 OK
+	// admin admin
+}

@@ -1,0 +1,233 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/batcher"
+	"github.com/spool-run/spool/internal/capture"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/outbox"
+)
+
+// pipeDrain is how long output may keep arriving after the command exits
+// (from processes that escaped its group) before the pipes are closed.
+const pipeDrain = 5 * time.Second
+
+// attempt is one leased run of a job.
+type attempt struct {
+	w     *Worker
+	lease *spoolv1.JobLease
+	job   *spoolv1.Job
+	log   *slog.Logger
+	ob    *outbox.Outbox
+	out   *batcher.OutputBatcher
+
+	// lines orders lines between the two output streams: each read's lines
+	// go to the outbox, then to the batcher, in the same order for both.
+	lines sync.Mutex
+
+	mu      sync.Mutex
+	proc    *process
+	stopWhy string // why spool stopped the command; "" if it ended by itself
+	lost    bool   // the lease is gone: another attempt may own the job
+	retry   bool   // stopped by a worker shutdown: hand the job back
+}
+
+// onLines takes the lines one read of the command's output produced: they
+// go to disk first (so a worker killed now loses none of them), then to the
+// batcher, which decides when they are sent.
+func (a *attempt) onLines(lines []events.Line) {
+	a.lines.Lock()
+	defer a.lines.Unlock()
+	if a.w.isKilled() {
+		return // the worker is gone: its outboxes stay as they are
+	}
+	if err := a.ob.AppendLines(lines); err != nil {
+		a.spoolFailed(err)
+		return
+	}
+	for _, l := range lines {
+		a.out.Line(l)
+	}
+}
+
+// emit appends an event the batcher produced to the outbox: a batch as a
+// reference to its lines, already on disk; a process event whole. It runs
+// under the batcher's lock, so it must not call back into the batcher.
+func (a *attempt) emit(ev *spoolv1.JobEvent) {
+	if a.w.isKilled() {
+		return // the worker is gone: its outboxes stay as they are
+	}
+	var err error
+	if b := ev.GetOutputBatch(); b != nil {
+		a.w.metrics.batchLines.Record(context.Background(), int64(len(b.GetOutputs())))
+		err = a.ob.AppendBatch(ev)
+	} else {
+		err = a.ob.Append(ev)
+	}
+	if err != nil {
+		a.spoolFailed(err)
+	}
+}
+
+// spoolFailed stops the command after the outbox could not be written: its
+// output would be lost from here on. The sender hands the job back once
+// what was written is delivered, and the worker takes no work until the
+// directory can be written again.
+func (a *attempt) spoolFailed(err error) {
+	a.w.spool.broke(err)
+	a.mu.Lock()
+	first := a.stopWhy == ""
+	a.mu.Unlock()
+	if first {
+		a.log.Error("cannot write the spool directory; stopping the job", "dir", a.w.cfg.SpoolDir, "error", err)
+	}
+	a.stop("the worker could not write its spool directory: " + err.Error())
+}
+
+// stop ends the command (SIGTERM, then SIGKILL after the kill grace), once,
+// for the first reason given.
+func (a *attempt) stop(why string) {
+	a.mu.Lock()
+	// A command that ended by itself was not stopped, whatever news comes
+	// after (a held heartbeat answers "finished" once the job completes).
+	if a.stopWhy != "" || (a.proc != nil && a.proc.hasExited()) {
+		a.mu.Unlock()
+		return
+	}
+	a.stopWhy = why
+	p := a.proc
+	a.mu.Unlock()
+	a.log.Info("stopping the command", "reason", why)
+	if p != nil {
+		p.stop(a.w.cfg.KillGrace)
+	}
+}
+
+// leaseLost stops the command and everything it would send: another
+// attempt owns the job now (or it is finished).
+func (a *attempt) leaseLost(reason string) {
+	a.mu.Lock()
+	a.lost = true
+	a.mu.Unlock()
+	a.stop("lease lost: " + reason)
+}
+
+// setProc records the started process; if a stop came first, it applies now.
+func (a *attempt) setProc(p *process) {
+	a.mu.Lock()
+	a.proc = p
+	stopped := a.stopWhy != ""
+	a.mu.Unlock()
+	if stopped {
+		p.stop(a.w.cfg.KillGrace)
+	}
+}
+
+func (a *attempt) stopReason() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stopWhy
+}
+
+// execute prepares the directory, runs the command with its output captured
+// into the batcher, and returns the result. The events it emits: output
+// lines, PROCESS_START and PROCESS_END around the command, PROCESS_ERROR
+// when it could not run or spool stopped it.
+func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
+	res := &spoolv1.JobResult{StartedAt: timestamppb.Now(), ExitCode: -1}
+	dir, cleanup, err := a.prepareDir(ctx)
+	defer cleanup()
+	if err != nil {
+		return a.failed(res, "checkout failed: "+err.Error())
+	}
+	if why := a.stopReason(); why != "" {
+		return a.failed(res, why)
+	}
+	argv, text := command(a.job.GetParams())
+	p, err := startProcess(argv, dir, a.env())
+	if err != nil {
+		return a.failed(res, startError(text, dir, a.w.cfg.ID, err))
+	}
+	a.out.Event(&spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_START, EventData: &spoolv1.JobEvent_ProcessStart{
+		ProcessStart: &spoolv1.ProcessStartEvent{Pid: int32(p.pid()), Command: text, WorkerId: a.w.cfg.ID}}})
+	a.setProc(p)
+	if t := a.job.GetParams().GetTimeout(); t != nil && t.AsDuration() > 0 {
+		timer := time.AfterFunc(t.AsDuration(), func() { a.stop("timed out after " + t.AsDuration().String()) })
+		defer timer.Stop()
+	}
+	a.captureUntilExit(p)
+
+	code, signal := p.exit()
+	res.ExitCode, res.FinishedAt = code, timestamppb.Now()
+	why := a.stopReason()
+	if why != "" {
+		res.Error = why
+		a.out.Event(processError(why))
+	} else if signal != "" {
+		res.Error = "killed by a signal (" + signal + ")"
+	}
+	a.out.Event(&spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_END, EventData: &spoolv1.JobEvent_ProcessEnd{
+		ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: code, Signal: signal, Duration: durationpb.New(time.Since(p.started))}}})
+	return res
+}
+
+// captureUntilExit reads both output streams into the batcher until the
+// process has exited and its pipes are drained.
+func (a *attempt) captureUntilExit(p *process) {
+	maxLine := int(a.job.GetExecutionConfig().GetBatching().GetMaxBatchBytes())
+	if maxLine <= 0 {
+		maxLine = 256 << 10
+	}
+	var wg sync.WaitGroup
+	for _, s := range []struct {
+		r      *os.File
+		stream spoolv1.StreamType
+	}{{p.stdout, spoolv1.StreamType_STREAM_TYPE_STDOUT}, {p.stderr, spoolv1.StreamType_STREAM_TYPE_STDERR}} {
+		wg.Go(func() {
+			opts := capture.Options{Stream: s.stream, MaxLine: maxLine, Clock: a.w.clock}
+			if err := capture.Chunks(s.r, opts, a.onLines); err != nil && !isClosedPipe(err) {
+				a.log.Warn("reading the command's output failed", "stream", s.stream.String(), "error", err)
+			}
+		})
+	}
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	<-p.done
+	select {
+	case <-drained:
+	case <-time.After(pipeDrain):
+		// Something outside the command's process group still holds the
+		// pipes; the job is over, so stop reading.
+		p.stdout.Close()
+		p.stderr.Close()
+		<-drained
+	}
+	p.stdout.Close()
+	p.stderr.Close()
+}
+
+// failed records that the command could not run.
+func (a *attempt) failed(res *spoolv1.JobResult, why string) *spoolv1.JobResult {
+	a.out.Event(processError(why))
+	res.Error, res.FinishedAt = why, timestamppb.Now()
+	return res
+}
+
+func processError(msg string) *spoolv1.JobEvent {
+	return &spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR,
+		EventData: &spoolv1.JobEvent_ProcessError{ProcessError: &spoolv1.ProcessErrorEvent{Message: msg}}}
+}
+
+// env is the job's environment (see jobEnv).
+func (a *attempt) env() []string {
+	return jobEnv(os.Environ(), a.w.cfg.PassEnv, a.job)
+}

@@ -1,0 +1,55 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/spooltest"
+	"github.com/spool-run/spool/worker"
+)
+
+// TestWorkerKeys: a worker runs jobs with a worker key (limited to its
+// queue or not), and stops at once, saying why, when its key is missing,
+// of the wrong role, or limited to other queues.
+func TestWorkerKeys(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	builds := srv.Key(t, "worker", "builds")
+	j, _, err := srv.Client().Submit(context.Background(), client.Submission{Queue: "builds", Argv: []string{"echo", "built"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spooltest.NewWorker(t, srv, worker.Config{APIKey: builds, Queue: "builds"})
+	if done := srv.WaitJob(t, j.GetJobId()); done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("the job of a queue-limited worker ended %s", done.GetState())
+	}
+
+	for name, tc := range map[string]struct {
+		key, queue string
+		kind       error
+		says       string
+	}{
+		"no key":        {"", "", spool.ErrUnauthenticated, "an API key is needed"},
+		"unknown key":   {"spool_nobody", "", spool.ErrUnauthenticated, "not known to the server"},
+		"read key":      {srv.Key(t, "read"), "", spool.ErrPermissionDenied, "may not run jobs"},
+		"another queue": {builds, "deploys", spool.ErrPermissionDenied, `may only work on queues builds, not "deploys"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w, err := worker.New(worker.Config{Server: srv.URL, APIKey: tc.key, Queue: tc.queue, SpoolDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err = w.Run(ctx)
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "spool keys create --role worker") {
+				t.Fatalf("Run: %v; want %v saying %q and how to get a key", err, tc.kind, tc.says)
+			}
+		})
+	}
+}

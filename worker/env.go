@@ -1,0 +1,47 @@
+package worker
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+// DefaultPassEnv are the worker's environment variables a job gets without
+// being told: what programs need to find themselves and speak the user's
+// language. The rest of the worker's environment (cloud credentials, the
+// server's keys) stays with the worker, since a job's output is readable by
+// anyone who may read jobs.
+var DefaultPassEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "TMPDIR"}
+
+// jobEnv is a job's environment: the worker's variables that pass (the
+// defaults and Config.PassEnv; a name may end in * to pass every variable
+// with that prefix), then spool's own, then the job's.
+func jobEnv(worker []string, pass []string, job *spoolv1.Job) []string {
+	var env []string
+	for _, kv := range worker {
+		name, _, _ := strings.Cut(kv, "=")
+		if passes(name, DefaultPassEnv) || passes(name, pass) {
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
+		"SPOOL_JOB_ID="+job.GetJobId(),
+		"SPOOL_JOB_ATTEMPT="+strconv.Itoa(int(job.GetAttempt())),
+		"SPOOL_QUEUE="+job.GetQueue(),
+	)
+	for k, v := range job.GetParams().GetEnv() {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func passes(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,272 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/backoff"
+	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/outbox"
+)
+
+// Per PublishEvents call: enough to catch up quickly after an outage,
+// small enough to stay far below the server's request limit.
+const (
+	publishMaxEvents = 64
+	publishMaxBytes  = 8 << 20
+)
+
+// sender drains one attempt's outbox to the server, in order, retrying
+// until each call is acknowledged. PublishEvents and CompleteJob are
+// idempotent, so a retry after a lost response changes nothing.
+//
+// How the attempt ends on the server is the sender's to say, once all the
+// output before it is delivered: complete it (the outbox holds a result),
+// hand it back (release), or, when the attempt lost its lease and its
+// output can no longer be delivered, report how much was lost.
+type sender struct {
+	w     *Worker
+	ob    *outbox.Outbox
+	token string
+	log   *slog.Logger
+
+	// skipThrough: events ending at or before this sequence are already
+	// stored (a reopened outbox resends from its oldest segment).
+	skipThrough int64
+
+	onWatched func(bool)
+	// onLost is told the attempt's output can no longer be delivered:
+	// another attempt owns the job (or it is finished).
+	onLost func(reason string)
+	// onRefused is told the server refused the output for good.
+	onRefused func(err error)
+
+	refused error
+
+	mu   sync.Mutex
+	back *handBack // set: hand the job back once the outbox is drained
+}
+
+// handBack is how to release a job whose outbox ends without a result.
+type handBack struct {
+	reason string
+	count  bool
+}
+
+// errLeaseLost ends a sender whose attempt was fenced off.
+var errLeaseLost = errors.New("lease lost")
+
+// release asks the sender to hand the job back once everything in the
+// outbox is delivered, instead of leaving it to its lease running out.
+// count says whether the attempt counts against max_attempts (a lost
+// lease) or not (a worker that is stopping).
+func (s *sender) release(reason string, count bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.back = &handBack{reason: reason, count: count}
+}
+
+func (s *sender) handBack() *handBack {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.back
+}
+
+// run sends until the outbox is drained (nil), the lease is lost
+// (errLeaseLost), or ctx ends (its error; the outbox stays on disk).
+func (s *sender) run(ctx context.Context) error {
+	bo := backoff.New(100*time.Millisecond, 15*time.Second)
+	for {
+		c, err := s.ob.Next(ctx, publishMaxEvents, publishMaxBytes)
+		switch {
+		case err == io.EOF:
+			if hb := s.handBack(); hb != nil {
+				if err := s.releaseJob(ctx, bo, hb); err != nil && !errors.Is(err, errLeaseLost) {
+					return err
+				}
+			}
+			return s.ob.Remove()
+		case errors.Is(err, outbox.ErrBroken):
+			// Everything the disk kept is delivered; the rest is lost.
+			s.w.spool.broke(err)
+			s.log.Error("the spool directory could not be written; handing the job back", "dir", s.w.cfg.SpoolDir, "error", err)
+			hb := &handBack{reason: "its worker could not write its spool directory (" + err.Error() + "); output after that was lost", count: true}
+			if err := s.releaseJob(ctx, bo, hb); err != nil && !errors.Is(err, errLeaseLost) {
+				return err
+			}
+			return s.ob.Remove()
+		case err != nil:
+			return err
+		}
+		evs := s.pending(c.Events)
+		if len(evs) > 0 && s.refused == nil {
+			err := s.retry(ctx, bo, "publish output", func() error {
+				resp, err := s.w.rpc.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: s.token, Events: evs}))
+				if err == nil && s.onWatched != nil {
+					s.onWatched(resp.Msg.GetWatched())
+				}
+				return err
+			})
+			switch {
+			case errors.Is(err, errLeaseLost):
+				return s.undelivered(ctx, evs)
+			case connect.CodeOf(err) == connect.CodeInvalidArgument:
+				// A bug or a config the store cannot hold: retrying will
+				// not help, and later events would leave a gap. Stop the
+				// attempt and report why in its result.
+				s.refused = fmt.Errorf("the server refused the job's output: %w", err)
+				s.log.Error("output refused; stopping the job", "error", err)
+				if s.onRefused != nil {
+					s.onRefused(s.refused)
+				}
+			case err != nil:
+				return err
+			}
+		}
+		if c.Result != nil {
+			res := c.Result
+			if s.refused != nil {
+				res.Error = s.refused.Error()
+			}
+			err := s.retry(ctx, bo, "complete the job", func() error {
+				_, err := s.w.rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: s.token, Result: res}))
+				return err
+			})
+			if errors.Is(err, errLeaseLost) {
+				// The output is delivered; only this attempt's result had
+				// nowhere to go: the job had moved on.
+				s.log.Info("the job moved on before this attempt's result was recorded", "error", err)
+				_ = s.ob.Remove()
+				return errLeaseLost
+			}
+			if err != nil {
+				return err
+			}
+		}
+		s.ob.Ack(c)
+	}
+}
+
+// releaseJob hands the job back.
+func (s *sender) releaseJob(ctx context.Context, bo *backoff.Backoff, hb *handBack) error {
+	return s.retry(ctx, bo, "hand the job back", func() error {
+		_, err := s.w.rpc.ReleaseJob(ctx, connect.NewRequest(&spoolv1.ReleaseJobRequest{TaskToken: s.token, Reason: hb.reason, CountAttempt: hb.count}))
+		return err
+	})
+}
+
+// undelivered deals with output the server refused because another attempt
+// owns the job: the attempt is stopped, what is left in the outbox is
+// counted, the loss recorded on the job, and the outbox kept aside (not
+// resumed again) and named in a warning. Never silent.
+func (s *sender) undelivered(ctx context.Context, refused []*spoolv1.JobEvent) error {
+	if s.onLost != nil {
+		s.onLost("another attempt owns the job")
+	}
+	var lines, other int64
+	count := func(evs []*spoolv1.JobEvent) {
+		for _, ev := range evs {
+			if n := events.LineCount(ev); n > 0 {
+				lines += n
+			} else {
+				other++
+			}
+		}
+	}
+	count(refused)
+	for {
+		c, err := s.ob.Next(ctx, publishMaxEvents, publishMaxBytes)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, outbox.ErrBroken) {
+				return err
+			}
+			break
+		}
+		count(c.Events)
+		s.ob.Ack(c)
+	}
+	return s.keepLost(ctx, lines, other)
+}
+
+// keepLost moves the outbox aside, reports the loss to the server, and
+// warns, naming where the output is kept.
+func (s *sender) keepLost(ctx context.Context, lines, other int64) error {
+	kept, err := s.ob.Keep(s.w.undeliveredDir())
+	if err != nil {
+		s.log.Error("cannot keep the undelivered output aside", "dir", s.ob.Dir(), "error", err)
+		kept = s.ob.Dir()
+	}
+	host, _ := os.Hostname()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, rerr := s.w.rpc.ReportUndelivered(rctx, connect.NewRequest(&spoolv1.ReportUndeliveredRequest{TaskToken: s.token,
+		Lines: lines, Events: other, KeptAt: strings.TrimPrefix(host+":"+kept, ":")}))
+	s.log.Warn("output could not be delivered: the job had moved on to another attempt; it is kept on disk",
+		"lines", lines, "events", other, "kept_at", kept, "recorded_on_job", rerr == nil)
+	return errLeaseLost
+}
+
+// pending drops events the server already has.
+func (s *sender) pending(evs []*spoolv1.JobEvent) []*spoolv1.JobEvent {
+	for len(evs) > 0 && events.EndSequence(evs[0]) <= s.skipThrough {
+		evs = evs[1:]
+	}
+	return evs
+}
+
+// leaseGone reports whether err means the attempt may not go on: its lease
+// is stale, the job is gone, or the server no longer accepts its token
+// (for example, it was restarted with a new key).
+func leaseGone(err error) bool {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return false
+	}
+	switch ce.Code() {
+	case connect.CodeFailedPrecondition, connect.CodeNotFound:
+		return true
+	case connect.CodeInvalidArgument:
+		return strings.HasPrefix(ce.Message(), "task_token")
+	}
+	return false
+}
+
+// retry calls fn until it succeeds, the lease is lost (errLeaseLost), the
+// request is refused (InvalidArgument, returned), or ctx ends.
+func (s *sender) retry(ctx context.Context, bo *backoff.Backoff, what string, fn func() error) error {
+	warned := false
+	for {
+		err := fn()
+		switch code := connect.CodeOf(err); {
+		case err == nil:
+			if warned {
+				s.log.Info("server reachable again; output is flowing", "what", what)
+			}
+			bo.Reset()
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case leaseGone(err):
+			return fmt.Errorf("%w: %w", errLeaseLost, err)
+		case code == connect.CodeInvalidArgument:
+			return err
+		}
+		if !warned {
+			s.log.Warn("cannot reach the server; output is kept on disk and retried", "what", what, "error", err)
+			warned = true
+		}
+		if err := bo.Wait(ctx); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,514 @@
+// Package worker runs spool jobs: it leases them from a queue, runs each
+// command with its output captured line by line and batched, keeps the lease
+// alive with heartbeats, and reports how the command ended. Output goes
+// through an on-disk outbox before it is sent, so a server that is away for
+// a while loses nothing.
+//
+// `spool worker` is this package; a program that wants to run spool's jobs
+// itself embeds it:
+//
+//	w, err := worker.New(worker.Config{Server: "http://127.0.0.1:7070", SpoolDir: "/var/lib/spool/worker"})
+//	if err != nil {
+//		return err
+//	}
+//	return w.Run(ctx) // until ctx ends, then a graceful stop
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/internal/backoff"
+	"github.com/spool-run/spool/internal/batcher"
+	"github.com/spool-run/spool/internal/outbox"
+	"github.com/spool-run/spool/internal/setting"
+	"github.com/spool-run/spool/internal/wire"
+)
+
+// Config is how a worker runs. Server and SpoolDir are required; every
+// other field has a default.
+type Config struct {
+	// Server is the spool server's address (http://host:port).
+	Server string
+	// Queue to lease from ("" is "default").
+	Queue string
+	// Concurrency is how many jobs run at once.
+	Concurrency int
+	// SpoolDir holds outboxes (output not yet acknowledged) and checkouts.
+	SpoolDir string
+	// WorkDir is where commands without a repository run ("": the worker's
+	// own working directory).
+	WorkDir string
+	// CheckoutDir is where repositories are cloned ("": SpoolDir/checkouts).
+	CheckoutDir string
+	// ID names the worker in logs and PROCESS_START events (default:
+	// host-pid).
+	ID string
+	// Lease is the lease length asked for, rounded up to whole seconds (0:
+	// the server's). It must be longer than the server's heartbeat
+	// interval.
+	Lease time.Duration
+	// ShutdownGrace is how long a graceful stop lets running jobs finish
+	// before stopping them.
+	ShutdownGrace time.Duration
+	// KillGrace is how long a stopped command has between SIGTERM and
+	// SIGKILL.
+	KillGrace time.Duration
+	// DrainTimeout is how long a stopping worker keeps sending output to an
+	// unreachable server before leaving it on disk for the next start.
+	DrainTimeout time.Duration
+	// Logger receives the worker's structured logs (nil: discarded).
+	Logger *slog.Logger
+	// Meters, when set, receives the worker's metrics.
+	Meters metric.MeterProvider
+	// APIKey is sent with every call: a worker key (or an admin key).
+	APIKey string
+	// CAFile trusts only this CA (PEM) for an https:// server with a
+	// certificate of a private CA.
+	CAFile string
+	// HTTPClient makes the requests to the server (nil: a pooled client).
+	HTTPClient *http.Client
+	// PassEnv names more of the worker's environment variables that jobs
+	// get, beside DefaultPassEnv (a name ending in * passes every variable
+	// with that prefix). Nothing else of the worker's environment reaches
+	// a job.
+	PassEnv []string
+}
+
+func (c *Config) setDefaults() error {
+	c.Queue = cmp.Or(c.Queue, "default")
+	if c.Concurrency <= 0 {
+		c.Concurrency = 1
+	}
+	if c.SpoolDir == "" {
+		return errors.New("worker: a spool directory is required")
+	}
+	if c.Server == "" {
+		return errors.New("worker: the server's address is required")
+	}
+	c.CheckoutDir = cmp.Or(c.CheckoutDir, filepath.Join(c.SpoolDir, "checkouts"))
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		c.ID = fmt.Sprintf("%s-%d", cmp.Or(host, "worker"), os.Getpid())
+	}
+	c.ShutdownGrace = cmp.Or(c.ShutdownGrace, 30*time.Second)
+	c.KillGrace = cmp.Or(c.KillGrace, 10*time.Second)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, 15*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Worker leases and runs jobs.
+type Worker struct {
+	cfg     Config
+	rpc     spoolv1connect.JobServiceClient
+	log     *slog.Logger
+	clock   batcher.Clock
+	metrics *workerMetrics
+
+	slots chan struct{} // one token per running command
+	spool spoolHealth
+
+	mu       sync.Mutex
+	attempts map[*attempt]struct{}
+	running  sync.WaitGroup // commands
+	sending  sync.WaitGroup // senders (outlive their commands)
+
+	// sendCtx ends the senders and heartbeats: at the end of a stop, or at
+	// once when killed.
+	sendCtx   context.Context
+	stopSends context.CancelFunc
+	killOnce  sync.Once
+	killed    chan struct{}
+}
+
+// New returns a worker for cfg. It does nothing until Run.
+func New(cfg Config) (*Worker, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	// Workers publish batches of output: compressed, they cost a fraction
+	// of the bandwidth and the server's read budget.
+	rpc, err := wire.Dial(cfg.Server, wire.Options{HTTPClient: cfg.HTTPClient, Compress: true, APIKey: cfg.APIKey, CAFile: cfg.CAFile})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	for _, d := range []struct{ setting, dir string }{{"SpoolDir", cfg.SpoolDir}, {"CheckoutDir", cfg.CheckoutDir}} {
+		if err := setting.MakeDir(d.setting, d.dir); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+	}
+	w := &Worker{cfg: cfg, rpc: rpc, log: cfg.Logger, clock: batcher.SystemClock(), metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
+		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
+	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
+	return w, nil
+}
+
+// Run leases and runs jobs until ctx ends, then stops gracefully: no new
+// leases, running jobs get ShutdownGrace to finish (then are stopped, their
+// output sent, and handed back to the queue for another worker), and output
+// is sent for up to DrainTimeout. Kill ends it at once. It returns an error
+// (after the same stop) when the server refuses its requests for jobs as
+// they are made, a Lease shorter than the server allows for one: asking
+// again would only be refused again.
+func (w *Worker) Run(ctx context.Context) error {
+	unlock, err := lockSpoolDir(w.cfg.SpoolDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := w.resumeOutboxes(); err != nil {
+		return err
+	}
+	w.log.Info("worker started", "queue", w.cfg.Queue, "concurrency", w.cfg.Concurrency, "server", w.cfg.Server, "id", w.cfg.ID)
+	// Kill ends the polling too, as a dying process would.
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	go func() {
+		select {
+		case <-w.killed:
+			stopPolling()
+		case <-pollCtx.Done():
+		}
+	}()
+	refused := w.poll(pollCtx)
+
+	w.log.Info("worker stopping: no new jobs; waiting for running ones", "running", w.count(), "grace", w.cfg.ShutdownGrace)
+	if !waitFor(&w.running, w.cfg.ShutdownGrace, w.killed) {
+		w.stopAll("the worker is shutting down; the job goes back to its queue", true)
+		waitFor(&w.running, w.cfg.KillGrace+pipeDrain+time.Second, w.killed)
+	}
+	if !waitFor(&w.sending, w.cfg.DrainTimeout, w.killed) {
+		w.log.Warn("output not yet acknowledged is left in the spool directory; the next worker started on it sends it", "dir", w.cfg.SpoolDir)
+	}
+	w.stopSends()
+	w.sending.Wait()
+	w.log.Info("worker stopped")
+	return refused
+}
+
+// Kill stops every command now (SIGKILL) and ends Run without waiting for
+// output to be sent; it stays on disk for the next start.
+func (w *Worker) Kill() {
+	w.killOnce.Do(func() {
+		close(w.killed)
+		w.mu.Lock()
+		for a := range w.attempts {
+			a.mu.Lock()
+			a.retry = true
+			if a.proc != nil {
+				a.proc.kill()
+			}
+			a.mu.Unlock()
+		}
+		w.mu.Unlock()
+		w.stopSends()
+	})
+}
+
+// isKilled reports whether Kill was called: from then on nothing more is
+// written, as if the worker's process had died.
+func (w *Worker) isKilled() bool {
+	select {
+	case <-w.killed:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitFor waits for wg up to d (or until abort closes); it reports whether
+// wg finished.
+func waitFor(wg *sync.WaitGroup, d time.Duration, abort <-chan struct{}) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+	case <-abort:
+	}
+	return false
+}
+
+func (w *Worker) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.attempts)
+}
+
+// stopAll stops every running command.
+func (w *Worker) stopAll(why string, retry bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for a := range w.attempts {
+		a.mu.Lock()
+		a.retry = a.retry || retry
+		a.mu.Unlock()
+		a.stop(why)
+	}
+}
+
+// poll leases jobs while there are free slots, until ctx ends or the
+// server refuses the worker's request as it is made (then it says why).
+func (w *Worker) poll(ctx context.Context) error {
+	bo := backoff.New(500*time.Millisecond, 30*time.Second)
+	warned := false
+	for {
+		if !w.spoolWritable(ctx) {
+			return nil
+		}
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		free := 1
+	fill:
+		for free < min(w.cfg.Concurrency, 10) {
+			select {
+			case w.slots <- struct{}{}:
+				free++
+			default:
+				break fill
+			}
+		}
+		resp, err := w.rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{
+			Queue: w.cfg.Queue, MaxJobs: int32(free), WaitSeconds: 20,
+			VisibilityTimeoutSeconds: w.leaseSeconds(), WorkerId: w.cfg.ID,
+		}))
+		var leases []*spoolv1.JobLease
+		if err == nil {
+			leases = resp.Msg.GetLeases()
+		}
+		for range free - len(leases) {
+			<-w.slots
+		}
+		switch {
+		case ctx.Err() != nil:
+			for range leases {
+				<-w.slots
+			}
+			w.abandonLeases(leases, "leased as its worker was stopping")
+			return nil
+		case connect.CodeOf(err) == connect.CodeInvalidArgument:
+			return w.refused(err)
+		case connect.CodeOf(err) == connect.CodeUnauthenticated || connect.CodeOf(err) == connect.CodePermissionDenied:
+			// A key that is missing, wrong or revoked stays so: asking
+			// again would only be refused again.
+			return w.keyRefused(err)
+		case err != nil:
+			if !warned {
+				w.log.Warn("cannot lease jobs; retrying with backoff", "server", w.cfg.Server, "error", err)
+				warned = true
+			}
+			_ = bo.Wait(ctx)
+			continue
+		}
+		if warned {
+			w.log.Info("leasing jobs again", "server", w.cfg.Server)
+			warned = false
+		}
+		bo.Reset()
+		for _, l := range leases {
+			w.start(l)
+		}
+	}
+}
+
+// refused is the error that ends a worker whose requests for jobs the
+// server refuses as they are made: asking again would be refused again.
+func (w *Worker) refused(err error) error {
+	why := err.Error()
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		why = ce.Message()
+	}
+	// The server's words replace its error, and spool.ErrInvalidArgument
+	// stays for errors.Is.
+	if w.cfg.Lease > 0 && strings.Contains(why, "visibility_timeout_seconds") {
+		return fmt.Errorf("worker: %w", setting.Refused("Lease", w.cfg.Lease.String(), why, spool.ErrInvalidArgument))
+	}
+	return fmt.Errorf("worker: the server refuses to lease jobs to this worker (%w): %s", spool.ErrInvalidArgument, why)
+}
+
+// keyRefused is the error for a server that refuses the worker's key.
+func (w *Worker) keyRefused(err error) error {
+	kind := spool.ErrUnauthenticated
+	if connect.CodeOf(err) == connect.CodePermissionDenied {
+		kind = spool.ErrPermissionDenied
+	}
+	why := err.Error()
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		why = ce.Message()
+	}
+	return fmt.Errorf("worker: the server refuses this worker's key (%w): %s; give the worker a worker key (spool keys create --role worker --name NAME) in SPOOL_API_KEY", kind, why)
+}
+
+// abandonLeases hands back leases the worker cannot run (it is stopping, or
+// cannot write its spool directory), so another worker takes them at once.
+// The attempts count against nothing: the jobs did nothing wrong.
+func (w *Worker) abandonLeases(leases []*spoolv1.JobLease, why string) {
+	for _, l := range leases {
+		w.log.Info("handing back a job it cannot run", "job_id", l.GetJob().GetJobId(), "reason", why)
+		ctx, cancel := context.WithTimeout(w.sendCtx, 5*time.Second)
+		_, err := w.rpc.ReleaseJob(ctx, connect.NewRequest(&spoolv1.ReleaseJobRequest{TaskToken: l.GetTaskToken(), Reason: why}))
+		cancel()
+		if err != nil {
+			w.log.Warn("could not hand back a job; it goes back to its queue when its lease runs out", "job_id", l.GetJob().GetJobId(), "error", err)
+		}
+	}
+}
+
+// spoolWritable returns once the spool directory can be written (at once,
+// normally), probing it with backoff after a write failed, or false when
+// ctx ends first.
+func (w *Worker) spoolWritable(ctx context.Context) bool {
+	bo := backoff.New(time.Second, 30*time.Second)
+	warned := false
+	for {
+		err := w.spool.check()
+		if err == nil {
+			if warned {
+				w.log.Info("the spool directory can be written again; taking jobs", "dir", w.cfg.SpoolDir)
+			}
+			return true
+		}
+		if !warned {
+			w.log.Error("not taking jobs: the spool directory cannot be written", "dir", w.cfg.SpoolDir, "error", err)
+			warned = true
+		}
+		if bo.Wait(ctx) != nil {
+			return false
+		}
+	}
+}
+
+// start runs a leased job in the background; its slot is taken. A job
+// leased while the spool directory cannot be written goes straight back.
+func (w *Worker) start(lease *spoolv1.JobLease) {
+	if err := w.spool.check(); err != nil {
+		<-w.slots
+		w.abandonLeases([]*spoolv1.JobLease{lease}, "its worker's spool directory cannot be written")
+		return
+	}
+	job := lease.GetJob()
+	log := w.log.With("job_id", job.GetJobId(), "attempt", job.GetAttempt())
+	b := job.GetExecutionConfig().GetBatching()
+	ob, err := outbox.Create(w.cfg.SpoolDir, outbox.Header{JobID: job.GetJobId(), Queue: job.GetQueue(), Attempt: job.GetAttempt(),
+		Token: lease.GetTaskToken(), Server: w.cfg.Server, Created: time.Now(),
+		Batch: outbox.BatchLimits{MaxLines: int(b.GetMaxBatchSize()), MaxBytes: b.GetMaxBatchBytes(), PlaybackMillis: b.GetPlaybackIntervalMillis()}})
+	if err != nil {
+		<-w.slots
+		w.spool.broke(err)
+		log.Error("cannot create the job's outbox; handing the job back", "error", err)
+		w.abandonLeases([]*spoolv1.JobLease{lease}, "its worker could not create the job's outbox: "+err.Error())
+		return
+	}
+	a := &attempt{w: w, lease: lease, job: job, log: log, ob: ob}
+	a.out = batcher.NewOutput(batcher.OutputConfig{Batching: job.GetExecutionConfig().GetBatching()},
+		lease.GetNextSequence(), job.GetAttempt(), w.clock, a.emit)
+	w.mu.Lock()
+	w.attempts[a] = struct{}{}
+	w.mu.Unlock()
+	w.running.Add(1)
+	w.sending.Add(1)
+	go w.run(a)
+}
+
+// run is one attempt from start to acknowledged completion (or hand-back).
+func (w *Worker) run(a *attempt) {
+	defer w.sending.Done()
+	snd := &sender{w: w, ob: a.ob, token: a.lease.GetTaskToken(), log: a.log,
+		onWatched: a.out.SetWatched, onLost: a.leaseLost, onRefused: func(err error) { a.stop(err.Error()) }}
+	sent := make(chan error, 1)
+	go func() { sent <- snd.run(w.sendCtx) }()
+	hbCtx, stopHeartbeat := context.WithCancel(w.sendCtx)
+	defer stopHeartbeat()
+	go a.heartbeat(hbCtx)
+
+	a.log.Info("job started", "command", commandText(a.job))
+	w.metrics.running.Add(context.Background(), 1)
+	res := a.execute(w.sendCtx)
+	a.out.Close()
+	w.metrics.running.Add(context.Background(), -1)
+	w.mu.Lock()
+	delete(w.attempts, a)
+	w.mu.Unlock()
+	<-w.slots
+	w.running.Done()
+
+	a.mu.Lock()
+	lost, retry := a.lost, a.retry
+	a.mu.Unlock()
+	outcome := "completed"
+	switch {
+	case lost:
+		outcome = "lease_lost"
+	case retry:
+		outcome = "handed_back"
+	}
+	w.metrics.attemptDone(context.Background(), outcome, a.out.Stats())
+	switch {
+	case w.isKilled():
+		// Nothing more is written or sent: the outbox is left for the
+		// next worker on this directory, as a crash leaves it.
+	case lost:
+		// Send what the command printed while that is still allowed (no
+		// later attempt has started); the result goes nowhere.
+		a.log.Warn("job stopped: its lease was lost", "reason", a.stopReason())
+		a.ob.Seal()
+	case retry:
+		// Send what the command printed, then hand the job back so
+		// another worker runs it at once.
+		snd.release("the worker is shutting down", false)
+		a.ob.Seal()
+	default:
+		if err := a.ob.Finish(res); err != nil && !a.ob.Broken() {
+			a.log.Error("cannot record the job's result", "error", err)
+		}
+	}
+	err := <-sent
+	switch {
+	case err == nil && !lost && !retry:
+		a.log.Info("job finished", "exit_code", res.GetExitCode(), "error", res.GetError())
+	case errors.Is(err, errLeaseLost) || err == nil:
+	default:
+		a.log.Warn("job output left in the spool directory", "dir", a.ob.Dir(), "error", err)
+		_ = a.ob.Close()
+	}
+}
+
+// undeliveredDir is where output that could not be delivered is kept.
+func (w *Worker) undeliveredDir() string { return filepath.Join(w.cfg.SpoolDir, "undelivered") }
+
+// leaseSeconds is the lease asked for on the wire, in whole seconds (0:
+// the server's default).
+func (w *Worker) leaseSeconds() int32 {
+	return int32((w.cfg.Lease + time.Second - 1) / time.Second)
+}
+
+func commandText(j *spoolv1.Job) string {
+	_, text := command(j.GetParams())
+	return text
+}
