@@ -14,6 +14,7 @@ for lock in $(git ls-files '*package-lock.json'); do
     npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
   fi
 done
+./scripts/test-postgres.sh
 # command -> Debian package, for the outside clients tests drive.
 for pair in aws:awscli chromium:chromium; do
   command -v "${pair%%:*}" >/dev/null || need_apt+=("${pair#*:}")

@@ -16,6 +16,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/backends/pgstore"
 )
 
 // Config is everything `spool server` can be told.
@@ -79,11 +80,13 @@ type Auth struct {
 
 // Store selects and configures the backend.
 type Store struct {
-	// Type is sqlite (the default), memory (nothing survives a restart), or
+	// Type is sqlite (the default), memory (nothing survives a restart),
+	// postgres (several servers on one database; see docs/scaling.md), or
 	// aws (SQS carries jobs, DynamoDB holds the truth; see docs/aws.md).
-	Type   string          `yaml:"type"`
-	SQLite SQLite          `yaml:"sqlite"`
-	AWS    awsstore.Config `yaml:"aws"`
+	Type     string          `yaml:"type"`
+	SQLite   SQLite          `yaml:"sqlite"`
+	Postgres pgstore.Config  `yaml:"postgres"`
+	AWS      awsstore.Config `yaml:"aws"`
 }
 
 // SQLite configures the embedded store.

@@ -45,15 +45,20 @@ func (c *Config) Validate() error {
 	}
 	between("server.shutdown_grace_seconds", int64(c.Server.ShutdownGraceSeconds), 0, 3600)
 
-	oneOf("store.type", c.Store.Type, "sqlite", "memory", "aws")
+	oneOf("store.type", c.Store.Type, "sqlite", "memory", "postgres", "aws")
 	oneOf("store.sqlite.synchronous", c.Store.SQLite.Synchronous, "full", "normal")
-	if c.Store.Type == "aws" {
-		if err := c.Store.AWS.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-		if c.Server.TokenKey == "" {
-			bad("server.token_key", "must be set with store.type aws: every server sharing the store must check the others' task tokens (generate one with: openssl rand -base64 32)")
-		}
+	var storeErr error
+	switch c.Store.Type {
+	case "aws":
+		storeErr = c.Store.AWS.Validate()
+	case "postgres":
+		storeErr = c.Store.Postgres.Validate()
+	}
+	if storeErr != nil {
+		errs = append(errs, storeErr)
+	}
+	if (c.Store.Type == "aws" || c.Store.Type == "postgres") && c.Server.TokenKey == "" {
+		bad("server.token_key", "must be set with store.type %s: every server sharing the store must check the others' task tokens (generate one with: openssl rand -base64 32)", c.Store.Type)
 	}
 
 	between("jobs.max_attempts", int64(c.Jobs.MaxAttempts), 1, 100)

@@ -116,7 +116,14 @@ func freePort(t *testing.T) string {
 // arguments) and waits until it answers.
 func startServer(t *testing.T, addr, dataDir string, extra ...string) (*proc, *client.Client) {
 	t.Helper()
-	p := run(t, "server "+addr, append([]string{"server", "--addr", addr, "--data-dir", dataDir}, extra...)...)
+	return startServerEnv(t, addr, dataDir, nil, extra...)
+}
+
+// startServerEnv is startServer with env added to the server's environment.
+func startServerEnv(t *testing.T, addr, dataDir string, env []string, extra ...string) (*proc, *client.Client) {
+	t.Helper()
+	p := runIn(t, "server "+addr, "", append([]string{"SPOOL_AUTH_ADMIN_KEY=" + adminKey, "SPOOL_API_KEY=" + adminKey}, env...),
+		append([]string{"server", "--addr", addr, "--data-dir", dataDir}, extra...)...)
 	c, err := client.New("http://"+addr, client.WithAPIKey(adminKey))
 	if err != nil {
 		t.Fatal(err)
@@ -166,9 +173,11 @@ func slowCount(n int) string {
 // TestWorkerKilledMidJob: kill -9 of a worker mid-job; the job is
 // redelivered after its lease, attempt 2 completes, and attempt 1's late
 // publishes are refused.
-func TestWorkerKilledMidJob(t *testing.T) {
+func TestWorkerKilledMidJob(t *testing.T) { onEveryStore(t, testWorkerKilledMidJob) }
+
+func testWorkerKilledMidJob(t *testing.T, store []string) {
 	addr := freePort(t)
-	_, c := startServer(t, addr, t.TempDir())
+	_, c := startServer(t, addr, t.TempDir(), store...)
 	url := "http://" + addr
 	dirA := t.TempDir()
 	a := startWorker(t, "worker A", url, dirA)
@@ -260,9 +269,11 @@ func TestWorkerKilledMidJob(t *testing.T) {
 // TestServerKilledWhileJobsRun: the server dies (kill -9) and comes back on
 // the same data directory while jobs run; every job's output is complete,
 // exactly once, in order.
-func TestServerKilledWhileJobsRun(t *testing.T) {
+func TestServerKilledWhileJobsRun(t *testing.T) { onEveryStore(t, testServerKilledWhileJobsRun) }
+
+func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 	addr, data := freePort(t), t.TempDir()
-	srv, c := startServer(t, addr, data)
+	srv, c := startServer(t, addr, data, store...)
 	startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "4")
 	var ids []string
 	for range 4 {
@@ -275,7 +286,7 @@ func TestServerKilledWhileJobsRun(t *testing.T) {
 	waitLines(t, c, ids[0], 15)
 	srv.kill9(t)
 	time.Sleep(time.Second)
-	startServer(t, addr, data)
+	startServer(t, addr, data, store...)
 	for _, id := range ids {
 		j := waitFinal(t, c, id)
 		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
@@ -313,9 +324,12 @@ func numbers(n int) string {
 // worker's disk already: after kill -9, the next worker on that directory
 // delivers every line the command printed, then hands the job back.
 func TestWorkerKilledKeepsBufferedLines(t *testing.T) {
-	t.Setenv("SPOOL_EXECUTION_BATCHING_FLUSH_INTERVAL_SECONDS", "60")
+	onEveryStore(t, testWorkerKilledKeepsBufferedLines)
+}
+
+func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 	addr, data := freePort(t), t.TempDir()
-	_, c := startServer(t, addr, data)
+	_, c := startServerEnv(t, addr, data, []string{"SPOOL_EXECUTION_BATCHING_FLUSH_INTERVAL_SECONDS=60"}, store...)
 	url := "http://" + addr
 	dir := t.TempDir()
 	mark := filepath.Join(t.TempDir(), "printed")

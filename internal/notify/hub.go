@@ -70,6 +70,19 @@ func (h *Hub) Notify(key string) {
 	}
 }
 
+// NotifyAll wakes every waiter of every key: for when changes may have
+// been missed (a connection that carried them was lost), so that everyone
+// looks again.
+func (h *Hub) NotifyAll() {
+	h.mu.Lock()
+	m := h.m
+	h.m = nil
+	h.mu.Unlock()
+	for _, e := range m {
+		close(e.ch)
+	}
+}
+
 // Len is the number of keys with a pending channel (for tests and metrics).
 func (h *Hub) Len() int {
 	h.mu.Lock()

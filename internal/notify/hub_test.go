@@ -123,3 +123,20 @@ func (h *Hub) waiters(e *entry) int {
 	defer h.mu.Unlock()
 	return e.waiters
 }
+
+func TestNotifyAllWakesEveryKey(t *testing.T) {
+	var h Hub
+	ctx := t.Context()
+	a, b := h.Watch(ctx, "a"), h.Watch(ctx, "b")
+	h.NotifyAll()
+	if !closed(a) || !closed(b) {
+		t.Fatalf("after NotifyAll: a closed %v, b closed %v", closed(a), closed(b))
+	}
+	if h.Len() != 0 {
+		t.Fatalf("hub keeps %d keys after NotifyAll", h.Len())
+	}
+	// A wait taken afterwards waits for the next change.
+	if c := h.Watch(ctx, "a"); closed(c) {
+		t.Fatal("a new wait after NotifyAll is already closed")
+	}
+}

@@ -72,7 +72,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 	if err != nil {
 		return nil, err
 	}
-	st, err := backends.Open(ctx, cfg)
+	st, err := backends.Open(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}

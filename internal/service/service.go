@@ -71,6 +71,9 @@ func New(o Options) *Service {
 	}
 	s := &Service{store: o.Store, signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
+	if ws, ok := o.Store.(store.WatchSharer); ok {
+		s.watchers.shareWith(ws)
+	}
 	return s
 }
 

@@ -1,15 +1,24 @@
 package service
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/spool-run/spool/internal/store"
+)
 
 // watchers counts live followers per job on this server, so a worker
 // publishing the job's output can be told to flush promptly: latency
 // matters only while someone watches, and while no one does, fewer, larger
-// batches mean fewer writes. Followers on other replicas are not counted:
-// their workers fall back to the configured flush interval.
+// batches mean fewer writes. On a store shared by several servers that can
+// say so (store.WatchSharer), followers on the other servers count too;
+// otherwise a worker whose server has none falls back to the configured
+// flush interval.
 type watchers struct {
 	mu sync.Mutex
 	n  map[string]int
+	// share, when set, carries this server's follows to the others and
+	// theirs here.
+	share store.WatchSharer
 	// waits are the channels of workers waiting for a job's watched state
 	// to flip (a long-polling heartbeat), closed when it does.
 	waits map[string]*flip
@@ -29,6 +38,9 @@ func (w *watchers) add(job string) (remove func()) {
 	}
 	if w.n[job]++; w.n[job] == 1 {
 		w.flipped(job)
+		if w.share != nil {
+			w.share.ShareWatch(job, true)
+		}
 	}
 	w.mu.Unlock()
 	var once sync.Once
@@ -39,9 +51,22 @@ func (w *watchers) add(job string) (remove func()) {
 			if w.n[job]--; w.n[job] <= 0 {
 				delete(w.n, job)
 				w.flipped(job)
+				if w.share != nil {
+					w.share.ShareWatch(job, false)
+				}
 			}
 		})
 	}
+}
+
+// shareWith makes the followers on other servers sharing st count.
+func (w *watchers) shareWith(st store.WatchSharer) {
+	w.share = st
+	st.OnWatchChange(func(job string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.flipped(job) // the waiters look again
+	})
 }
 
 // flipped wakes the waiters of job's watched state. w.mu is held.
@@ -86,14 +111,15 @@ func (w *watchers) pending() int {
 	return len(w.waits)
 }
 
-// watched reports whether job has a follower.
+// watched reports whether job has a follower, here or on another server.
 func (w *watchers) watched(job string) bool {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n[job] > 0
+	here := w.n[job] > 0
+	w.mu.Unlock()
+	return here || (w.share != nil && w.share.WatchedElsewhere(job))
 }
 
-// total is the number of followers of all jobs.
+// total is the number of followers of all jobs on this server.
 func (w *watchers) total() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -236,3 +236,20 @@ type Limits struct {
 type LeaseGracer interface {
 	GraceLeases(ctx context.Context, until time.Time) (int, error)
 }
+
+// WatchSharer is implemented by stores that several servers share and that
+// can carry messages between them (PostgreSQL's LISTEN/NOTIFY). Through it
+// every server knows which jobs someone follows on any server, so a worker
+// that publishes through one server flushes promptly for a follower on
+// another. Stores without it leave the signal to each server alone.
+type WatchSharer interface {
+	// ShareWatch says whether this server now has followers of jobID. It
+	// does not wait for the other servers to hear it.
+	ShareWatch(jobID string, watched bool)
+	// WatchedElsewhere reports whether another server has followers of
+	// jobID.
+	WatchedElsewhere(jobID string) bool
+	// OnWatchChange sets fn, called when WatchedElsewhere(jobID) may have
+	// changed.
+	OnWatchChange(fn func(jobID string))
+}

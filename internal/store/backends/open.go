@@ -1,6 +1,6 @@
 // Package backends holds the JobStore implementations, one package each
-// (memstore for tests, sqlitestore the embedded default, awsstore on SQS and
-// DynamoDB), and Open, which opens the one a configuration names and checks
+// (memstore for tests, sqlitestore the embedded default, pgstore for several
+// servers on PostgreSQL, awsstore on SQS and DynamoDB), and Open, which opens the one a configuration names and checks
 // that the configured batching fits what that store can hold.
 package backends
 
@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -16,12 +17,14 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/memstore"
+	"github.com/spool-run/spool/internal/store/backends/pgstore"
 	"github.com/spool-run/spool/internal/store/backends/sqlitestore"
 )
 
-// Open opens the configured store. Close the returned store when done; for
+// Open opens the configured store; log receives the store's own warnings
+// (nil: slog.Default()). Close the returned store when done; for
 // SQLite that also releases the data directory's lock.
-func Open(ctx context.Context, cfg *config.Config) (store.JobStore, error) {
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.JobStore, error) {
 	var (
 		st  store.JobStore
 		err error
@@ -31,6 +34,8 @@ func Open(ctx context.Context, cfg *config.Config) (store.JobStore, error) {
 		st = memstore.New()
 	case "sqlite":
 		st, err = openSQLite(ctx, cfg)
+	case "postgres":
+		st, err = pgstore.Open(ctx, cfg.Store.Postgres, log)
 	case "aws":
 		st, err = awsstore.Open(ctx, cfg.Store.AWS)
 	default:

@@ -21,7 +21,7 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 		if err != nil {
 			return err
 		}
-		plan, err := storekit.PlanAppend(r.head, ref.Attempt, r.job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
+		plan, err := storekit.PlanAppend(r.Head, ref.Attempt, r.Job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
 		if err != nil {
 			return err
 		}

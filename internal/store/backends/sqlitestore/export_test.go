@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 )
 
 // Watching is how many keys the store's hub keeps for waiters.
@@ -12,7 +13,7 @@ func Watching(s *Store) int { return s.hub.Len() }
 // ListPlan is SQLite's plan for the query List makes for f, one step a
 // line.
 func ListPlan(s *Store, f store.ListFilter) (string, error) {
-	q, args, err := listQuery(f, store.ListLimit(f.Limit)+1)
+	q, args, err := sqlrows.ListQuery(f, store.ListLimit(f.Limit)+1)
 	if err != nil {
 		return "", err
 	}

@@ -9,12 +9,8 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
-)
-
-const (
-	stQueued  = int32(spoolv1.JobState_JOB_STATE_QUEUED)
-	stRunning = int32(spoolv1.JobState_JOB_STATE_RUNNING)
 )
 
 // Dequeue implements store.JobStore.
@@ -36,7 +32,7 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT job_id FROM jobs WHERE queue = ? AND state = ? AND (run_after IS NULL OR run_after <= ?)
-			ORDER BY created_at, job_id LIMIT ?`, req.Queue, stQueued, now.UnixMicro(), store.DequeueLimit(req.Max))
+			ORDER BY created_at, job_id LIMIT ?`, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max))
 		if err != nil {
 			return fmt.Errorf("sqlite: find ready jobs: %w", err)
 		}
@@ -55,18 +51,13 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 		}
 		expires := now.Add(req.LeaseDuration)
 		for _, id := range ids {
-			r, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, attempt = attempt + 1, lease_id = ?, lease_expires_at = ?, updated_at = ?
-				WHERE job_id = ? RETURNING `+jobCols, stRunning, storekit.NewLeaseID(), expires.UnixMicro(), now.UnixMicro(), id))
+			r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, attempt = attempt + 1, lease_id = ?, lease_expires_at = ?, updated_at = ?
+				WHERE job_id = ? RETURNING `+sqlrows.JobCols, sqlrows.Running, storekit.NewLeaseID(), expires.UnixMicro(), now.UnixMicro(), id))
 			if err != nil {
 				return fmt.Errorf("sqlite: lease job %s: %w", id, err)
 			}
 			n.job(id)
-			out = append(out, store.Lease{
-				LeaseRef:  store.LeaseRef{JobID: id, Queue: r.job.Queue, Attempt: r.job.Attempt, LeaseID: r.leaseID},
-				Job:       r.job,
-				ExpiresAt: r.expires,
-				Head:      r.head,
-			})
+			out = append(out, r.Lease())
 		}
 		return nil
 	})
@@ -79,14 +70,14 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 // expire settles running jobs whose lease ran out (and match the extra
 // condition cond, which ends in AND) as storekit.Expired decides.
 func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time, cond string, args ...any) (int, error) {
-	args = append(args, stRunning, now.UnixMicro())
-	rows, err := tx.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE `+cond+`state = ? AND lease_expires_at <= ?`, args...)
+	args = append(args, sqlrows.Running, now.UnixMicro())
+	rows, err := tx.QueryContext(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE `+cond+`state = ? AND lease_expires_at <= ?`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
 	}
-	var found []*row
+	var found []*sqlrows.Row
 	for rows.Next() {
-		r, err := scanJob(rows)
+		r, err := sqlrows.ScanJob(rows)
 		if err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
@@ -98,11 +89,11 @@ func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time, cond strin
 		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
 	}
 	for _, r := range found {
-		o := storekit.Expired(r.job, now)
+		o := storekit.Expired(r.Job, now)
 		if err := settle(ctx, tx, r, o, false, now); err != nil {
 			return 0, err
 		}
-		n.settled(r.job, o)
+		n.settled(r.Job, o)
 	}
 	return len(found), nil
 }
@@ -119,22 +110,22 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 }
 
 // current reads the job ref leases and checks the lease is its current one.
-func current(ctx context.Context, tx *sql.Tx, ref store.LeaseRef) (*row, error) {
+func current(ctx context.Context, tx *sql.Tx, ref store.LeaseRef) (*sqlrows.Row, error) {
 	r, err := getRow(ctx, tx, ref.JobID)
 	if err != nil {
 		return nil, err
 	}
-	return r, storekit.CheckLease(ref, r.job.State, r.job.Attempt, r.leaseID)
+	return r, storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID)
 }
 
 // appendable reads the job ref appends to and checks ref may still add to
 // its log (storekit.CheckAppend).
-func appendable(ctx context.Context, tx *sql.Tx, ref store.LeaseRef) (*row, error) {
+func appendable(ctx context.Context, tx *sql.Tx, ref store.LeaseRef) (*sqlrows.Row, error) {
 	r, err := getRow(ctx, tx, ref.JobID)
 	if err != nil {
 		return nil, err
 	}
-	return r, storekit.CheckAppend(ref, r.job.State, r.job.Attempt, r.leaseID)
+	return r, storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID)
 }
 
 // Heartbeat implements store.JobStore.
@@ -148,7 +139,7 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 		// a refusal.
 		expires = storekit.Now().Add(d)
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE job_id = ? AND state = ? AND attempt = ? AND lease_id = ?
-			RETURNING cancel_requested`, expires.UnixMicro(), ref.JobID, stRunning, ref.Attempt, ref.LeaseID).Scan(&cancel)
+			RETURNING cancel_requested`, expires.UnixMicro(), ref.JobID, sqlrows.Running, ref.Attempt, ref.LeaseID).Scan(&cancel)
 		if err == sql.ErrNoRows {
 			_, err = current(ctx, tx, ref)
 			if err == nil {
@@ -168,22 +159,22 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 	var out *spoolv1.Job
 	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
 		r, err := current(ctx, tx, ref)
-		if r != nil && storekit.SameCompletion(ref, r.job.State, r.job.Attempt, r.leaseID) {
-			out = r.job
+		if r != nil && storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
+			out = r.Job
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		now := storekit.Now()
-		o := storekit.Completed(r.job, res, ref.Attempt, now)
+		o := storekit.Completed(r.Job, res, ref.Attempt, now)
 		// A final job keeps its lease handle, so a repeat is recognised; a
 		// job queued for a retry gets a new lease with its next attempt.
 		if err := settle(ctx, tx, r, o, spool.IsFinal(o.State), now); err != nil {
 			return err
 		}
-		n.settled(r.job, o)
-		out = r.job
+		n.settled(r.Job, o)
+		out = r.Job
 		return nil
 	})
 	return out, err
@@ -198,12 +189,12 @@ func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bo
 			return err
 		}
 		now := storekit.Now()
-		o := storekit.Released(r.job, countAttempt, reason, now)
+		o := storekit.Released(r.Job, countAttempt, reason, now)
 		if err := settle(ctx, tx, r, o, false, now); err != nil {
 			return err
 		}
-		n.settled(r.job, o)
-		out = r.job
+		n.settled(r.Job, o)
+		out = r.Job
 		return nil
 	})
 	return out, err
@@ -214,7 +205,7 @@ func (s *Store) GraceLeases(ctx context.Context, until time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx, _ *notes) error {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE state = ? AND lease_expires_at < ?`,
-			until.UnixMicro(), stRunning, until.UnixMicro())
+			until.UnixMicro(), sqlrows.Running, until.UnixMicro())
 		if err != nil {
 			return fmt.Errorf("sqlite: grace leases: %w", err)
 		}

@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
+)
+
+// TestTwoServersOnPostgres: two `spool server` processes on one
+// PostgreSQL database behave as one spool. The worker's flush interval is a
+// minute, so live output through the other server shows that the follow
+// crossed servers.
+func TestTwoServersOnPostgres(t *testing.T) {
+	t.Parallel()
+	store := configArgs(t, postgresConfig(pgtest.NewDatabase(t)))
+	testTwoServers(t, store, []string{"SPOOL_EXECUTION_BATCHING_FLUSH_INTERVAL_SECONDS=60"}, true)
+}
+
+// testTwoServers: two servers share store (server arguments; env added to
+// their environment); a worker talks to server A, a watcher follows the job
+// on server B and sees every line, once, in order, while the job runs;
+// keys made and revoked on A hold on B at once. sharedWatch: the store
+// carries the "someone is watching" signal between servers.
+func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
+	_, a := startServerEnv(t, freePort(t), t.TempDir(), env, store...)
+	_, b := startServerEnv(t, freePort(t), t.TempDir(), env, store...)
+	startWorker(t, "worker", a.URL(), t.TempDir())
+
+	job, _, err := a.Submit(context.Background(), client.Submission{Script: slowCount(40)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.Events(context.Background(), job.GetJobId(), client.StreamOptions{Follow: true})
+	var (
+		lines   []string
+		seen    []time.Time // when each line reached B
+		prevSeq int64
+	)
+	for ev, err := range s.All() {
+		if err != nil {
+			t.Fatalf("watching on replica B: %v", err)
+		}
+		if ev.GetSequence() != prevSeq+1 {
+			t.Fatalf("sequence %d after %d", ev.GetSequence(), prevSeq)
+		}
+		prevSeq = ev.GetSequence()
+		if d := ev.GetOutputData(); d != nil {
+			lines = append(lines, string(d.GetOutput()))
+			seen = append(seen, time.Now())
+		}
+	}
+	done := s.Finished()
+	if done == nil || done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("replica B's stream ended with %v", done)
+	}
+	if len(lines) != 40 || lines[0] != "1" || lines[39] != "40" {
+		t.Fatalf("replica B saw %d lines (%v…)", len(lines), lines[:min(3, len(lines))])
+	}
+	for i, l := range lines {
+		if l != strconv.Itoa(i+1) {
+			t.Fatalf("line %d is %q", i+1, l)
+		}
+	}
+	// Live, not replayed at the end: the first line reached B well before
+	// the job (about 2 s of output) finished.
+	finished := done.GetResult().GetFinishedAt().AsTime()
+	if !seen[0].Before(finished.Add(-time.Second)) {
+		t.Fatalf("replica B saw the first line at %v, the job finished at %v: not live", seen[0], finished)
+	}
+	// With the follow shared between servers, the worker on A knows that
+	// someone watches on B and flushes at once, not at its (long) flush
+	// interval: the middle line, too, arrived well before the end.
+	if sharedWatch && !seen[19].Before(finished.Add(-500*time.Millisecond)) {
+		t.Fatalf("replica B saw line 20 at %v, the job finished at %v: the worker did not hear that B's follower watches", seen[19], finished)
+	}
+
+	// A key made through A works on B; revoked through A, B refuses it on
+	// its very next call: keys live in the shared store, never in a cache.
+	_, secret, err := a.CreateKey(context.Background(), client.NewKey{Name: "reader", Role: "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := client.New(b.URL(), client.WithAPIKey(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Job(context.Background(), job.GetJobId()); err != nil {
+		t.Fatalf("replica B with a key made on A: %v", err)
+	}
+	if _, err := a.RevokeKey(context.Background(), "reader"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Job(context.Background(), job.GetJobId()); !errors.Is(err, spool.ErrUnauthenticated) {
+		t.Fatalf("replica B right after the key was revoked on A: %v, want unauthenticated", err)
+	}
+}

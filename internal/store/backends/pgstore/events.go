@@ -1,0 +1,201 @@
+package pgstore
+
+import (
+	"context"
+	"iter"
+
+	"github.com/jackc/pgx/v5"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// insertItems stores a whole publish's items in one statement, one array
+// per column.
+const insertItems = `INSERT INTO events (job_id, seq, end_seq, seek_line, first_line, line_count, event_type, attempt, ts, payload)
+	SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::integer[], $7::integer[], $8::integer[], $9::bigint[], $10::bytea[])`
+
+// Append implements store.JobStore: the job's row is locked while the lease
+// is checked and the publish planned; the items, the new head and the
+// notification then go in one round trip, and all of it commits together.
+func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
+	var head store.Head
+	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
+		r, err := getRow(ctx, tx, ref.JobID, true)
+		if err != nil {
+			return err
+		}
+		if err := storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
+			return err
+		}
+		plan, err := storekit.PlanAppend(r.Head, ref.Attempt, r.Job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
+		if err != nil {
+			return err
+		}
+		if err := checkRepeats(ctx, tx, ref.JobID, plan.Repeats); err != nil {
+			return err
+		}
+		head = plan.Head
+		if len(plan.Items) == 0 {
+			return nil
+		}
+		cols := itemColumns(plan.Items)
+		b := &pgx.Batch{}
+		b.Queue(insertItems, ref.JobID, cols.seq, cols.end, cols.seek, cols.first, cols.count, cols.typ, cols.attempt, cols.ts, cols.payload)
+		b.Queue(`UPDATE jobs SET next_sequence = $1, next_line = $2, updated_at = $3 WHERE job_id = $4`,
+			head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return pgErr(err, "append %d events to job %s", len(plan.Items), ref.JobID)
+		}
+		n.head(ref.JobID, head)
+		return nil
+	})
+	if err != nil {
+		return store.Head{}, err
+	}
+	return head, nil
+}
+
+// checkRepeats checks the items a publish sends again against what is
+// stored (storekit.Repeat), with one query for all of them.
+func checkRepeats(ctx context.Context, tx pgx.Tx, jobID string, reps []storekit.Repeat) error {
+	if len(reps) == 0 {
+		return nil
+	}
+	seqs := make([]int64, len(reps))
+	for i, rep := range reps {
+		seqs[i] = rep.Sequence
+	}
+	rows, err := tx.Query(ctx, `SELECT seq, end_seq, attempt FROM events WHERE job_id = $1 AND seq = ANY($2)`, jobID, seqs)
+	if err != nil {
+		return pgErr(err, "read events of job %s", jobID)
+	}
+	type stored struct {
+		end     int64
+		attempt int32
+	}
+	found := map[int64]stored{}
+	for rows.Next() {
+		var seq int64
+		var st stored
+		if err := rows.Scan(&seq, &st.end, &st.attempt); err != nil {
+			rows.Close()
+			return pgErr(err, "read events of job %s", jobID)
+		}
+		found[seq] = st
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return pgErr(err, "read events of job %s", jobID)
+	}
+	for _, rep := range reps {
+		st, ok := found[rep.Sequence]
+		if err := rep.Check(st.end, st.attempt, ok); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// columns are a publish's items as one array per column.
+type columns struct {
+	seq, end, seek, first, ts []int64
+	count, typ, attempt       []int32
+	payload                   [][]byte
+}
+
+func itemColumns(items []storekit.Item) columns {
+	var c columns
+	for _, it := range items {
+		c.seq = append(c.seq, it.Sequence)
+		c.end = append(c.end, it.EndSequence)
+		c.seek = append(c.seek, it.SeekLine)
+		c.first = append(c.first, it.FirstLine)
+		c.count = append(c.count, int32(it.LineCount))
+		c.typ = append(c.typ, int32(it.Type))
+		c.attempt = append(c.attempt, it.Attempt)
+		c.ts = append(c.ts, it.Time.UnixMilli())
+		c.payload = append(c.payload, it.Payload)
+	}
+	return c
+}
+
+// Read implements store.JobStore: one query seeks to where the read starts
+// (by primary key to the item holding FromSequence, or with
+// events_seek_line to the first item after line FromLine-1), then pages
+// follow by sequence.
+func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
+	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		var from int64
+		var err error
+		if req.FromLine > 0 {
+			err = s.pool.QueryRow(ctx, `SELECT seq FROM events WHERE job_id = $1 AND seek_line >= $2 ORDER BY seek_line, seq LIMIT 1`,
+				req.JobID, req.FromLine).Scan(&from)
+			if notFound(err) {
+				return // nothing after that line yet
+			}
+		} else {
+			err = s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id = $1 AND seq <= $2`,
+				req.JobID, max(req.FromSequence, 1)).Scan(&from)
+		}
+		if err != nil {
+			yield(nil, pgErr(err, "seek in the log of job %s", req.JobID))
+			return
+		}
+		yielded := 0
+		for {
+			page := readPage
+			if req.Limit > 0 {
+				page = min(page, req.Limit-yielded)
+			}
+			evs, err := s.readPage(ctx, req.JobID, from, page)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if req.Stats != nil {
+				req.Stats.ItemsRead += len(evs)
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			yielded += len(evs)
+			if len(evs) < page || (req.Limit > 0 && yielded >= req.Limit) {
+				return
+			}
+			from = evs[len(evs)-1].GetSequence() + 1
+		}
+	}
+}
+
+// readPage reads up to n items starting at sequence from. Pages are read
+// whole before they are yielded, so a slow reader holds no connection.
+func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*spoolv1.JobEvent, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, payload FROM events WHERE job_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, jobID, from, n)
+	if err != nil {
+		return nil, pgErr(err, "read events of job %s", jobID)
+	}
+	defer rows.Close()
+	var out []*spoolv1.JobEvent
+	for rows.Next() {
+		var (
+			seq     int64
+			payload []byte
+		)
+		if err := rows.Scan(&seq, &payload); err != nil {
+			return nil, pgErr(err, "read events of job %s", jobID)
+		}
+		ev, err := storekit.ItemFromPayload(payload, seq)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, pgErr(err, "read events of job %s", jobID)
+	}
+	return out, nil
+}

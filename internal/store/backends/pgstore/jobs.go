@@ -1,0 +1,176 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// querier runs a statement: the pool, or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+var (
+	selectJob       = `SELECT ` + sqlrows.JobCols + ` FROM jobs WHERE job_id = $1`
+	selectJobLocked = selectJob + ` FOR UPDATE`
+	insertJob       = sqlrows.Dollar(sqlrows.InsertJob)
+)
+
+// getRow reads a job's row with q; q is a transaction and the row locked
+// until it ends when lock is set.
+func getRow(ctx context.Context, q querier, id string, lock bool) (*sqlrows.Row, error) {
+	stmt := selectJob
+	if lock {
+		stmt = selectJobLocked
+	}
+	r, err := sqlrows.ScanJob(q.QueryRow(ctx, stmt, id))
+	if notFound(err) {
+		return nil, store.JobNotFound(id)
+	}
+	if err != nil {
+		return nil, pgErr(err, "read job %s", id)
+	}
+	return r, nil
+}
+
+// Enqueue implements store.JobStore. The request_id column is UNIQUE: the
+// insert of a repeat does nothing (a concurrent one waits for the first to
+// commit), and the first job is read back.
+func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, bool, error) {
+	if err := nj.Check(); err != nil {
+		return nil, false, err
+	}
+	j := storekit.NewJobRecord(nj, storekit.Now())
+	var (
+		out     *spoolv1.Job
+		created bool
+	)
+	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
+		tag, err := tx.Exec(ctx, insertJob, sqlrows.InsertJobArgs(j)...)
+		if err != nil {
+			return pgErr(err, "insert job")
+		}
+		if tag.RowsAffected() == 1 {
+			out, created = j, true
+			n.queue(j.Queue)
+			return nil
+		}
+		r, err := sqlrows.ScanJob(tx.QueryRow(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE request_id = $1`, j.RequestId))
+		if err != nil {
+			return pgErr(err, "read the job of request %q", j.RequestId)
+		}
+		out = r.Job
+		return nil
+	})
+	return out, created, err
+}
+
+// Get implements store.JobStore.
+func (s *Store) Get(ctx context.Context, id string) (*spoolv1.Job, error) {
+	r, err := getRow(ctx, s.pool, id, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.Job, nil
+}
+
+// List implements store.JobStore, with the listing query the SQL stores
+// share: each arm a range of an index in listing order.
+func (s *Store) List(ctx context.Context, f store.ListFilter) ([]*spoolv1.Job, string, error) {
+	limit := store.ListLimit(f.Limit)
+	q, args, err := sqlrows.ListQuery(f, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := s.pool.Query(ctx, sqlrows.Dollar(q), args...)
+	if err != nil {
+		return nil, "", pgErr(err, "list jobs")
+	}
+	defer rows.Close()
+	var out []*spoolv1.Job
+	for rows.Next() {
+		r, err := sqlrows.ScanJob(rows)
+		if err != nil {
+			return nil, "", pgErr(err, "list jobs")
+		}
+		out = append(out, r.Job)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", pgErr(err, "list jobs")
+	}
+	out, next := sqlrows.NextCursor(out, limit)
+	return out, next, nil
+}
+
+// Cancel implements store.JobStore.
+func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, error) {
+	var out *spoolv1.Job
+	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
+		r, err := getRow(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		now := storekit.Now()
+		switch r.Job.State {
+		case spoolv1.JobState_JOB_STATE_QUEUED:
+			if err := settle(ctx, tx, r, storekit.Outcome{State: spoolv1.JobState_JOB_STATE_CANCELLED, Result: storekit.CancelledResult(reason, now)}, false, now); err != nil {
+				return err
+			}
+		case spoolv1.JobState_JOB_STATE_RUNNING:
+			if !r.Job.CancelRequested {
+				r.Job.CancelReason = reason
+				if _, err := tx.Exec(ctx, `UPDATE jobs SET cancel_requested = true, book = $1, updated_at = $2 WHERE job_id = $3`,
+					sqlrows.Marshal(storekit.Bookkeeping(r.Job)), now.UnixMicro(), id); err != nil {
+					return pgErr(err, "cancel job %s", id)
+				}
+			}
+		default:
+			out = r.Job
+			return nil
+		}
+		n.job(id)
+		r, err = getRow(ctx, tx, id, false)
+		if err != nil {
+			return err
+		}
+		out = r.Job
+		return nil
+	})
+	return out, err
+}
+
+// settle writes a lease's outcome to the job's row (sqlrows.Settle).
+func settle(ctx context.Context, tx pgx.Tx, r *sqlrows.Row, o storekit.Outcome, keepLease bool, now time.Time) error {
+	q, args := sqlrows.Settle(r, o, keepLease, now)
+	if _, err := tx.Exec(ctx, sqlrows.Dollar(q), args...); err != nil {
+		return pgErr(err, "settle job %s", r.Job.JobId)
+	}
+	return nil
+}
+
+// AddNote implements store.JobStore.
+func (s *Store) AddNote(ctx context.Context, id, note string) (*spoolv1.Job, error) {
+	var out *spoolv1.Job
+	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
+		r, err := getRow(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		storekit.AddNote(r.Job, note)
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET book = $1, updated_at = $2 WHERE job_id = $3`,
+			sqlrows.Marshal(storekit.Bookkeeping(r.Job)), storekit.Now().UnixMicro(), id); err != nil {
+			return pgErr(err, "add a note to job %s", id)
+		}
+		n.job(id)
+		out = r.Job
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,185 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/notify"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// channel is the one NOTIFY channel every server listens on. A payload
+// starts with what changed: "job:ID" (its state or notes; after an append,
+// followed by the log's new head "job:ID NEXT_SEQUENCE NEXT_LINE"),
+// "queue:NAME" (a job there may be ready), or "watch:" (which jobs a server
+// follows, see watches).
+const channel = "spool_changes"
+
+// How the listening connection is kept honest: after listenIdle without a
+// notification it is pinged, and a lost one is dialled again with a
+// backoff that grows to listenBackoffMax.
+const (
+	listenIdle       = 10 * time.Second
+	listenBackoffMax = 5 * time.Second
+)
+
+// listenAppName names the listening connection in pg_stat_activity.
+const listenAppName = "spool-listen"
+
+func queueKey(q string) string { return "queue:" + q }
+func jobKey(id string) string  { return "job:" + id }
+
+// notes collects what a transaction changed. They are sent with its
+// commit (pg_notify inside the transaction, so other servers hear of a
+// change exactly when it becomes visible) and wake this server's own
+// waiters at once after it.
+type notes []string
+
+func (n *notes) job(id string)  { *n = append(*n, jobKey(id)) }
+func (n *notes) queue(q string) { *n = append(*n, queueKey(q)) }
+
+// head notes an append: the job and its log's new head.
+func (n *notes) head(id string, h store.Head) {
+	*n = append(*n, fmt.Sprintf("%s %d %d", jobKey(id), h.NextSequence, h.NextLine))
+}
+
+// settled notes a job whose lease ended: its watchers, and its queue's when
+// it is queued again.
+func (n *notes) settled(j *spoolv1.Job, o storekit.Outcome) {
+	n.job(j.GetJobId())
+	if o.State == spoolv1.JobState_JOB_STATE_QUEUED {
+		n.queue(j.GetQueue())
+	}
+}
+
+// send queues the notifications in tx, in one statement.
+func (n notes) send(ctx context.Context, tx pgx.Tx) error {
+	if len(n) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, []string(n))
+	return err
+}
+
+// wake wakes this server's waiters of everything noted.
+func (n notes) wake(h *notify.Hub) {
+	for _, p := range n {
+		h.Notify(hubKey(p))
+	}
+}
+
+// hubKey is the waiters' key a payload names.
+func hubKey(payload string) string {
+	k, _, _ := strings.Cut(payload, " ")
+	return k
+}
+
+// listenConn opens the connection that listens: its own, outside the pool,
+// as LISTEN holds a session.
+func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = listenAppName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+		_ = conn.Close(ctx)
+		return nil, err
+	}
+	return conn, nil
+}
+
+// listen hands every notification to this server's waiters until ctx ends,
+// and dials again whenever the connection is lost.
+func (s *Store) listen(ctx context.Context, conn *pgx.Conn) {
+	defer close(s.done)
+	for {
+		err := s.receive(ctx, conn)
+		_ = conn.Close(context.Background())
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("lost the database connection that carries other servers' changes; reconnecting", "error", err)
+		conn = s.redial(ctx)
+		if conn == nil {
+			return
+		}
+		s.log.Info("listening for other servers' changes again")
+		// What changed while the connection was down was not heard:
+		// every waiter looks again, and the others hear again what is
+		// followed here.
+		s.hub.NotifyAll()
+		s.watches.resync()
+	}
+}
+
+// redial connects and listens again, with backoff, until it works or ctx
+// ends (nil).
+func (s *Store) redial(ctx context.Context) *pgx.Conn {
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		conn, err := s.listenConn(ctx)
+		if err == nil {
+			return conn
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		backoff = min(2*backoff, listenBackoffMax)
+		s.log.Warn("cannot listen for other servers' changes yet", "error", err, "retry_in", backoff)
+	}
+}
+
+// receive dispatches notifications until the connection fails or ctx ends.
+// A quiet connection is pinged, so a silently dropped one is noticed.
+func (s *Store) receive(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, listenIdle)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			s.dispatch(n.Payload)
+			continue
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !pgconn.Timeout(err):
+			return err
+		}
+		pctx, cancel := context.WithTimeout(ctx, listenIdle)
+		err = conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("the listening connection does not answer: %w", err)
+		}
+	}
+}
+
+// dispatch acts on one notification.
+func (s *Store) dispatch(payload string) {
+	if rest, ok := strings.CutPrefix(payload, watchPrefix); ok {
+		s.watches.heard(rest)
+		return
+	}
+	s.hub.Notify(hubKey(payload))
+}
+
+// notifyNow sends payloads outside any transaction.
+func notifyNow(ctx context.Context, pool *pgxpool.Pool, payloads []string) error {
+	_, err := pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
+	return err
+}

@@ -1,0 +1,260 @@
+package pgstore_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/pgstore"
+	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
+	"github.com/spool-run/spool/internal/store/conformance"
+)
+
+// open opens a store on url, closed when the test ends.
+func open(t *testing.T, url string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), pgstore.Config{URL: url, MaxConns: 8, MinConns: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	urls := map[store.JobStore]string{}
+	conformance.Run(t, conformance.Backend{
+		Open: func(t *testing.T) store.JobStore {
+			url := pgtest.NewDatabase(t)
+			s := open(t, url)
+			mu.Lock()
+			urls[s] = url
+			mu.Unlock()
+			return s
+		},
+		Reopen: func(t *testing.T, s store.JobStore) store.JobStore {
+			mu.Lock()
+			url := urls[s]
+			mu.Unlock()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return open(t, url)
+		},
+		Watching: func(s store.JobStore) int { return pgstore.Watching(s.(*pgstore.Store)) },
+	})
+}
+
+// TestShared: two stores on one database behave as one (the suite every
+// store shared by several servers passes).
+func TestShared(t *testing.T) {
+	t.Parallel()
+	conformance.RunShared(t, conformance.Shared{Pair: func(t *testing.T) (store.JobStore, store.JobStore) {
+		url := pgtest.NewDatabase(t)
+		return open(t, url), open(t, url)
+	}})
+}
+
+// Servers that start at the same moment on an empty database all come up:
+// the migrations run once, under the advisory lock.
+func TestConcurrentStartsMigrateOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			s, err := pgstore.Open(context.Background(), pgstore.Config{URL: url, MaxConns: 4, MinConns: 1}, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			errs <- s.Close()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a concurrent start failed: %v", err)
+		}
+	}
+	conn := pgtest.Connect(t, url)
+	var applied int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != 1 {
+		t.Fatalf("%d migrations recorded, want 1 (each applied once)", applied)
+	}
+}
+
+// A job followed on one server is watched on the other at once, and no
+// longer when the follower leaves; a server that starts later hears of the
+// follows in place.
+func TestWatchesCrossServers(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	a, b := open(t, url), open(t, url)
+	changed := make(chan string, 16)
+	b.OnWatchChange(func(job string) { changed <- job })
+
+	a.ShareWatch("job-1", true)
+	waitWatched(t, b, "job-1", true, changed)
+	if a.WatchedElsewhere("job-1") {
+		t.Fatal("a server counts its own follower as another server's")
+	}
+	a.ShareWatch("job-1", false)
+	waitWatched(t, b, "job-1", false, changed)
+
+	a.ShareWatch("job-2", true)
+	c := open(t, url)
+	waitWatched(t, c, "job-2", true, nil)
+
+	// A server that closes takes its follows with it.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitWatched(t, c, "job-2", false, nil)
+}
+
+// waitWatched waits until s sees job watched elsewhere (or not), and, with
+// changed, that it said so.
+func waitWatched(t *testing.T, s *pgstore.Store, job string, want bool, changed chan string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for s.WatchedElsewhere(job) != want {
+		select {
+		case <-deadline:
+			t.Fatalf("%s watched elsewhere: not %v after 10s", job, want)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if changed == nil {
+		return
+	}
+	for {
+		select {
+		case got := <-changed:
+			if got == job {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no change reported for %s", job)
+		}
+	}
+}
+
+// The listening connection is cut (as a database restart or a network
+// fault would): the store dials again, and its waiters hear of changes made
+// meanwhile and after.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	a, b := open(t, url), open(t, url)
+	ctx := context.Background()
+	job, _, err := a.Enqueue(ctx, store.NewJob{Queue: "q", Params: &spoolv1.JobParams{Argv: []string{"true"}},
+		Execution: &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 50, MaxBatchBytes: 1 << 20}}, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woken := b.Watch(wctx, job.GetJobId())
+
+	admin := pgtest.Connect(t, url)
+	var cut int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'spool-listen'`).Scan(&cut); err != nil || cut != 2 {
+		t.Fatalf("cut %d listening connections (%v), want both servers'", cut, err)
+	}
+	// A change while b is not listening: b's waiter is woken when it
+	// listens again, to read what it missed.
+	if _, err := a.Cancel(ctx, job.GetJobId(), "changed while cut off"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(15 * time.Second):
+		t.Fatal("a waiter on the cut-off server was never woken")
+	}
+	// And it hears new changes again.
+	job2, _, err := a.Enqueue(ctx, store.NewJob{Queue: "q", Params: &spoolv1.JobParams{Argv: []string{"true"}},
+		Execution: &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 50, MaxBatchBytes: 1 << 20}}, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		w := b.Watch(wctx, job2.GetJobId())
+		if _, err := a.AddNote(ctx, job2.GetJobId(), "ping"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-w:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server does not hear changes after listening again")
+		}
+	}
+}
+
+// A server coming back gives running leases grace only when no other
+// server was running meanwhile (whose reaper kept the leases' time).
+func TestGraceOnlyWhenAlone(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	a, b := open(t, url), open(t, url)
+	ctx := context.Background()
+	if _, _, err := a.Enqueue(ctx, store.NewJob{Queue: "q", Params: &spoolv1.JobParams{Argv: []string{"true"}},
+		Execution: &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 50, MaxBatchBytes: 1 << 20}}, MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := a.Dequeue(ctx, store.DequeueRequest{Queue: "q", Max: 1, LeaseDuration: time.Second}); err != nil || len(ls) != 1 {
+		t.Fatalf("Dequeue: %d, %v", len(ls), err)
+	}
+	if n, err := b.GraceLeases(ctx, time.Now().Add(time.Minute)); err != nil || n != 0 {
+		t.Fatalf("with another server running, GraceLeases extended %d leases (%v), want none", n, err)
+	}
+}
+
+func TestConfigErrorsKeepThePasswordOut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg  pgstore.Config
+		want string
+	}{
+		{pgstore.Config{}, "store.postgres.url is not set"},
+		{pgstore.Config{URL: "postgres://spool:hunter2@db:notaport/spool"}, "store.postgres.url is not a PostgreSQL URL"},
+		{pgstore.Config{URL: "postgres://db/spool", MaxConns: -1}, "store.postgres.max_conns must not be negative"},
+		{pgstore.Config{URL: "postgres://db/spool", MaxConns: 2, MinConns: 3}, "min_conns (3) is more than max_conns (2)"},
+	} {
+		err := tc.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v, want %q", tc.cfg, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+	if err := (pgstore.Config{URL: "postgres://spool:secret@db.internal:5432/spool"}).Validate(); err != nil {
+		t.Errorf("a good URL: %v", err)
+	}
+}
+
+// A database that does not answer is named in the error, password left out.
+func TestOpenUnreachable(t *testing.T) {
+	t.Parallel()
+	_, err := pgstore.Open(context.Background(), pgstore.Config{URL: "postgres://spool:hunter2@127.0.0.1:1/spool?connect_timeout=2"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach spool@127.0.0.1:1/spool") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,184 @@
+package sqlrows
+
+import (
+	"database/sql"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// JobCols are the columns ScanJob reads, in order.
+const JobCols = `job_id, queue, state, request_id, created_at, updated_at, attempt, max_attempts,
+	cancel_requested, lease_id, lease_expires_at, next_sequence, next_line, params, execution, result, retries, book`
+
+// Job states as stored.
+const (
+	Queued  = int32(spoolv1.JobState_JOB_STATE_QUEUED)
+	Running = int32(spoolv1.JobState_JOB_STATE_RUNNING)
+)
+
+// Row is a jobs row as stored: the job, and what the row holds beside it.
+type Row struct {
+	Job     *spoolv1.Job
+	LeaseID string
+	Expires time.Time
+	Head    store.Head
+}
+
+// LeaseRef is the lease the row's job runs under.
+func (r *Row) LeaseRef() store.LeaseRef {
+	return store.LeaseRef{JobID: r.Job.JobId, Queue: r.Job.Queue, Attempt: r.Job.Attempt, LeaseID: r.LeaseID}
+}
+
+// Lease is the row's job as leased to a worker.
+func (r *Row) Lease() store.Lease {
+	return store.Lease{LeaseRef: r.LeaseRef(), Job: r.Job, ExpiresAt: r.Expires, Head: r.Head}
+}
+
+// ScanJob reads one row of JobCols.
+func ScanJob(sc Scanner) (*Row, error) {
+	var (
+		j                           spoolv1.Job
+		state                       int32
+		reqID, leaseID              sql.NullString
+		created, updated            int64
+		cancel                      bool
+		expires                     sql.NullInt64
+		r                           Row
+		params, exec, results, book []byte
+	)
+	err := sc.Scan(&j.JobId, &j.Queue, &state, &reqID, &created, &updated, &j.Attempt, &j.MaxAttempts,
+		&cancel, &leaseID, &expires, &r.Head.NextSequence, &r.Head.NextLine, &params, &exec, &results, &j.Retries, &book)
+	if err != nil {
+		return nil, err
+	}
+	j.State = spoolv1.JobState(state)
+	j.RequestId = reqID.String
+	j.CreatedAt = timestamppb.New(time.UnixMicro(created))
+	j.UpdatedAt = timestamppb.New(time.UnixMicro(updated))
+	j.CancelRequested = cancel
+	j.LastSequence = r.Head.NextSequence - 1
+	j.LineCount = r.Head.NextLine - 1
+	j.Params, j.ExecutionConfig = &spoolv1.JobParams{}, &spoolv1.ExecutionConfig{}
+	if err := proto.Unmarshal(params, j.Params); err != nil {
+		return nil, corrupt("job", j.JobId, "params", err)
+	}
+	if err := proto.Unmarshal(exec, j.ExecutionConfig); err != nil {
+		return nil, corrupt("job", j.JobId, "execution config", err)
+	}
+	if results != nil {
+		j.Result = &spoolv1.JobResult{}
+		if err := proto.Unmarshal(results, j.Result); err != nil {
+			return nil, corrupt("job", j.JobId, "result", err)
+		}
+	}
+	if book != nil {
+		b := &spoolv1.Job{}
+		if err := proto.Unmarshal(book, b); err != nil {
+			return nil, corrupt("job", j.JobId, "bookkeeping", err)
+		}
+		storekit.SetBookkeeping(&j, b)
+	}
+	r.LeaseID = leaseID.String
+	if expires.Valid {
+		r.Expires = time.UnixMicro(expires.Int64)
+		if j.State == spoolv1.JobState_JOB_STATE_RUNNING {
+			j.LeaseExpiresAt = timestamppb.New(r.Expires)
+		}
+	}
+	r.Job = &j
+	return &r, nil
+}
+
+// InsertJob creates a job (InsertJobArgs) unless its request id is taken;
+// then it does nothing, and the caller reads the first job back.
+const InsertJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`
+
+// InsertJobArgs are InsertJob's arguments for j.
+func InsertJobArgs(j *spoolv1.Job) []any {
+	return []any{j.JobId, j.Queue, int32(j.State), NullIfEmpty(j.RequestId), Micros(j.CreatedAt.AsTime()), Micros(j.UpdatedAt.AsTime()),
+		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries}
+}
+
+// Settle applies a lease's outcome to r's job and returns the statement
+// that writes it. keepLease keeps the lease handle (after a final
+// Complete, so a repeat is recognised); otherwise a job leaves RUNNING
+// without one.
+func Settle(r *Row, o storekit.Outcome, keepLease bool, now time.Time) (string, []any) {
+	o.Apply(r.Job, now)
+	var runAfter any
+	if ra := r.Job.GetRunAfter(); ra != nil {
+		runAfter = Micros(ra.AsTime())
+	}
+	var result any
+	if r.Job.Result != nil {
+		result = Marshal(r.Job.Result)
+	}
+	q := `UPDATE jobs SET state = ?, result = ?, book = ?, run_after = ?, updated_at = ?, lease_expires_at = NULL`
+	if !keepLease {
+		q += `, lease_id = NULL`
+	}
+	return q + ` WHERE job_id = ?`, []any{int32(o.State), result, Marshal(storekit.Bookkeeping(r.Job)), runAfter, Micros(now), r.Job.JobId}
+}
+
+// ListQuery is the query of up to n jobs of a listing, newest first. It has
+// one arm per state asked for (or one for all states), each a range of an
+// index in listing order (newest first in all queues, in one queue, or in
+// one state; or queue and state together). The arms are merged as they
+// come, so no listing reads jobs it does not return, or sorts.
+func ListQuery(f store.ListFilter, n int) (string, []any, error) {
+	var where []string
+	var args []any
+	if f.Queue != "" {
+		where, args = append(where, "queue = ?"), append(args, f.Queue)
+	}
+	if f.Cursor != "" {
+		c, err := storekit.DecodeCursor(f.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		// A row value, which both databases match to the index's columns.
+		where, args = append(where, "(created_at, job_id) < (?, ?)"), append(args, Micros(c.CreatedAt), c.JobID)
+	}
+	arm := func(where []string) string {
+		q := `SELECT ` + JobCols + ` FROM jobs`
+		if len(where) > 0 {
+			q += " WHERE " + strings.Join(where, " AND ")
+		}
+		return q
+	}
+	states := slices.Compact(slices.Sorted(slices.Values(f.States)))
+	var q string
+	var qargs []any
+	switch len(states) {
+	case 0:
+		q, qargs = arm(where), args
+	default:
+		arms := make([]string, len(states))
+		for i, st := range states {
+			arms[i] = arm(append(slices.Clip(where), "state = ?"))
+			qargs = append(append(qargs, args...), int32(st))
+		}
+		q = strings.Join(arms, " UNION ALL ")
+	}
+	return q + " ORDER BY created_at DESC, job_id DESC LIMIT ?", append(qargs, n), nil
+}
+
+// NextCursor is the cursor after the last job of a page of at most limit
+// jobs read with one more: out is trimmed to limit.
+func NextCursor(out []*spoolv1.Job, limit int) ([]*spoolv1.Job, string) {
+	if len(out) <= limit {
+		return out, ""
+	}
+	out = out[:limit]
+	last := out[limit-1]
+	return out, storekit.Cursor{CreatedAt: last.CreatedAt.AsTime(), JobID: last.JobId}.Encode()
+}
