@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(kv ...string) func(string) (string, bool) {
@@ -77,7 +78,10 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{"huge bytes", "execution:\n  batching:\n    max_batch_bytes: 999999999999\n", nil, "execution.batching.max_batch_bytes"},
 		{"batch larger than a publish holds", "execution:\n  batching:\n    max_batch_bytes: 16777216\n", nil, "execution.batching.max_batch_bytes: must be between 1024 and 8388608, got 16777216"},
 		{"flush", "execution:\n  batching:\n    flush_interval_seconds: -1\n", nil, "execution.batching.flush_interval_seconds"},
-		{"store", "store:\n  type: oracle\n", nil, `store.type: must be one of sqlite, memory, aws, got "oracle"`},
+		{"store", "store:\n  type: oracle\n", nil, `store.type: must be one of sqlite, memory, postgres, aws, got "oracle"`},
+		{"postgres without a shared key", "store:\n  type: postgres\n  postgres:\n    url: postgres://db/spool\n", nil, "server.token_key: must be set with store.type postgres"},
+		{"postgres without a url", "server:\n  token_key: MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=\nstore:\n  type: postgres\n", nil, "store.postgres.url is not set"},
+		{"postgres pool", "server:\n  token_key: MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=\nstore:\n  type: postgres\n  postgres:\n    url: postgres://db/spool\n    max_conns: -2\n", nil, "store.postgres.max_conns must not be negative"},
 		{"aws without a shared key", "store:\n  type: aws\n", nil, "server.token_key: must be set with store.type aws"},
 		{"aws endpoint", "server:\n  token_key: MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=\nstore:\n  type: aws\n  aws:\n    endpoint: not a url\n", nil, "store.aws.endpoint"},
 		{"bad env duration", "", []string{"SPOOL_STORE_AWS_WATCH_POLL_INTERVAL", "soon"}, "not a duration"},
@@ -200,5 +204,24 @@ func TestEveryScalarHasAnEnvName(t *testing.T) {
 		if !seen[want] {
 			t.Fatalf("%s is not an override (have %v)", want, names)
 		}
+	}
+}
+
+// The PostgreSQL store is chosen and pointed at its database by the
+// environment alone, as a container would run it.
+func TestPostgresFromTheEnvironment(t *testing.T) {
+	c, err := Parse(nil, env(
+		"SPOOL_STORE_TYPE", "postgres",
+		"SPOOL_STORE_POSTGRES_URL", "postgres://spool:secret@db:5432/spool",
+		"SPOOL_STORE_POSTGRES_MAX_CONNS", "40",
+		"SPOOL_STORE_POSTGRES_MAX_CONN_IDLE_TIME", "30s",
+		"SPOOL_SERVER_TOKEN_KEY", "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=",
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Store.Postgres
+	if c.Store.Type != "postgres" || p.URL != "postgres://spool:secret@db:5432/spool" || p.MaxConns != 40 || p.MaxConnIdleTime != 30*time.Second {
+		t.Fatalf("store %q, postgres %+v", c.Store.Type, p)
 	}
 }
