@@ -10,7 +10,6 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/demo"
 )
 
 // latency is a distribution's p50 and p99.
@@ -27,15 +26,15 @@ func round(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-// liveLatency runs a job writing count lines at rate lines/s while a client
-// follows it, and measures, for each line, the time from the process
-// writing it to the follower receiving it.
-func liveLatency(ctx context.Context, cl *demo.Local, self string, rate, count int) (latency, error) {
-	job, _, err := cl.Client.Submit(ctx, client.Submission{Argv: []string{self, "emit", "-count", itoa(count), "-rate", itoa(rate), "-warmup", "500ms"}})
+// liveLatency runs a job (submitted through submit) writing count lines at
+// rate lines/s while a client (follow) follows it, and measures, for each
+// line, the time from the process writing it to the follower receiving it.
+func liveLatency(ctx context.Context, submit, follow *client.Client, self string, rate, count int) (latency, error) {
+	job, _, err := submit.Submit(ctx, client.Submission{Argv: []string{self, "emit", "-count", itoa(count), "-rate", itoa(rate), "-warmup", "500ms"}})
 	if err != nil {
 		return latency{}, err
 	}
-	s := cl.Client.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := follow.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
 	var samples []time.Duration
 	for ev, err := range s.All() {
 		if err != nil {

@@ -1,14 +1,20 @@
 // Command bench measures what output batching buys, batched (the server's
 // defaults) against unbatched (max_batch_size=1) in the same run, on the
-// embedded SQLite store, and prints the ratios:
+// embedded SQLite store, then the SQLite store against PostgreSQL, and
+// prints the ratios:
 //
-//	go run ./bench            # about a minute on 2 CPUs
-//	go run ./bench -quick     # smaller, for a smoke test
+//	go run ./bench                    # about two minutes on 2 CPUs
+//	go run ./bench -quick             # smaller, for a smoke test
+//	go run ./bench -postgres URL      # compare with the PostgreSQL server at URL
+//	go run ./bench -postgres ''       # SQLite only
 //
-// It measures stored items per 1,000 lines, items read to replay lines
+// Batching: stored items per 1,000 lines, items read to replay lines
 // 9,000-10,000, end-to-end lines/s with 100 concurrent jobs, and live
 // latency (a line written by the process until a following client has it)
-// at 10 and 10,000 lines/s.
+// at 10 and 10,000 lines/s. Stores: the queue alone (enqueue, lease and
+// complete through the API, nothing run), ingest lines/s with 100 jobs, and
+// live latency through the same server and, on PostgreSQL, through another
+// server on the same database.
 package main
 
 import (
@@ -30,10 +36,11 @@ func main() {
 		return
 	}
 	quick := flag.Bool("quick", false, "smaller runs (a smoke test, not figures to quote)")
+	pgURL := flag.String("postgres", defaultPostgres(), "PostgreSQL server to compare with (a database is created on it for the run); empty: SQLite only")
 	flag.Parse()
-	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3}
+	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000}
 	if *quick {
-		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1}
+		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -42,11 +49,12 @@ func main() {
 	fmt.Printf("spool bench: %d CPUs, %s, embedded SQLite store; batched = the defaults (50 lines, 256 KiB, 2 s), unbatched = max_batch_size 1\n\n",
 		runtime.NumCPU(), runtime.Version())
 	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var results [2]result
 	for i, batched := range []bool{true, false} {
 		cl, err := demo.StartLocal(ctx, demo.LocalOptions{
 			Concurrency: sz.jobs,
-			Log:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Log:         log,
 			Configure: func(c *config.Config) {
 				if !batched {
 					c.Execution.Batching.MaxBatchSize = 1
@@ -64,6 +72,20 @@ func main() {
 		results[i] = r
 	}
 	printTable(results[0], results[1], sz)
+	if *pgURL != "" {
+		if err := compareStores(ctx, self, *pgURL, sz, log); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// defaultPostgres is the server the comparison uses unless -postgres says:
+// the tests' (SPOOL_TEST_POSTGRES_URL), or the one on 127.0.0.1:5432.
+func defaultPostgres() string {
+	if u := os.Getenv("SPOOL_TEST_POSTGRES_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
 
 func fail(err error) {
@@ -74,6 +96,7 @@ func fail(err error) {
 type sizes struct {
 	jobs, linesPerJob        int
 	slowSeconds, fastSeconds int
+	queueJobs                int
 }
 
 // result is one configuration's figures.
@@ -93,10 +116,10 @@ func measure(ctx context.Context, cl *demo.Local, self string, sz sizes) (result
 	if r.linesPerSecond, err = throughput(ctx, cl, self, sz.jobs, sz.linesPerJob); err != nil {
 		return r, fmt.Errorf("throughput: %w", err)
 	}
-	if r.slow, err = liveLatency(ctx, cl, self, 10, 10*sz.slowSeconds); err != nil {
+	if r.slow, err = liveLatency(ctx, cl.Client, cl.Client, self, 10, 10*sz.slowSeconds); err != nil {
 		return r, fmt.Errorf("latency at 10 lines/s: %w", err)
 	}
-	if r.fast, err = liveLatency(ctx, cl, self, 10000, 10000*sz.fastSeconds); err != nil {
+	if r.fast, err = liveLatency(ctx, cl.Client, cl.Client, self, 10000, 10000*sz.fastSeconds); err != nil {
 		return r, fmt.Errorf("latency at 10,000 lines/s: %w", err)
 	}
 	return r, nil

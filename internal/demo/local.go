@@ -33,6 +33,9 @@ type Local struct {
 	Dir    string
 	Server *server.Server
 	Client *client.Client
+	// Config is the server's configuration, to start more servers on the
+	// same store.
+	Config *config.Config
 
 	stopWorker context.CancelFunc
 	workerDone chan error
@@ -63,7 +66,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	l := &Local{Dir: dir, Server: srv, workerDone: make(chan error, 1)}
+	l := &Local{Dir: dir, Server: srv, Config: cfg, workerDone: make(chan error, 1)}
 	var w *worker.Worker
 	if l.Client, err = client.New(srv.URL(), client.WithAPIKey(cfg.Auth.AdminKey)); err == nil {
 		w, err = worker.New(worker.Config{Server: srv.URL(), APIKey: cfg.Auth.AdminKey, SpoolDir: filepath.Join(dir, "worker"), Concurrency: o.Concurrency, Logger: o.Log})

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/demo"
+	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/wire"
+)
+
+// storeResult is one store's figures.
+type storeResult struct {
+	queueJobsPerSecond float64
+	linesPerSecond     float64
+	same, other        latency
+	hasOther           bool
+}
+
+// compareStores measures the embedded SQLite store against PostgreSQL (a
+// database created for the run on the server at pgURL, dropped after).
+func compareStores(ctx context.Context, self, pgURL string, sz sizes, log *slog.Logger) error {
+	db, drop, err := benchDatabase(ctx, pgURL)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL at %s: %w (start one, or give -postgres URL)", pgURL, err)
+	}
+	defer drop()
+	var results [2]storeResult
+	for i, pg := range []bool{false, true} {
+		cl, err := demo.StartLocal(ctx, demo.LocalOptions{Concurrency: sz.jobs, Log: log, Configure: func(c *config.Config) {
+			if pg {
+				c.Store.Type = "postgres"
+				c.Store.Postgres.URL = db
+				c.Server.TokenKey = "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
+			}
+		}})
+		if err != nil {
+			return err
+		}
+		r, err := measureStore(ctx, cl, self, sz, pg, log)
+		_ = cl.Stop()
+		if err != nil {
+			return err
+		}
+		results[i] = r
+	}
+	s, p := results[0], results[1]
+	row := func(name, sv, pv, note string) { fmt.Printf("%-44s %14s %14s   %s\n", name, sv, pv, note) }
+	fmt.Println()
+	row("", "SQLite", "PostgreSQL", "PostgreSQL vs SQLite")
+	row(fmt.Sprintf("queue alone: jobs/s, %d jobs", sz.queueJobs), fmt.Sprintf("%.0f", s.queueJobsPerSecond), fmt.Sprintf("%.0f", p.queueJobsPerSecond),
+		fmt.Sprintf("%.2fx (goal on PostgreSQL: 2,000 jobs/s)", p.queueJobsPerSecond/s.queueJobsPerSecond))
+	row(fmt.Sprintf("ingest lines/s, %d jobs x %d lines", sz.jobs, sz.linesPerJob), fmt.Sprintf("%.0f", s.linesPerSecond), fmt.Sprintf("%.0f", p.linesPerSecond),
+		fmt.Sprintf("%.2fx", p.linesPerSecond/s.linesPerSecond))
+	row("live p50 / p99, 10 lines/s, same server", s.same.String(), p.same.String(), "")
+	row("live p50 / p99, 10 lines/s, another server", "(one server)", p.other.String(), "worker on server A, follower on server B")
+	return nil
+}
+
+func measureStore(ctx context.Context, cl *demo.Local, self string, sz sizes, pg bool, log *slog.Logger) (storeResult, error) {
+	var r storeResult
+	var err error
+	if r.queueJobsPerSecond, err = queueAlone(ctx, cl, sz.queueJobs); err != nil {
+		return r, fmt.Errorf("queue alone: %w", err)
+	}
+	if r.linesPerSecond, err = throughput(ctx, cl, self, sz.jobs, sz.linesPerJob); err != nil {
+		return r, fmt.Errorf("ingest: %w", err)
+	}
+	if r.same, err = liveLatency(ctx, cl.Client, cl.Client, self, 10, 10*sz.slowSeconds); err != nil {
+		return r, fmt.Errorf("latency through the same server: %w", err)
+	}
+	if !pg {
+		return r, nil
+	}
+	// A second server on the same database; the follower talks to it.
+	cfg := *cl.Config
+	cfg.Server.Addr = "127.0.0.1:0"
+	cfg.Server.DataDir = filepath.Join(cl.Dir, "server-b")
+	b, err := server.Start(ctx, &cfg, log)
+	if err != nil {
+		return r, fmt.Errorf("second server: %w", err)
+	}
+	defer b.Stop(context.Background())
+	bc, err := client.New(b.URL(), client.WithAPIKey(cfg.Auth.AdminKey))
+	if err != nil {
+		return r, err
+	}
+	if r.other, err = liveLatency(ctx, cl.Client, bc, self, 10, 10*sz.slowSeconds); err != nil {
+		return r, fmt.Errorf("latency through another server: %w", err)
+	}
+	r.hasOther = true
+	return r, nil
+}
+
+// queueAlone enqueues n jobs, then leases and completes them, all through
+// the API with nothing run (16 clients at a time), and returns jobs/s over
+// the whole: the queue's own cost, apart from starting processes.
+func queueAlone(ctx context.Context, cl *demo.Local, n int) (float64, error) {
+	rpc, err := wire.Dial(cl.Server.URL(), wire.Options{APIKey: cl.Config.Auth.AdminKey})
+	if err != nil {
+		return 0, err
+	}
+	const clients = 16
+	queue := "bench-queue-" + randomHex()
+	start := time.Now()
+	var submitted, done atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*clients)
+	for range clients {
+		wg.Go(func() {
+			for submitted.Add(1) <= int64(n) {
+				if _, _, err := cl.Client.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			for done.Load() < int64(n) {
+				resp, err := rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: 10, WaitSeconds: 1,
+					VisibilityTimeoutSeconds: 60, WorkerId: "bench"}))
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, l := range resp.Msg.GetLeases() {
+					if _, err := rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(),
+						Result: &spoolv1.JobResult{ExitCode: 0}})); err != nil {
+						errs <- err
+						return
+					}
+					done.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := errors.Join(collect(errs)...); err != nil {
+		return 0, err
+	}
+	return float64(n) / sinceStart(start), nil
+}
+
+func collect(ch <-chan error) []error {
+	var out []error
+	for err := range ch {
+		out = append(out, err)
+	}
+	return out
+}
+
+// benchDatabase creates a database for the run on the server at admin and
+// returns its URL and the function that drops it.
+func benchDatabase(ctx context.Context, admin string) (string, func(), error) {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, err
+	}
+	name := "spool_bench_" + randomHex()
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	cfg := conn.Config()
+	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	if cfg.Password != "" {
+		url = fmt.Sprintf("postgres://%s:%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Password, cfg.Host, cfg.Port, name)
+	}
+	return url, func() {
+		if _, err := conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: drop database:", err)
+		}
+		conn.Close(context.Background())
+	}, nil
+}
+
+func randomHex() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
