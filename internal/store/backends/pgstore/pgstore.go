@@ -36,9 +36,6 @@ import (
 // 1 GB in a bytea; 4 MiB keeps a single read page bounded.
 const MaxItemBytes = 4 << 20
 
-// readPage is how many items a read fetches per query.
-const readPage = 128
-
 //go:embed migrations/*.sql
 var migrations embed.FS
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -136,13 +138,14 @@ func (w *watches) flush() {
 
 // announce says again which jobs are followed here.
 func (w *watches) announce() {
+	w.send(w.messages("1", w.localJobs()))
+}
+
+// localJobs are the jobs followed here.
+func (w *watches) localJobs() []string {
 	w.mu.Lock()
-	jobs := make([]string, 0, len(w.local))
-	for job := range w.local {
-		jobs = append(jobs, job)
-	}
-	w.mu.Unlock()
-	w.send(w.messages("1", jobs))
+	defer w.mu.Unlock()
+	return slices.Collect(maps.Keys(w.local))
 }
 
 // resync runs once this server listens (at start, and after the listening
@@ -207,62 +210,63 @@ func (w *watches) heard(msg string) {
 		w.due()
 		return
 	}
-	w.mu.Lock()
-	var changed []string
 	until := time.Now().Add(forgetAfter)
-	for _, job := range jobs {
-		servers := w.remote[job]
-		switch flag {
-		case "1":
-			if servers == nil {
-				servers = map[string]time.Time{}
-				w.remote[job] = servers
-				changed = append(changed, job)
-			}
-			servers[server] = until
-		case "0":
-			if _, ok := servers[server]; ok {
-				delete(servers, server)
-				if len(servers) == 0 {
-					delete(w.remote, job)
+	w.edit(func() (changed []string) {
+		for _, job := range jobs {
+			servers := w.remote[job]
+			switch flag {
+			case "1":
+				if servers == nil {
+					servers = map[string]time.Time{}
+					w.remote[job] = servers
 					changed = append(changed, job)
+				}
+				servers[server] = until
+			case "0":
+				if _, ok := servers[server]; ok {
+					delete(servers, server)
+					if len(servers) == 0 {
+						delete(w.remote, job)
+						changed = append(changed, job)
+					}
 				}
 			}
 		}
-	}
-	fn := w.onChange
-	w.mu.Unlock()
-	w.changed(fn, changed)
+		return changed
+	})
 }
 
 // forget drops the follows of servers that stopped announcing them.
 func (w *watches) forget(now time.Time) {
-	w.mu.Lock()
-	var changed []string
-	for job, servers := range w.remote {
-		for server, until := range servers {
-			if now.After(until) {
-				delete(servers, server)
+	w.edit(func() (changed []string) {
+		for job, servers := range w.remote {
+			for server, until := range servers {
+				if now.After(until) {
+					delete(servers, server)
+				}
+			}
+			if len(servers) == 0 {
+				delete(w.remote, job)
+				changed = append(changed, job)
 			}
 		}
-		if len(servers) == 0 {
-			delete(w.remote, job)
-			changed = append(changed, job)
-		}
-	}
-	fn := w.onChange
-	w.mu.Unlock()
-	w.changed(fn, changed)
+		return changed
+	})
 }
 
-// changed tells the service which jobs' remote follows changed. It is
-// called without w.mu, so the service may call ShareWatch meanwhile.
-func (w *watches) changed(fn func(string), jobs []string) {
-	if fn == nil {
+// edit changes the remote follows with fn under w.mu, then tells the
+// service which jobs fn says changed. The service is told without w.mu
+// held, so it may call ShareWatch meanwhile.
+func (w *watches) edit(fn func() (changed []string)) {
+	w.mu.Lock()
+	changed := fn()
+	onChange := w.onChange
+	w.mu.Unlock()
+	if onChange == nil {
 		return
 	}
-	for _, job := range jobs {
-		fn(job)
+	for _, job := range changed {
+		onChange(job)
 	}
 }
 
@@ -270,11 +274,5 @@ func (w *watches) changed(fn func(string), jobs []string) {
 func (w *watches) close() {
 	close(w.quit)
 	<-w.done
-	w.mu.Lock()
-	jobs := make([]string, 0, len(w.local))
-	for job := range w.local {
-		jobs = append(jobs, job)
-	}
-	w.mu.Unlock()
-	w.send(w.messages("0", jobs))
+	w.send(w.messages("0", w.localJobs()))
 }

@@ -9,6 +9,7 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -92,31 +93,9 @@ func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoo
 				return
 			}
 		}
-		yielded := 0
-		for {
-			page := readPage
-			if req.Limit > 0 {
-				page = min(page, req.Limit-yielded)
-			}
-			evs, err := s.readPage(ctx, req.JobID, from, page)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if req.Stats != nil {
-				req.Stats.ItemsRead += len(evs)
-			}
-			for _, ev := range evs {
-				if !yield(ev, nil) {
-					return
-				}
-			}
-			yielded += len(evs)
-			if len(evs) < page || (req.Limit > 0 && yielded >= req.Limit) {
-				return
-			}
-			from = evs[len(evs)-1].GetSequence() + 1
-		}
+		sqlrows.ReadPages(req, from, func(from int64, n int) ([]*spoolv1.JobEvent, error) {
+			return s.readPage(ctx, req.JobID, from, n)
+		}, yield)
 	}
 }
 

@@ -29,11 +29,6 @@ import (
 // higher (1 GB); 4 MiB keeps a single read page bounded.
 const MaxItemBytes = 4 << 20
 
-// readPage is how many items a read fetches per query. Pages are read
-// whole and then yielded, so a slow reader never holds a read transaction
-// open (which would stop the WAL from being checkpointed).
-const readPage = 128
-
 //go:embed migrations/*.sql
 var migrations embed.FS
 

@@ -1,0 +1,42 @@
+package sqlrows
+
+import (
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// ReadPage is how many items a read fetches per query. Pages are read whole
+// and then yielded, so a slow reader holds no connection (and, in SQLite, no
+// read transaction that would stop the WAL from being checkpointed).
+const ReadPage = 128
+
+// ReadPages yields r's items from sequence from (where the store's seek put
+// the read), fetching up to ReadPage at a time with fetch, each page after
+// the last sequence of the one before, until a short page or r.Limit.
+func ReadPages(r store.ReadRequest, from int64, fetch func(from int64, n int) ([]*spoolv1.JobEvent, error), yield func(*spoolv1.JobEvent, error) bool) {
+	yielded := 0
+	for {
+		page := ReadPage
+		if r.Limit > 0 {
+			page = min(page, r.Limit-yielded)
+		}
+		evs, err := fetch(from, page)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if r.Stats != nil {
+			r.Stats.ItemsRead += len(evs)
+		}
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+		yielded += len(evs)
+		if len(evs) < page || (r.Limit > 0 && yielded >= r.Limit) {
+			return
+		}
+		from = evs[len(evs)-1].GetSequence() + 1
+	}
+}
