@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spool-run/spool/internal/config"
@@ -37,7 +38,16 @@ func main() {
 	}
 	quick := flag.Bool("quick", false, "smaller runs (a smoke test, not figures to quote)")
 	pgURL := flag.String("postgres", defaultPostgres(), "PostgreSQL server to compare with (a database is created on it for the run); empty: SQLite only")
+	queueOnly := flag.Bool("queue", false, "measure only the queue alone, on each store (with -cpuprofile: where its time goes)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		defer stop()
+	}
 	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000}
 	if *quick {
 		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500}
@@ -50,6 +60,12 @@ func main() {
 		runtime.NumCPU(), runtime.Version())
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if *queueOnly {
+		if err := compareQueues(ctx, *pgURL, sz, log); err != nil {
+			fail(err)
+		}
+		return
+	}
 	var results [2]result
 	for i, batched := range []bool{true, false} {
 		cl, err := demo.StartLocal(ctx, demo.LocalOptions{
@@ -86,6 +102,24 @@ func defaultPostgres() string {
 		return u
 	}
 	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// startCPUProfile profiles the process until the returned function runs.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+		}
+	}, nil
 }
 
 func fail(err error) {

@@ -21,12 +21,15 @@ import (
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/demo"
 	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends"
 	"github.com/spool-run/spool/internal/wire"
 )
 
 // storeResult is one store's figures.
 type storeResult struct {
 	queueJobsPerSecond float64
+	storeJobsPerSecond float64 // the queue on the store itself, without the API
 	linesPerSecond     float64
 	same, other        latency
 	hasOther           bool
@@ -42,13 +45,11 @@ func compareStores(ctx context.Context, self, pgURL string, sz sizes, log *slog.
 	defer drop()
 	var results [2]storeResult
 	for i, pg := range []bool{false, true} {
-		cl, err := demo.StartLocal(ctx, demo.LocalOptions{Concurrency: sz.jobs, Log: log, Configure: func(c *config.Config) {
-			if pg {
-				c.Store.Type = "postgres"
-				c.Store.Postgres.URL = db
-				c.Server.TokenKey = "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
-			}
-		}})
+		alone, err := storeAlone(ctx, pg, db, sz.queueJobs, log)
+		if err != nil {
+			return fmt.Errorf("the store alone: %w", err)
+		}
+		cl, err := startStore(ctx, pg, db, sz, log)
 		if err != nil {
 			return err
 		}
@@ -57,6 +58,7 @@ func compareStores(ctx context.Context, self, pgURL string, sz sizes, log *slog.
 		if err != nil {
 			return err
 		}
+		r.storeJobsPerSecond = alone
 		results[i] = r
 	}
 	s, p := results[0], results[1]
@@ -65,11 +67,65 @@ func compareStores(ctx context.Context, self, pgURL string, sz sizes, log *slog.
 	row("", "SQLite", "PostgreSQL", "PostgreSQL vs SQLite")
 	row(fmt.Sprintf("queue alone: jobs/s, %d jobs", sz.queueJobs), fmt.Sprintf("%.0f", s.queueJobsPerSecond), fmt.Sprintf("%.0f", p.queueJobsPerSecond),
 		fmt.Sprintf("%.2fx (goal on PostgreSQL: 2,000 jobs/s)", p.queueJobsPerSecond/s.queueJobsPerSecond))
+	row("  the same on the store itself, no API", fmt.Sprintf("%.0f", s.storeJobsPerSecond), fmt.Sprintf("%.0f", p.storeJobsPerSecond),
+		fmt.Sprintf("the database's own pace here: the API reaches %.0f%% (SQLite) and %.0f%% (PostgreSQL) of it",
+			100*s.queueJobsPerSecond/s.storeJobsPerSecond, 100*p.queueJobsPerSecond/p.storeJobsPerSecond))
 	row(fmt.Sprintf("ingest lines/s, %d jobs x %d lines", sz.jobs, sz.linesPerJob), fmt.Sprintf("%.0f", s.linesPerSecond), fmt.Sprintf("%.0f", p.linesPerSecond),
 		fmt.Sprintf("%.2fx", p.linesPerSecond/s.linesPerSecond))
 	row("live p50 / p99, 10 lines/s, same server", s.same.String(), p.same.String(), "")
 	row("live p50 / p99, 10 lines/s, another server", "(one server)", p.other.String(), "worker on server A, follower on server B")
 	return nil
+}
+
+// compareQueues measures only the queue alone on SQLite and, when pgURL is
+// not empty, on PostgreSQL: the quick loop for work on the queue's path.
+func compareQueues(ctx context.Context, pgURL string, sz sizes, log *slog.Logger) error {
+	stores := []bool{false}
+	var db string
+	if pgURL != "" {
+		url, drop, err := benchDatabase(ctx, pgURL)
+		if err != nil {
+			return fmt.Errorf("PostgreSQL at %s: %w (start one, or give -postgres URL)", pgURL, err)
+		}
+		defer drop()
+		db, stores = url, append(stores, true)
+	}
+	for _, pg := range stores {
+		alone, err := storeAlone(ctx, pg, db, sz.queueJobs, log)
+		if err != nil {
+			return fmt.Errorf("the store alone: %w", err)
+		}
+		cl, err := startStore(ctx, pg, db, sz, log)
+		if err != nil {
+			return err
+		}
+		perSecond, err := queueAlone(ctx, cl, sz.queueJobs)
+		_ = cl.Stop()
+		if err != nil {
+			return err
+		}
+		name := map[bool]string{false: "SQLite", true: "PostgreSQL"}[pg]
+		fmt.Printf("queue alone on %-11s %6.0f jobs/s through the API, %6.0f on the store itself (%d jobs)\n", name+":", perSecond, alone, sz.queueJobs)
+	}
+	return nil
+}
+
+// startStore starts a server and worker on the embedded SQLite store or,
+// with pg, on the PostgreSQL database at db.
+func startStore(ctx context.Context, pg bool, db string, sz sizes, log *slog.Logger) (*demo.Local, error) {
+	return demo.StartLocal(ctx, demo.LocalOptions{Concurrency: sz.jobs, Log: log, Configure: storeConfig(pg, db)})
+}
+
+// storeConfig sets a configuration's store: SQLite (the default) or, with
+// pg, the PostgreSQL database at db.
+func storeConfig(pg bool, db string) func(*config.Config) {
+	return func(c *config.Config) {
+		if pg {
+			c.Store.Type = "postgres"
+			c.Store.Postgres.URL = db
+			c.Server.TokenKey = "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
+		}
+	}
 }
 
 func measureStore(ctx context.Context, cl *demo.Local, self string, sz sizes, pg bool, log *slog.Logger) (storeResult, error) {
@@ -107,24 +163,22 @@ func measureStore(ctx context.Context, cl *demo.Local, self string, sz sizes, pg
 	return r, nil
 }
 
-// queueAlone enqueues n jobs, then leases and completes them, all through
-// the API with nothing run (16 clients at a time), and returns jobs/s over
-// the whole: the queue's own cost, apart from starting processes.
-func queueAlone(ctx context.Context, cl *demo.Local, n int) (float64, error) {
-	rpc, err := wire.Dial(cl.Server.URL(), wire.Options{APIKey: cl.Config.Auth.AdminKey})
-	if err != nil {
-		return 0, err
-	}
-	const clients = 16
-	queue := "bench-queue-" + randomHex()
+// queueClients is how many submitters, and how many lease-and-complete
+// loops, the queue measurements run at once.
+const queueClients = 16
+
+// runQueue enqueues n jobs with submit and leases and completes them with
+// take (which returns how many it completed), each from queueClients
+// goroutines at once, and returns jobs/s over the whole.
+func runQueue(n int, submit func() error, take func() (int, error)) (float64, error) {
 	start := time.Now()
 	var submitted, done atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 2*clients)
-	for range clients {
+	errs := make(chan error, 2*queueClients)
+	for range queueClients {
 		wg.Go(func() {
 			for submitted.Add(1) <= int64(n) {
-				if _, _, err := cl.Client.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}}); err != nil {
+				if err := submit(); err != nil {
 					errs <- err
 					return
 				}
@@ -132,20 +186,12 @@ func queueAlone(ctx context.Context, cl *demo.Local, n int) (float64, error) {
 		})
 		wg.Go(func() {
 			for done.Load() < int64(n) {
-				resp, err := rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: 10, WaitSeconds: 1,
-					VisibilityTimeoutSeconds: 60, WorkerId: "bench"}))
+				k, err := take()
 				if err != nil {
 					errs <- err
 					return
 				}
-				for _, l := range resp.Msg.GetLeases() {
-					if _, err := rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(),
-						Result: &spoolv1.JobResult{ExitCode: 0}})); err != nil {
-						errs <- err
-						return
-					}
-					done.Add(1)
-				}
+				done.Add(int64(k))
 			}
 		})
 	}
@@ -155,6 +201,71 @@ func queueAlone(ctx context.Context, cl *demo.Local, n int) (float64, error) {
 		return 0, err
 	}
 	return float64(n) / sinceStart(start), nil
+}
+
+// queueAlone enqueues n jobs, then leases (ten at a time) and completes
+// them, all through the API with nothing run, and returns jobs/s: the
+// queue's own cost, apart from starting processes.
+func queueAlone(ctx context.Context, cl *demo.Local, n int) (float64, error) {
+	rpc, err := wire.Dial(cl.Server.URL(), wire.Options{APIKey: cl.Config.Auth.AdminKey})
+	if err != nil {
+		return 0, err
+	}
+	queue := "bench-queue-" + randomHex()
+	return runQueue(n, func() error {
+		_, _, err := cl.Client.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}})
+		return err
+	}, func() (int, error) {
+		resp, err := rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: 10, WaitSeconds: 1,
+			VisibilityTimeoutSeconds: 60, WorkerId: "bench"}))
+		if err != nil {
+			return 0, err
+		}
+		for _, l := range resp.Msg.GetLeases() {
+			if _, err := rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(),
+				Result: &spoolv1.JobResult{ExitCode: 0}})); err != nil {
+				return 0, err
+			}
+		}
+		return len(resp.Msg.GetLeases()), nil
+	})
+}
+
+// storeAlone is queueAlone on the store itself, opened as the server
+// would open it, without the API (no HTTP, no keys, no tokens): the pace
+// of the database on this machine, which the API can approach but not
+// pass.
+func storeAlone(ctx context.Context, pg bool, db string, n int, log *slog.Logger) (float64, error) {
+	dir, err := os.MkdirTemp("", "spool-bench-store-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := config.Default()
+	cfg.Server.DataDir = dir
+	storeConfig(pg, db)(cfg)
+	st, err := backends.Open(ctx, cfg, log)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	queue := "bench-store-" + randomHex()
+	exec := cfg.ExecutionConfig()
+	return runQueue(n, func() error {
+		_, _, err := st.Enqueue(ctx, store.NewJob{Queue: queue, Params: &spoolv1.JobParams{Argv: []string{"true"}}, Execution: exec, MaxAttempts: 1})
+		return err
+	}, func() (int, error) {
+		ls, err := st.Dequeue(ctx, store.DequeueRequest{Queue: queue, Max: 10, LeaseDuration: time.Minute, Wait: time.Second, WorkerID: "bench"})
+		if err != nil {
+			return 0, err
+		}
+		for _, l := range ls {
+			if _, err := st.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{ExitCode: 0}); err != nil {
+				return 0, err
+			}
+		}
+		return len(ls), nil
+	})
 }
 
 func collect(ch <-chan error) []error {

@@ -35,6 +35,7 @@ type Store struct {
 	byReq   map[string]string // request_id -> job_id
 	keys    []store.KeyRecord
 	hub     notify.Hub
+	polls   storekit.Polls
 }
 
 // ListScan is how many jobs a filtered List examines at most in one call.
@@ -59,9 +60,8 @@ func New() *Store {
 	return &Store{jobs: map[string]*record{}, byReq: map[string]string{}}
 }
 
-func queueKey(q string) string { return "queue:" + q }
-func jobKey(id string) string  { return "job:" + id }
-func (s *Store) Close() error  { return nil }
+func jobKey(id string) string { return "job:" + id }
+func (s *Store) Close() error { return nil }
 func (s *Store) Limits() store.Limits {
 	return store.Limits{MaxItemBytes: MaxItemBytes}
 }
@@ -91,7 +91,7 @@ func (s *Store) Enqueue(_ context.Context, nj store.NewJob) (*spoolv1.Job, bool,
 	if nj.RequestID != "" {
 		s.byReq[nj.RequestID] = rec.job.JobId
 	}
-	s.hub.Notify(queueKey(nj.Queue))
+	s.polls.Ready(nj.Queue)
 	return s.view(rec), true, nil
 }
 
@@ -208,14 +208,13 @@ func (s *Store) settle(r *record, o storekit.Outcome, now time.Time) {
 	o.Apply(r.job, now)
 	s.hub.Notify(jobKey(r.job.JobId))
 	if o.State == spoolv1.JobState_JOB_STATE_QUEUED {
-		s.hub.Notify(queueKey(r.job.Queue))
+		s.polls.Ready(r.job.Queue)
 	}
 }
 
 // Dequeue implements store.JobStore.
 func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
-	watch := func(ctx context.Context) <-chan struct{} { return s.hub.Watch(ctx, queueKey(req.Queue)) }
-	return storekit.LongPoll(ctx, req.Wait, watch, func() ([]store.Lease, error) {
+	return s.polls.Dequeue(ctx, req, func() ([]store.Lease, error) {
 		return s.lease(req), nil
 	})
 }

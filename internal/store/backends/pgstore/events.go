@@ -18,15 +18,11 @@ const insertItems = `INSERT INTO events (job_id, seq, end_seq, seek_line, first_
 	SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::integer[], $7::integer[], $8::integer[], $9::bigint[], $10::bytea[])`
 
 // Append implements store.JobStore: the job's row is locked while the lease
-// is checked and the publish planned; the items, the new head and the
-// notification then go in one round trip, and all of it commits together.
+// is checked and the publish planned; the items and the new head then go
+// with the COMMIT, in one round trip.
 func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
 	var head store.Head
-	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
-		r, err := getRow(ctx, tx, ref.JobID, true)
-		if err != nil {
-			return err
-		}
+	err := s.writeRow(ctx, ref.JobID, func(q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		if err := storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}
@@ -34,7 +30,7 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 		if err != nil {
 			return err
 		}
-		if err := checkRepeats(ctx, tx, ref.JobID, plan.Repeats); err != nil {
+		if err := checkRepeats(ctx, q, ref.JobID, plan.Repeats); err != nil {
 			return err
 		}
 		head = plan.Head
@@ -42,13 +38,9 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 			return nil
 		}
 		cols := itemColumns(plan.Items)
-		b := &pgx.Batch{}
-		b.Queue(insertItems, ref.JobID, cols.seq, cols.end, cols.seek, cols.first, cols.count, cols.typ, cols.attempt, cols.ts, cols.payload)
-		b.Queue(`UPDATE jobs SET next_sequence = $1, next_line = $2, updated_at = $3 WHERE job_id = $4`,
+		w.Queue(insertItems, ref.JobID, cols.seq, cols.end, cols.seek, cols.first, cols.count, cols.typ, cols.attempt, cols.ts, cols.payload)
+		w.Queue(`UPDATE jobs SET next_sequence = $1, next_line = $2, updated_at = $3 WHERE job_id = $4`,
 			head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return pgErr(err, "append %d events to job %s", len(plan.Items), ref.JobID)
-		}
 		n.head(ref.JobID, head)
 		return nil
 	})
@@ -60,7 +52,7 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 
 // checkRepeats checks the items a publish sends again against what is
 // stored (storekit.Repeat), with one query for all of them.
-func checkRepeats(ctx context.Context, tx pgx.Tx, jobID string, reps []storekit.Repeat) error {
+func checkRepeats(ctx context.Context, q querier, jobID string, reps []storekit.Repeat) error {
 	if len(reps) == 0 {
 		return nil
 	}
@@ -68,7 +60,7 @@ func checkRepeats(ctx context.Context, tx pgx.Tx, jobID string, reps []storekit.
 	for i, rep := range reps {
 		seqs[i] = rep.Sequence
 	}
-	rows, err := tx.Query(ctx, `SELECT seq, end_seq, attempt FROM events WHERE job_id = $1 AND seq = ANY($2)`, jobID, seqs)
+	rows, err := q.Query(ctx, `SELECT seq, end_seq, attempt FROM events WHERE job_id = $1 AND seq = ANY($2)`, jobID, seqs)
 	if err != nil {
 		return pgErr(err, "read events of job %s", jobID)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
@@ -12,9 +13,13 @@ import (
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
-// querier runs a statement: the pool, or a transaction.
+// querier runs statements: the pool (each its own transaction), or a
+// transaction.
 type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 var (
@@ -31,13 +36,18 @@ func getRow(ctx context.Context, q querier, id string, lock bool) (*sqlrows.Row,
 		stmt = selectJobLocked
 	}
 	r, err := sqlrows.ScanJob(q.QueryRow(ctx, stmt, id))
-	if notFound(err) {
-		return nil, store.JobNotFound(id)
-	}
 	if err != nil {
-		return nil, pgErr(err, "read job %s", id)
+		return nil, rowErr(err, id)
 	}
 	return r, nil
+}
+
+// rowErr explains a failed read of job id's row.
+func rowErr(err error, id string) error {
+	if notFound(err) {
+		return store.JobNotFound(id)
+	}
+	return pgErr(err, "read job %s", id)
 }
 
 // Enqueue implements store.JobStore. The request_id column is UNIQUE: the
@@ -52,8 +62,8 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 		out     *spoolv1.Job
 		created bool
 	)
-	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
-		tag, err := tx.Exec(ctx, insertJob, sqlrows.InsertJobArgs(j)...)
+	err := s.writeOne(func(q querier, n *notes) error {
+		tag, err := q.Exec(ctx, insertJob, sqlrows.InsertJobArgs(j)...)
 		if err != nil {
 			return pgErr(err, "insert job")
 		}
@@ -62,7 +72,9 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 			n.queue(j.Queue)
 			return nil
 		}
-		r, err := sqlrows.ScanJob(tx.QueryRow(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE request_id = $1`, j.RequestId))
+		// The first job of the request_id is committed: the insert waited
+		// for it.
+		r, err := sqlrows.ScanJob(q.QueryRow(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE request_id = $1`, j.RequestId))
 		if err != nil {
 			return pgErr(err, "read the job of request %q", j.RequestId)
 		}

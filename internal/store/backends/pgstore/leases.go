@@ -19,8 +19,7 @@ import (
 // Dequeue implements store.JobStore. A long poll is woken by a "queue:"
 // notification from any server.
 func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
-	watch := func(ctx context.Context) <-chan struct{} { return s.hub.Watch(ctx, queueKey(req.Queue)) }
-	return storekit.LongPoll(ctx, req.Wait, watch, func() ([]store.Lease, error) {
+	return s.polls.Dequeue(ctx, req, func() ([]store.Lease, error) {
 		return s.lease(ctx, req)
 	})
 }
@@ -38,32 +37,69 @@ var leaseReady = `WITH ready AS (
 	WHERE job_id IN (SELECT job_id FROM ready)
 	RETURNING ` + sqlrows.JobCols
 
-// lease takes up to req.Max ready jobs in one transaction: first the
-// queue's expired leases are settled (re-queued, failed or cancelled), then
-// the oldest queued jobs are leased.
+// anyExpired says whether a running job of the queue has a lease that ran
+// out.
+const anyExpired = `SELECT EXISTS (SELECT 1 FROM jobs WHERE state = $1 AND lease_expires_at <= $2 AND queue = $3)`
+
+// lease takes up to req.Max ready jobs, the oldest first. One round trip
+// leases the queued jobs and asks whether any of the queue's leases ran
+// out; only then are those settled (queued again, failed or cancelled) and
+// the queue asked once more, so a busy queue pays nothing for expiry.
 func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
-	var out []store.Lease
-	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
+	out, expired, err := s.leaseQueued(ctx, req)
+	if err != nil || !expired || len(out) >= store.DequeueLimit(req.Max) {
+		return out, err
+	}
+	settled, err := s.expireQueue(ctx, req.Queue)
+	if err != nil || settled == 0 {
+		// The leases taken stand; the reaper settles what was not.
+		return out, nil
+	}
+	req.Max = store.DequeueLimit(req.Max) - len(out)
+	more, _, err := s.leaseQueued(ctx, req)
+	if err != nil {
+		return out, nil
+	}
+	return append(out, more...), nil
+}
+
+// leaseQueued leases up to req.Max queued jobs in one statement, and says
+// whether the queue has expired leases.
+func (s *Store) leaseQueued(ctx context.Context, req store.DequeueRequest) ([]store.Lease, bool, error) {
+	var (
+		out     []store.Lease
+		expired bool
+	)
+	err := s.writeOne(func(q querier, n *notes) error {
 		out = out[:0]
 		now := storekit.Now()
-		if _, err := expire(ctx, tx, n, now, "queue = $3 AND ", req.Queue); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, leaseReady, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max),
+		b := &pgx.Batch{}
+		b.Queue(leaseReady, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max),
 			sqlrows.Running, now.Add(req.LeaseDuration).UnixMicro())
+		b.Queue(anyExpired, sqlrows.Running, now.UnixMicro(), req.Queue)
+		br := q.SendBatch(ctx, b)
+		defer br.Close()
+		rows, err := br.Query()
 		if err != nil {
 			return pgErr(err, "lease jobs of queue %q", req.Queue)
 		}
-		defer rows.Close()
 		for rows.Next() {
 			r, err := sqlrows.ScanJob(rows)
 			if err != nil {
+				rows.Close()
 				return pgErr(err, "lease jobs of queue %q", req.Queue)
 			}
 			n.job(r.Job.JobId)
 			out = append(out, r.Lease())
 		}
+		rows.Close()
 		if err := rows.Err(); err != nil {
+			return pgErr(err, "lease jobs of queue %q", req.Queue)
+		}
+		if err := br.QueryRow().Scan(&expired); err != nil {
+			return pgErr(err, "look for expired leases of queue %q", req.Queue)
+		}
+		if err := br.Close(); err != nil {
 			return pgErr(err, "lease jobs of queue %q", req.Queue)
 		}
 		// RETURNING keeps no order: oldest first, as promised.
@@ -73,9 +109,20 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	return out, expired, nil
+}
+
+// expireQueue settles the expired leases of one queue.
+func (s *Store) expireQueue(ctx context.Context, queue string) (int, error) {
+	var k int
+	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
+		var err error
+		k, err = expire(ctx, tx, n, storekit.Now(), "queue = $3 AND ", queue)
+		return err
+	})
+	return k, err
 }
 
 // expire settles running jobs whose lease ran out (and match the extra
@@ -115,16 +162,6 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	return k, err
 }
 
-// current reads and locks the job ref leases and checks the lease is its
-// current one.
-func current(ctx context.Context, tx pgx.Tx, ref store.LeaseRef) (*sqlrows.Row, error) {
-	r, err := getRow(ctx, tx, ref.JobID, true)
-	if err != nil {
-		return nil, err
-	}
-	return r, storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID)
-}
-
 // Heartbeat implements store.JobStore: one statement in the common case;
 // the read after a refusal only explains it.
 func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Duration) (time.Time, bool, error) {
@@ -151,22 +188,19 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 // Complete implements store.JobStore.
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
-		r, err := current(ctx, tx, ref)
-		if r != nil && storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
+	err := s.writeRow(ctx, ref.JobID, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+		if storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
 			out = r.Job
 			return nil
 		}
-		if err != nil {
+		if err := storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}
 		now := storekit.Now()
 		o := storekit.Completed(r.Job, res, ref.Attempt, now)
 		// A final job keeps its lease handle, so a repeat is recognised; a
 		// job queued for a retry gets a new lease with its next attempt.
-		if err := settle(ctx, tx, r, o, spool.IsFinal(o.State), now); err != nil {
-			return err
-		}
+		queueSettle(w, r, o, spool.IsFinal(o.State), now)
 		n.settled(r.Job, o)
 		out = r.Job
 		return nil
@@ -177,16 +211,13 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 // Release implements store.JobStore.
 func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bool, reason string) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
-		r, err := current(ctx, tx, ref)
-		if err != nil {
+	err := s.writeRow(ctx, ref.JobID, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+		if err := storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}
 		now := storekit.Now()
 		o := storekit.Released(r.Job, countAttempt, reason, now)
-		if err := settle(ctx, tx, r, o, false, now); err != nil {
-			return err
-		}
+		queueSettle(w, r, o, false, now)
 		n.settled(r.Job, o)
 		out = r.Job
 		return nil

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/notify"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -34,17 +33,14 @@ const (
 // listenAppName names the listening connection in pg_stat_activity.
 const listenAppName = "spool-listen"
 
-func queueKey(q string) string { return "queue:" + q }
-func jobKey(id string) string  { return "job:" + id }
+func jobKey(id string) string { return "job:" + id }
 
-// notes collects what a transaction changed. They are sent with its
-// commit (pg_notify inside the transaction, so other servers hear of a
-// change exactly when it becomes visible) and wake this server's own
-// waiters at once after it.
+// notes collects what a transaction changed. Once it commits they wake
+// this server's own waiters and go to the outbox, which tells the others.
 type notes []string
 
 func (n *notes) job(id string)  { *n = append(*n, jobKey(id)) }
-func (n *notes) queue(q string) { *n = append(*n, queueKey(q)) }
+func (n *notes) queue(q string) { *n = append(*n, storekit.QueueKey(q)) }
 
 // head notes an append: the job and its log's new head.
 func (n *notes) head(id string, h store.Head) {
@@ -60,20 +56,18 @@ func (n *notes) settled(j *spoolv1.Job, o storekit.Outcome) {
 	}
 }
 
-// send queues the notifications in tx, in one statement.
-func (n notes) send(ctx context.Context, tx pgx.Tx) error {
-	if len(n) == 0 {
-		return nil
+// wake wakes this server's waiters of everything noted.
+func (s *Store) wake(n notes) {
+	for _, p := range n {
+		storekit.Wake(&s.hub, &s.polls, hubKey(p))
 	}
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, []string(n))
-	return err
 }
 
-// wake wakes this server's waiters of everything noted.
-func (n notes) wake(h *notify.Hub) {
-	for _, p := range n {
-		h.Notify(hubKey(p))
-	}
+// wakeAll wakes every waiter here, to look again: for when changes may
+// have been missed.
+func (s *Store) wakeAll() {
+	s.hub.NotifyAll()
+	s.polls.ReadyAll()
 }
 
 // hubKey is the waiters' key a payload names.
@@ -117,7 +111,7 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn) {
 		// What changed while the connection was down was not heard:
 		// every waiter looks again, and the others hear again what is
 		// followed here.
-		s.hub.NotifyAll()
+		s.wakeAll()
 		s.watches.resync()
 	}
 }
@@ -175,7 +169,7 @@ func (s *Store) dispatch(payload string) {
 		s.watches.heard(rest)
 		return
 	}
-	s.hub.Notify(hubKey(payload))
+	s.wake(notes{payload})
 }
 
 // notifyNow sends payloads outside any transaction.

@@ -1,8 +1,8 @@
 // Package pgstore is the JobStore on PostgreSQL, for several spool servers
 // sharing one database. Every write is one transaction whose row locks keep
 // servers apart (a job's row is locked while its lease is checked and its
-// log grows; Dequeue skips rows another server holds), and whose commit
-// sends a notification naming what changed. Each server listens on one
+// log grows; Dequeue skips rows another server holds), followed, once it
+// commits, by a notification naming what changed. Each server listens on one
 // connection and wakes its own waiters (log followers, long-polling
 // dequeues, heartbeats waiting for a cancel), which then read the tables:
 // the notification says "look again", the data is only ever read from the
@@ -30,6 +30,7 @@ import (
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/notify"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // MaxItemBytes is the largest event item stored. PostgreSQL takes up to
@@ -43,8 +44,10 @@ var migrations embed.FS
 type Store struct {
 	pool    *pgxpool.Pool
 	hub     notify.Hub
+	polls   storekit.Polls
 	log     *slog.Logger
 	watches *watches
+	outbox  *outbox
 	// stop ends the listener, whose end closes done.
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -83,18 +86,22 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("postgres: prepare the schema in %s: %w", where, err)
 	}
 	s := &Store{pool: pool, log: log.With("store", "postgres"), done: make(chan struct{})}
+	s.outbox = newOutbox(pool, s.log)
 	s.watches = newWatches(s)
-	if err := s.seen(ctx); err != nil {
+	fail := func(err error) (*Store, error) {
 		s.watches.close()
+		s.outbox.close()
 		pool.Close()
 		return nil, err
+	}
+	if err := s.seen(ctx); err != nil {
+		return fail(err)
 	}
 	// The first LISTEN is in place before Open returns, so no change made
 	// after it is missed.
 	conn, err := s.listenConn(ctx)
 	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres: listen for changes on %s: %w", where, err)
+		return fail(fmt.Errorf("postgres: listen for changes on %s: %w", where, err))
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -131,10 +138,12 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // Close implements store.JobStore: it tells the other servers this one no
-// longer follows anything, stops listening and closes the pool.
+// longer follows anything, sends the notes not yet sent, stops listening
+// and closes the pool.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.watches.close()
+		s.outbox.close()
 		s.stop()
 		<-s.done
 		s.pool.Close()
@@ -150,30 +159,42 @@ func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
 	return s.hub.Watch(ctx, jobKey(jobID))
 }
 
-// write runs fn in a transaction, sends its notes with the commit and wakes
-// this server's waiters once it has committed. A transaction that lost a
-// deadlock or serialization race is run again.
+// write runs fn in a transaction. Once it commits, its notes wake this
+// server's waiters at once and go to the outbox for the other servers.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx, n *notes) error) error {
-	for try := 1; ; try++ {
-		var n notes
+	return s.commit(func(n *notes) error {
 		var fnErr error
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if fnErr = fn(tx, &n); fnErr != nil {
-				return fnErr
-			}
-			return n.send(ctx, tx)
+			fnErr = fn(tx, n)
+			return fnErr
 		})
+		if err != nil && fnErr == nil {
+			return pgErr(err, "write")
+		}
+		return err
+	})
+}
+
+// writeOne is write for fn that makes its change in one statement, atomic
+// by itself: without BEGIN and COMMIT, it costs one round trip, not three.
+func (s *Store) writeOne(fn func(q querier, n *notes) error) error {
+	return s.commit(func(n *notes) error { return fn(s.pool, n) })
+}
+
+// commit runs a write until it did not lose a deadlock or serialization
+// race (at most five times), then wakes what it noted.
+func (s *Store) commit(run func(n *notes) error) error {
+	for try := 1; ; try++ {
+		var n notes
+		err := run(&n)
 		if err == nil {
-			n.wake(&s.hub)
+			s.wake(n)
+			s.outbox.add(n)
 			return nil
 		}
-		if retryable(err) && try < 5 {
-			continue
+		if !retryable(err) || try == 5 {
+			return err
 		}
-		if fnErr != nil {
-			return fnErr
-		}
-		return pgErr(err, "write")
 	}
 }
 

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -256,5 +257,44 @@ func TestOpenUnreachable(t *testing.T) {
 	_, err := pgstore.Open(context.Background(), pgstore.Config{URL: "postgres://spool:hunter2@127.0.0.1:1/spool?connect_timeout=2"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach spool@127.0.0.1:1/spool") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A server that stops may take the notes of its last commits with it: the
+// servers that stay wake all their waiters, so nothing waits forever for a
+// change nobody announced.
+func TestStoppedServerWakesWaiters(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	a := open(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	admin := pgtest.Connect(t, url)
+	now := time.Now().UnixMicro()
+	if _, err := admin.Exec(ctx, `INSERT INTO servers (id, started_at, seen_at) VALUES ('ghost', $1, $1)`, now); err != nil {
+		t.Fatal(err)
+	}
+	running := pgstore.NoticeStopped(a, nil)
+	if !slices.Contains(running, "ghost") {
+		t.Fatalf("running servers = %q, want the ghost among them", running)
+	}
+	woken := a.Watch(ctx, "job-nobody-announced")
+	pgstore.NoticeStopped(a, running)
+	select {
+	case <-woken:
+		t.Fatal("a waiter was woken while every server still ran")
+	default:
+	}
+	// The ghost stops beating.
+	if _, err := admin.Exec(ctx, `UPDATE servers SET seen_at = $1 WHERE id = 'ghost'`, now-int64(time.Hour/time.Microsecond)); err != nil {
+		t.Fatal(err)
+	}
+	if running := pgstore.NoticeStopped(a, running); slices.Contains(running, "ghost") {
+		t.Fatalf("running servers = %q, still the ghost", running)
+	}
+	select {
+	case <-woken:
+	default:
+		t.Fatal("a server stopped, and the waiters here were not woken to look again")
 	}
 }

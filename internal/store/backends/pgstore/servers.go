@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -26,11 +28,48 @@ func (s *Store) seen(ctx context.Context) error {
 // othersRunning reports whether another server was seen running lately:
 // then its reaper kept the leases' time, and nothing needs grace.
 func (s *Store) othersRunning(ctx context.Context) (bool, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM servers WHERE id <> $1 AND seen_at >= $2`,
-		s.watches.id, storekit.Now().Add(-forgetAfter).UnixMicro()).Scan(&n)
+	others, err := s.running(ctx)
+	return len(others) > 0, err
+}
+
+// running returns the other servers seen running lately (within
+// forgetAfter).
+func (s *Store) running(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM servers WHERE id <> $1 AND seen_at >= $2`,
+		s.watches.id, storekit.Now().Add(-forgetAfter).UnixMicro())
 	if err != nil {
-		return false, pgErr(err, "look for other servers")
+		return nil, pgErr(err, "look for other servers")
 	}
-	return n > 0, nil
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, pgErr(err, "look for other servers")
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// noticeStopped compares the servers running now with those running at the
+// last look. A server that stopped may have committed changes whose notes
+// it never sent (they wait in its outbox for a moment after each commit),
+// so every waiter here looks again.
+func (s *Store) noticeStopped(ctx context.Context, before map[string]bool) map[string]bool {
+	now, err := s.running(ctx)
+	if err != nil {
+		s.log.Warn("could not look for other servers", "error", err)
+		return before
+	}
+	var gone []string
+	for id := range before {
+		if !now[id] {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		s.log.Info("other servers stopped; looking again at everything waited for here", "servers", gone)
+		s.wakeAll()
+	}
+	return now
 }

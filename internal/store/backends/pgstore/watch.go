@@ -39,6 +39,7 @@ type watches struct {
 	local    map[string]bool                 // jobs followed here
 	pending  map[string]bool                 // changes to local not yet sent
 	remote   map[string]map[string]time.Time // job -> server -> forget at
+	servers  map[string]bool                 // other servers running at the last beat (run's own)
 	onChange func(jobID string)
 
 	kick chan struct{} // pending has changes
@@ -111,13 +112,14 @@ func (w *watches) run() {
 	}
 }
 
-// beat records that this server runs.
+// beat records that this server runs, and notices others that stopped.
 func (w *watches) beat() {
 	ctx, cancel := context.WithTimeout(context.Background(), announceEvery)
 	defer cancel()
 	if err := w.s.seen(ctx); err != nil {
 		w.s.log.Warn("could not record this server as running", "error", err)
 	}
+	w.servers = w.s.noticeStopped(ctx, w.servers)
 }
 
 // flush sends the changes made since the last flush.

@@ -15,8 +15,7 @@ import (
 
 // Dequeue implements store.JobStore.
 func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
-	watch := func(ctx context.Context) <-chan struct{} { return s.hub.Watch(ctx, queueKey(req.Queue)) }
-	return storekit.LongPoll(ctx, req.Wait, watch, func() ([]store.Lease, error) {
+	return s.polls.Dequeue(ctx, req, func() ([]store.Lease, error) {
 		return s.lease(ctx, req)
 	})
 }

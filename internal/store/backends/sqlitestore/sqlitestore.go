@@ -42,10 +42,11 @@ type Options struct {
 
 // Store is the SQLite JobStore.
 type Store struct {
-	path string
-	w    *sql.DB // the one writer connection
-	r    *sql.DB // readers
-	hub  notify.Hub
+	path  string
+	w     *sql.DB // the one writer connection
+	r     *sql.DB // readers
+	hub   notify.Hub
+	polls storekit.Polls
 }
 
 var _ store.JobStore = (*Store)(nil)
@@ -121,15 +122,14 @@ func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
 	return s.hub.Watch(ctx, jobKey(jobID))
 }
 
-func queueKey(q string) string { return "queue:" + q }
-func jobKey(id string) string  { return "job:" + id }
+func jobKey(id string) string { return "job:" + id }
 
 // notes collects the hub keys to wake once a transaction has committed:
 // waking watchers before the commit would have them read the old state.
 type notes []string
 
 func (n *notes) job(id string)  { *n = append(*n, jobKey(id)) }
-func (n *notes) queue(q string) { *n = append(*n, queueKey(q)) }
+func (n *notes) queue(q string) { *n = append(*n, storekit.QueueKey(q)) }
 
 // settled notes a job whose lease ended: its watchers, and its queue's when
 // it is queued again.
@@ -156,7 +156,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, n *notes) error) 
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	for _, k := range n {
-		s.hub.Notify(k)
+		storekit.Wake(&s.hub, &s.polls, k)
 	}
 	return nil
 }

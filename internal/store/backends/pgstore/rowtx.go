@@ -1,0 +1,72 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// rowWrite decides a write from a job's row, locked: it may read more with
+// q (inside the transaction) and queues its statements in w.
+type rowWrite func(q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error
+
+// writeRow runs fn in a transaction on the row of job id, in two round
+// trips instead of four or more: BEGIN goes with the locked read of the
+// row, and the statements fn queues go with COMMIT. The hot writes of a
+// job's life (its output, its completion) take this path.
+func (s *Store) writeRow(ctx context.Context, id string, fn rowWrite) error {
+	return s.commit(func(n *notes) error {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return pgErr(err, "write job %s", id)
+		}
+		defer c.Release()
+		conn := c.Conn()
+		err = rowTx(ctx, conn, id, n, fn)
+		if conn.PgConn().TxStatus() != 'I' {
+			// Failed inside the transaction: end it, so the connection
+			// goes back to the pool clean (the pool drops one that is
+			// still in a transaction).
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+		return err
+	})
+}
+
+func rowTx(ctx context.Context, conn *pgx.Conn, id string, n *notes, fn rowWrite) error {
+	read := &pgx.Batch{}
+	read.Queue("BEGIN")
+	read.Queue(selectJobLocked, id)
+	br := conn.SendBatch(ctx, read)
+	_, err := br.Exec()
+	var r *sqlrows.Row
+	if err == nil {
+		r, err = sqlrows.ScanJob(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return rowErr(err, id)
+	}
+	var w pgx.Batch
+	if err := fn(conn, r, &w, n); err != nil {
+		return err
+	}
+	w.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, &w).Close(); err != nil {
+		return pgErr(err, "write job %s", id)
+	}
+	return nil
+}
+
+// queueSettle queues the statement that applies a lease's outcome to r
+// (see sqlrows.Settle).
+func queueSettle(w *pgx.Batch, r *sqlrows.Row, o storekit.Outcome, keepLease bool, now time.Time) {
+	q, args := sqlrows.Settle(r, o, keepLease, now)
+	w.Queue(sqlrows.Dollar(q), args...)
+}
