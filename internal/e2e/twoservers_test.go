@@ -37,7 +37,11 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := b.Events(context.Background(), job.GetJobId(), client.StreamOptions{Follow: true})
+	// The job writes for about 2 s: a follow still open after a minute
+	// is stuck, and fails with the servers' and the worker's output.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := b.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true})
 	var (
 		lines   []string
 		seen    []time.Time // when each line reached B
