@@ -38,28 +38,15 @@ type storeResult struct {
 // compareStores measures the embedded SQLite store against PostgreSQL (a
 // database created for the run on the server at pgURL, dropped after).
 func compareStores(ctx context.Context, self, pgURL string, sz sizes, log *slog.Logger) error {
-	db, drop, err := benchDatabase(ctx, pgURL)
-	if err != nil {
-		return fmt.Errorf("PostgreSQL at %s: %w (start one, or give -postgres URL)", pgURL, err)
-	}
-	defer drop()
-	var results [2]storeResult
-	for i, pg := range []bool{false, true} {
-		alone, err := storeAlone(ctx, pg, db, sz.queueJobs, log)
-		if err != nil {
-			return fmt.Errorf("the store alone: %w", err)
-		}
-		cl, err := startStore(ctx, pg, db, sz, log)
-		if err != nil {
-			return err
-		}
+	var results []storeResult
+	err := eachStore(ctx, pgURL, sz, log, func(pg bool, alone float64, cl *demo.Local) error {
 		r, err := measureStore(ctx, cl, self, sz, pg, log)
-		_ = cl.Stop()
-		if err != nil {
-			return err
-		}
 		r.storeJobsPerSecond = alone
-		results[i] = r
+		results = append(results, r)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	s, p := results[0], results[1]
 	row := func(name, sv, pv, note string) { fmt.Printf("%-44s %14s %14s   %s\n", name, sv, pv, note) }
@@ -80,6 +67,22 @@ func compareStores(ctx context.Context, self, pgURL string, sz sizes, log *slog.
 // compareQueues measures only the queue alone on SQLite and, when pgURL is
 // not empty, on PostgreSQL: the quick loop for work on the queue's path.
 func compareQueues(ctx context.Context, pgURL string, sz sizes, log *slog.Logger) error {
+	return eachStore(ctx, pgURL, sz, log, func(pg bool, alone float64, cl *demo.Local) error {
+		perSecond, err := queueAlone(ctx, cl, sz.queueJobs)
+		if err != nil {
+			return err
+		}
+		name := map[bool]string{false: "SQLite", true: "PostgreSQL"}[pg]
+		fmt.Printf("queue alone on %-11s %6.0f jobs/s through the API, %6.0f on the store itself (%d jobs)\n", name+":", perSecond, alone, sz.queueJobs)
+		return nil
+	})
+}
+
+// eachStore measures SQLite and, when pgURL is not empty, PostgreSQL (a
+// database created for the run on the server at pgURL, dropped after):
+// first the queue on the store itself, then measure with a server and a
+// worker on the store.
+func eachStore(ctx context.Context, pgURL string, sz sizes, log *slog.Logger, measure func(pg bool, alone float64, cl *demo.Local) error) error {
 	stores := []bool{false}
 	var db string
 	if pgURL != "" {
@@ -99,13 +102,13 @@ func compareQueues(ctx context.Context, pgURL string, sz sizes, log *slog.Logger
 		if err != nil {
 			return err
 		}
-		perSecond, err := queueAlone(ctx, cl, sz.queueJobs)
-		_ = cl.Stop()
+		err = measure(pg, alone, cl)
+		if stopErr := cl.Stop(); err == nil {
+			err = stopErr
+		}
 		if err != nil {
 			return err
 		}
-		name := map[bool]string{false: "SQLite", true: "PostgreSQL"}[pg]
-		fmt.Printf("queue alone on %-11s %6.0f jobs/s through the API, %6.0f on the store itself (%d jobs)\n", name+":", perSecond, alone, sz.queueJobs)
 	}
 	return nil
 }
