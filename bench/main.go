@@ -39,6 +39,7 @@ func main() {
 	quick := flag.Bool("quick", false, "smaller runs (a smoke test, not figures to quote)")
 	pgURL := flag.String("postgres", defaultPostgres(), "PostgreSQL server to compare with (a database is created on it for the run); empty: SQLite only")
 	queueOnly := flag.Bool("queue", false, "measure only the queue alone, on each store (with -cpuprofile: where its time goes)")
+	scatterOnly := flag.Bool("scatter", false, "measure only a scatter (start and run), on each store")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -48,9 +49,9 @@ func main() {
 		}
 		defer stop()
 	}
-	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000}
+	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, scatterItems: 100_000, scatterBatch: 100}
 	if *quick {
-		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500}
+		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, scatterItems: 5000, scatterBatch: 100}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -62,6 +63,12 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if *queueOnly {
 		if err := compareQueues(ctx, *pgURL, sz, log); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *scatterOnly {
+		if err := compareScatters(ctx, *pgURL, sz, log); err != nil {
 			fail(err)
 		}
 		return
@@ -92,6 +99,9 @@ func main() {
 		if err := compareStores(ctx, self, *pgURL, sz, log); err != nil {
 			fail(err)
 		}
+	}
+	if err := compareScatters(ctx, *pgURL, sz, log); err != nil {
+		fail(err)
 	}
 }
 
@@ -131,6 +141,8 @@ type sizes struct {
 	jobs, linesPerJob        int
 	slowSeconds, fastSeconds int
 	queueJobs                int
+	// A scatter of scatterItems items in batches of scatterBatch.
+	scatterItems, scatterBatch int
 }
 
 // result is one configuration's figures.

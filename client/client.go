@@ -47,6 +47,7 @@ func URLFromEnv() string {
 type Client struct {
 	rpc  spoolv1connect.JobServiceClient
 	keys spoolv1connect.KeyServiceClient
+	sc   spoolv1connect.ScatterServiceClient
 	url  string
 }
 
@@ -95,8 +96,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	keys, _ := wire.DialKeys(baseURL, o)
+	sc, _ := wire.DialScatters(baseURL, o)
 	base, _ := wire.BaseURL(baseURL)
-	return &Client{rpc: rpc, keys: keys, url: base}, nil
+	return &Client{rpc: rpc, keys: keys, sc: sc, url: base}, nil
 }
 
 // URL is the server's address.

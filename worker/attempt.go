@@ -152,8 +152,17 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 	if why := a.stopReason(); why != "" {
 		return a.failed(res, why)
 	}
+	files, cleanupFiles, err := a.prepareScatter(ctx)
+	defer cleanupFiles()
+	if err != nil {
+		return a.failed(res, err.Error())
+	}
+	stdin := ""
+	if files != nil {
+		stdin = files.input
+	}
 	argv, text := command(a.job.GetParams())
-	p, err := startProcess(argv, dir, a.env())
+	p, err := startProcess(argv, dir, append(a.env(), files.env(a.job.GetParams().GetScatter())...), stdin)
 	if err != nil {
 		return a.failed(res, startError(text, dir, a.w.cfg.ID, err))
 	}
@@ -174,6 +183,13 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 		a.out.Event(processError(why))
 	} else if signal != "" {
 		res.Error = "killed by a signal (" + signal + ")"
+	} else if code == 0 {
+		out, err := files.readResult()
+		if err != nil {
+			res.Error = err.Error()
+			a.out.Event(processError(res.Error))
+		}
+		res.Output = out
 	}
 	a.out.Event(&spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_END, EventData: &spoolv1.JobEvent_ProcessEnd{
 		ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: code, Signal: signal, Duration: durationpb.New(time.Since(p.started))}}})

@@ -44,14 +44,23 @@ func command(p *spoolv1.JobParams) ([]string, string) {
 	return p.GetArgv(), strings.Join(p.GetArgv(), " ")
 }
 
-// startProcess starts argv in dir with env. Its stdin is /dev/null.
-func startProcess(argv []string, dir string, env []string) (*process, error) {
+// startProcess starts argv in dir with env. Its stdin is the file named
+// stdin, or /dev/null when that is "".
+func startProcess(argv []string, dir string, env []string, stdin string) (*process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no command")
 	}
 	path, err := lookPath(argv[0], env)
 	if err != nil {
 		return nil, err
+	}
+	var in *os.File
+	if stdin != "" {
+		if in, err = os.Open(stdin); err != nil {
+			return nil, err
+		}
+		// The child has its own copy once started.
+		defer in.Close()
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -65,6 +74,9 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: outW, Stderr: errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	if in != nil {
+		cmd.Stdin = in // set only when there is one: a nil *os.File would not read as "none"
+	}
 	setDeathSignal(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		for _, f := range []*os.File{outR, outW, errR, errW} {

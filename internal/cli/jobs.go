@@ -104,7 +104,7 @@ func newJobsGetCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "get JOB_ID",
-		Short: "Show one job",
+		Short: "Show one job (or, given a scatter's id, the scatter and its progress)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
@@ -113,7 +113,7 @@ func newJobsGetCmd(e *env) *cobra.Command {
 			}
 			j, err := c.Job(cmd.Context(), args[0])
 			if err != nil {
-				return err
+				return scatterOrNotFound(cmd, e, c, args[0], err, asJSON)
 			}
 			if asJSON {
 				return printJSON(e.out, jobjson.View(j))
@@ -176,6 +176,13 @@ func printJob(e *env, j *spoolv1.Job) {
 	}
 	row("State", "%s", state)
 	row("Command", "%s", commandLine(j.GetParams()))
+	if m := j.GetParams().GetScatter(); m != nil {
+		if m.GetGather() {
+			row("Scatter", "%s (its gather)", m.GetScatterId())
+		} else {
+			row("Scatter", "%s (batch %d of %d, %d items)", m.GetScatterId(), m.GetBatchIndex(), m.GetBatchCount(), m.GetItemCount())
+		}
+	}
 	if p := j.GetParams(); p.GetRepositoryUrl() != "" {
 		row("Repository", "%s %s", p.GetRepositoryUrl(), p.GetRef())
 	}
@@ -193,6 +200,9 @@ func printJob(e *env, j *spoolv1.Job) {
 		row("Exit code", "%d", r.GetExitCode())
 		if r.GetError() != "" {
 			row("Error", "%s", r.GetError())
+		}
+		if r.GetOutput() != "" {
+			row("Result", "%s", truncate(r.GetOutput(), 200))
 		}
 		if r.GetStartedAt() != nil && r.GetFinishedAt() != nil {
 			row("Ran for", "%s", r.GetFinishedAt().AsTime().Sub(r.GetStartedAt().AsTime()).Round(time.Millisecond))

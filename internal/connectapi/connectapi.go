@@ -28,7 +28,8 @@ type Options struct {
 	Interceptors []connect.Interceptor
 }
 
-// Register mounts the JobService, the KeyService and gRPC reflection on
+// Register mounts the JobService, the KeyService, the ScatterService and
+// gRPC reflection on
 // mux.
 //
 // Each call is served with the request size limit the core sets for it
@@ -52,14 +53,22 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 	mux.Handle(build(service.MaxRequestBytes)) // every call but those below
 	keysPath, keys := spoolv1connect.NewKeyServiceHandler(keyHandler{svc}, options(service.MaxRequestBytes)...)
 	mux.Handle(keysPath, capBody(keys, service.MaxRequestBytes))
+	buildScatters := func(limit int) (string, http.Handler) {
+		path, hh := spoolv1connect.NewScatterServiceHandler(scatterHandler{svc}, options(limit)...)
+		return path, capBody(hh, limit)
+	}
+	mux.Handle(buildScatters(service.MaxRequestBytes))
 	for proc, limit := range map[string]int{
 		spoolv1connect.JobServicePublishEventsProcedure: service.MaxPublishRequestBytes,
 		spoolv1connect.JobServiceEnqueueJobProcedure:    service.MaxEnqueueRequestBytes,
+		spoolv1connect.JobServiceCompleteJobProcedure:   service.MaxCompleteRequestBytes,
 	} {
 		_, hh := build(limit)
 		mux.Handle(proc, hh)
 	}
-	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName, spoolv1connect.KeyServiceName)
+	_, creates := buildScatters(service.MaxScatterRequestBytes)
+	mux.Handle(spoolv1connect.ScatterServiceCreateScatterProcedure, creates)
+	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName, spoolv1connect.KeyServiceName, spoolv1connect.ScatterServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 }
@@ -193,4 +202,33 @@ func (h keyHandler) ListKeys(ctx context.Context, req *connect.Request[spoolv1.L
 
 func (h keyHandler) RevokeKey(ctx context.Context, req *connect.Request[spoolv1.RevokeKeyRequest]) (*connect.Response[spoolv1.RevokeKeyResponse], error) {
 	return unary(ctx, req, h.svc.RevokeKey)
+}
+
+func (h handler) GetJobInput(ctx context.Context, req *connect.Request[spoolv1.GetJobInputRequest]) (*connect.Response[spoolv1.GetJobInputResponse], error) {
+	return unary(ctx, req, h.svc.GetJobInput)
+}
+
+// scatterHandler adapts the core's scatters to the ScatterServiceHandler.
+type scatterHandler struct{ svc *service.Service }
+
+var _ spoolv1connect.ScatterServiceHandler = scatterHandler{}
+
+func (h scatterHandler) CreateScatter(ctx context.Context, req *connect.Request[spoolv1.CreateScatterRequest]) (*connect.Response[spoolv1.CreateScatterResponse], error) {
+	return unary(ctx, req, h.svc.CreateScatter)
+}
+
+func (h scatterHandler) GetScatter(ctx context.Context, req *connect.Request[spoolv1.GetScatterRequest]) (*connect.Response[spoolv1.GetScatterResponse], error) {
+	return unary(ctx, req, h.svc.GetScatter)
+}
+
+func (h scatterHandler) ListScatters(ctx context.Context, req *connect.Request[spoolv1.ListScattersRequest]) (*connect.Response[spoolv1.ListScattersResponse], error) {
+	return unary(ctx, req, h.svc.ListScatters)
+}
+
+func (h scatterHandler) ListScatterBatches(ctx context.Context, req *connect.Request[spoolv1.ListScatterBatchesRequest]) (*connect.Response[spoolv1.ListScatterBatchesResponse], error) {
+	return unary(ctx, req, h.svc.ListScatterBatches)
+}
+
+func (h scatterHandler) CancelScatter(ctx context.Context, req *connect.Request[spoolv1.CancelScatterRequest]) (*connect.Response[spoolv1.CancelScatterResponse], error) {
+	return unary(ctx, req, h.svc.CancelScatter)
 }

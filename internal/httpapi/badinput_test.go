@@ -17,8 +17,9 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-// Unknown jobs are 404 and malformed parameters 400, each with a message
-// that names the problem; oversized limits are capped, not refused.
+// Unknown jobs and scatters are 404 and malformed parameters 400, each
+// with a message that names the problem; oversized limits of jobs are
+// capped, not refused (a scatter's page_size is the core's to bound).
 func TestBadInput(t *testing.T) {
 	e := start(t)
 	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 10050)...)
@@ -52,9 +53,19 @@ func TestBadInput(t *testing.T) {
 		{"GET", "/api/v1/jobs?limit=none", 400, "limit"},
 		{"GET", "/api/v1/jobs?cursor=not-a-cursor", 400, "cursor"},
 		{"GET", "/api/v1/jobs?queue=%ff", 400, "queue"},
+		{"GET", "/api/v1/scatters/" + unknown, 404, unknown},
+		{"GET", "/api/v1/scatters/" + unknown + "/batches", 404, unknown},
+		{"POST", "/api/v1/scatters/" + unknown + "/cancel", 404, unknown},
+		{"GET", "/api/v1/scatters/not-a-scatter", 404, "not found"},
+		{"GET", "/api/v1/scatters?page_size=abc", 400, "page_size"},
+		{"GET", "/api/v1/scatters?page_size=501", 400, "page_size"},
+		{"GET", "/api/v1/scatters?cursor=not-a-cursor", 400, "cursor"},
+		{"GET", "/api/v1/scatters/" + unknown + "/batches?from=-1", 400, "from"},
 		{"GET", "/api/v1/nothing", 404, "openapi.yaml"},
 		{"DELETE", "/api/v1/jobs/" + id, 405, "GET"},
 		{"GET", "/api/v1/jobs/" + id + "/cancel", 405, "POST"},
+		{"DELETE", "/api/v1/scatters", 405, "GET, POST"},
+		{"GET", "/api/v1/scatters/" + unknown + "/cancel", 405, "POST"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {

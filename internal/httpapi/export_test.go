@@ -15,6 +15,8 @@ type TestHooks struct {
 	PageBytes int
 	// PingInterval replaces the WebSocket keepalive interval.
 	PingInterval time.Duration
+	// ScatterBodyBytes replaces the body limit of POST /api/v1/scatters.
+	ScatterBodyBytes int64
 }
 
 // SetTestHooks applies h to the servers the test starts from now on, until
@@ -22,11 +24,11 @@ type TestHooks struct {
 func SetTestHooks(t testing.TB, h TestHooks) {
 	testHooks.Lock()
 	defer testHooks.Unlock()
-	testHooks.onFrame, testHooks.pageBytes, testHooks.pingInterval = h.OnFrame, h.PageBytes, h.PingInterval
+	testHooks.onFrame, testHooks.pageBytes, testHooks.pingInterval, testHooks.scatterBodyBytes = h.OnFrame, h.PageBytes, h.PingInterval, h.ScatterBodyBytes
 	t.Cleanup(func() {
 		testHooks.Lock()
 		defer testHooks.Unlock()
-		testHooks.onFrame, testHooks.pageBytes, testHooks.pingInterval = nil, 0, 0
+		testHooks.onFrame, testHooks.pageBytes, testHooks.pingInterval, testHooks.scatterBodyBytes = nil, 0, 0, 0
 	})
 }
 
@@ -45,3 +47,7 @@ func RouteKeys() []string {
 	}
 	return out
 }
+
+// CreateScatterRequest is the body of POST /api/v1/scatters, for the
+// OpenAPI test to compare with its schema.
+type CreateScatterRequest = createScatterRequest

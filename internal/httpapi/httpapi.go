@@ -1,7 +1,8 @@
 // Package httpapi serves spool over plain HTTP for browsers, curl and
 // scripts: a JSON REST API for jobs and their logs (paginated by line
-// number), a WebSocket that streams a job's log live and resumes from any
-// line, and the OpenAPI document describing both (openapi.yaml).
+// number) and for scatters, a WebSocket that streams a job's log live and
+// resumes from any line, and the OpenAPI document describing them
+// (openapi.yaml).
 //
 // Every handler is a thin adapter over the service core: it parses the
 // request, calls the core, and writes the answer as JSON. The core decides
@@ -49,6 +50,10 @@ type api struct {
 	// pageBytes bounds the output in a REST page of lines (0: the core's
 	// bound; tests make it small).
 	pageBytes int
+	// scatterBodyBytes bounds the body of POST /api/v1/scatters, which
+	// carries every batch (service.MaxScatterRequestBytes; tests make it
+	// small).
+	scatterBodyBytes int64
 	// onFrame, when set (tests), sees the size of every lines frame sent.
 	onFrame func(lines, bytes int)
 	// originHosts are the hosts of CORSOrigins, as the WebSocket library
@@ -63,9 +68,10 @@ type api struct {
 // when a server mounts the API. Zero outside those tests.
 var testHooks struct {
 	sync.Mutex
-	onFrame      func(lines, bytes int)
-	pageBytes    int
-	pingInterval time.Duration
+	onFrame          func(lines, bytes int)
+	pageBytes        int
+	pingInterval     time.Duration
+	scatterBodyBytes int64
 }
 
 // route is one endpoint. The OpenAPI document must list exactly these
@@ -82,6 +88,11 @@ var routes = []route{
 	{"GET", "/api/v1/jobs/{job_id}/logs", (*api).getLogs},
 	{"GET", "/api/v1/jobs/{job_id}/logs/ws", (*api).streamLogs},
 	{"GET", "/api/v1/openapi.yaml", (*api).openAPI},
+	{"GET", "/api/v1/scatters", (*api).listScatters},
+	{"POST", "/api/v1/scatters", (*api).createScatter},
+	{"GET", "/api/v1/scatters/{scatter_id}", (*api).getScatter},
+	{"GET", "/api/v1/scatters/{scatter_id}/batches", (*api).listScatterBatches},
+	{"POST", "/api/v1/scatters/{scatter_id}/cancel", (*api).cancelScatter},
 	{"GET", "/api/v1/session", (*api).whoami},
 	{"POST", "/api/v1/session", (*api).login},
 	{"DELETE", "/api/v1/session", (*api).logout},
@@ -120,7 +131,10 @@ func newAPI(o Options) *api {
 	if o.PingInterval <= 0 {
 		o.PingInterval = defaultPingInterval
 	}
-	a := &api{Options: o, pageBytes: testHooks.pageBytes, onFrame: testHooks.onFrame}
+	a := &api{Options: o, pageBytes: testHooks.pageBytes, onFrame: testHooks.onFrame, scatterBodyBytes: service.MaxScatterRequestBytes}
+	if testHooks.scatterBodyBytes > 0 {
+		a.scatterBodyBytes = testHooks.scatterBodyBytes
+	}
 	for _, origin := range o.CORSOrigins {
 		if u, err := url.Parse(origin); err == nil && u.Host != "" {
 			a.originHosts = append(a.originHosts, u.Host)

@@ -1,13 +1,15 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/spool-run/spool"
@@ -63,16 +65,24 @@ type cancelRequest struct {
 
 const maxCancelBody = 4 << 10
 
-func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) {
-	// No credentials guard this endpoint yet, so at least a page on another
-	// site must not be able to make a visitor's browser cancel jobs.
-	if !sameOrigin(r) {
-		writeError(w, r, a.Log, errorf(http.StatusForbidden, "cross-origin request refused: cancel from the spool web UI, or send no Origin header"))
-		return
-	}
+// readCancel reads a cancel's body; on false the error is written. Only
+// the web UI's own pages may cancel from a browser.
+func (a *api) readCancel(w http.ResponseWriter, r *http.Request) (cancelRequest, bool) {
 	var req cancelRequest
-	if err := readJSON(r, &req, maxCancelBody); err != nil {
+	err := sameSite(r, "cancel from the spool web UI")
+	if err == nil {
+		err = readJSON(w, r, &req, maxCancelBody)
+	}
+	if err != nil {
 		writeError(w, r, a.Log, err)
+		return req, false
+	}
+	return req, true
+}
+
+func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) {
+	req, ok := a.readCancel(w, r)
+	if !ok {
 		return
 	}
 	resp, err := a.Service.CancelJob(r.Context(), &spoolv1.CancelJobRequest{JobId: r.PathValue("job_id"), Reason: req.Reason})
@@ -84,27 +94,116 @@ func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // readJSON decodes an optional JSON body into v: an empty body leaves v as
-// it is.
-func readJSON(r *http.Request, v any, limit int64) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+// it is. The body must be one JSON document of at most limit bytes, with no
+// field v does not have.
+func readJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	tooBig := badRequest("request body over %d bytes", limit)
+	// A body declared too big is refused before any of it is read, so the
+	// client does not upload hundreds of MiB to be told no.
+	if r.ContentLength > limit {
+		return tooBig
+	}
+	// Decoding from the body as it arrives keeps a single copy of it (the
+	// decoder's buffer) rather than also holding it whole beforehand: a
+	// scatter's body may be 256 MiB. MaxBytesReader also has the server
+	// close the connection instead of reading the rest of a body refused.
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	var (
+		tooLarge *http.MaxBytesError
+		syn      *json.SyntaxError
+		typ      *json.UnmarshalTypeError
+	)
+	err := dec.Decode(v)
+	if err == nil {
+		// Whatever follows the document would be dropped without a word
+		// (two bodies run together, say), so it is refused instead.
+		switch _, err = dec.Token(); {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.As(err, &tooLarge):
+			return tooBig
+		}
+		return badRequest("request body: more follows the JSON document; send exactly one")
+	}
 	switch {
-	case err != nil:
-		return badRequest("reading the request body: %v", err)
-	case int64(len(body)) > limit:
-		return badRequest("request body over %d bytes", limit)
-	case len(bytes.TrimSpace(body)) == 0:
+	case errors.Is(err, io.EOF): // nothing but white space
+		return nil
+	case errors.As(err, &tooLarge):
+		return tooBig
+	case errors.As(err, &syn):
+		return badRequest("request body is not JSON: %v", err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("request body is not JSON: it ends in the middle of a value")
+	case errors.As(err, &typ):
+		// encoding/json words this in Go's terms (struct and type names);
+		// the client only knows the body's.
+		if field := jsonPath(v, typ.Field); field != "" {
+			return badRequest("request body: %s: got JSON %s, want %s", field, typ.Value, jsonType(typ.Type))
+		}
+		return badRequest("request body: got JSON %s, want %s", typ.Value, jsonType(typ.Type))
+	}
+	return badRequest("request body: %v", err)
+}
+
+// jsonPath is the path of a field of v as the body spells it: encoding/json
+// puts in the Go names of the structs v embeds, which the body does not
+// have.
+func jsonPath(v any, path string) string {
+	embedded := map[string]bool{}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for f := range t.Fields() {
+			if f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct {
+				embedded[f.Name] = true
+				walk(f.Type)
+			}
+		}
+	}
+	if t.Kind() == reflect.Struct {
+		walk(t)
+	}
+	parts := slices.DeleteFunc(strings.Split(path, "."), func(p string) bool { return p == "" || embedded[p] })
+	return strings.Join(parts, ".")
+}
+
+// jsonType says what a Go type takes, in JSON's terms.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("an integer from %d to %d", int64(-1)<<(t.Bits()-1), int64(1)<<(t.Bits()-1)-1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-t.Bits()))
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+// sameSite refuses a call that changes something when it comes from a
+// page of another site, even a configured CORS origin (whose pages may read
+// logs): only spool's own pages and clients that send no Origin header
+// (curl, scripts) may start or stop work, so no page elsewhere can make a
+// visitor's browser do it. hint says how to make the call instead.
+func sameSite(r *http.Request, hint string) error {
+	if sameOrigin(r) {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return badRequest("request body is not JSON: %v", err)
-		}
-		return badRequest("request body: %v", err)
-	}
-	return nil
+	return errorf(http.StatusForbidden, "cross-origin request refused: %s, or send no Origin header", hint)
 }
 
 // sameOrigin reports whether a browser request comes from a page of this

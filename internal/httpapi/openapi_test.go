@@ -75,9 +75,10 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	// Every route is mounted on the real server: none falls through to the
 	// "no endpoint" answer.
+	ids := strings.NewReplacer("{job_id}", "no-such-job", "{scatter_id}", "no-such-scatter")
 	for _, r := range append(served, "GET /api/v1/not-a-route") {
 		method, path, _ := strings.Cut(r, " ")
-		req, _ := http.NewRequest(method, e.srv.URL+strings.ReplaceAll(path, "{job_id}", "no-such-job"), nil)
+		req, _ := http.NewRequest(method, e.srv.URL+ids.Replace(path), nil)
 		req.Header.Set("Authorization", "Bearer "+e.srv.AdminKey)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -99,6 +100,9 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"Job": jobjson.Job{}, "JobParams": jobjson.JobParams{}, "JobResult": jobjson.JobResult{}, "JobList": jobjson.List{},
 		"LogLine": httpapi.Line{}, "Pagination": httpapi.Pagination{}, "LogPage": httpapi.LogPage{}, "EndMessage": httpapi.EndMessage{},
 		"Session": httpapi.Session{}, "Ticket": httpapi.Ticket{},
+		"ScatterMember": jobjson.ScatterMember{}, "Scatter": jobjson.Scatter{}, "ScatterProgress": jobjson.ScatterProgress{},
+		"ScatterSpec": jobjson.ScatterSpec{}, "ScatterList": jobjson.ScatterList{}, "ScatterBatch": jobjson.ScatterBatch{},
+		"ScatterBatches": jobjson.ScatterBatches{}, "CreateScatterRequest": httpapi.CreateScatterRequest{},
 	} {
 		s, ok := doc.Comps.Schemas[name]
 		if !ok {
@@ -122,9 +126,17 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 }
 
 // jsonFields lists a struct's JSON names, all and those never omitted.
+// An embedded struct without a JSON name adds its own fields, as
+// encoding/json does.
 func jsonFields(t reflect.Type) (all, always []string) {
 	for f := range t.Fields() {
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		tag := f.Tag.Get("json")
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			a, b := jsonFields(f.Type)
+			all, always = append(all, a...), append(always, b...)
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
 		all = append(all, name)
 		if !strings.Contains(opts, "omit") {
 			always = append(always, name)

@@ -32,7 +32,7 @@ const maxLoginBody = 4 << 10
 
 func (a *api) login(w http.ResponseWriter, r *http.Request) {
 	var req loginRequest
-	if err := readJSON(r, &req, maxLoginBody); err != nil {
+	if err := readJSON(w, r, &req, maxLoginBody); err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}

@@ -4,6 +4,7 @@
 package jobjson
 
 import (
+	"encoding/json"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -47,6 +48,17 @@ type JobParams struct {
 	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
 	RepositoryURL  string            `json:"repository_url,omitempty"`
 	Ref            string            `json:"ref,omitempty"`
+	// Scatter is set on a scatter's jobs: which batch, or the gather.
+	Scatter *ScatterMember `json:"scatter,omitempty"`
+}
+
+// ScatterMember says which part of a scatter a job is.
+type ScatterMember struct {
+	ScatterID  string `json:"scatter_id"`
+	BatchIndex int32  `json:"batch_index"`
+	BatchCount int32  `json:"batch_count"`
+	ItemCount  int32  `json:"item_count,omitempty"`
+	Gather     bool   `json:"gather,omitempty"`
 }
 
 // JobResult is how a finished job ended.
@@ -56,6 +68,8 @@ type JobResult struct {
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	Attempt    int32     `json:"attempt"`
+	// Output is the JSON document the job left in $SPOOL_RESULT, as it was.
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 // List is a page of jobs, newest first.
@@ -96,15 +110,7 @@ func View(j *spoolv1.Job) Job {
 		LastSequence:     j.GetLastSequence(),
 		RequestID:        j.GetRequestId(),
 		LeaseExpiresAt:   timeOf(j.GetLeaseExpiresAt()),
-		Params: JobParams{
-			Argv:           p.GetArgv(),
-			Script:         p.GetScript(),
-			Env:            p.GetEnv(),
-			WorkingDir:     p.GetWorkingDir(),
-			TimeoutSeconds: p.GetTimeout().AsDuration().Seconds(),
-			RepositoryURL:  p.GetRepositoryUrl(),
-			Ref:            p.GetRef(),
-		},
+		Params:           paramsView(p),
 	}
 	if r := j.GetResult(); r != nil {
 		v.Result = &JobResult{
@@ -114,6 +120,27 @@ func View(j *spoolv1.Job) Job {
 			FinishedAt: timeOf(r.GetFinishedAt()),
 			Attempt:    r.GetAttempt(),
 		}
+		if out := r.GetOutput(); out != "" {
+			v.Result.Output = json.RawMessage(out)
+		}
+	}
+	return v
+}
+
+// paramsView is what a job runs as JSON shows it.
+func paramsView(p *spoolv1.JobParams) JobParams {
+	v := JobParams{
+		Argv:           p.GetArgv(),
+		Script:         p.GetScript(),
+		Env:            p.GetEnv(),
+		WorkingDir:     p.GetWorkingDir(),
+		TimeoutSeconds: p.GetTimeout().AsDuration().Seconds(),
+		RepositoryURL:  p.GetRepositoryUrl(),
+		Ref:            p.GetRef(),
+	}
+	if m := p.GetScatter(); m != nil {
+		v.Scatter = &ScatterMember{ScatterID: m.GetScatterId(), BatchIndex: m.GetBatchIndex(), BatchCount: m.GetBatchCount(),
+			ItemCount: m.GetItemCount(), Gather: m.GetGather()}
 	}
 	return v
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,6 +41,9 @@ type fixture struct {
 	jobID    string // a queued job of queue "q", for reads and cancels
 	token    string // a live lease's task token, of a job of queue "q"
 	cancelID string // a job the allowed caller may cancel
+	// scatterID is a scatter of queue "q" for reads, scatterCancelID one
+	// the allowed caller may cancel.
+	scatterID, scatterCancelID string
 }
 
 // need names what an entry requires: a role that has the right, a role
@@ -125,6 +129,36 @@ var rpcs = map[string]entry{
 		_, err := j.ReportUndelivered(ctx, connect.NewRequest(&spoolv1.ReportUndeliveredRequest{TaskToken: "st1.not-a-token", Lines: 1}))
 		return err
 	})},
+	spoolv1connect.JobServiceGetJobInputProcedure: {forWork, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		_, err := j.GetJobInput(ctx, connect.NewRequest(&spoolv1.GetJobInputRequest{TaskToken: "st1.not-a-token"}))
+		return err
+	})},
+	spoolv1connect.ScatterServiceCreateScatterProcedure: {forSubmit, scatterRPC(func(ctx context.Context, s spoolv1connect.ScatterServiceClient, f *fixture) error {
+		_, err := s.CreateScatter(ctx, connect.NewRequest(&spoolv1.CreateScatterRequest{
+			Spec: &spoolv1.ScatterSpec{Queue: "q", Params: &spoolv1.JobParams{Argv: []string{"true"}}}, Batches: []string{"[1]"}}))
+		return err
+	})},
+	spoolv1connect.ScatterServiceGetScatterProcedure: {forRead, scatterRPC(func(ctx context.Context, s spoolv1connect.ScatterServiceClient, f *fixture) error {
+		_, err := s.GetScatter(ctx, connect.NewRequest(&spoolv1.GetScatterRequest{ScatterId: f.scatterID}))
+		return err
+	})},
+	// A worker key of other queues sees a listing without the scatters of
+	// queues it may not use, not a refusal.
+	spoolv1connect.ScatterServiceListScattersProcedure: {forRead, scatterRPC(func(ctx context.Context, s spoolv1connect.ScatterServiceClient, f *fixture) error {
+		resp, err := s.ListScatters(ctx, connect.NewRequest(&spoolv1.ListScattersRequest{}))
+		if err == nil && len(resp.Msg.GetScatters()) == 0 {
+			return connect.NewError(connect.CodeNotFound, nil)
+		}
+		return err
+	})},
+	spoolv1connect.ScatterServiceListScatterBatchesProcedure: {forRead, scatterRPC(func(ctx context.Context, s spoolv1connect.ScatterServiceClient, f *fixture) error {
+		_, err := s.ListScatterBatches(ctx, connect.NewRequest(&spoolv1.ListScatterBatchesRequest{ScatterId: f.scatterID}))
+		return err
+	})},
+	spoolv1connect.ScatterServiceCancelScatterProcedure: {forSubmit, scatterRPC(func(ctx context.Context, s spoolv1connect.ScatterServiceClient, f *fixture) error {
+		_, err := s.CancelScatter(ctx, connect.NewRequest(&spoolv1.CancelScatterRequest{ScatterId: f.scatterCancelID}))
+		return err
+	})},
 	spoolv1connect.KeyServiceCreateKeyProcedure: {forAdmin, rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, k spoolv1connect.KeyServiceClient, f *fixture) error {
 		_, err := k.CreateKey(ctx, connect.NewRequest(&spoolv1.CreateKeyRequest{Name: "made-by-the-table", Role: spoolv1.KeyRole_KEY_ROLE_READ}))
 		return err
@@ -141,25 +175,32 @@ var rpcs = map[string]entry{
 
 // routes lists every HTTP route besides the RPCs, by pattern.
 var routes = map[string]entry{
-	"GET /api/v1/jobs":                  {forList, get("/api/v1/jobs")},
-	"GET /api/v1/jobs/{job_id}":         {forRead, get("/api/v1/jobs/{job}")},
-	"POST /api/v1/jobs/{job_id}/cancel": {forSubmit, send(http.MethodPost, "/api/v1/jobs/{cancel}/cancel")},
-	"GET /api/v1/jobs/{job_id}/logs":    {forRead, get("/api/v1/jobs/{job}/logs")},
-	"GET /api/v1/jobs/{job_id}/logs/ws": {forRead, ws},
-	"GET /api/v1/openapi.yaml":          {public, get("/api/v1/openapi.yaml")},
-	"GET /api/v1/session":               {forAnyKey, get("/api/v1/session")},
-	"POST /api/v1/session":              {forAnyKey, login},
-	"DELETE /api/v1/session":            {public, send(http.MethodDelete, "/api/v1/session")},
-	"POST /api/v1/session/ticket":       {forAnyKey, send(http.MethodPost, "/api/v1/session/ticket")},
-	"GET /metrics":                      {forMetrics, get("/metrics")},
-	"GET /healthz":                      {public, get("/healthz")},
-	"GET /":                             {public, get("/")},
-	"GET /jobs/{job_id}":                {public, get("/jobs/{job}")},
-	"GET /assets/{file...}":             {public, get("/assets/app.css")},
+	"GET /api/v1/jobs":                          {forList, get("/api/v1/jobs")},
+	"GET /api/v1/jobs/{job_id}":                 {forRead, get("/api/v1/jobs/{job}")},
+	"POST /api/v1/jobs/{job_id}/cancel":         {forSubmit, send(http.MethodPost, "/api/v1/jobs/{cancel}/cancel")},
+	"GET /api/v1/jobs/{job_id}/logs":            {forRead, get("/api/v1/jobs/{job}/logs")},
+	"GET /api/v1/jobs/{job_id}/logs/ws":         {forRead, ws},
+	"GET /api/v1/openapi.yaml":                  {public, get("/api/v1/openapi.yaml")},
+	"GET /api/v1/scatters":                      {forRead, getListed("/api/v1/scatters")},
+	"POST /api/v1/scatters":                     {forSubmit, createScatter},
+	"GET /api/v1/scatters/{scatter_id}":         {forRead, get("/api/v1/scatters/{scatter}")},
+	"GET /api/v1/scatters/{scatter_id}/batches": {forRead, get("/api/v1/scatters/{scatter}/batches")},
+	"POST /api/v1/scatters/{scatter_id}/cancel": {forSubmit, send(http.MethodPost, "/api/v1/scatters/{scatterCancel}/cancel")},
+	"GET /api/v1/session":                       {forAnyKey, get("/api/v1/session")},
+	"POST /api/v1/session":                      {forAnyKey, login},
+	"DELETE /api/v1/session":                    {public, send(http.MethodDelete, "/api/v1/session")},
+	"POST /api/v1/session/ticket":               {forAnyKey, send(http.MethodPost, "/api/v1/session/ticket")},
+	"GET /metrics":                              {forMetrics, get("/metrics")},
+	"GET /healthz":                              {public, get("/healthz")},
+	"GET /":                                     {public, get("/")},
+	"GET /jobs/{job_id}":                        {public, get("/jobs/{job}")},
+	"GET /scatters":                             {public, get("/scatters")},
+	"GET /scatters/{scatter_id}":                {public, get("/scatters/{scatter}")},
+	"GET /assets/{file...}":                     {public, get("/assets/app.css")},
 }
 
 // serverRoutes are the routes the server mounts beside the REST API's.
-var serverRoutes = []string{"GET /metrics", "GET /healthz", "GET /", "GET /jobs/{job_id}", "GET /assets/{file...}"}
+var serverRoutes = []string{"GET /metrics", "GET /healthz", "GET /", "GET /jobs/{job_id}", "GET /scatters", "GET /scatters/{scatter_id}", "GET /assets/{file...}"}
 
 func TestAccessTable(t *testing.T) {
 	// Every RPC of every spool service has an entry.
@@ -256,6 +297,14 @@ func newFixture(t *testing.T, tweaks ...func(*config.Config)) *fixture {
 		t.Fatal(err)
 	}
 	f.jobID, f.cancelID = queued.GetJobId(), cancel.GetJobId()
+	for _, id := range []*string{&f.scatterID, &f.scatterCancelID} {
+		sc, err := c.StartScatter(ctx, client.NewScatter{Job: client.Submission{Queue: "q", Argv: []string{"true"}},
+			Batches: []json.RawMessage{json.RawMessage(`[1]`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*id = sc.GetScatterId()
+	}
 	return f
 }
 
@@ -292,7 +341,8 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 func rpc(call func(context.Context, spoolv1connect.JobServiceClient, spoolv1connect.KeyServiceClient, *fixture) error) func(*testing.T, *fixture, caller) int {
 	return func(t *testing.T, f *fixture, c caller) int {
 		hc := as(c)
-		err := call(context.Background(), spoolv1connect.NewJobServiceClient(hc, f.srv.URL), spoolv1connect.NewKeyServiceClient(hc, f.srv.URL), f)
+		ctx := context.WithValue(context.Background(), callerKey{}, c)
+		err := call(ctx, spoolv1connect.NewJobServiceClient(hc, f.srv.URL), spoolv1connect.NewKeyServiceClient(hc, f.srv.URL), f)
 		switch connect.CodeOf(err) {
 		case connect.CodeUnauthenticated:
 			return 401
@@ -305,12 +355,55 @@ func rpc(call func(context.Context, spoolv1connect.JobServiceClient, spoolv1conn
 	}
 }
 
+// callerKey carries an RPC entry's caller to the clients it makes.
+type callerKey struct{}
+
+func callerOf(ctx context.Context) caller { return ctx.Value(callerKey{}).(caller) }
+
+// scatterRPC makes an entry's call through the ScatterService client.
+func scatterRPC(call func(context.Context, spoolv1connect.ScatterServiceClient, *fixture) error) func(*testing.T, *fixture, caller) int {
+	return rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		return call(ctx, spoolv1connect.NewScatterServiceClient(as(callerOf(ctx)), f.srv.URL), f)
+	})
+}
+
 // path fills a pattern's placeholders from the fixture.
 func path(f *fixture, p string) string {
-	return strings.NewReplacer("{job}", f.jobID, "{cancel}", f.cancelID).Replace(p)
+	return strings.NewReplacer("{job}", f.jobID, "{cancel}", f.cancelID, "{scatterCancel}", f.scatterCancelID, "{scatter}", f.scatterID).Replace(p)
 }
 
 func get(p string) func(*testing.T, *fixture, caller) int { return send(http.MethodGet, p) }
+
+// getListed is get for a listing that leaves out what the caller may not
+// see: an empty listing counts as refused (404).
+func getListed(p string) func(*testing.T, *fixture, caller) int {
+	return func(t *testing.T, f *fixture, c caller) int {
+		resp, err := as(c).Get(f.srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var page struct {
+			Scatters []json.RawMessage `json:"scatters"`
+		}
+		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&page) == nil && len(page.Scatters) == 0 {
+			return http.StatusNotFound
+		}
+		return resp.StatusCode
+	}
+}
+
+// createScatter creates a scatter over REST.
+func createScatter(t *testing.T, f *fixture, c caller) int {
+	body := `{"queue": "q", "argv": ["true"], "batches": [[1]]}`
+	resp, err := as(c).Post(f.srv.URL+"/api/v1/scatters", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
 
 func send(method, p string) func(*testing.T, *fixture, caller) int {
 	return func(t *testing.T, f *fixture, c caller) int {

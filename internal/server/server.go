@@ -1,7 +1,7 @@
 // Package server assembles a spool server: it opens the configured store,
 // builds the service core over it, and serves every entrance on one port
 // (the Connect API, the REST API and its WebSocket, the web UI, /metrics
-// and /healthz), with the lease reaper beside them and a graceful shutdown.
+// and /healthz), with the lease reaper and the scatter driver beside them and a graceful shutdown.
 // It holds no rules of its own: those are the core's (package service).
 package server
 
@@ -45,9 +45,9 @@ type Server struct {
 	// not track (their connections are hijacked).
 	waitStreams func()
 
-	stopReaper context.CancelFunc
-	reaper     sync.WaitGroup
-	served     chan error // hs.Serve's result
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup // the reaper and the scatter driver
+	served    chan error     // hs.Serve's result
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when Stop has finished
@@ -103,9 +103,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 		st.Close()
 		return nil, err
 	}
-	reapCtx, stopReaper := context.WithCancel(context.Background())
-	s.stopReaper = stopReaper
-	s.reaper.Go(func() { s.svc.RunReaper(reapCtx) })
+	loopCtx, stopLoops := context.WithCancel(context.Background())
+	s.stopLoops = stopLoops
+	s.loops.Go(func() { s.svc.RunReaper(loopCtx) })
+	s.loops.Go(func() { s.svc.RunScatters(loopCtx) })
 	go func() {
 		if tlsConfig != nil {
 			s.served <- s.hs.ServeTLS(ln, "", "")
@@ -231,8 +232,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.log.Warn("WebSocket streams still running after the grace period")
 	}
-	s.stopReaper()
-	s.reaper.Wait()
+	s.stopLoops()
+	s.loops.Wait()
 	if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}

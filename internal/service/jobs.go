@@ -31,12 +31,9 @@ func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) 
 	if err := checkText("request_id", m.GetRequestId(), maxRequestID); err != nil {
 		return nil, err
 	}
-	attempts, err := checkSeconds("max_attempts", m.GetMaxAttempts(), int32(s.cfg.Jobs.MaxAttempts), 1, 100)
+	attempts, err := s.checkBudget(m.GetMaxAttempts(), m.GetRetries())
 	if err != nil {
 		return nil, err
-	}
-	if r := m.GetRetries(); r < 0 || r > maxRetries {
-		return nil, invalid("retries must be between 0 and %d, got %d", maxRetries, r)
 	}
 	nj := store.NewJob{
 		Queue:       queue,
@@ -140,8 +137,22 @@ func (s *Service) CancelJob(ctx context.Context, m *spoolv1.CancelJobRequest) (*
 	if err != nil {
 		return nil, s.fail(ctx, "CancelJob", err)
 	}
+	s.kickScatterOf(job)
 	s.audit(ctx, caller, "job cancel requested", "job_id", job.GetJobId(), "state", spool.StateName(job.GetState()), "reason", m.GetReason())
 	return &spoolv1.CancelJobResponse{Job: job}, nil
+}
+
+// checkBudget checks a job's attempts and retries and returns the attempts
+// to use (0: the configured default).
+func (s *Service) checkBudget(maxAttempts, retries int32) (int32, error) {
+	attempts, err := checkSeconds("max_attempts", maxAttempts, int32(s.cfg.Jobs.MaxAttempts), 1, 100)
+	if err != nil {
+		return 0, err
+	}
+	if retries < 0 || retries > maxRetries {
+		return 0, invalid("retries must be between 0 and %d, got %d", maxRetries, retries)
+	}
+	return attempts, nil
 }
 
 // sameRequest reports whether job was created by the request nj describes:

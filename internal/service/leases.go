@@ -66,6 +66,11 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 			HeartbeatIntervalSeconds: int32(s.heartbeatInterval(lease) / time.Second),
 		})
 		s.log.InfoContext(ctx, "job leased", "job_id", l.JobID, "attempt", l.Attempt, "worker", m.GetWorkerId())
+		if b := l.Job.GetParams().GetScatter(); b != nil && !b.GetGather() && l.Attempt == 1 {
+			s.kickScatterOf(l.Job)
+			s.metrics.batchesStarted.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue)))
+			s.log.InfoContext(ctx, "scatter batch started", "scatter_id", b.GetScatterId(), "batch", b.GetBatchIndex(), "job_id", l.JobID)
+		}
 	}
 	s.metrics.leased.Add(ctx, int64(len(leases)), metric.WithAttributes(attribute.String("queue", queue)))
 	return resp, nil
@@ -136,10 +141,14 @@ func (s *Service) CompleteJob(ctx context.Context, m *spoolv1.CompleteJobRequest
 	if err := checkText("result.error", res.GetError(), maxResultError); err != nil {
 		return nil, err
 	}
+	if err := checkOutput(res.GetOutput()); err != nil {
+		return nil, err
+	}
 	job, err := s.store.Complete(ctx, ref, res)
 	if err != nil {
 		return nil, s.fail(ctx, "CompleteJob", err)
 	}
+	s.kickScatterOf(job)
 	s.log.InfoContext(ctx, "job finished", "job_id", job.GetJobId(), "attempt", ref.Attempt,
 		"state", spool.StateName(job.GetState()), "exit_code", job.GetResult().GetExitCode())
 	s.metrics.jobFinished(ctx, job)
@@ -179,6 +188,7 @@ func (s *Service) ReleaseJob(ctx context.Context, m *spoolv1.ReleaseJobRequest) 
 	if err != nil {
 		return nil, s.fail(ctx, "ReleaseJob", err)
 	}
+	s.kickScatterOf(job)
 	s.log.InfoContext(ctx, "job handed back", "job_id", job.GetJobId(), "attempt", ref.Attempt, "state", spool.StateName(job.GetState()), "reason", m.GetReason())
 	s.metrics.released.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", job.GetQueue())))
 	return &spoolv1.ReleaseJobResponse{Job: job}, nil

@@ -22,6 +22,11 @@ type metrics struct {
 	lines     metric.Int64Counter
 	settled   metric.Int64Counter
 	released  metric.Int64Counter
+
+	batchesCreated   metric.Int64Counter
+	batchesStarted   metric.Int64Counter
+	batchesCompleted metric.Int64Counter
+	batchesFailed    metric.Int64Counter
 }
 
 func newMetrics(m metric.Meter, w *watchers) *metrics {
@@ -33,6 +38,11 @@ func newMetrics(m metric.Meter, w *watchers) *metrics {
 		lines:     telemetry.Must(m.Int64Counter("spool.events.published.lines", metric.WithDescription("Output lines received from workers, retries included."))),
 		settled:   telemetry.Must(m.Int64Counter("spool.leases.settled", metric.WithDescription("Expired leases settled by the reaper (re-queued, failed or cancelled)."))),
 		released:  telemetry.Must(m.Int64Counter("spool.leases.released", metric.WithDescription("Leases handed back by stopping workers."))),
+
+		batchesCreated:   telemetry.Must(m.Int64Counter("spool.scatter.batches.created", metric.WithDescription("Scatter batches handed to their queue as jobs."))),
+		batchesStarted:   telemetry.Must(m.Int64Counter("spool.scatter.batches.started", metric.WithDescription("Scatter batch jobs leased for their first attempt."))),
+		batchesCompleted: telemetry.Must(m.Int64Counter("spool.scatter.batches.completed", metric.WithDescription("Scatter batches whose job succeeded."))),
+		batchesFailed:    telemetry.Must(m.Int64Counter("spool.scatter.batches.failed", metric.WithDescription("Scatter batches whose job failed or was cancelled."))),
 	}
 	telemetry.Must(m.Int64ObservableGauge("spool.followers", metric.WithDescription("Clients following a job's output live on this server."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

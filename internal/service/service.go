@@ -14,6 +14,9 @@
 //   - the "someone is watching" signal that makes workers flush promptly
 //     (watchers.go);
 //   - the job-level metrics (metrics.go) and the lease reaper (reaper.go);
+//   - scatters: checking and storing them (scatter.go), driving their
+//     batches through the queue (scatterdriver.go), and the input each of
+//     their jobs reads (input.go);
 //   - draining: on shutdown, long polls and follows end at once so clients
 //     resume elsewhere or later.
 package service
@@ -56,6 +59,8 @@ type Service struct {
 	// watchers counts live followers, reported to publishing workers.
 	watchers watchers
 	touched  touches
+	// scatters are the scatters this server's driver should look at now.
+	scatters scatterKicks
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down
@@ -71,6 +76,7 @@ func New(o Options) *Service {
 	}
 	s := &Service{store: o.Store, signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
+	s.scatters.init()
 	if ws, ok := o.Store.(store.WatchSharer); ok {
 		s.watchers.shareWith(ws)
 	}

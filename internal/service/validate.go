@@ -76,6 +76,9 @@ func checkParams(p *spoolv1.JobParams) error {
 	if p == nil {
 		return invalid("params: say what to run (argv or script)")
 	}
+	if p.GetScatter() != nil {
+		return invalid("params.scatter is set by spool on a scatter's own jobs; start a scatter with CreateScatter")
+	}
 	hasArgv, hasScript := len(p.GetArgv()) > 0, p.GetScript() != ""
 	switch {
 	case hasArgv == hasScript:

@@ -93,6 +93,7 @@ type JobStore interface {
 	Close() error
 
 	KeyStore
+	ScatterStore
 }
 
 // KeyStore keeps the API keys. Only a hash of each key's secret is stored;
@@ -125,6 +126,9 @@ const DefaultQueue = "default"
 
 // NewJob is what Enqueue needs to create a job.
 type NewJob struct {
+	// ID is the job's id; empty: a new UUIDv7. A scatter names its jobs
+	// after itself, so each batch has one job id on every try.
+	ID          string
 	Queue       string
 	RequestID   string
 	Params      *spoolv1.JobParams

@@ -1,7 +1,11 @@
-// Package webui is spool's web UI: a jobs page and a job page with the live
-// log, served from plain HTML, CSS and JavaScript files embedded in the
-// binary (no build step). The pages talk to the REST API and the WebSocket
-// log stream of package httpapi.
+// Package webui is spool's web UI: a jobs page, a job page with the live
+// log, a scatters page and a scatter page with its progress and batches,
+// served from plain HTML, CSS and JavaScript files embedded in the binary
+// (no build step). The job pages talk to the REST API and the WebSocket log
+// stream of package httpapi; the scatter pages call the ScatterService over
+// Connect JSON (package connectapi), since the REST API has no scatters.
+// Either way every request goes through the service core, with the
+// server's checks of session and origin in front.
 package webui
 
 import (
@@ -20,7 +24,8 @@ var files embed.FS
 
 // securityHeaders go on every response. Scripts and styles come only from
 // this server; style attributes are allowed because the log renderer colours
-// text with them (from numbers it computes, never from log text).
+// text with them and the scatter pages size progress segments with them
+// (both from numbers they compute, never from text they show).
 var securityHeaders = map[string]string{
 	"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; " +
 		"img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
@@ -35,8 +40,9 @@ type asset struct {
 	etag        string
 }
 
-// Handler serves the UI: / (jobs), /jobs/{job_id} (one job) and
-// /assets/... (the files they load). Anything else is 404.
+// Handler serves the UI: / (jobs), /jobs/{job_id} (one job), /scatters,
+// /scatters/{scatter_id} (one scatter) and /assets/... (the files they
+// load). Anything else is 404.
 func Handler() http.Handler {
 	assets := load()
 	mux := http.NewServeMux()
@@ -46,6 +52,8 @@ func Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /{$}", page("index.html"))
 	mux.HandleFunc("GET /jobs/{job_id}", page("job.html"))
+	mux.HandleFunc("GET /scatters", page("scatters.html"))
+	mux.HandleFunc("GET /scatters/{scatter_id}", page("scatter.html"))
 	mux.HandleFunc("GET /assets/{file...}", func(w http.ResponseWriter, r *http.Request) {
 		a, ok := assets[r.PathValue("file")]
 		if !ok {
@@ -110,5 +118,5 @@ func notFound(w http.ResponseWriter) {
 	for k, v := range securityHeaders {
 		w.Header().Set(k, v)
 	}
-	http.Error(w, "404 page not found: the web UI has / (jobs) and /jobs/JOB_ID", http.StatusNotFound)
+	http.Error(w, "404 page not found: the web UI has / (jobs), /jobs/JOB_ID, /scatters and /scatters/SCATTER_ID", http.StatusNotFound)
 }

@@ -37,13 +37,18 @@ func TestPages(t *testing.T) {
 	}{
 		{"/", "text/html", "<title>Jobs · spool</title>", 200},
 		{"/jobs/0195-abc", "text/html", `src="/assets/job.js"`, 200},
+		{"/scatters", "text/html", "<title>Scatters · spool</title>", 200},
+		{"/scatters/0195-abc", "text/html", `src="/assets/scatter.js"`, 200},
+		{"/assets/scatterview.js", "text/javascript", "export function progressBar", 200},
 		{"/assets/app.css", "text/css", "prefers-color-scheme: dark", 200},
 		{"/assets/ansi.js", "text/javascript", "export function ansiToHtml", 200},
 		{"/assets/favicon.svg", "image/svg+xml", "<svg", 200},
 		{"/assets/nothing.js", "text/plain", "404", 404},
 		{"/assets/", "text/plain", "404", 404},
 		{"/jobs/", "text/plain", "404", 404},
-		{"/elsewhere", "text/plain", "/jobs/JOB_ID", 404},
+		{"/scatters/", "text/plain", "404", 404},
+		{"/scatters/a/b", "text/plain", "404", 404},
+		{"/elsewhere", "text/plain", "/scatters/SCATTER_ID", 404},
 	} {
 		resp := get(t, h, tc.path)
 		b := body(t, resp)
@@ -81,7 +86,8 @@ func TestETag(t *testing.T) {
 func TestReferencedAssetsExist(t *testing.T) {
 	h := Handler()
 	refs := regexp.MustCompile(`(?:src|href)="(/assets/[^"]+)"|from "\./([^"]+)"`)
-	for _, page := range []string{"/", "/jobs/x", "/assets/job.js", "/assets/jobs.js", "/assets/logview.js", "/assets/ansi.js", "/assets/stream.js"} {
+	for _, page := range []string{"/", "/jobs/x", "/scatters", "/scatters/x", "/assets/job.js", "/assets/jobs.js", "/assets/logview.js", "/assets/ansi.js",
+		"/assets/stream.js", "/assets/scatter.js", "/assets/scatters.js", "/assets/scatterview.js", "/assets/util.js"} {
 		for _, m := range refs.FindAllStringSubmatch(body(t, get(t, h, page)), -1) {
 			ref := m[1]
 			if ref == "" {
@@ -90,6 +96,53 @@ func TestReferencedAssetsExist(t *testing.T) {
 			if resp := get(t, h, ref); resp.StatusCode != http.StatusOK {
 				t.Errorf("%s refers to %s: %s", page, ref, resp.Status)
 			}
+		}
+	}
+}
+
+// Every page links to both lists from its top bar, and marks the one it
+// belongs to for screen readers as well as by its look.
+func TestNavigation(t *testing.T) {
+	h := Handler()
+	nav := regexp.MustCompile(`(?s)<nav>(.*?)</nav>`)
+	for _, tc := range []struct{ page, current string }{
+		{"/", `href="/"`},
+		{"/jobs/x", ""},
+		{"/scatters", `href="/scatters"`},
+		{"/scatters/x", ""},
+	} {
+		m := nav.FindStringSubmatch(body(t, get(t, h, tc.page)))
+		if m == nil {
+			t.Errorf("%s has no <nav>", tc.page)
+			continue
+		}
+		for _, link := range []string{`href="/"`, `href="/scatters"`} {
+			if !strings.Contains(m[1], link) {
+				t.Errorf("%s: the top bar has no link %s: %s", tc.page, link, m[1])
+			}
+		}
+		if tc.current != "" && !strings.Contains(m[1], tc.current+` aria-current="page"`) {
+			t.Errorf("%s: the top bar does not mark %s as the current page: %s", tc.page, tc.current, m[1])
+		}
+	}
+}
+
+// The scatter page's markup gives its parts names and roles without
+// waiting for its script: the progress bar the script draws goes into a
+// labelled region, the batches table has headers, and the pager is links.
+func TestScatterPageMarkup(t *testing.T) {
+	b := body(t, get(t, Handler(), "/scatters/0195-abc"))
+	for _, want := range []string{
+		`<section class="not-found" id="not-found" hidden>`,
+		`<button class="btn danger" id="cancel" type="button" hidden>Cancel scatter</button>`,
+		`<ul class="legend" id="legend" aria-label="Batches by state">`,
+		`<th class="num">Batch</th><th>Job</th><th>State</th><th class="num">Items</th><th class="num">Attempt</th><th class="num">Duration</th>`,
+		`<nav class="pager" aria-label="Pages of batches">`,
+		`<a class="btn small" id="prev" aria-disabled="true">`,
+		`<a href="/scatters">Scatters</a> / <span class="mono" id="crumb-id">`,
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("the scatter page lacks %s", want)
 		}
 	}
 }

@@ -72,6 +72,15 @@ func DialKeys(baseURL string, o Options) (spoolv1connect.KeyServiceClient, error
 	return spoolv1connect.NewKeyServiceClient(hc, base, opts...), nil
 }
 
+// DialScatters returns a ScatterService client for the server at baseURL.
+func DialScatters(baseURL string, o Options) (spoolv1connect.ScatterServiceClient, error) {
+	hc, base, opts, err := connection(baseURL, o)
+	if err != nil {
+		return nil, err
+	}
+	return spoolv1connect.NewScatterServiceClient(hc, base, opts...), nil
+}
+
 // connection is what every client of a server needs: the HTTP client, the
 // base URL and the Connect options.
 func connection(baseURL string, o Options) (*http.Client, string, []connect.ClientOption, error) {

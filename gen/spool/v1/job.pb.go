@@ -107,7 +107,11 @@ type JobParams struct {
 	// Optional git repository cloned into a fresh directory before running.
 	RepositoryUrl string `protobuf:"bytes,6,opt,name=repository_url,json=repositoryUrl,proto3" json:"repository_url,omitempty"`
 	// Branch, tag or commit of repository_url to check out (default: its HEAD).
-	Ref           string `protobuf:"bytes,7,opt,name=ref,proto3" json:"ref,omitempty"`
+	Ref string `protobuf:"bytes,7,opt,name=ref,proto3" json:"ref,omitempty"`
+	// Set by spool on the jobs of a scatter (never by EnqueueJob): which
+	// batch the job runs, or that it is the scatter's gather. The worker
+	// fetches the job's input document with GetJobInput.
+	Scatter       *ScatterMember `protobuf:"bytes,8,opt,name=scatter,proto3" json:"scatter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -191,6 +195,95 @@ func (x *JobParams) GetRef() string {
 	return ""
 }
 
+func (x *JobParams) GetScatter() *ScatterMember {
+	if x != nil {
+		return x.Scatter
+	}
+	return nil
+}
+
+// ScatterMember says which part of a scatter a job is.
+type ScatterMember struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ScatterId string                 `protobuf:"bytes,1,opt,name=scatter_id,json=scatterId,proto3" json:"scatter_id,omitempty"`
+	// The batch the job runs, counting from 0 (0 also for the gather job:
+	// see gather).
+	BatchIndex int32 `protobuf:"varint,2,opt,name=batch_index,json=batchIndex,proto3" json:"batch_index,omitempty"`
+	// How many batches the scatter has.
+	BatchCount int32 `protobuf:"varint,3,opt,name=batch_count,json=batchCount,proto3" json:"batch_count,omitempty"`
+	// Items in this batch (0 for the gather job).
+	ItemCount int32 `protobuf:"varint,4,opt,name=item_count,json=itemCount,proto3" json:"item_count,omitempty"`
+	// The job is the scatter's gather: it runs once after every batch ended.
+	Gather        bool `protobuf:"varint,5,opt,name=gather,proto3" json:"gather,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScatterMember) Reset() {
+	*x = ScatterMember{}
+	mi := &file_spool_v1_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScatterMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScatterMember) ProtoMessage() {}
+
+func (x *ScatterMember) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScatterMember.ProtoReflect.Descriptor instead.
+func (*ScatterMember) Descriptor() ([]byte, []int) {
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ScatterMember) GetScatterId() string {
+	if x != nil {
+		return x.ScatterId
+	}
+	return ""
+}
+
+func (x *ScatterMember) GetBatchIndex() int32 {
+	if x != nil {
+		return x.BatchIndex
+	}
+	return 0
+}
+
+func (x *ScatterMember) GetBatchCount() int32 {
+	if x != nil {
+		return x.BatchCount
+	}
+	return 0
+}
+
+func (x *ScatterMember) GetItemCount() int32 {
+	if x != nil {
+		return x.ItemCount
+	}
+	return 0
+}
+
+func (x *ScatterMember) GetGather() bool {
+	if x != nil {
+		return x.Gather
+	}
+	return false
+}
+
 // BatchingConfig tells the worker how to batch output events. It is chosen by
 // the server at enqueue and stored with the job, so replay seeks with the
 // batch size the job was written with.
@@ -210,7 +303,7 @@ type BatchingConfig struct {
 
 func (x *BatchingConfig) Reset() {
 	*x = BatchingConfig{}
-	mi := &file_spool_v1_job_proto_msgTypes[1]
+	mi := &file_spool_v1_job_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -222,7 +315,7 @@ func (x *BatchingConfig) String() string {
 func (*BatchingConfig) ProtoMessage() {}
 
 func (x *BatchingConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[1]
+	mi := &file_spool_v1_job_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -235,7 +328,7 @@ func (x *BatchingConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchingConfig.ProtoReflect.Descriptor instead.
 func (*BatchingConfig) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *BatchingConfig) GetFlushIntervalSeconds() int32 {
@@ -278,7 +371,7 @@ type ExecutionConfig struct {
 
 func (x *ExecutionConfig) Reset() {
 	*x = ExecutionConfig{}
-	mi := &file_spool_v1_job_proto_msgTypes[2]
+	mi := &file_spool_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -290,7 +383,7 @@ func (x *ExecutionConfig) String() string {
 func (*ExecutionConfig) ProtoMessage() {}
 
 func (x *ExecutionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[2]
+	mi := &file_spool_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -303,7 +396,7 @@ func (x *ExecutionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionConfig.ProtoReflect.Descriptor instead.
 func (*ExecutionConfig) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ExecutionConfig) GetBatching() *BatchingConfig {
@@ -331,14 +424,18 @@ type JobResult struct {
 	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	// The attempt that produced this result.
-	Attempt       int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// What the job wrote to the file named by $SPOOL_RESULT: a JSON
+	// document of at most 256 KiB, the batch's result in a scatter. Empty
+	// when it wrote nothing.
+	Output        string `protobuf:"bytes,6,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_spool_v1_job_proto_msgTypes[3]
+	mi := &file_spool_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +447,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[3]
+	mi := &file_spool_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +460,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JobResult) GetExitCode() int32 {
@@ -399,6 +496,13 @@ func (x *JobResult) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *JobResult) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
 }
 
 // Job is a command submitted to a queue, with everything known about it.
@@ -451,7 +555,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_spool_v1_job_proto_msgTypes[4]
+	mi := &file_spool_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -463,7 +567,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[4]
+	mi := &file_spool_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -476,7 +580,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Job) GetJobId() string {
@@ -630,7 +734,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xae\x02\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x02\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -639,10 +743,21 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"workingDir\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12%\n" +
 	"\x0erepository_url\x18\x06 \x01(\tR\rrepositoryUrl\x12\x10\n" +
-	"\x03ref\x18\a \x01(\tR\x03ref\x1a6\n" +
+	"\x03ref\x18\a \x01(\tR\x03ref\x121\n" +
+	"\ascatter\x18\b \x01(\v2\x17.spool.v1.ScatterMemberR\ascatter\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xce\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x01\n" +
+	"\rScatterMember\x12\x1d\n" +
+	"\n" +
+	"scatter_id\x18\x01 \x01(\tR\tscatterId\x12\x1f\n" +
+	"\vbatch_index\x18\x02 \x01(\x05R\n" +
+	"batchIndex\x12\x1f\n" +
+	"\vbatch_count\x18\x03 \x01(\x05R\n" +
+	"batchCount\x12\x1d\n" +
+	"\n" +
+	"item_count\x18\x04 \x01(\x05R\titemCount\x12\x16\n" +
+	"\x06gather\x18\x05 \x01(\bR\x06gather\"\xce\x01\n" +
 	"\x0eBatchingConfig\x124\n" +
 	"\x16flush_interval_seconds\x18\x01 \x01(\x05R\x14flushIntervalSeconds\x12$\n" +
 	"\x0emax_batch_size\x18\x02 \x01(\x05R\fmaxBatchSize\x12&\n" +
@@ -650,7 +765,7 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\x18playback_interval_millis\x18\x04 \x01(\x05R\x16playbackIntervalMillis\"\x85\x01\n" +
 	"\x0fExecutionConfig\x124\n" +
 	"\bbatching\x18\x01 \x01(\v2\x18.spool.v1.BatchingConfigR\bbatching\x12<\n" +
-	"\x1aheartbeat_interval_seconds\x18\x02 \x01(\x05R\x18heartbeatIntervalSeconds\"\xd0\x01\n" +
+	"\x1aheartbeat_interval_seconds\x18\x02 \x01(\x05R\x18heartbeatIntervalSeconds\"\xe8\x01\n" +
 	"\tJobResult\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x129\n" +
@@ -658,7 +773,8 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"started_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xe9\x06\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12\x16\n" +
+	"\x06output\x18\x06 \x01(\tR\x06output\"\xe9\x06\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12(\n" +
@@ -707,37 +823,39 @@ func file_spool_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_spool_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_spool_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_spool_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_spool_v1_job_proto_goTypes = []any{
 	(JobState)(0),                 // 0: spool.v1.JobState
 	(*JobParams)(nil),             // 1: spool.v1.JobParams
-	(*BatchingConfig)(nil),        // 2: spool.v1.BatchingConfig
-	(*ExecutionConfig)(nil),       // 3: spool.v1.ExecutionConfig
-	(*JobResult)(nil),             // 4: spool.v1.JobResult
-	(*Job)(nil),                   // 5: spool.v1.Job
-	nil,                           // 6: spool.v1.JobParams.EnvEntry
-	(*durationpb.Duration)(nil),   // 7: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*ScatterMember)(nil),         // 2: spool.v1.ScatterMember
+	(*BatchingConfig)(nil),        // 3: spool.v1.BatchingConfig
+	(*ExecutionConfig)(nil),       // 4: spool.v1.ExecutionConfig
+	(*JobResult)(nil),             // 5: spool.v1.JobResult
+	(*Job)(nil),                   // 6: spool.v1.Job
+	nil,                           // 7: spool.v1.JobParams.EnvEntry
+	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
 }
 var file_spool_v1_job_proto_depIdxs = []int32{
-	6,  // 0: spool.v1.JobParams.env:type_name -> spool.v1.JobParams.EnvEntry
-	7,  // 1: spool.v1.JobParams.timeout:type_name -> google.protobuf.Duration
-	2,  // 2: spool.v1.ExecutionConfig.batching:type_name -> spool.v1.BatchingConfig
-	8,  // 3: spool.v1.JobResult.started_at:type_name -> google.protobuf.Timestamp
-	8,  // 4: spool.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 5: spool.v1.Job.state:type_name -> spool.v1.JobState
-	8,  // 6: spool.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 7: spool.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	1,  // 8: spool.v1.Job.params:type_name -> spool.v1.JobParams
-	3,  // 9: spool.v1.Job.execution_config:type_name -> spool.v1.ExecutionConfig
-	4,  // 10: spool.v1.Job.result:type_name -> spool.v1.JobResult
-	8,  // 11: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 12: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	7,  // 0: spool.v1.JobParams.env:type_name -> spool.v1.JobParams.EnvEntry
+	8,  // 1: spool.v1.JobParams.timeout:type_name -> google.protobuf.Duration
+	2,  // 2: spool.v1.JobParams.scatter:type_name -> spool.v1.ScatterMember
+	3,  // 3: spool.v1.ExecutionConfig.batching:type_name -> spool.v1.BatchingConfig
+	9,  // 4: spool.v1.JobResult.started_at:type_name -> google.protobuf.Timestamp
+	9,  // 5: spool.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 6: spool.v1.Job.state:type_name -> spool.v1.JobState
+	9,  // 7: spool.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 8: spool.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 9: spool.v1.Job.params:type_name -> spool.v1.JobParams
+	4,  // 10: spool.v1.Job.execution_config:type_name -> spool.v1.ExecutionConfig
+	5,  // 11: spool.v1.Job.result:type_name -> spool.v1.JobResult
+	9,  // 12: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 13: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_job_proto_init() }
@@ -751,7 +869,7 @@ func file_spool_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_job_proto_rawDesc), len(file_spool_v1_job_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

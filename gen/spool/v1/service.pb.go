@@ -1429,6 +1429,95 @@ func (x *StreamEventsResponse) GetFinishedJob() *Job {
 	return nil
 }
 
+type GetJobInputRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskToken     string                 `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetJobInputRequest) Reset() {
+	*x = GetJobInputRequest{}
+	mi := &file_spool_v1_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetJobInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetJobInputRequest) ProtoMessage() {}
+
+func (x *GetJobInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetJobInputRequest.ProtoReflect.Descriptor instead.
+func (*GetJobInputRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetJobInputRequest) GetTaskToken() string {
+	if x != nil {
+		return x.TaskToken
+	}
+	return ""
+}
+
+type GetJobInputResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The JSON document the job reads on stdin.
+	Input         []byte `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetJobInputResponse) Reset() {
+	*x = GetJobInputResponse{}
+	mi := &file_spool_v1_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetJobInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetJobInputResponse) ProtoMessage() {}
+
+func (x *GetJobInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetJobInputResponse.ProtoReflect.Descriptor instead.
+func (*GetJobInputResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetJobInputResponse) GetInput() []byte {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
 var File_spool_v1_service_proto protoreflect.FileDescriptor
 
 const file_spool_v1_service_proto_rawDesc = "" +
@@ -1530,7 +1619,12 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x06unpack\x18\a \x01(\bR\x06unpack\"r\n" +
 	"\x14StreamEventsResponse\x12(\n" +
 	"\x05event\x18\x01 \x01(\v2\x12.spool.v1.JobEventR\x05event\x120\n" +
-	"\ffinished_job\x18\x02 \x01(\v2\r.spool.v1.JobR\vfinishedJob2\xeb\x06\n" +
+	"\ffinished_job\x18\x02 \x01(\v2\r.spool.v1.JobR\vfinishedJob\"3\n" +
+	"\x12GetJobInputRequest\x12\x1d\n" +
+	"\n" +
+	"task_token\x18\x01 \x01(\tR\ttaskToken\"+\n" +
+	"\x13GetJobInputResponse\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\fR\x05input2\xb7\a\n" +
 	"\n" +
 	"JobService\x12G\n" +
 	"\n" +
@@ -1544,7 +1638,8 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"ReleaseJob\x12\x1b.spool.v1.ReleaseJobRequest\x1a\x1c.spool.v1.ReleaseJobResponse\x12\\\n" +
 	"\x11ReportUndelivered\x12\".spool.v1.ReportUndeliveredRequest\x1a#.spool.v1.ReportUndeliveredResponse\x12P\n" +
-	"\rPublishEvents\x12\x1e.spool.v1.PublishEventsRequest\x1a\x1f.spool.v1.PublishEventsResponse\x12O\n" +
+	"\rPublishEvents\x12\x1e.spool.v1.PublishEventsRequest\x1a\x1f.spool.v1.PublishEventsResponse\x12J\n" +
+	"\vGetJobInput\x12\x1c.spool.v1.GetJobInputRequest\x1a\x1d.spool.v1.GetJobInputResponse\x12O\n" +
 	"\fStreamEvents\x12\x1d.spool.v1.StreamEventsRequest\x1a\x1e.spool.v1.StreamEventsResponse0\x01B1Z/github.com/spool-run/spool/gen/spool/v1;spoolv1b\x06proto3"
 
 var (
@@ -1559,7 +1654,7 @@ func file_spool_v1_service_proto_rawDescGZIP() []byte {
 	return file_spool_v1_service_proto_rawDescData
 }
 
-var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_spool_v1_service_proto_goTypes = []any{
 	(*EnqueueJobRequest)(nil),           // 0: spool.v1.EnqueueJobRequest
 	(*EnqueueJobResponse)(nil),          // 1: spool.v1.EnqueueJobResponse
@@ -1584,34 +1679,36 @@ var file_spool_v1_service_proto_goTypes = []any{
 	(*PublishEventsResponse)(nil),       // 20: spool.v1.PublishEventsResponse
 	(*StreamEventsRequest)(nil),         // 21: spool.v1.StreamEventsRequest
 	(*StreamEventsResponse)(nil),        // 22: spool.v1.StreamEventsResponse
-	(*JobParams)(nil),                   // 23: spool.v1.JobParams
-	(*Job)(nil),                         // 24: spool.v1.Job
-	(JobState)(0),                       // 25: spool.v1.JobState
-	(*timestamppb.Timestamp)(nil),       // 26: google.protobuf.Timestamp
-	(*JobResult)(nil),                   // 27: spool.v1.JobResult
-	(*JobEvent)(nil),                    // 28: spool.v1.JobEvent
-	(EventType)(0),                      // 29: spool.v1.EventType
+	(*GetJobInputRequest)(nil),          // 23: spool.v1.GetJobInputRequest
+	(*GetJobInputResponse)(nil),         // 24: spool.v1.GetJobInputResponse
+	(*JobParams)(nil),                   // 25: spool.v1.JobParams
+	(*Job)(nil),                         // 26: spool.v1.Job
+	(JobState)(0),                       // 27: spool.v1.JobState
+	(*timestamppb.Timestamp)(nil),       // 28: google.protobuf.Timestamp
+	(*JobResult)(nil),                   // 29: spool.v1.JobResult
+	(*JobEvent)(nil),                    // 30: spool.v1.JobEvent
+	(EventType)(0),                      // 31: spool.v1.EventType
 }
 var file_spool_v1_service_proto_depIdxs = []int32{
-	23, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
-	24, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
-	24, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
-	25, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
-	24, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
-	24, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
-	24, // 6: spool.v1.JobLease.job:type_name -> spool.v1.Job
-	26, // 7: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
+	25, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
+	26, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
+	26, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
+	27, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
+	26, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
+	26, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
+	26, // 6: spool.v1.JobLease.job:type_name -> spool.v1.Job
+	28, // 7: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
 	9,  // 8: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
-	26, // 9: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	27, // 10: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
-	24, // 11: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
-	24, // 12: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
-	24, // 13: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
-	28, // 14: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
-	26, // 15: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
-	29, // 16: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	28, // 17: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	24, // 18: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	28, // 9: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	29, // 10: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
+	26, // 11: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
+	26, // 12: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
+	26, // 13: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
+	30, // 14: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
+	28, // 15: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
+	31, // 16: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
+	30, // 17: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	26, // 18: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
 	0,  // 19: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
 	2,  // 20: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
 	4,  // 21: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
@@ -1622,20 +1719,22 @@ var file_spool_v1_service_proto_depIdxs = []int32{
 	15, // 26: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
 	17, // 27: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
 	19, // 28: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	21, // 29: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 30: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 31: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	5,  // 32: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	7,  // 33: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	10, // 34: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	12, // 35: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	14, // 36: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	16, // 37: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
-	18, // 38: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
-	20, // 39: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	22, // 40: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	30, // [30:41] is the sub-list for method output_type
-	19, // [19:30] is the sub-list for method input_type
+	23, // 29: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
+	21, // 30: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 31: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 32: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	5,  // 33: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	7,  // 34: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	10, // 35: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	12, // 36: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	14, // 37: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	16, // 38: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	18, // 39: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	20, // 40: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	24, // 41: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
+	22, // 42: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
 	19, // [19:19] is the sub-list for extension type_name
 	19, // [19:19] is the sub-list for extension extendee
 	0,  // [0:19] is the sub-list for field type_name
@@ -1654,7 +1753,7 @@ func file_spool_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_service_proto_rawDesc), len(file_spool_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -249,9 +249,14 @@ func testPersistence(t *testing.T, b Backend) {
 	queued := enqueue(t, s, nj)
 	running := runningJob(t, s, newJob(newQueue()))
 	before := get(t, s, done.JobID)
+	sc, batches := newScatter(4)
+	if err := s.CreateScatter(ctx, sc, batches); err != nil {
+		t.Fatal(err)
+	}
 
 	s = b.Reopen(t, s)
 	t.Cleanup(func() { _ = s.Close() })
+	scatterSurvivesReopen(t, s, sc, batches)
 
 	after := get(t, s, done.JobID)
 	wantState(t, after, spoolv1.JobState_JOB_STATE_SUCCEEDED)

@@ -75,6 +75,10 @@ func Run(t *testing.T, b Backend) {
 		{"Keys", testKeys},
 		{"KeyNameRace", testKeyNameRace},
 		{"FeedReadsWhatItUses", testFeedReadsWhatItUses},
+		{"Scatters", testScatters},
+		{"ScatterUpdateRace", testScatterRace},
+		{"ListScatters", testListScatters},
+		{"JobNamedByCaller", testJobNamedByCaller},
 	}
 	type named = struct {
 		name string

@@ -24,8 +24,12 @@ func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 // NewJobRecord builds a queued job with a new time-ordered id.
 func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 	ts := timestamppb.New(now)
+	id := nj.ID
+	if id == "" {
+		id = uuid.Must(uuid.NewV7()).String()
+	}
 	return &spoolv1.Job{
-		JobId:           uuid.Must(uuid.NewV7()).String(),
+		JobId:           id,
 		Queue:           nj.Queue,
 		State:           spoolv1.JobState_JOB_STATE_QUEUED,
 		CreatedAt:       ts,
@@ -176,6 +180,7 @@ func completedResult(res *spoolv1.JobResult, attempt int32, now time.Time) *spoo
 		StartedAt:  res.GetStartedAt(),
 		FinishedAt: res.GetFinishedAt(),
 		Attempt:    attempt,
+		Output:     res.GetOutput(),
 	}
 	if out.FinishedAt == nil {
 		out.FinishedAt = timestamppb.New(now)

@@ -1,7 +1,7 @@
 // The job page: the job's state, command, params, attempts and result, a
 // cancel button, and its log, live. /jobs/<id>#L9000 opens the log at line
 // 9000 and streams on from there.
-import { api, commandLine, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
+import { api, commandLine, confirmButton, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
 import { LogView } from "./logview.js";
 import { LogStream } from "./stream.js";
 
@@ -59,10 +59,22 @@ function renderJob() {
   if (job.state === "queued" && job.run_after) facts.push(["retry at", new Date(job.run_after).toLocaleTimeString()]);
   facts.push(["lines", `<span id="fact-lines">${Math.max(job.line_count, view.last).toLocaleString()}</span>`]);
   $("#facts").innerHTML = facts.map(([k, v]) => `<div><span>${k}</span><span>${v}</span></div>`).join("");
+  renderScatter();
   $("#result-error").textContent = r && r.error ? r.error : "";
   $("#notes").innerHTML = (job.notes || []).map((n) => `<li>${escapeHtml(n)}</li>`).join("");
   renderParams();
   renderCancel();
+}
+
+// renderScatter says which scatter a batch or gather job belongs to, with
+// the way to it.
+function renderScatter() {
+  const m = job.params && job.params.scatter;
+  const el = $("#scatter-line");
+  el.hidden = !m;
+  if (!m) return;
+  const link = `<a class="mono" href="/scatters/${encodeURIComponent(m.scatter_id)}">${escapeHtml(m.scatter_id)}</a>`;
+  el.innerHTML = `Part of scatter ${link} ` + (m.gather ? "(the gather)" : `(batch ${m.batch_index} of ${m.batch_count})`);
 }
 
 function renderParams() {
@@ -79,46 +91,22 @@ function renderParams() {
   $("#params").innerHTML = rows.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("");
 }
 
-// The cancel button asks for a second click instead of a dialog: quick to
-// confirm, hard to hit by accident.
-let armTimer = null;
+// The cancel button asks for a second click (confirmButton).
+const disarm = confirmButton($("#cancel"), "Cancel job", async () => {
+  job = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}/cancel`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ reason: "cancelled from the web UI" }),
+  });
+  renderJob();
+}, (e) => showError(`Cancel failed: ${e.message}`));
+
 function renderCancel() {
   const btn = $("#cancel");
   const can = !isFinal(job.state) && !job.cancel_requested;
   btn.hidden = !can;
   if (!can) disarm();
 }
-
-function disarm() {
-  clearTimeout(armTimer);
-  const btn = $("#cancel");
-  btn.classList.remove("armed");
-  btn.textContent = "Cancel job";
-}
-
-$("#cancel").addEventListener("click", async () => {
-  const btn = $("#cancel");
-  if (!btn.classList.contains("armed")) {
-    btn.classList.add("armed");
-    btn.textContent = "Click again to cancel";
-    armTimer = setTimeout(disarm, 4000);
-    return;
-  }
-  disarm();
-  btn.disabled = true;
-  try {
-    job = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}/cancel`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ reason: "cancelled from the web UI" }),
-    });
-    renderJob();
-  } catch (e) {
-    showError(`Cancel failed: ${e.message}`);
-  } finally {
-    btn.disabled = false;
-  }
-});
 
 // refreshFailed is the message of a failed refresh, cleared by the next
 // one that works (the server was restarting, say).

@@ -1,6 +1,7 @@
 // The jobs page: newest first, filtered by queue and state (kept in the
 // URL so a filtered view can be shared), refreshed every 2 seconds.
 import { api, commandLine, duration, ended, escapeHtml, localTime, relTime, stateBadge, whoami } from "./util.js";
+import { memberTag } from "./scatterview.js";
 
 const REFRESH_MS = 2000;
 const PAGE = 100;
@@ -56,7 +57,7 @@ function row(j, now) {
   const took = fin && j.result.started_at ? duration(Date.parse(fin) - Date.parse(j.result.started_at)) : "";
   const cmd = commandLine(j.params);
   return `<tr>
-    <td><a class="id" href="${href}">${escapeHtml(j.job_id)}</a></td>
+    <td><a class="id" href="${href}">${escapeHtml(j.job_id)}</a>${j.params.scatter ? " " + memberTag(j) : ""}</td>
     <td>${escapeHtml(j.queue)}</td>
     <td>${stateBadge(j.state)}${j.cancel_requested && !fin ? ' <span class="muted">cancelling</span>' : ""}</td>
     <td class="num">${j.attempt}/${j.max_attempts}</td>

@@ -26,16 +26,32 @@ export async function api(path, options = {}) {
   } catch {
     // not JSON: reported below with the status
   }
+  // The REST API says what went wrong in "error", the Connect API in
+  // "message".
+  const why = body && (body.error || body.message);
   if (resp.status === 401) {
-    await signIn(body && body.error);
+    await signIn(why);
     return api(path, options);
   }
   if (!resp.ok) {
-    const err = new Error((body && body.error) || `${resp.status} ${resp.statusText}`);
+    const err = new Error(why || `${resp.status} ${resp.statusText}`);
     err.status = resp.status;
     throw err;
   }
   return body;
+}
+
+// rpc calls a method of spool's Connect API with JSON, for what the REST
+// API does not serve (scatters): rpc("ScatterService/GetScatter", {...}).
+// The answer is the response message in protobuf's JSON form (lowerCamel
+// names, enum names, 64-bit numbers as strings, zero values left out).
+// It fails and signs in as api() does.
+export function rpc(method, request) {
+  return api(`/spool.v1.${method}`, {
+    method: "POST",
+    headers: { Accept: "application/json", "Content-Type": "application/json" },
+    body: JSON.stringify(request),
+  });
 }
 
 // whoami shows who is signed in (asking to sign in first if nobody is).
@@ -91,4 +107,35 @@ export const isFinal = (state) => state === "succeeded" || state === "failed" ||
 // ended is when a job finished, if it has.
 export function ended(job) {
   return job.result && job.result.finished_at;
+}
+
+// confirmButton makes btn ask for a second click instead of a dialog: quick
+// to confirm, hard to hit by accident. The second click within 4 s runs
+// action (the button is disabled meanwhile); onError gets its failure. It
+// returns disarm, which puts the button back to label.
+export function confirmButton(btn, label, action, onError) {
+  let timer = null;
+  const disarm = () => {
+    clearTimeout(timer);
+    btn.classList.remove("armed");
+    btn.textContent = label;
+  };
+  btn.addEventListener("click", async () => {
+    if (!btn.classList.contains("armed")) {
+      btn.classList.add("armed");
+      btn.textContent = "Click again to cancel";
+      timer = setTimeout(disarm, 4000);
+      return;
+    }
+    disarm();
+    btn.disabled = true;
+    try {
+      await action();
+    } catch (e) {
+      onError(e);
+    } finally {
+      btn.disabled = false;
+    }
+  });
+  return disarm;
 }

@@ -56,6 +56,8 @@ const (
 	// JobServicePublishEventsProcedure is the fully-qualified name of the JobService's PublishEvents
 	// RPC.
 	JobServicePublishEventsProcedure = "/spool.v1.JobService/PublishEvents"
+	// JobServiceGetJobInputProcedure is the fully-qualified name of the JobService's GetJobInput RPC.
+	JobServiceGetJobInputProcedure = "/spool.v1.JobService/GetJobInput"
 	// JobServiceStreamEventsProcedure is the fully-qualified name of the JobService's StreamEvents RPC.
 	JobServiceStreamEventsProcedure = "/spool.v1.JobService/StreamEvents"
 )
@@ -94,6 +96,10 @@ type JobServiceClient interface {
 	// PublishEvents appends events to a leased job's log, in sequence order.
 	// Re-sending events already stored changes nothing.
 	PublishEvents(context.Context, *connect.Request[v1.PublishEventsRequest]) (*connect.Response[v1.PublishEventsResponse], error)
+	// GetJobInput returns the input document of a leased job that has one
+	// (a scatter's batch or gather): the worker gives it to the command on
+	// stdin.
+	GetJobInput(context.Context, *connect.Request[v1.GetJobInputRequest]) (*connect.Response[v1.GetJobInputResponse], error)
 	// StreamEvents replays a job's events from any sequence, line or time and,
 	// with follow, continues live until the job finishes.
 	StreamEvents(context.Context, *connect.Request[v1.StreamEventsRequest]) (*connect.ServerStreamForClient[v1.StreamEventsResponse], error)
@@ -172,6 +178,12 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("PublishEvents")),
 			connect.WithClientOptions(opts...),
 		),
+		getJobInput: connect.NewClient[v1.GetJobInputRequest, v1.GetJobInputResponse](
+			httpClient,
+			baseURL+JobServiceGetJobInputProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("GetJobInput")),
+			connect.WithClientOptions(opts...),
+		),
 		streamEvents: connect.NewClient[v1.StreamEventsRequest, v1.StreamEventsResponse](
 			httpClient,
 			baseURL+JobServiceStreamEventsProcedure,
@@ -193,6 +205,7 @@ type jobServiceClient struct {
 	releaseJob          *connect.Client[v1.ReleaseJobRequest, v1.ReleaseJobResponse]
 	reportUndelivered   *connect.Client[v1.ReportUndeliveredRequest, v1.ReportUndeliveredResponse]
 	publishEvents       *connect.Client[v1.PublishEventsRequest, v1.PublishEventsResponse]
+	getJobInput         *connect.Client[v1.GetJobInputRequest, v1.GetJobInputResponse]
 	streamEvents        *connect.Client[v1.StreamEventsRequest, v1.StreamEventsResponse]
 }
 
@@ -246,6 +259,11 @@ func (c *jobServiceClient) PublishEvents(ctx context.Context, req *connect.Reque
 	return c.publishEvents.CallUnary(ctx, req)
 }
 
+// GetJobInput calls spool.v1.JobService.GetJobInput.
+func (c *jobServiceClient) GetJobInput(ctx context.Context, req *connect.Request[v1.GetJobInputRequest]) (*connect.Response[v1.GetJobInputResponse], error) {
+	return c.getJobInput.CallUnary(ctx, req)
+}
+
 // StreamEvents calls spool.v1.JobService.StreamEvents.
 func (c *jobServiceClient) StreamEvents(ctx context.Context, req *connect.Request[v1.StreamEventsRequest]) (*connect.ServerStreamForClient[v1.StreamEventsResponse], error) {
 	return c.streamEvents.CallServerStream(ctx, req)
@@ -285,6 +303,10 @@ type JobServiceHandler interface {
 	// PublishEvents appends events to a leased job's log, in sequence order.
 	// Re-sending events already stored changes nothing.
 	PublishEvents(context.Context, *connect.Request[v1.PublishEventsRequest]) (*connect.Response[v1.PublishEventsResponse], error)
+	// GetJobInput returns the input document of a leased job that has one
+	// (a scatter's batch or gather): the worker gives it to the command on
+	// stdin.
+	GetJobInput(context.Context, *connect.Request[v1.GetJobInputRequest]) (*connect.Response[v1.GetJobInputResponse], error)
 	// StreamEvents replays a job's events from any sequence, line or time and,
 	// with follow, continues live until the job finishes.
 	StreamEvents(context.Context, *connect.Request[v1.StreamEventsRequest], *connect.ServerStream[v1.StreamEventsResponse]) error
@@ -359,6 +381,12 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("PublishEvents")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceGetJobInputHandler := connect.NewUnaryHandler(
+		JobServiceGetJobInputProcedure,
+		svc.GetJobInput,
+		connect.WithSchema(jobServiceMethods.ByName("GetJobInput")),
+		connect.WithHandlerOptions(opts...),
+	)
 	jobServiceStreamEventsHandler := connect.NewServerStreamHandler(
 		JobServiceStreamEventsProcedure,
 		svc.StreamEvents,
@@ -387,6 +415,8 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 			jobServiceReportUndeliveredHandler.ServeHTTP(w, r)
 		case JobServicePublishEventsProcedure:
 			jobServicePublishEventsHandler.ServeHTTP(w, r)
+		case JobServiceGetJobInputProcedure:
+			jobServiceGetJobInputHandler.ServeHTTP(w, r)
 		case JobServiceStreamEventsProcedure:
 			jobServiceStreamEventsHandler.ServeHTTP(w, r)
 		default:
@@ -436,6 +466,10 @@ func (UnimplementedJobServiceHandler) ReportUndelivered(context.Context, *connec
 
 func (UnimplementedJobServiceHandler) PublishEvents(context.Context, *connect.Request[v1.PublishEventsRequest]) (*connect.Response[v1.PublishEventsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.PublishEvents is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) GetJobInput(context.Context, *connect.Request[v1.GetJobInputRequest]) (*connect.Response[v1.GetJobInputResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.GetJobInput is not implemented"))
 }
 
 func (UnimplementedJobServiceHandler) StreamEvents(context.Context, *connect.Request[v1.StreamEventsRequest], *connect.ServerStream[v1.StreamEventsResponse]) error {

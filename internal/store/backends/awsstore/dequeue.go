@@ -25,8 +25,8 @@ const (
 	// fills up slowly), so the messages' visibility is set again from now.
 	reanchorAfter = time.Second
 	// missingJobGrace: a message may be received between its send and
-	// the write of its job (see Enqueue). Until its job id is this old, a
-	// message without a job is put back for missingJobRetry, not dropped.
+	// the write of its job (see Enqueue). Until it is this old, a message
+	// without a job is put back for missingJobRetry, not dropped.
 	missingJobGrace = time.Minute
 	missingJobRetry = 5 * time.Second
 )
@@ -153,7 +153,7 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 	}
 	r, err := s.getJob(ctx, msg.JobID)
 	if errors.Is(err, spool.ErrNotFound) {
-		if t, ok := idTime(msg.JobID); ok && time.Since(t) < missingJobGrace {
+		if t, ok := msg.sentAt(); ok && time.Since(t) < missingJobGrace {
 			s.hide(ctx, url, handle, missingJobRetry)
 			return nil, nil
 		}

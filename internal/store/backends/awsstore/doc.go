@@ -6,7 +6,7 @@
 //
 // One SQS standard queue per spool queue (named QueuePrefix + queue, or
 // configured by URL), each with a dead-letter queue. A message body is only
-// {"job_id","queue","attempt"}.
+// {"job_id","queue","attempt","sent"}.
 //
 // The jobs table holds one item per job, keyed by job_id: its fixed part
 // (params, execution config with the job's own batching config, ...) as a
@@ -14,7 +14,8 @@
 // attributes. Three indexes: by-queue (queue + created_key) and by-time
 // (a constant partition + created_key) list jobs newest first; leases
 // (sparse: only running jobs) finds expired leases. The same table holds
-// one request marker per request_id (key "request#" + SHA-256 of it).
+// one request marker per request_id (key "request#" + SHA-256 of it), API
+// keys (see keys.go) and scatter records (see Scatters).
 //
 // The events table holds one item per stored event, keyed by job_id +
 // sequence (a batch is one item, at its first sequence): end_seq,
@@ -22,7 +23,8 @@
 // protobuf, zstd-compressed when that helps), ttl (Unix seconds, on every
 // item), and for output, first_line and last_line. The by-line local index
 // (job_id + last_line, output items only) makes reading from a line as
-// cheap as from a sequence.
+// cheap as from a sequence. The same table holds scatters' batches (see
+// Scatters).
 //
 // # Enqueue
 //
@@ -34,9 +36,12 @@
 // the enqueue themselves from the marker (send, put-if-absent), so a server
 // dying between the steps leaves no request_id pointing at nothing. Sending
 // before writing means a job item never exists without a message; a message
-// whose job is missing is put back while its (time-ordered) job id is young
-// and dropped after a minute. No transactions are needed (the test server
-// has none): every step is idempotent or conditional.
+// whose job is missing is put back while it is young (by its sent time, or,
+// in messages without one, its time-ordered job id) and dropped after a
+// minute. (A job named by its caller, like a scatter's batch job, named
+// after the scatter, may have an id much older than its enqueue.) No
+// transactions are needed (the test server has none): every step is
+// idempotent or conditional.
 //
 // # Leases
 //
@@ -133,4 +138,35 @@
 // A job has watchers while a Watch of it lasts (until the watch's context
 // ends), so jobs nobody follows any more are neither polled nor kept. See
 // watcher for why no change after a Watch call is missed.
+//
+// # Scatters
+//
+// A scatter's record is a jobs-table item, key "scatter#" + scatter id:
+// version (N), active (BOOL) and record (B, storekit.EncodeScatter: the
+// scatter and the driver's bookkeeping). UpdateScatter is a PutItem on
+// condition that version is the one read. The record is listed through
+// by-time, created_key = the scatter id (UUIDv7: time ordered) in one of
+// two partitions, "scatters-active" or "scatters-inactive", as active says.
+// The drivers list active scatters all the time, and most scatters ever
+// made are finished: a filter on active would read every finished one
+// (until the work bound of a call) each time, where this reads only the
+// active ones. A full listing merges the two partitions' queries; each is
+// asked for one entry more than a page, so the page is exact and the
+// cursor (the page's last id) is "" on the last page. Records change at
+// every driver round, but the index only when active does.
+//
+// A batch's items (a JSON array of up to 16 MB) are events-table items
+// under "scatter#" + id + "#b#" + batch index, one per chunk of at most
+// 350 KB (DynamoDB's item limit is 400 KB), with the chunk number as
+// sequence, the bytes as payload and the batch's chunk count as chunks,
+// and no ttl: they live as long as their scatter. ScatterBatch is one
+// strongly consistent query of the partition, reassembling the chunks in
+// order. Without transactions, CreateScatter refuses an id in use (a
+// strongly consistent read), writes every chunk (BatchWriteItem, 25 items
+// a call, four calls at once, unprocessed items retried with backoff),
+// then the record, only if absent: a scatter exists once its record does,
+// with all its batches. A create that dies before the record leaves chunks
+// that no record names; a retry with the same id writes over them, and
+// since a reader takes only as many chunks as the batch's first says, a
+// leftover chunk past the retry's end is never read.
 package awsstore

@@ -60,7 +60,7 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 // written only if it does not exist yet, so finishing someone else's
 // enqueue (from the same marker) never resets a job that has moved on.
 func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job) (*spoolv1.Job, error) {
-	if err := s.send(ctx, queueURL, message{JobID: job.GetJobId(), Queue: job.GetQueue()}); err != nil {
+	if err := s.send(ctx, queueURL, message{JobID: job.GetJobId(), Queue: job.GetQueue(), Sent: time.Now().UnixMilli()}); err != nil {
 		return nil, err
 	}
 	it, err := newJobItem(job)

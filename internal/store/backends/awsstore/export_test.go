@@ -30,6 +30,12 @@ func CrashAfterMarker(s *Store, err error) {
 	s.hooks.afterMarker = func(context.Context) error { return err }
 }
 
+// CrashAfterScatterBatches makes CreateScatter stop after writing the
+// batches, before the record, returning err, as a server dying there would.
+func CrashAfterScatterBatches(s *Store, err error) {
+	s.hooks.afterScatterBatches = func(context.Context) error { return err }
+}
+
 // SetRollForwardAfter shortens the wait before an enqueue is finished by
 // another caller.
 func SetRollForwardAfter(s *Store, d time.Duration) { s.rollForwardAfter = d }

@@ -20,6 +20,10 @@ type message struct {
 	// enqueue). The same message is redelivered for later attempts, so
 	// this is for people reading the queue; DynamoDB's count decides.
 	Attempt int32 `json:"attempt"`
+	// Sent is when the message was sent, Unix milliseconds: how long a
+	// receiver waits for a job that is not written yet depends on it.
+	// Absent in messages of older servers, whose job ids tell instead.
+	Sent int64 `json:"sent,omitempty"`
 }
 
 func decodeMessage(body string) (message, error) {
@@ -41,6 +45,18 @@ func (s *Store) send(ctx context.Context, queueURL string, m message) error {
 		return awsErr(err, "send job %s to SQS", m.JobID)
 	}
 	return nil
+}
+
+// sentAt is when the message was sent, as near as it can tell: its Sent,
+// or else when its job id was made, which is when the job's enqueue began
+// for the ids the store makes. (A job named by its caller, such as a
+// scatter's batch job, can have an id much older than its enqueue; its
+// messages always carry Sent.) ok is false when neither is known.
+func (m message) sentAt() (t time.Time, ok bool) {
+	if m.Sent > 0 {
+		return time.UnixMilli(m.Sent), true
+	}
+	return idTime(m.JobID)
 }
 
 // idTime is when a job id was made: job ids are UUIDv7, which begin with

@@ -86,3 +86,21 @@ const (
 	// query. Items without output lack last_line and stay out of it.
 	indexByLine = "by-line"
 )
+
+// Scatters. A scatter's record is a jobs-table item under "scatter#" + its
+// id, listed through the by-time index: list_part is scattersActivePart or
+// scattersInactivePart (following active), created_key the scatter id.
+// Each batch's items are events-table items under "scatter#" + id + "#b#"
+// + batch index, one per chunk of at most scatterChunkBytes, the chunk
+// number as sequence and the bytes as payload.
+const (
+	aVersion = "version" // N, the record's version: UpdateScatter's compare-and-set
+	aActive  = "active"  // BOOL, store.ScatterRecord.Active
+	aRecord  = "record"  // B, storekit.EncodeScatter: the scatter and its bookkeeping
+	aChunks  = "chunks"  // N, on every chunk: how many chunks its batch has
+
+	kindScatter          = "scatter"
+	scatterKeyPrefix     = "scatter#"
+	scattersActivePart   = "scatters-active"
+	scattersInactivePart = "scatters-inactive"
+)

@@ -53,6 +53,9 @@ type hooks struct {
 	// once it has written its items; an error abandons the append there.
 	afterReserve func(ctx context.Context) error
 	afterWrite   func(ctx context.Context) error
+	// afterScatterBatches runs once CreateScatter has written the batches,
+	// before the record; an error abandons the create there.
+	afterScatterBatches func(ctx context.Context) error
 }
 
 func runHook(ctx context.Context, h func(ctx context.Context) error) error {

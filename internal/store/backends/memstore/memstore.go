@@ -34,6 +34,7 @@ type Store struct {
 	created []*record
 	byReq   map[string]string // request_id -> job_id
 	keys    []store.KeyRecord
+	sc      scatters
 	hub     notify.Hub
 	polls   storekit.Polls
 }

@@ -1,6 +1,14 @@
 package pgstore
 
-import "context"
+import (
+	"context"
+	"io/fs"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spool-run/spool/internal/store"
+)
 
 // Watching is how many keys the store's hub keeps for waiters.
 func Watching(s *Store) int { return s.hub.Len() }
@@ -17,4 +25,34 @@ func NoticeStopped(s *Store, before []string) []string {
 		out = append(out, id)
 	}
 	return out
+}
+
+// Migrations is how many migrations the store applies to a new database.
+func Migrations() int {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		panic(err) // only a malformed pattern fails
+	}
+	return len(files)
+}
+
+// ScatterListPlan is PostgreSQL's plan for the query ListScatters makes for
+// f, one node a line, with sequential scans and sorts priced out: on the
+// tests' tiny tables the planner would rather read everything, and what is
+// checked is that an index can serve the listing at all.
+func ScatterListPlan(s *Store, f store.ScatterFilter) (string, error) {
+	q, args := listScattersQuery(f, store.ListLimit(f.Limit)+1)
+	var steps []string
+	err := pgx.BeginFunc(context.Background(), s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(context.Background(), `SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(context.Background(), "EXPLAIN (COSTS OFF) "+q, args...)
+		if err != nil {
+			return err
+		}
+		steps, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return strings.Join(steps, "\n"), err
 }

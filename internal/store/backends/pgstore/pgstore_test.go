@@ -1,13 +1,20 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
@@ -91,8 +98,8 @@ func TestConcurrentStartsMigrateOnce(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
-	if applied != 1 {
-		t.Fatalf("%d migrations recorded, want 1 (each applied once)", applied)
+	if want := pgstore.Migrations(); applied != want {
+		t.Fatalf("%d migrations recorded, want %d (each applied once)", applied, want)
 	}
 }
 
@@ -296,5 +303,97 @@ func TestStoppedServerWakesWaiters(t *testing.T) {
 	case <-woken:
 	default:
 		t.Fatal("a server stopped, and the waiters here were not woken to look again")
+	}
+}
+
+// Listing scatters reads an index in listing order, never a sort: the
+// primary key's for all of them, the partial index of the active ones for
+// those alone.
+func TestListScattersReadsAnIndexInOrder(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.NewDatabase(t))
+	for _, active := range []bool{false, true} {
+		for _, cursor := range []string{"", "019a0000-0000-7000-8000-000000000000"} {
+			f := store.ScatterFilter{Active: active, Cursor: cursor}
+			plan, err := pgstore.ScatterListPlan(s, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			index := "scatters_pkey"
+			if active {
+				index = "scatters_active"
+			}
+			if strings.Contains(plan, "Sort") || !strings.Contains(plan, "Index Scan Backward using "+index+" on scatters") {
+				t.Errorf("listing %+v:\n%s\nwant a backward scan of %s, no sort", f, plan, index)
+			}
+		}
+	}
+}
+
+// A scatter of a thousand batches of 10 KB is written in one transaction
+// and read back whole.
+func TestCreateScatterOfManyBatches(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.NewDatabase(t))
+	const n, size = 1000, 10 << 10
+	sc := &spoolv1.Scatter{ScatterId: uuid.Must(uuid.NewV7()).String(), Progress: &spoolv1.ScatterProgress{BatchCount: n, Waiting: n}}
+	rec := &store.ScatterRecord{Scatter: sc, Active: true, Ended: store.NewBits(n), Failed: store.NewBits(n)}
+	batches := make([][]byte, n)
+	for i := range batches {
+		batches[i] = fmt.Appendf(nil, `["%d%s"]`, i, strings.Repeat("x", size))
+	}
+	start := time.Now()
+	if err := s.CreateScatter(context.Background(), rec, batches); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %d batches of %d bytes in %v", n, len(batches[0]), time.Since(start))
+	for _, i := range []int32{0, 499, 999} {
+		b, err := s.ScatterBatch(context.Background(), sc.GetScatterId(), i)
+		if err != nil || !bytes.Equal(b, batches[i]) {
+			t.Fatalf("batch %d: %d bytes, %v", i, len(b), err)
+		}
+	}
+}
+
+// A job named by its caller, enqueued at once through two servers by
+// repeats of one request, is created once and returned to every repeat;
+// another request cannot take its id.
+func TestNamedJobRace(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	servers := []*pgstore.Store{open(t, url), open(t, url)}
+	ctx := context.Background()
+	for round := range 10 {
+		nj := store.NewJob{ID: fmt.Sprintf("%s.%d", uuid.Must(uuid.NewV7()), round), Queue: "q",
+			Params:    &spoolv1.JobParams{Argv: []string{"true"}},
+			Execution: &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 50, MaxBatchBytes: 1 << 20}}, MaxAttempts: 1}
+		nj.RequestID = "scatter:" + nj.ID
+		var (
+			wg      sync.WaitGroup
+			created atomic.Int32
+		)
+		for i := range 8 {
+			wg.Go(func() {
+				j, c, err := servers[i%2].Enqueue(ctx, nj)
+				if err != nil || j.GetJobId() != nj.ID {
+					t.Errorf("enqueue: %s %v", j.GetJobId(), err)
+					return
+				}
+				if c {
+					created.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if created.Load() != 1 {
+			t.Fatalf("the job was created %d times, want once", created.Load())
+		}
+		for _, req := range []string{"another", ""} {
+			other := nj
+			other.RequestID = req
+			if _, _, err := servers[0].Enqueue(ctx, other); !errors.Is(err, spool.ErrAlreadyExists) {
+				t.Fatalf("the id again, request %q: %v, want ErrAlreadyExists", req, err)
+			}
+		}
 	}
 }

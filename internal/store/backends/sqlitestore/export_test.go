@@ -17,19 +17,30 @@ func ListPlan(s *Store, f store.ListFilter) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return plan(s, q, args)
+}
+
+// ScatterListPlan is SQLite's plan for the query ListScatters makes for f.
+func ScatterListPlan(s *Store, f store.ScatterFilter) (string, error) {
+	q, args := listScattersQuery(f, store.ListLimit(f.Limit)+1)
+	return plan(s, q, args)
+}
+
+// plan is SQLite's plan for q, one step a line.
+func plan(s *Store, q string, args []any) (string, error) {
 	rows, err := s.r.Query("EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		return "", err
 	}
 	defer rows.Close()
-	var plan []string
+	var steps []string
 	for rows.Next() {
 		var id, parent, unused int
 		var step string
 		if err := rows.Scan(&id, &parent, &unused, &step); err != nil {
 			return "", err
 		}
-		plan = append(plan, step)
+		steps = append(steps, step)
 	}
-	return strings.Join(plan, "\n"), rows.Err()
+	return strings.Join(steps, "\n"), rows.Err()
 }

@@ -1,12 +1,18 @@
 package sqlitestore_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlitestore"
@@ -90,5 +96,90 @@ func TestListReadsAnIndexInOrder(t *testing.T) {
 				t.Errorf("listing %+v reads the table %d times, want once per state asked for:\n%s", f, reads, plan)
 			}
 		}
+	}
+}
+
+// TestListScattersReadsAnIndexInOrder: a page of scatters is a range of an
+// index read in listing order, never a sort, and a listing of the active
+// ones reads the partial index of the active ones alone, so the finished
+// scatters before them cost nothing.
+func TestListScattersReadsAnIndexInOrder(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
+	defer s.Close()
+	for _, active := range []bool{false, true} {
+		for _, cursor := range []string{"", "019a0000-0000-7000-8000-000000000000"} {
+			f := store.ScatterFilter{Active: active, Cursor: cursor}
+			plan, err := sqlitestore.ScatterListPlan(s, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			index := "sqlite_autoindex_scatters_1"
+			if active {
+				index = "scatters_active"
+			}
+			want := "SEARCH scatters USING INDEX " + index + " (scatter_id<?)"
+			if cursor == "" {
+				want = "SCAN scatters USING INDEX " + index
+			}
+			if plan != want {
+				t.Errorf("listing %+v:\n%s\nwant\n%s", f, plan, want)
+			}
+		}
+	}
+}
+
+// TestCreateScatterOfManyBatches: a scatter of a thousand batches of 10 KB
+// is written in one transaction and read back whole.
+func TestCreateScatterOfManyBatches(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
+	defer s.Close()
+	rec, batches := bigScatter(1000, 10<<10)
+	start := time.Now()
+	if err := s.CreateScatter(context.Background(), rec, batches); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %d batches of %d bytes in %v", len(batches), len(batches[0]), time.Since(start))
+	for _, i := range []int32{0, 499, 999} {
+		b, err := s.ScatterBatch(context.Background(), rec.Scatter.GetScatterId(), i)
+		if err != nil || !bytes.Equal(b, batches[i]) {
+			t.Fatalf("batch %d: %d bytes, %v", i, len(b), err)
+		}
+	}
+}
+
+// bigScatter is a scatter of n batches of about size bytes each.
+func bigScatter(n int32, size int) (*store.ScatterRecord, [][]byte) {
+	sc := &spoolv1.Scatter{
+		ScatterId: uuid.Must(uuid.NewV7()).String(),
+		Progress:  &spoolv1.ScatterProgress{BatchCount: n, Waiting: n},
+	}
+	batches := make([][]byte, n)
+	for i := range batches {
+		batches[i] = fmt.Appendf(nil, `["%d%s"]`, i, strings.Repeat("x", size))
+	}
+	return &store.ScatterRecord{Scatter: sc, Active: true, Ended: store.NewBits(n), Failed: store.NewBits(n)}, batches
+}
+
+// A caller-named job's id cannot be taken by another request; a repeat
+// of its own request returns it.
+func TestNamedJobIDInUse(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
+	defer s.Close()
+	ctx := context.Background()
+	nj := store.NewJob{ID: uuid.Must(uuid.NewV7()).String() + ".0", RequestID: "first", Queue: "q",
+		Params:    &spoolv1.JobParams{Argv: []string{"true"}},
+		Execution: &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 50, MaxBatchBytes: 1 << 20}}, MaxAttempts: 1}
+	if _, created, err := s.Enqueue(ctx, nj); err != nil || !created {
+		t.Fatalf("first: created=%v %v", created, err)
+	}
+	for _, req := range []string{"second", ""} {
+		other := nj
+		other.RequestID = req
+		if _, _, err := s.Enqueue(ctx, other); !errors.Is(err, spool.ErrAlreadyExists) {
+			t.Fatalf("the id again, request %q: %v, want ErrAlreadyExists", req, err)
+		}
+	}
+	if j, created, err := s.Enqueue(ctx, nj); err != nil || created || j.GetJobId() != nj.ID {
+		t.Fatalf("repeat: %s created=%v %v", j.GetJobId(), created, err)
 	}
 }

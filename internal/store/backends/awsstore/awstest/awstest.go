@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -138,8 +137,17 @@ func start() (*Servers, error) {
 	}
 	s := &Servers{}
 	dyn, err := launch("dynalite", dir, func(port int) []string {
-		return []string{node, "node_modules/dynalite/cli.js", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
+		// dynalite throws, and so exits, when a client drops a request
+		// half-way (its request error handler rethrows), which is what a
+		// spool server stopped by a test does to its in-flight calls. A
+		// real DynamoDB shrugs that off, so the test server must too.
+		js := fmt.Sprintf(`process.on('uncaughtException', e => {
+  if (e && (e.code === 'ECONNRESET' || e.message === 'aborted')) return;
+  console.error(e); process.exit(1);
+});
+const server = require('dynalite')({createTableMs: 0, deleteTableMs: 0, updateTableMs: 0});
+server.listen(%d, '127.0.0.1', () => console.log('Dynalite listening at: http://127.0.0.1:%d'));`, port, port)
+		return []string{node, "-e", js}
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,132 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+// NewScatter describes a scatter: one command run over batches of items,
+// each batch a job, then an optional gather.
+type NewScatter struct {
+	// Job is what every batch runs and where (Queue, Argv or Script, Env,
+	// WorkingDir, Timeout, Repository, Ref, MaxAttempts, Retries; its
+	// RequestID is not used). Each batch's job reads its input document on
+	// stdin and in $SPOOL_BATCH_FILE, and may leave a JSON result in
+	// $SPOOL_RESULT.
+	Job Submission
+	// Batches are the batches in order, each a JSON array of at least one
+	// item (package itembatch makes them).
+	Batches []json.RawMessage
+	// BatchInput is given to every batch and the gather (nil: {}).
+	BatchInput json.RawMessage
+	// MaxConcurrency bounds the batches queued or running at once (0: no
+	// limit).
+	MaxConcurrency int32
+	// ToleratedFailureCount and ToleratedFailurePercentage are the failed
+	// batches the scatter tolerates; with neither set, none.
+	ToleratedFailureCount      *int32
+	ToleratedFailurePercentage *float32
+	// Gather is a shell command run once every batch has ended within
+	// tolerance, with every batch's result on stdin ("": none).
+	Gather string
+}
+
+// StartScatter stores a scatter and starts it.
+func (c *Client) StartScatter(ctx context.Context, s NewScatter) (*spoolv1.Scatter, error) {
+	spec := &spoolv1.ScatterSpec{
+		Queue: s.Job.Queue, Params: s.Job.Params(), MaxAttempts: s.Job.MaxAttempts, Retries: s.Job.Retries,
+		BatchInput: string(s.BatchInput), MaxConcurrency: s.MaxConcurrency,
+		ToleratedFailureCount: s.ToleratedFailureCount, ToleratedFailurePercentage: s.ToleratedFailurePercentage,
+	}
+	if s.Gather != "" {
+		spec.Gather = spool.GatherParams(spec.Params, s.Gather)
+	}
+	batches := make([]string, len(s.Batches))
+	for i, b := range s.Batches {
+		batches[i] = string(b)
+	}
+	resp, err := c.sc.CreateScatter(ctx, connect.NewRequest(&spoolv1.CreateScatterRequest{Spec: spec, Batches: batches}))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp.Msg.GetScatter(), nil
+}
+
+// Scatter returns a scatter with its progress.
+func (c *Client) Scatter(ctx context.Context, id string) (*spoolv1.Scatter, error) {
+	resp, err := c.sc.GetScatter(ctx, connect.NewRequest(&spoolv1.GetScatterRequest{ScatterId: id}))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp.Msg.GetScatter(), nil
+}
+
+// ScattersPage returns a page of scatters, newest first, and the cursor of
+// the next ("" on the last page).
+func (c *Client) ScattersPage(ctx context.Context, pageSize int32, cursor string) ([]*spoolv1.Scatter, string, error) {
+	resp, err := c.sc.ListScatters(ctx, connect.NewRequest(&spoolv1.ListScattersRequest{PageSize: pageSize, Cursor: cursor}))
+	if err != nil {
+		return nil, "", wrap(err)
+	}
+	return resp.Msg.GetScatters(), resp.Msg.GetNextCursor(), nil
+}
+
+// ScatterBatches returns the batches of a scatter from index from, at most
+// pageSize of them (0: 100), and the index of the next page (0 on the last).
+func (c *Client) ScatterBatches(ctx context.Context, id string, from, pageSize int32) ([]*spoolv1.ScatterBatch, int32, error) {
+	resp, err := c.sc.ListScatterBatches(ctx, connect.NewRequest(&spoolv1.ListScatterBatchesRequest{ScatterId: id, FromIndex: from, PageSize: pageSize}))
+	if err != nil {
+		return nil, 0, wrap(err)
+	}
+	return resp.Msg.GetBatches(), resp.Msg.GetNextIndex(), nil
+}
+
+// CancelScatter stops a scatter: batches not started never run, the others
+// are cancelled, and no gather runs.
+func (c *Client) CancelScatter(ctx context.Context, id, reason string) (*spoolv1.Scatter, error) {
+	resp, err := c.sc.CancelScatter(ctx, connect.NewRequest(&spoolv1.CancelScatterRequest{ScatterId: id, Reason: reason}))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp.Msg.GetScatter(), nil
+}
+
+// FollowScatter reads a scatter every interval (0: half a second), calls
+// progress (when not nil) each time it changed, and returns it once it is
+// final. A server that is away for a while is waited for.
+func (c *Client) FollowScatter(ctx context.Context, id string, interval time.Duration, progress func(*spoolv1.Scatter)) (*spoolv1.Scatter, error) {
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
+	var last *spoolv1.Scatter
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		sc, err := c.Scatter(ctx, id)
+		switch {
+		case err == nil:
+			changed := last == nil || sc.GetState() != last.GetState() || !proto.Equal(sc.GetProgress(), last.GetProgress())
+			if progress != nil && changed {
+				progress(sc)
+			}
+			last = sc
+			if spool.ScatterIsFinal(sc.GetState()) {
+				return sc, nil
+			}
+		case !IsUnavailable(err):
+			return last, err
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/itembatch"
+)
+
+// scatterFlags are `spool scatter`'s own flags, beside the job's.
+type scatterFlags struct {
+	items, groupBy, batchWith, batchInput, gather string
+	maxItems, maxBytes, maxPerGroup               int
+	maxConcurrency, toleratedCount                int32
+	toleratedPct                                  float32
+	follow, asJSON                                bool
+}
+
+func newScatterCmd(e *env) *cobra.Command {
+	var (
+		job submitFlags
+		f   scatterFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "scatter [flags] --items FILE -- COMMAND [ARG...]",
+		Short: "Run a command over many items: one job per batch of items, then an optional gather",
+		Long: `Cut the items of FILE into batches and run COMMAND once per batch, as one job
+each, at most --max-concurrency at a time. Each batch's job reads on stdin (and
+in the file $SPOOL_BATCH_FILE) the document
+
+  {"items": [...], "batch_input": {...}, "batch_index": i, "batch_count": n, "scatter_id": "..."}
+
+with $SPOOL_BATCH_INDEX, $SPOOL_BATCH_COUNT and $SPOOL_SCATTER_ID set, and may
+write its result as JSON (at most 256 KiB) to the file $SPOOL_RESULT. Once every
+batch has ended, and no more failed than tolerated, --gather runs with every
+batch's result on stdin:
+
+  {"batch_results": {"0": ..., "1": null}, "failed_batches": [1], "batch_count": n, "batch_input": {...}, "scatter_id": "..."}
+
+Prints the scatter's id; with --follow, a progress line until it ends, then
+exits 0 if it succeeded and 1 if not.`,
+		Example: `  spool scatter --items images.jsonl --max-items-per-batch 50 \
+      --batch-input '{"width": 800}' -- ./resize.sh
+  find photos -name '*.png' | jq -R '{path: .}' | spool scatter --items - -f -- ./resize.sh
+  spool scatter --items orders.json --group-by customer --max-concurrency 10 \
+      --tolerated-failure-percentage 5 --gather 'jq -s . > summary.json' -- ./bill.sh`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := job.submission(args)
+			if err != nil {
+				return err
+			}
+			if job.requestID != "" {
+				return errors.New("--request-id is for one job; a scatter names its jobs after itself")
+			}
+			ns, err := f.scatter(cmd, e, s)
+			if err != nil {
+				return err
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			sc, err := c.StartScatter(cmd.Context(), ns)
+			if err != nil {
+				return err
+			}
+			if !f.follow {
+				if f.asJSON {
+					return printJSON(e.out, jobjson.ScatterView(sc))
+				}
+				fmt.Fprintln(e.out, sc.GetScatterId())
+				return nil
+			}
+			fmt.Fprintln(e.out, sc.GetScatterId())
+			return followScatter(cmd.Context(), e, c, sc.GetScatterId())
+		},
+	}
+	job.register(cmd)
+	fl := cmd.Flags()
+	_ = fl.MarkHidden("request-id")
+	fl.StringVar(&f.items, "items", "", `the items: JSON Lines (one item a line) or a JSON array; "-" reads stdin`)
+	fl.IntVar(&f.maxItems, "max-items-per-batch", 0, "at most this many items a batch (0: as many as fit --max-bytes-per-batch)")
+	fl.IntVar(&f.maxBytes, "max-bytes-per-batch", itembatch.DefaultMaxBytes, "at most this many bytes of items (compact JSON) a batch; a bigger item travels alone")
+	fl.StringVar(&f.groupBy, "group-by", "", "items with different values of this field never share a batch")
+	fl.IntVar(&f.maxPerGroup, "max-items-per-group", 0, "at most this many items of one group in a batch (with --group-by)")
+	fl.StringVar(&f.batchWith, "batch-with", "", "cut the batches with this shell command: it reads the items as JSON Lines and writes one JSON array a line, each a batch")
+	fl.StringVar(&f.batchInput, "batch-input", "", "JSON given to every batch (and the gather) as batch_input; fixed now")
+	fl.Int32Var(&f.maxConcurrency, "max-concurrency", 0, "batches queued or running at once (0: no limit)")
+	fl.Int32Var(&f.toleratedCount, "tolerated-failure-count", 0, "failed batches allowed before the scatter fails (default 0)")
+	fl.Float32Var(&f.toleratedPct, "tolerated-failure-percentage", 0, "failed batches allowed, as a percentage of all batches")
+	fl.StringVar(&f.gather, "gather", "", "shell command run once after every batch has ended within tolerance, with their results on stdin")
+	fl.BoolVarP(&f.follow, "follow", "f", false, "show a progress line until the scatter ends; exit 0 if it succeeded, 1 if not")
+	fl.BoolVar(&f.asJSON, "json", false, "print the scatter as JSON instead of its id")
+	cmd.MarkFlagsMutuallyExclusive("json", "follow")
+	cmd.MarkFlagsMutuallyExclusive("batch-with", "max-items-per-batch")
+	cmd.MarkFlagsMutuallyExclusive("batch-with", "group-by")
+	cmd.Flags().SetInterspersed(false)
+	return cmd
+}
+
+// scatter reads the items, cuts them into batches and builds the request.
+func (f *scatterFlags) scatter(cmd *cobra.Command, e *env, job client.Submission) (client.NewScatter, error) {
+	ns := client.NewScatter{Job: job, MaxConcurrency: f.maxConcurrency}
+	if f.items == "" {
+		return ns, errors.New(`say where the items are: --items FILE (JSON Lines or a JSON array; "-" for stdin)`)
+	}
+	if cmd.Flags().Changed("tolerated-failure-count") {
+		ns.ToleratedFailureCount = &f.toleratedCount
+	}
+	if cmd.Flags().Changed("tolerated-failure-percentage") {
+		ns.ToleratedFailurePercentage = &f.toleratedPct
+	}
+	if f.batchInput != "" {
+		if !json.Valid([]byte(f.batchInput)) {
+			return ns, fmt.Errorf("--batch-input is not valid JSON: %s", truncate(f.batchInput, 60))
+		}
+		ns.BatchInput = json.RawMessage(f.batchInput)
+	}
+	ns.Gather = f.gather
+	items, err := f.readItems(e)
+	if err != nil {
+		return ns, err
+	}
+	if len(items) == 0 {
+		return ns, fmt.Errorf("%s holds no items: there is nothing to scatter", f.itemsName())
+	}
+	batches, warnings, err := f.split(cmd.Context(), e, items)
+	for _, w := range warnings {
+		fmt.Fprintf(e.errOut, "spool: warning: %s\n", w)
+	}
+	if err != nil {
+		return ns, err
+	}
+	if len(batches) == 0 {
+		return ns, errors.New("no batches with items: nothing to scatter")
+	}
+	for _, b := range batches {
+		ns.Batches = append(ns.Batches, b.JSON())
+	}
+	fmt.Fprintf(e.errOut, "spool: %d items in %d batches\n", len(items), len(batches))
+	return ns, nil
+}
+
+func (f *scatterFlags) itemsName() string {
+	if f.items == "-" {
+		return "stdin"
+	}
+	return f.items
+}
+
+func (f *scatterFlags) readItems(e *env) ([]itembatch.Item, error) {
+	var r io.Reader = e.in
+	if f.items != "-" {
+		fh, err := os.Open(f.items)
+		if err != nil {
+			return nil, fmt.Errorf("--items: %w", err)
+		}
+		defer fh.Close()
+		r = fh
+	}
+	items, err := itembatch.ReadItems(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.itemsName(), err)
+	}
+	return items, nil
+}
+
+// split cuts the items with the flags' strategy, or with --batch-with.
+func (f *scatterFlags) split(ctx context.Context, e *env, items []itembatch.Item) ([]itembatch.Batch, []itembatch.Warning, error) {
+	if f.batchWith != "" {
+		c := exec.CommandContext(ctx, "/bin/sh", "-c", f.batchWith)
+		c.Stderr = e.errOut
+		bs, ws, err := itembatch.FromCommand(ctx, c, items)
+		if err != nil {
+			return nil, ws, fmt.Errorf("--batch-with: %w", err)
+		}
+		return bs, ws, nil
+	}
+	bs, ws, err := itembatch.Split(items, itembatch.Options{MaxItems: f.maxItems, MaxBytes: f.maxBytes, GroupBy: f.groupBy, MaxItemsPerGroup: f.maxPerGroup})
+	if errors.Is(err, itembatch.ErrInvalidOptions) {
+		return nil, ws, fmt.Errorf("batching flags: %w", err)
+	}
+	return bs, ws, err
+}
+
+// followScatter shows a scatter's progress until it ends, and exits as it
+// ended: 0 if it succeeded.
+func followScatter(ctx context.Context, e *env, c *client.Client, id string) error {
+	ti := detectTerm(e.errOut)
+	sc, err := c.FollowScatter(ctx, id, 300*time.Millisecond, func(sc *spoolv1.Scatter) {
+		line := progressLine(sc, ti)
+		if ti.tty {
+			fmt.Fprint(e.errOut, ansiClearLine+line)
+		} else {
+			fmt.Fprintln(e.errOut, line)
+		}
+	})
+	if ti.tty {
+		fmt.Fprintln(e.errOut)
+	}
+	if err != nil {
+		return err
+	}
+	if sc.GetError() != "" {
+		fmt.Fprintf(e.errOut, "spool: scatter %s %s: %s\n", id, spool.ScatterStateName(sc.GetState()), sc.GetError())
+	}
+	if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// progressLine says where a scatter is in one line: a bar on a terminal,
+// then the counts.
+func progressLine(sc *spoolv1.Scatter, ti termInfo) string {
+	p := sc.GetProgress()
+	n := p.GetBatchCount()
+	ended := p.GetSucceeded() + p.GetFailed() + p.GetCancelled()
+	var b strings.Builder
+	if ti.tty {
+		const width = 24
+		done := int(int64(ended) * width / int64(max(n, 1)))
+		bar := strings.Repeat("█", done) + strings.Repeat("░", width-done)
+		if ti.color && p.GetFailed()+p.GetCancelled() > 0 {
+			bar = ansiRed + bar + ansiReset
+		}
+		b.WriteString(bar + " ")
+	}
+	fmt.Fprintf(&b, "%s: %d/%d batches · %d queued · %d running · %d succeeded · %d failed", spool.ScatterStateName(sc.GetState()),
+		ended, n, p.GetQueued()+p.GetWaiting(), p.GetRunning(), p.GetSucceeded(), p.GetFailed())
+	if p.GetCancelled() > 0 {
+		fmt.Fprintf(&b, " · %d cancelled", p.GetCancelled())
+	}
+	fmt.Fprintf(&b, " · %d/%d items done", p.GetItemsDone(), p.GetItemCount())
+	return b.String()
+}

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spool-run/spool/spooltest"
+	"github.com/spool-run/spool/worker"
+)
+
+// itemsFile writes lines to a file and returns its path.
+func itemsFile(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "items.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func images(n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"path":"img-%02d.png","album":"a%d"}`, i, i%2)
+	}
+	return lines
+}
+
+// TestScatterCommand: `spool scatter -f` batches the items, prints the
+// scatter's id, follows its progress and exits as it ended; `spool jobs get`
+// on the id shows the scatter.
+func TestScatterCommand(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
+	items := itemsFile(t, images(10)...)
+
+	r := run(srv, "scatter", "-f", "--items", items, "--max-items-per-batch", "3", "--batch-input", `{"width": 800}`,
+		"--gather", `cat > "$SPOOL_RESULT"`, "--",
+		"sh", "-c", `grep -q '"batch_input":{"width":800}' && echo "{\"n\": $SPOOL_BATCH_INDEX}" > "$SPOOL_RESULT"`)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	if !strings.Contains(r.stderr, "10 items in 4 batches") || !strings.Contains(r.stderr, "succeeded: 4/4 batches") ||
+		!strings.Contains(r.stderr, "10/10 items done") {
+		t.Fatalf("stderr does not show the batches and the progress:\n%s", r.stderr)
+	}
+	got := run(srv, "jobs", "get", id)
+	if got.code != 0 || !strings.Contains(got.stdout, "succeeded: 4/4 batches") || !strings.Contains(got.stdout, id+".gather") {
+		t.Fatalf("jobs get %s: exit %d\n%s%s", id, got.code, got.stdout, got.stderr)
+	}
+	batch := run(srv, "jobs", "get", id+".2")
+	if !strings.Contains(batch.stdout, "batch 2 of 4, 3 items") || !strings.Contains(batch.stdout, `{"n": 2}`) {
+		t.Fatalf("jobs get of a batch:\n%s%s", batch.stdout, batch.stderr)
+	}
+	list := run(srv, "scatters", "list")
+	if !strings.Contains(list.stdout, id) {
+		t.Fatalf("scatters list does not show %s:\n%s", id, list.stdout)
+	}
+
+	// Grouped by album: no batch mixes albums, so 5 of each make 2 batches
+	// of 3 and 2 each.
+	r = run(srv, "scatter", "-f", "--items", items, "--group-by", "album", "--max-items-per-batch", "3", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "10 items in 4 batches") {
+		t.Fatalf("grouped: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// A failing scatter exits 1 and says why.
+	r = run(srv, "scatter", "-f", "--items", items, "--max-items-per-batch", "5", "--", "false")
+	if r.code != 1 || !strings.Contains(r.stderr, "batches failed, more than the 0 tolerated") {
+		t.Fatalf("failing scatter: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestScatterCommandBadInput: empty items, broken JSON, a custom batcher
+// that writes garbage and an item bigger than a batch are told clearly;
+// nothing is started for the errors.
+func TestScatterCommandBadInput(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	for _, tc := range []struct {
+		name  string
+		items []string
+		args  []string
+		want  string
+	}{
+		{"empty", []string{""}, nil, "holds no items"},
+		{"broken JSON", []string{`{"a":1}`, `{"a":`}, nil, "line 2"},
+		{"garbage batcher", images(3), []string{"--batch-with", "echo 'not a batch'"}, "--batch-with"},
+		{"bad batch input", images(3), []string{"--batch-input", "{"}, "--batch-input is not valid JSON"},
+		{"no items flag", nil, nil, "--items FILE"},
+	} {
+		args := []string{"scatter"}
+		if tc.items != nil {
+			args = append(args, "--items", itemsFile(t, tc.items...))
+		}
+		args = append(append(args, tc.args...), "--", "true")
+		r := run(srv, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want an error saying %q", tc.name, r.code, r.stderr, tc.want)
+		}
+	}
+	if list := run(srv, "scatters", "list"); !strings.Contains(list.stdout, "no scatters") {
+		t.Fatalf("bad input started a scatter:\n%s", list.stdout)
+	}
+
+	// One item bigger than a batch travels alone, with a warning.
+	big := fmt.Sprintf(`{"blob":%q}`, strings.Repeat("x", 2000))
+	r := run(srv, "scatter", "--items", itemsFile(t, `{"a":1}`, big, `{"a":2}`), "--max-bytes-per-batch", "1000", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "warning") || !strings.Contains(r.stderr, "3 items in 3 batches") {
+		t.Fatalf("huge item: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/jobjson"
+)
+
+func newScattersCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scatters",
+		Short: "List, inspect and cancel scatters (start one with spool scatter)",
+	}
+	cmd.AddCommand(newScattersListCmd(e), newScattersGetCmd(e), newScattersCancelCmd(e))
+	return cmd
+}
+
+func newScattersListCmd(e *env) *cobra.Command {
+	var (
+		cursor string
+		limit  int32
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List scatters, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 || limit > 500 {
+				return fmt.Errorf("--limit must be between 1 and 500, got %d", limit)
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			scs, next, err := c.ScattersPage(cmd.Context(), limit, cursor)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(e.out, jobjson.ScatterListView(scs, next))
+			}
+			if len(scs) == 0 {
+				fmt.Fprintln(e.out, "no scatters")
+				return nil
+			}
+			now := time.Now()
+			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "SCATTER ID\tQUEUE\tSTATE\tBATCHES\tSUCCEEDED\tFAILED\tCREATED\tCOMMAND")
+			for _, sc := range scs {
+				p := sc.GetProgress()
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sc.GetScatterId(), sc.GetSpec().GetQueue(), spool.ScatterStateName(sc.GetState()),
+					p.GetBatchCount(), p.GetSucceeded(), p.GetFailed(), ago(sc.GetCreatedAt().AsTime(), now), truncate(commandLine(sc.GetSpec().GetParams()), 50))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if next != "" {
+				fmt.Fprintf(e.errOut, "more: spool scatters list --cursor %s\n", next)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int32Var(&limit, "limit", 20, "at most this many scatters (up to 500)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous listing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newScattersGetCmd(e *env) *cobra.Command {
+	var asJSON, follow bool
+	cmd := &cobra.Command{
+		Use:   "get SCATTER_ID",
+		Short: "Show a scatter and its progress",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			if follow {
+				return followScatter(cmd.Context(), e, c, args[0])
+			}
+			sc, err := c.Scatter(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(e.out, jobjson.ScatterView(sc))
+			}
+			printScatter(e, sc)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "show a progress line until it ends; exit 0 if it succeeded")
+	return cmd
+}
+
+func newScattersCancelCmd(e *env) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel SCATTER_ID",
+		Short: "Cancel a scatter: waiting batches never run, queued and running ones are cancelled, no gather runs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			sc, err := c.CancelScatter(cmd.Context(), args[0], reason)
+			if err != nil {
+				return err
+			}
+			printScatter(e, sc)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, kept on the scatter and its cancelled jobs")
+	return cmd
+}
+
+// scatterOrNotFound shows the scatter of an id `spool jobs get` did not find
+// as a job, so both kinds of id work there.
+func scatterOrNotFound(cmd *cobra.Command, e *env, c *client.Client, id string, jobErr error, asJSON bool) error {
+	if !errors.Is(jobErr, spool.ErrNotFound) || uuid.Validate(id) != nil {
+		return jobErr
+	}
+	sc, err := c.Scatter(cmd.Context(), id)
+	if err != nil {
+		return jobErr
+	}
+	if asJSON {
+		return printJSON(e.out, jobjson.ScatterView(sc))
+	}
+	printScatter(e, sc)
+	return nil
+}
+
+// printScatter shows a scatter as `spool jobs get` shows a job.
+func printScatter(e *env, sc *spoolv1.Scatter) {
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s:\t"+f+"\n", append([]any{k}, a...)...) }
+	spec, p := sc.GetSpec(), sc.GetProgress()
+	row("Scatter", "%s", sc.GetScatterId())
+	row("Queue", "%s", spec.GetQueue())
+	row("State", "%s", spool.ScatterStateName(sc.GetState()))
+	if sc.GetError() != "" {
+		row("Error", "%s", sc.GetError())
+	}
+	row("Command", "%s", commandLine(spec.GetParams()))
+	row("Progress", "%s", progressLine(sc, termInfo{}))
+	row("Batches", "%d (%d items); jobs %s", p.GetBatchCount(), p.GetItemCount(), batchJobPattern(sc.GetScatterId()))
+	limit := "none"
+	if spec.GetMaxConcurrency() > 0 {
+		limit = fmt.Sprint(spec.GetMaxConcurrency())
+	}
+	row("Concurrency", "%s", limit)
+	row("Batch input", "%s", truncate(spec.GetBatchInput(), 80))
+	if g := spec.GetGather(); g != nil {
+		gather := commandLine(g)
+		if sc.GetGatherJobId() != "" {
+			gather += " (job " + sc.GetGatherJobId() + ")"
+		}
+		row("Gather", "%s", gather)
+	}
+	row("Created", "%s (%s)", sc.GetCreatedAt().AsTime().Local().Format(time.DateTime), ago(sc.GetCreatedAt().AsTime(), time.Now()))
+	tw.Flush()
+}
+
+// batchJobPattern says how a scatter's batch jobs are named.
+func batchJobPattern(id string) string { return id + ".0, " + id + ".1, …" }

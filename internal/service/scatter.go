@@ -1,0 +1,288 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// Bounds on a scatter. A batch is what one job reads on stdin; the batch
+// input is shared by all of them and the gather, so it stays small (Step
+// Functions counts it against the same 256 KiB as the items).
+const (
+	maxScatterBatches = 100_000
+	maxBatchBytes     = 16 << 20
+	maxBatchInput     = 64 << 10
+	// MaxScatterRequestBytes: CreateScatter carries every batch.
+	MaxScatterRequestBytes = 256 << 20
+	// MaxCompleteRequestBytes: CompleteJob carries the job's result
+	// document (at most spool.MaxResultBytes) beside the usual fields.
+	MaxCompleteRequestBytes = spool.MaxResultBytes + MaxRequestBytes
+)
+
+// CreateScatter checks a scatter, stores it with its batches and wakes this
+// server's driver to hand the first batches to the queue.
+func (s *Service) CreateScatter(ctx context.Context, m *spoolv1.CreateScatterRequest) (*spoolv1.CreateScatterResponse, error) {
+	spec := proto.Clone(m.GetSpec()).(*spoolv1.ScatterSpec)
+	if spec == nil {
+		return nil, invalid("spec: say what every batch runs")
+	}
+	caller, err := s.authorize(ctx, PermSubmit, spec.GetQueue())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkScatterSpec(spec); err != nil {
+		return nil, err
+	}
+	n := len(m.GetBatches())
+	if n == 0 {
+		return nil, invalid("batches: a scatter needs at least one batch of items")
+	}
+	if n > maxScatterBatches {
+		return nil, invalid("batches: %d is more than a scatter may have (%d); use bigger batches", n, maxScatterBatches)
+	}
+	batches := make([][]byte, n)
+	var items int64
+	for i, b := range m.GetBatches() {
+		k, err := countItems(b)
+		if err != nil {
+			return nil, invalid("batches[%d]: %v", i, err)
+		}
+		items += int64(k)
+		batches[i] = []byte(b)
+	}
+	now := timestamppb.New(storekit.Now())
+	sc := &spoolv1.Scatter{
+		ScatterId: uuid.Must(uuid.NewV7()).String(),
+		State:     spoolv1.ScatterState_SCATTER_STATE_RUNNING,
+		Spec:      spec,
+		Progress:  &spoolv1.ScatterProgress{BatchCount: int32(n), Waiting: int32(n), ItemCount: items},
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	rec := &store.ScatterRecord{Scatter: sc, Active: true, Ended: store.NewBits(int32(n)), Failed: store.NewBits(int32(n))}
+	if err := s.store.CreateScatter(ctx, rec, batches); err != nil {
+		return nil, s.fail(ctx, "CreateScatter", err)
+	}
+	s.audit(ctx, caller, "scatter created", "scatter_id", sc.GetScatterId(), "queue", spec.GetQueue(), "batches", n, "items", items)
+	s.scatters.kick(sc.GetScatterId())
+	return &spoolv1.CreateScatterResponse{Scatter: sc}, nil
+}
+
+// checkScatterSpec validates a scatter's spec and fills in its defaults.
+func (s *Service) checkScatterSpec(spec *spoolv1.ScatterSpec) error {
+	queue, err := checkQueue(spec.GetQueue())
+	if err != nil {
+		return err
+	}
+	spec.Queue = queue
+	if err := checkParams(spec.GetParams()); err != nil {
+		return err
+	}
+	if spec.GetGather() != nil {
+		if err := checkParams(spec.GetGather()); err != nil {
+			return fmt.Errorf("gather: %w", err)
+		}
+	}
+	if spec.MaxAttempts, err = s.checkBudget(spec.GetMaxAttempts(), spec.GetRetries()); err != nil {
+		return err
+	}
+	in := strings.TrimSpace(spec.GetBatchInput())
+	switch {
+	case in == "":
+		in = "{}"
+	case len(in) > maxBatchInput:
+		return invalid("batch_input: %d bytes; at most %d", len(in), maxBatchInput)
+	case !json.Valid([]byte(in)):
+		return invalid("batch_input is not valid JSON")
+	}
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, []byte(in))
+	spec.BatchInput = compact.String()
+	if spec.GetMaxConcurrency() < 0 {
+		return invalid("max_concurrency must not be negative (0: no limit)")
+	}
+	if spec.ToleratedFailureCount != nil && spec.GetToleratedFailureCount() < 0 {
+		return invalid("tolerated_failure_count must not be negative")
+	}
+	if p := spec.ToleratedFailurePercentage; p != nil && (*p < 0 || *p > 100) {
+		return invalid("tolerated_failure_percentage must be between 0 and 100, got %g", *p)
+	}
+	return nil
+}
+
+// countItems checks that a batch is a non-empty JSON array and counts its
+// items.
+func countItems(batch string) (int, error) {
+	if len(batch) > maxBatchBytes {
+		return 0, fmt.Errorf("%d bytes; a batch may hold at most %d", len(batch), maxBatchBytes)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal([]byte(batch), &items); err != nil {
+		return 0, fmt.Errorf("not a JSON array of items: %v", err)
+	}
+	if len(items) == 0 {
+		return 0, errors.New("empty: leave empty batches out")
+	}
+	return len(items), nil
+}
+
+// GetScatter returns a scatter and its progress as its driver last
+// recorded it.
+func (s *Service) GetScatter(ctx context.Context, m *spoolv1.GetScatterRequest) (*spoolv1.GetScatterResponse, error) {
+	rec, err := s.scatter(ctx, "GetScatter", m.GetScatterId())
+	if err != nil {
+		return nil, err
+	}
+	return &spoolv1.GetScatterResponse{Scatter: rec.Scatter}, nil
+}
+
+// scatter checks the caller may read it, validates the id and reads the
+// record. A worker key limited to some queues sees only their scatters.
+func (s *Service) scatter(ctx context.Context, op, id string) (*store.ScatterRecord, error) {
+	caller, err := s.authorize(ctx, PermRead, "")
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, invalid("scatter_id is required")
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, store.ScatterNotFound(truncate(id, maxJobID))
+	}
+	rec, err := s.store.GetScatter(ctx, id)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	if !caller.mayUse(rec.Scatter.GetSpec().GetQueue()) {
+		return nil, store.ScatterNotFound(id)
+	}
+	return rec, nil
+}
+
+// ListScatters returns a page of scatters, newest first.
+func (s *Service) ListScatters(ctx context.Context, m *spoolv1.ListScattersRequest) (*spoolv1.ListScattersResponse, error) {
+	caller, err := s.authorize(ctx, PermRead, "")
+	if err != nil {
+		return nil, err
+	}
+	if m.GetPageSize() < 0 || m.GetPageSize() > 500 {
+		return nil, invalid("page_size must be between 0 and 500")
+	}
+	if c := m.GetCursor(); c != "" {
+		if _, err := uuid.Parse(c); err != nil {
+			return nil, invalid("malformed cursor: pass next_cursor from the previous page as it was")
+		}
+	}
+	recs, next, err := s.store.ListScatters(ctx, store.ScatterFilter{Limit: int(m.GetPageSize()), Cursor: m.GetCursor()})
+	if err != nil {
+		return nil, s.fail(ctx, "ListScatters", err)
+	}
+	resp := &spoolv1.ListScattersResponse{NextCursor: next}
+	for _, r := range recs {
+		if caller.mayUse(r.Scatter.GetSpec().GetQueue()) {
+			resp.Scatters = append(resp.Scatters, r.Scatter)
+		}
+	}
+	return resp, nil
+}
+
+// ListScatterBatches returns a page of a scatter's batches with their jobs.
+func (s *Service) ListScatterBatches(ctx context.Context, m *spoolv1.ListScatterBatchesRequest) (*spoolv1.ListScatterBatchesResponse, error) {
+	rec, err := s.scatter(ctx, "ListScatterBatches", m.GetScatterId())
+	if err != nil {
+		return nil, err
+	}
+	size := m.GetPageSize()
+	switch {
+	case size < 0 || size > 1000:
+		return nil, invalid("page_size must be between 0 and 1000")
+	case size == 0:
+		size = 100
+	}
+	n := rec.Scatter.GetProgress().GetBatchCount()
+	from := m.GetFromIndex()
+	if from < 0 || from > n {
+		return nil, invalid("from_index must be between 0 and %d", n)
+	}
+	end := min(from+size, n)
+	resp := &spoolv1.ListScatterBatchesResponse{}
+	for i := from; i < end; i++ {
+		b := &spoolv1.ScatterBatch{BatchIndex: i}
+		if i < rec.Released {
+			j, err := s.store.Get(ctx, BatchJobID(rec.Scatter.GetScatterId(), i))
+			switch {
+			case err == nil:
+				b.Job, b.ItemCount = j, j.GetParams().GetScatter().GetItemCount()
+			case !errors.Is(err, spool.ErrNotFound):
+				return nil, s.fail(ctx, "ListScatterBatches", err)
+			}
+		}
+		resp.Batches = append(resp.Batches, b)
+	}
+	if end < n {
+		resp.NextIndex = end
+	}
+	return resp, nil
+}
+
+// CancelScatter stops a scatter: no further batch is queued, the batch jobs
+// not finished are cancelled, no gather runs.
+func (s *Service) CancelScatter(ctx context.Context, m *spoolv1.CancelScatterRequest) (*spoolv1.CancelScatterResponse, error) {
+	caller, err := s.authorize(ctx, PermSubmit, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText("reason", m.GetReason(), maxReason); err != nil {
+		return nil, err
+	}
+	for {
+		rec, err := s.scatter(ctx, "CancelScatter", m.GetScatterId())
+		if err != nil {
+			return nil, err
+		}
+		if spool.ScatterIsFinal(rec.Scatter.GetState()) {
+			return &spoolv1.CancelScatterResponse{Scatter: rec.Scatter}, nil
+		}
+		reason := "cancelled"
+		if m.GetReason() != "" {
+			reason += ": " + m.GetReason()
+		}
+		stop(rec, spoolv1.ScatterState_SCATTER_STATE_CANCELLED, reason)
+		err = s.store.UpdateScatter(ctx, rec)
+		if errors.Is(err, store.ErrScatterMoved) {
+			continue
+		}
+		if err != nil {
+			return nil, s.fail(ctx, "CancelScatter", err)
+		}
+		s.audit(ctx, caller, "scatter cancelled", "scatter_id", rec.Scatter.GetScatterId(), "reason", m.GetReason())
+		// The round cancels the batch jobs now rather than at the next tick.
+		if err := s.driveScatter(ctx, rec.Scatter.GetScatterId()); err != nil {
+			s.log.WarnContext(ctx, "cancelling a scatter's jobs failed; its driver will go on", "scatter_id", rec.Scatter.GetScatterId(), "error", err)
+		}
+		if now, err := s.store.GetScatter(ctx, rec.Scatter.GetScatterId()); err == nil {
+			rec = now
+		}
+		return &spoolv1.CancelScatterResponse{Scatter: rec.Scatter}, nil
+	}
+}
+
+// BatchJobID is the id of the job of batch i of a scatter: named after the
+// scatter, so that every server and every try means the same job.
+func BatchJobID(scatterID string, i int32) string { return fmt.Sprintf("%s.%d", scatterID, i) }
+
+// GatherJobID is the id of a scatter's gather job.
+func GatherJobID(scatterID string) string { return scatterID + ".gather" }

@@ -1,0 +1,457 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/service"
+	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
+	"github.com/spool-run/spool/server"
+	"github.com/spool-run/spool/spooltest"
+	"github.com/spool-run/spool/worker"
+)
+
+// tokenKey signs the task tokens of servers on shared stores.
+const tokenKey = "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
+
+// testStore is a store the scatter tests run on: its name, whether it
+// survives a restart, whether several servers may share it, and what makes
+// a server's configuration use it (a fresh one per call of store).
+type testStore struct {
+	name               string
+	persistent, shared bool
+	store              func(t *testing.T) func(c *server.Config)
+}
+
+var testStores = []testStore{
+	{"memory", false, false, func(*testing.T) func(c *server.Config) {
+		return func(c *server.Config) { c.Store.Type = "memory" }
+	}},
+	{"sqlite", true, false, func(*testing.T) func(c *server.Config) { return func(*server.Config) {} }},
+	{"postgres", true, true, func(t *testing.T) func(c *server.Config) {
+		url := pgtest.NewDatabase(t)
+		return func(c *server.Config) {
+			c.Server.TokenKey, c.Store.Type, c.Store.Postgres.URL = tokenKey, "postgres", url
+		}
+	}},
+	{"aws", true, true, func(t *testing.T) func(c *server.Config) {
+		aws := awstest.Start(t).NewConfig(t)
+		aws.AutoCreateQueues = true
+		return func(c *server.Config) { c.Server.TokenKey, c.Store.Type, c.Store.AWS = tokenKey, "aws", aws }
+	}},
+}
+
+// onEveryStore runs test on a server over each store: memory, SQLite,
+// PostgreSQL and AWS (the test servers make test starts).
+func onEveryStore(t *testing.T, test func(t *testing.T, srv *spooltest.Server)) {
+	onStores(t, func(testStore) bool { return true }, func(t *testing.T, set func(*server.Config)) {
+		test(t, newServer(t, set))
+	})
+}
+
+// onStores runs test over each store that want keeps, giving it what
+// configures a server to use the store (the same store each time).
+func onStores(t *testing.T, want func(testStore) bool, test func(t *testing.T, set func(*server.Config))) {
+	for _, st := range testStores {
+		if !want(st) {
+			continue
+		}
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, st.store(t))
+		})
+	}
+}
+
+// newServer starts a server on the store set configures, with short leases
+// and the tests' admin key (the same on every server of a shared store).
+func newServer(t *testing.T, set func(*server.Config)) *spooltest.Server {
+	return spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
+		c.Execution.HeartbeatIntervalSeconds = 1
+		c.Jobs.VisibilityTimeoutSeconds = 3
+		c.Auth.AdminKey = "spool_scatter-tests-0123456789abcdefghijklmnopqrstuvwxyz"
+		set(c)
+	}))
+}
+
+// batches returns n batches of k items each ({"k":0}, {"k":1}, …).
+func batches(n, k int) []json.RawMessage {
+	out := make([]json.RawMessage, n)
+	for i := range out {
+		items := make([]string, k)
+		for j := range items {
+			items[j] = fmt.Sprintf(`{"k":%d}`, i*k+j)
+		}
+		out[i] = json.RawMessage("[" + strings.Join(items, ",") + "]")
+	}
+	return out
+}
+
+// countItems is a batch command: it checks its environment against its
+// input and leaves {"items": n, "index": i} as its result.
+const countItems = `set -e
+n=$(grep -o '"k":' | wc -l)
+grep -q "\"batch_index\":$SPOOL_BATCH_INDEX," "$SPOOL_BATCH_FILE"
+grep -q "\"scatter_id\":\"$SPOOL_SCATTER_ID\"" "$SPOOL_BATCH_FILE"
+grep -q "\"batch_count\":$SPOOL_BATCH_COUNT," "$SPOOL_BATCH_FILE"
+printf '{"items":%d,"index":%d}' "$n" "$SPOOL_BATCH_INDEX" > "$SPOOL_RESULT"`
+
+// gatherDoc is what a gather job reads.
+type gatherDoc struct {
+	BatchResults  map[string]json.RawMessage `json:"batch_results"`
+	FailedBatches []int32                    `json:"failed_batches"`
+	BatchCount    int32                      `json:"batch_count"`
+	BatchInput    json.RawMessage            `json:"batch_input"`
+	ScatterID     string                     `json:"scatter_id"`
+}
+
+func follow(t *testing.T, c *client.Client, id string) *spoolv1.Scatter {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sc, err := c.FollowScatter(ctx, id, 100*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("following scatter %s: %v (last seen %v)", id, err, sc)
+	}
+	return sc
+}
+
+func wantProgress(t *testing.T, sc *spoolv1.Scatter, state spoolv1.ScatterState, succeeded, failed, cancelled int32) {
+	t.Helper()
+	p := sc.GetProgress()
+	if sc.GetState() != state || p.GetSucceeded() != succeeded || p.GetFailed() != failed || p.GetCancelled() != cancelled ||
+		p.GetQueued()+p.GetRunning()+p.GetWaiting() != 0 {
+		t.Fatalf("scatter %s ended %s (%s) with %v; want %s with %d succeeded, %d failed, %d cancelled",
+			sc.GetScatterId(), spool.ScatterStateName(sc.GetState()), sc.GetError(), p, spool.ScatterStateName(state), succeeded, failed, cancelled)
+	}
+}
+
+// TestScatterBatchesAndGather: every batch runs once with its items, batch
+// input and environment; the gather gets every batch's result.
+func TestScatterBatchesAndGather(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
+		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
+		c := srv.Client()
+		sc, err := c.StartScatter(context.Background(), client.NewScatter{
+			Job:        client.Submission{Script: countItems},
+			Batches:    batches(5, 3),
+			BatchInput: json.RawMessage(`{"width": 800}`),
+			Gather:     `cat > "$SPOOL_RESULT"`,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := sc.GetProgress(); p.GetBatchCount() != 5 || p.GetItemCount() != 15 {
+			t.Fatalf("new scatter's progress %v, want 5 batches of 15 items", p)
+		}
+		sc = follow(t, c, sc.GetScatterId())
+		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 5, 0, 0)
+		if sc.GetProgress().GetItemsDone() != 15 {
+			t.Fatalf("items done %d, want 15", sc.GetProgress().GetItemsDone())
+		}
+		gather, err := c.Job(context.Background(), sc.GetGatherJobId())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc gatherDoc
+		if err := json.Unmarshal([]byte(gather.GetResult().GetOutput()), &doc); err != nil {
+			t.Fatalf("gather's input %q: %v", gather.GetResult().GetOutput(), err)
+		}
+		if doc.BatchCount != 5 || len(doc.BatchResults) != 5 || len(doc.FailedBatches) != 0 || string(doc.BatchInput) != `{"width":800}` || doc.ScatterID != sc.GetScatterId() {
+			t.Fatalf("gather read %+v", doc)
+		}
+		for i := range 5 {
+			if got, want := string(doc.BatchResults[fmt.Sprint(i)]), fmt.Sprintf(`{"items":3,"index":%d}`, i); got != want {
+				t.Fatalf("batch %d's result %s, want %s", i, got, want)
+			}
+		}
+		wantMetrics(t, srv, `spool_scatter_batches_created_total{queue="default"} 5`, `spool_scatter_batches_started_total{queue="default"} 5`,
+			`spool_scatter_batches_completed_total{queue="default"} 5`)
+		batches, next, err := c.ScatterBatches(context.Background(), sc.GetScatterId(), 0, 0)
+		if err != nil || len(batches) != 5 || next != 0 {
+			t.Fatalf("batches: %d, next %d, %v", len(batches), next, err)
+		}
+		for i, b := range batches {
+			if b.GetJob().GetJobId() != service.BatchJobID(sc.GetScatterId(), int32(i)) || b.GetItemCount() != 3 ||
+				b.GetJob().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || b.GetJob().GetAttempt() != 1 {
+				t.Fatalf("batch %d: %v", i, b)
+			}
+		}
+	})
+}
+
+// wantMetrics fails unless the server's /metrics has every line in want.
+func wantMetrics(t *testing.T, srv *spooltest.Server, want ...string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+srv.AdminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, w := range want {
+		if !strings.Contains(string(body), w) {
+			t.Fatalf("/metrics lacks %q", w)
+		}
+	}
+}
+
+// TestScatterConcurrencyLimit: no more batches run at once than allowed.
+func TestScatterConcurrencyLimit(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
+		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 6})
+		c := srv.Client()
+		sc, err := c.StartScatter(context.Background(), client.NewScatter{
+			Job: client.Submission{Script: "sleep 0.3"}, Batches: batches(6, 1), MaxConcurrency: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = follow(t, c, sc.GetScatterId())
+		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 6, 0, 0)
+		wantAtMostAtOnce(t, c, sc, 2)
+	})
+}
+
+// wantAtMostAtOnce fails if more than limit of a scatter's batches ran at
+// the same time, by their jobs' start and end times.
+func wantAtMostAtOnce(t *testing.T, c *client.Client, sc *spoolv1.Scatter, limit int) {
+	t.Helper()
+	type span struct{ from, to time.Time }
+	var spans []span
+	for i := range sc.GetProgress().GetBatchCount() {
+		j, err := c.Job(context.Background(), service.BatchJobID(sc.GetScatterId(), i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans = append(spans, span{j.GetResult().GetStartedAt().AsTime(), j.GetResult().GetFinishedAt().AsTime()})
+	}
+	for _, s := range spans {
+		running := 0
+		for _, o := range spans {
+			if !o.from.After(s.from) && o.to.After(s.from) {
+				running++
+			}
+		}
+		if running > limit {
+			t.Fatalf("%d batches ran at once, the limit is %d: %v", running, limit, spans)
+		}
+	}
+}
+
+// TestScatterConcurrencyAcrossServers: two servers on one store, each with
+// its worker, both driving the scatter; the limit holds for the whole.
+func TestScatterConcurrencyAcrossServers(t *testing.T) {
+	onStores(t, func(st testStore) bool { return st.shared }, func(t *testing.T, set func(*server.Config)) {
+		var c *client.Client
+		for i := range 2 {
+			srv := newServer(t, set)
+			spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
+			if i == 0 {
+				c = srv.Client()
+			}
+		}
+		sc, err := c.StartScatter(context.Background(), client.NewScatter{
+			Job: client.Submission{Script: "sleep 0.3"}, Batches: batches(8, 1), MaxConcurrency: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = follow(t, c, sc.GetScatterId())
+		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 8, 0, 0)
+		wantAtMostAtOnce(t, c, sc, 2)
+	})
+}
+
+// failOdd fails the batches with an odd index.
+const failOdd = `test $((SPOOL_BATCH_INDEX % 2)) -eq 0`
+
+// TestScatterToleratedFailures: failures up to the tolerance (count or
+// percentage, reaching it included) let the scatter gather; one more fails
+// it, and the batches not started then never run.
+func TestScatterToleratedFailures(t *testing.T) {
+	count := func(n int32) *int32 { return &n }
+	pct := func(p float32) *float32 { return &p }
+	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
+		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
+		c := srv.Client()
+		for _, tc := range []struct {
+			name  string
+			count *int32
+			pct   *float32
+			ok    bool
+		}{
+			{"count at the limit", count(2), nil, true},
+			{"count past the limit", count(1), nil, false},
+			{"percentage at the limit", nil, pct(50), true},
+			{"percentage past the limit", nil, pct(49), false},
+			{"both, one passed", count(5), pct(25), false},
+		} {
+			sc, err := c.StartScatter(context.Background(), client.NewScatter{
+				Job: client.Submission{Script: failOdd}, Batches: batches(4, 1), Gather: `cat > "$SPOOL_RESULT"`,
+				ToleratedFailureCount: tc.count, ToleratedFailurePercentage: tc.pct,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc = follow(t, c, sc.GetScatterId())
+			if !tc.ok {
+				if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_FAILED || sc.GetGatherJobId() != "" || !strings.Contains(sc.GetError(), "batches failed") {
+					t.Fatalf("%s: scatter %s (%s), gather %q; want failed without a gather", tc.name, sc.GetState(), sc.GetError(), sc.GetGatherJobId())
+				}
+				continue
+			}
+			wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 2, 2, 0)
+			gather, err := c.Job(context.Background(), sc.GetGatherJobId())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc gatherDoc
+			if err := json.Unmarshal([]byte(gather.GetResult().GetOutput()), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(doc.FailedBatches, []int32{1, 3}) || string(doc.BatchResults["1"]) != "null" {
+				t.Fatalf("%s: gather read %+v, want batches 1 and 3 failed", tc.name, doc)
+			}
+		}
+
+		// One at a time and nothing tolerated: the first failure stops it.
+		sc, err := c.StartScatter(context.Background(), client.NewScatter{
+			Job: client.Submission{Script: "exit 3"}, Batches: batches(4, 1), MaxConcurrency: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = follow(t, c, sc.GetScatterId())
+		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_FAILED, 0, 1, 3)
+		for i := int32(1); i < 4; i++ {
+			if _, err := c.Job(context.Background(), service.BatchJobID(sc.GetScatterId(), i)); !errors.Is(err, spool.ErrNotFound) {
+				t.Fatalf("batch %d of a scatter that failed before it started has a job: %v", i, err)
+			}
+		}
+	})
+}
+
+// TestScatterBadResult: a result that is not JSON fails its batch, saying
+// why.
+func TestScatterBadResult(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
+		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
+		c := srv.Client()
+		sc, err := c.StartScatter(context.Background(), client.NewScatter{
+			Job: client.Submission{Script: `echo 'not json' > "$SPOOL_RESULT"`}, Batches: batches(1, 1),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = follow(t, c, sc.GetScatterId())
+		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_FAILED, 0, 1, 0)
+		j, err := c.Job(context.Background(), service.BatchJobID(sc.GetScatterId(), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(j.GetResult().GetError(), "$SPOOL_RESULT is not valid JSON") {
+			t.Fatalf("batch failed with %q, want it to say the result is not JSON", j.GetResult().GetError())
+		}
+		wantMetrics(t, srv, `spool_scatter_batches_failed_total{queue="default"} 1`)
+	})
+}
+
+// TestScatterCancel: cancelling stops the running batches and never starts
+// the waiting ones.
+func TestScatterCancel(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
+		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
+		c := srv.Client()
+		sc, err := c.StartScatter(context.Background(), client.NewScatter{
+			Job: client.Submission{Script: "sleep 60"}, Batches: batches(10, 1), MaxConcurrency: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, c, sc.GetScatterId(), 2)
+		sc, err = c.CancelScatter(context.Background(), sc.GetScatterId(), "changed my mind")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_CANCELLED || !strings.Contains(sc.GetError(), "changed my mind") {
+			t.Fatalf("cancelled scatter: %s %q", sc.GetState(), sc.GetError())
+		}
+		for i := int32(0); i < 2; i++ {
+			j := srv.WaitJob(t, service.BatchJobID(sc.GetScatterId(), i))
+			if j.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED {
+				t.Fatalf("running batch %d after the cancel: %s", i, j.GetState())
+			}
+		}
+		for i := int32(2); i < 10; i++ {
+			if _, err := c.Job(context.Background(), service.BatchJobID(sc.GetScatterId(), i)); !errors.Is(err, spool.ErrNotFound) {
+				t.Fatalf("waiting batch %d got a job after the cancel: %v", i, err)
+			}
+		}
+	})
+}
+
+// waitRunning waits until n of a scatter's batches run.
+func waitRunning(t *testing.T, c *client.Client, id string, n int32) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		sc, err := c.Scatter(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.GetProgress().GetRunning() >= n {
+			return
+		}
+	}
+	t.Fatalf("scatter %s never had %d batches running", id, n)
+}
+
+// TestScatterSurvivesRestart: a server stopped mid-scatter and started
+// again goes on where it was; every batch runs exactly once.
+func TestScatterSurvivesRestart(t *testing.T) {
+	onStores(t, func(st testStore) bool { return st.persistent }, func(t *testing.T, set func(*server.Config)) {
+		srv := newServer(t, set)
+		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 3})
+		c := srv.Client()
+		sc, err := c.StartScatter(context.Background(), client.NewScatter{
+			Job: client.Submission{Script: "sleep 0.5; " + countItems}, Batches: batches(9, 2), MaxConcurrency: 3,
+			Gather: `cat > "$SPOOL_RESULT"`,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, c, sc.GetScatterId(), 2)
+		srv.Restart()
+		sc = follow(t, c, sc.GetScatterId())
+		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 9, 0, 0)
+		jobs := 0
+		for j, err := range c.Jobs(context.Background(), &spoolv1.ListJobsRequest{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(j.GetJobId(), sc.GetScatterId()) {
+				jobs++
+			}
+		}
+		if jobs != 10 {
+			t.Fatalf("%d jobs for 9 batches and a gather", jobs)
+		}
+	})
+}

@@ -1,0 +1,183 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// CreateScatter implements store.ScatterStore. The record and its batches
+// go in one transaction, so a reader finds either none of them or all.
+// The batches are inserted with one prepared statement: a scatter of
+// thousands of batches costs one commit (one sync of the log), not one
+// each.
+func (s *Store) CreateScatter(ctx context.Context, rec *store.ScatterRecord, batches [][]byte) error {
+	id := rec.Scatter.GetScatterId()
+	blob, err := storekit.EncodeScatter(rec)
+	if err != nil {
+		return err
+	}
+	err = s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+		// The record first: an id in use is found before any batch is
+		// written.
+		res, err := tx.ExecContext(ctx, `INSERT INTO scatters (scatter_id, version, active, record) VALUES (?, 1, ?, ?)
+			ON CONFLICT (scatter_id) DO NOTHING`, id, rec.Active, blob)
+		if err != nil {
+			return fmt.Errorf("sqlite: create scatter %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.ScatterExists(id)
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO scatter_batches (scatter_id, batch_index, items) VALUES (?, ?, ?)`)
+		if err != nil {
+			return fmt.Errorf("sqlite: create scatter %s: %w", id, err)
+		}
+		defer ins.Close()
+		for i, b := range batches {
+			if _, err := ins.ExecContext(ctx, id, i, b); err != nil {
+				return fmt.Errorf("sqlite: create scatter %s: batch %d: %w", id, i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	rec.Version = 1
+	return nil
+}
+
+// scatterCols are the columns scanScatter reads, in order.
+const scatterCols = `version, active, record`
+
+// scanScatter reads one row of scatterCols.
+func scanScatter(sc interface{ Scan(...any) error }) (*store.ScatterRecord, error) {
+	var (
+		version int64
+		active  bool
+		blob    []byte
+	)
+	if err := sc.Scan(&version, &active, &blob); err != nil {
+		return nil, err
+	}
+	return storekit.DecodeScatter(blob, version, active)
+}
+
+// GetScatter implements store.ScatterStore.
+func (s *Store) GetScatter(ctx context.Context, id string) (*store.ScatterRecord, error) {
+	rec, err := scanScatter(s.r.QueryRowContext(ctx, `SELECT `+scatterCols+` FROM scatters WHERE scatter_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ScatterNotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read scatter %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// ListScatters implements store.ScatterStore. Scatter ids are time
+// ordered, so newest first is descending id, and a page starts below the
+// last id of the one before: each page is a range of an index (see
+// listScattersQuery), whatever the number of scatters before it.
+func (s *Store) ListScatters(ctx context.Context, f store.ScatterFilter) ([]*store.ScatterRecord, string, error) {
+	limit := store.ListLimit(f.Limit)
+	q, args := listScattersQuery(f, limit+1)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.ScatterRecord
+	for rows.Next() {
+		rec, err := scanScatter(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
+	}
+	// One more than a page was asked for: if it came, there is a next
+	// page, which starts after this page's last record.
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].Scatter.GetScatterId()
+	}
+	return out, next, nil
+}
+
+// listScattersQuery is ListScatters' query for f, reading n rows. The
+// conditions are written out only when they apply: one condition that
+// also held with no cursor ("the cursor is empty or scatter_id is below
+// it") would keep the planner from bounding the index range. With
+// f.Active, the "active" term matches the partial index
+// scatters_active's, so SQLite may read it.
+func listScattersQuery(f store.ScatterFilter, n int) (string, []any) {
+	q := `SELECT ` + scatterCols + ` FROM scatters WHERE 1`
+	var args []any
+	if f.Active {
+		q += ` AND active`
+	}
+	if f.Cursor != "" {
+		q += ` AND scatter_id < ?`
+		args = append(args, f.Cursor)
+	}
+	return q + ` ORDER BY scatter_id DESC LIMIT ?`, append(args, n)
+}
+
+// UpdateScatter implements store.ScatterStore: a compare-and-set on the
+// version, in the statement itself, so no other write can come between
+// the check and the change.
+func (s *Store) UpdateScatter(ctx context.Context, rec *store.ScatterRecord) error {
+	id := rec.Scatter.GetScatterId()
+	blob, err := storekit.EncodeScatter(rec)
+	if err != nil {
+		return err
+	}
+	err = s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+		res, err := tx.ExecContext(ctx, `UPDATE scatters SET version = version + 1, active = ?, record = ?
+			WHERE scatter_id = ? AND version = ?`, rec.Active, blob, id, rec.Version)
+		if err != nil {
+			return fmt.Errorf("sqlite: update scatter %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		// Nothing matched: the scatter is not there, or it is at another
+		// version. Which one decides what the caller does next.
+		var one int
+		switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM scatters WHERE scatter_id = ?`, id).Scan(&one); {
+		case errors.Is(err, sql.ErrNoRows):
+			return store.ScatterNotFound(id)
+		case err != nil:
+			return fmt.Errorf("sqlite: update scatter %s: %w", id, err)
+		}
+		return store.ErrScatterMoved
+	})
+	if err != nil {
+		return err
+	}
+	// Only once committed: a failed write leaves the caller's version as
+	// stored.
+	rec.Version++
+	return nil
+}
+
+// ScatterBatch implements store.ScatterStore.
+func (s *Store) ScatterBatch(ctx context.Context, id string, index int32) ([]byte, error) {
+	var items []byte
+	err := s.r.QueryRowContext(ctx, `SELECT items FROM scatter_batches WHERE scatter_id = ? AND batch_index = ?`, id, index).Scan(&items)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ScatterNotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read batch %d of scatter %s: %w", index, id, err)
+	}
+	return items, nil
+}

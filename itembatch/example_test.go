@@ -1,0 +1,111 @@
+package itembatch_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/spool-run/spool/itembatch"
+)
+
+// Items come as JSON Lines or as one JSON array; either way they come back
+// compact.
+func ExampleReadItems() {
+	lines := "{\"id\": 1}\n\n{\"id\": 2,  \"tags\": [\"a\", \"b\"]}\n"
+	items, err := itembatch.ReadItems(strings.NewReader(lines))
+	if err != nil {
+		panic(err)
+	}
+	for _, it := range items {
+		fmt.Println(string(it))
+	}
+
+	array := `[ "x", "y" ]`
+	items, _ = itembatch.ReadItems(strings.NewReader(array))
+	fmt.Println(len(items), "items")
+
+	_, err = itembatch.ReadItems(strings.NewReader("1\n2\n{oops\n"))
+	fmt.Println(err)
+	// Output:
+	// {"id":1}
+	// {"id":2,"tags":["a","b"]}
+	// 2 items
+	// items line 3: invalid JSON: invalid character 'o' looking for beginning of object key string
+}
+
+// Seven items by three make batches of 3, 3 and 1.
+func ExampleSplit() {
+	items, _ := itembatch.ReadItems(strings.NewReader("[1,2,3,4,5,6,7]"))
+	batches, _, err := itembatch.Split(items, itembatch.Options{MaxItems: 3})
+	if err != nil {
+		panic(err)
+	}
+	for _, b := range batches {
+		fmt.Printf("%s (%d bytes)\n", b.JSON(), b.Size())
+	}
+	// Output:
+	// [1,2,3] (7 bytes)
+	// [4,5,6] (7 bytes)
+	// [7] (3 bytes)
+}
+
+// A size limit counts the batch's JSON array as the job gets it, so
+// ["aa","bb","cc"] is 16 bytes. An item too big for any batch still runs,
+// alone, and a warning says so.
+func ExampleSplit_maxBytes() {
+	items, _ := itembatch.ReadItems(strings.NewReader(`["aa","bb","cc","a long item, too long","dd"]`))
+	batches, warnings, _ := itembatch.Split(items, itembatch.Options{MaxBytes: 16})
+	for _, b := range batches {
+		fmt.Printf("%s\n", b.JSON())
+	}
+	for _, w := range warnings {
+		fmt.Println("warning:", w)
+	}
+	// Output:
+	// ["aa","bb","cc"]
+	// ["a long item, too long"]
+	// ["dd"]
+	// warning: item 3 is 23 bytes, 25 bytes as a batch of its own, over the 16-byte batch limit; it goes in a batch alone
+}
+
+// With GroupBy a batch holds one group only; batches come in the order of
+// their first item.
+func ExampleSplit_groupBy() {
+	items, _ := itembatch.ReadItems(strings.NewReader(`
+{"region":"eu","id":1}
+{"region":"us","id":2}
+{"region":"eu","id":3}
+{"region":"eu","id":4}
+{"id":5}
+`))
+	batches, _, _ := itembatch.Split(items, itembatch.Options{GroupBy: "region", MaxItemsPerGroup: 2})
+	for _, b := range batches {
+		fmt.Printf("%s\n", b.JSON())
+	}
+	// Output:
+	// [{"region":"eu","id":1},{"region":"eu","id":3}]
+	// [{"region":"us","id":2}]
+	// [{"region":"eu","id":4}]
+	// [{"id":5}]
+}
+
+// A custom batcher reads JSON Lines and writes one JSON array a line. This
+// one puts items whose number is even in one batch and the rest in another.
+func ExampleFromCommand() {
+	items, _ := itembatch.ReadItems(strings.NewReader("1\n2\n3\n4\n5\n"))
+	cmd := exec.Command("sh", "-c", `
+		awk '$0 % 2 { odd = odd (odd == "" ? "" : ",") $0; next }
+		     { even = even (even == "" ? "" : ",") $0 }
+		     END { print "[" odd "]"; print "[" even "]" }'`)
+	batches, _, err := itembatch.FromCommand(context.Background(), cmd, items)
+	if err != nil {
+		panic(err)
+	}
+	for _, b := range batches {
+		fmt.Printf("%s\n", b.JSON())
+	}
+	// Output:
+	// [1,3,5]
+	// [2,4]
+}

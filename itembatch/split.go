@@ -1,0 +1,206 @@
+package itembatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// DefaultMaxBytes is the batch size limit when Options.MaxBytes is 0. It is
+// the 256 KiB ceiling Step Functions puts on a batch, so that batches cut
+// here would also be accepted there, and no job gets an input it did not
+// expect to be that large.
+const DefaultMaxBytes = 256 << 10
+
+// ErrInvalidOptions is wrapped by the error Split returns for options that
+// make no sense. Such options are a bug in the caller (or a typo by the
+// person), so Split refuses them rather than guessing.
+var ErrInvalidOptions = errors.New("itembatch: invalid options")
+
+// Options says how items are cut into batches. The zero value puts as many
+// items in a batch as fit in DefaultMaxBytes.
+type Options struct {
+	// MaxItems is the most items a batch holds; 0 means no limit by count.
+	MaxItems int
+
+	// MaxBytes is the most bytes a batch holds, measured as the compact
+	// JSON array "[a,b,c]" that the job receives, brackets and commas
+	// included. 0 means DefaultMaxBytes. It must be at least 2, the size of
+	// "[]".
+	MaxBytes int
+
+	// GroupBy names a top-level field. Items whose field values differ
+	// never share a batch, so that a job sees one group only (one customer,
+	// one region, ...). Values are compared by their compact JSON text, so
+	// 1 and 1.0 are different groups, and so are "a" and "\u0061". Items
+	// that are not JSON objects, or lack the field, form one more group of
+	// their own, the group of "missing" (which is not the group of null).
+	// The field name must match exactly, case included.
+	GroupBy string
+
+	// MaxItemsPerGroup is the most items of one group in a batch; 0 means
+	// no limit. It needs GroupBy. As a batch holds one group only, it
+	// caps the batch like MaxItems does, and the smaller of the two wins;
+	// it exists so that a per-group cap can be given without capping
+	// batches in general.
+	MaxItemsPerGroup int
+}
+
+// Batch is one batch: its items in input order. Items share memory with the
+// items given to Split; neither should be changed while the other is used.
+type Batch struct {
+	Items []Item
+}
+
+// JSON returns the batch as a compact JSON array, the input of the job that
+// runs it.
+func (b Batch) JSON() []byte {
+	out := make([]byte, 0, b.Size())
+	out = append(out, '[')
+	for i, it := range b.Items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return append(out, ']')
+}
+
+// Size returns len(b.JSON()) without building it.
+func (b Batch) Size() int {
+	n := 2 // the brackets
+	for _, it := range b.Items {
+		n += len(it)
+	}
+	if len(b.Items) > 1 {
+		n += len(b.Items) - 1 // the commas
+	}
+	return n
+}
+
+// Warning is something worth telling the person who asked for the batches,
+// such as an item too big for any batch, that did not stop the work.
+type Warning string
+
+// Split cuts items into batches.
+//
+// Items keep their input order within a batch, and batches are ordered by
+// the input position of their first item, so that reading the batches in
+// order reads the items in order (group by group when GroupBy is set). With
+// GroupBy each group is cut on its own and batches never mix groups.
+//
+// Batches are filled greedily: a batch closes when adding the next item
+// would pass MaxItems, MaxBytes or MaxItemsPerGroup. An item whose one-item
+// batch is bigger than MaxBytes cannot fit any batch; rather than fail the
+// whole scatter for it, Split gives it a batch of its own, closes the batch
+// before it, and returns a Warning naming it by input index and size.
+//
+// Split takes items as ReadItems returns them, valid compact JSON; it does
+// not check them again. No items give no batches and no error. Invalid
+// options (negative numbers, MaxItemsPerGroup without GroupBy, MaxBytes
+// below 2) give an error wrapping ErrInvalidOptions.
+func Split(items []Item, o Options) ([]Batch, []Warning, error) {
+	o, err := o.normalize()
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		batches  []Batch
+		warnings []Warning
+		// open holds the batch still being filled for each group, by the
+		// group's key. Without GroupBy every item has the key "".
+		open = map[string]*openBatch{}
+	)
+	for i, it := range items {
+		var key string
+		if o.GroupBy != "" {
+			key = groupKey(it, o.GroupBy)
+		}
+		ob := open[key]
+		alone := len(it)+2 > o.MaxBytes
+		if ob != nil && (alone || !ob.fits(batches, it, o)) {
+			ob = nil
+			delete(open, key)
+		}
+		if alone {
+			batches = append(batches, Batch{Items: []Item{it}})
+			warnings = append(warnings, Warning(fmt.Sprintf(
+				"item %d is %d bytes, %d bytes as a batch of its own, over the %d-byte batch limit; it goes in a batch alone",
+				i, len(it), len(it)+2, o.MaxBytes)))
+			continue
+		}
+		if ob == nil {
+			// Batches are created when their first item arrives, so the
+			// order of creation is the order of first items: no sort is
+			// needed at the end.
+			batches = append(batches, Batch{})
+			ob = &openBatch{index: len(batches) - 1, size: 2}
+			open[key] = ob
+		}
+		b := &batches[ob.index]
+		if len(b.Items) > 0 {
+			ob.size++ // the comma
+		}
+		ob.size += len(it)
+		b.Items = append(b.Items, it)
+	}
+	return batches, warnings, nil
+}
+
+// openBatch is a batch still being filled.
+type openBatch struct {
+	index int // in the batches Split returns
+	size  int // Batch.Size, kept up to date
+}
+
+// fits reports whether it can join the batch without passing a limit.
+func (ob *openBatch) fits(batches []Batch, it Item, o Options) bool {
+	n := len(batches[ob.index].Items)
+	if o.MaxItems > 0 && n+1 > o.MaxItems {
+		return false
+	}
+	if o.MaxItemsPerGroup > 0 && n+1 > o.MaxItemsPerGroup {
+		return false
+	}
+	return ob.size+1+len(it) <= o.MaxBytes // +1 for the comma: the batch is never empty
+}
+
+// normalize checks o and fills in the defaults.
+func (o Options) normalize() (Options, error) {
+	switch {
+	case o.MaxItems < 0:
+		return o, fmt.Errorf("%w: MaxItems is %d; it must be 0 (no limit) or more", ErrInvalidOptions, o.MaxItems)
+	case o.MaxBytes < 0 || o.MaxBytes == 1:
+		return o, fmt.Errorf("%w: MaxBytes is %d; it must be 0 (the default, %s) or at least 2, the size of []",
+			ErrInvalidOptions, o.MaxBytes, byteCount(DefaultMaxBytes))
+	case o.MaxItemsPerGroup < 0:
+		return o, fmt.Errorf("%w: MaxItemsPerGroup is %d; it must be 0 (no limit) or more", ErrInvalidOptions, o.MaxItemsPerGroup)
+	case o.MaxItemsPerGroup > 0 && o.GroupBy == "":
+		return o, fmt.Errorf("%w: MaxItemsPerGroup is set but GroupBy is not", ErrInvalidOptions)
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	return o, nil
+}
+
+// groupKey returns the compact JSON text of the top-level field named field
+// in it, or "" for the group of "missing". No JSON value is empty text, so "" cannot be
+// mistaken for a real value.
+func groupKey(it Item, field string) string {
+	var obj map[string]json.RawMessage
+	// null decodes into a nil map without error; it is not an object.
+	if err := json.Unmarshal(it, &obj); err != nil || obj == nil {
+		return ""
+	}
+	v, ok := obj[field]
+	if !ok {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return "" // cannot happen: Unmarshal checked it
+	}
+	return b.String()
+}
