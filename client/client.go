@@ -121,11 +121,19 @@ type Submission struct {
 	// Retries is how often a failing command (non-zero exit, timeout, could
 	// not start) is run again, with exponential backoff (0: never).
 	Retries int32
+	// Stdin is given to the command on its standard input. Argv, Script,
+	// Env and Stdin together hold at most 256 KiB.
+	Stdin []byte
+	// RejectReason, when set, records the job as failed at once, with this
+	// as its error, and never runs it: for work that arrived but cannot
+	// run, so it is kept and seen instead of dropped. Argv and Script may
+	// then be empty.
+	RejectReason string
 }
 
 // Params is the submission's JobParams.
 func (s Submission) Params() *spoolv1.JobParams {
-	p := &spoolv1.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, RepositoryUrl: s.Repository, Ref: s.Ref}
+	p := &spoolv1.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, RepositoryUrl: s.Repository, Ref: s.Ref, Stdin: s.Stdin}
 	// A negative timeout is sent as it is, for the server to refuse: it
 	// must not quietly mean "none".
 	if s.Timeout != 0 {
@@ -139,6 +147,7 @@ func (s Submission) Params() *spoolv1.JobParams {
 func (c *Client) Submit(ctx context.Context, s Submission) (job *spoolv1.Job, deduplicated bool, err error) {
 	resp, err := c.rpc.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{
 		Queue: s.Queue, Params: s.Params(), RequestId: s.RequestID, MaxAttempts: s.MaxAttempts, Retries: s.Retries,
+		RejectReason: s.RejectReason,
 	}))
 	if err != nil {
 		return nil, false, wrap(err)

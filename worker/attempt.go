@@ -157,7 +157,11 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 	if err != nil {
 		return a.failed(res, err.Error())
 	}
-	stdin := ""
+	stdin, cleanupStdin, err := a.writeStdin()
+	defer cleanupStdin()
+	if err != nil {
+		return a.failed(res, "could not write the job's stdin: "+err.Error())
+	}
 	if files != nil {
 		stdin = files.input
 	}

@@ -164,6 +164,30 @@ func TestExitCodeStderrAndEnv(t *testing.T) {
 	}
 }
 
+// TestStdin: a job's stdin bytes reach its command whole, binary or not,
+// and a job without any reads an empty stdin (it never waits on the
+// worker's own).
+func TestStdin(t *testing.T) {
+	e := newEnv(t, 2, nil)
+	in := []byte("line one\nbinary \x00\xff\n")
+	with := e.submit(t, client.Submission{Argv: []string{"od", "-An", "-c"}, Stdin: in})
+	without := e.submit(t, client.Submission{Argv: []string{"wc", "-c"}})
+	want, err := exec.Command("sh", "-c", `printf 'line one\nbinary \000\377\n' | od -An -c`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := e.wait(t, with); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("job: %v", j.GetResult())
+	}
+	if out, _ := output(e.logOf(t, with)); !bytes.Equal(out, want) {
+		t.Fatalf("the command read\n%s\nwant\n%s", out, want)
+	}
+	e.wait(t, without)
+	if out, _ := output(e.logOf(t, without)); strings.TrimSpace(string(out)) != "0" {
+		t.Fatalf("without stdin the command read %q bytes", out)
+	}
+}
+
 func TestCannotStart(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	id := e.submit(t, client.Submission{Argv: []string{"/no/such/program"}})

@@ -48,6 +48,8 @@ type JobParams struct {
 	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
 	RepositoryURL  string            `json:"repository_url,omitempty"`
 	Ref            string            `json:"ref,omitempty"`
+	// Stdin is what the command reads on its standard input, in base64.
+	Stdin []byte `json:"stdin,omitempty"`
 	// Scatter is set on a scatter's jobs: which batch, or the gather.
 	Scatter *ScatterMember `json:"scatter,omitempty"`
 }
@@ -137,6 +139,7 @@ func paramsView(p *spoolv1.JobParams) JobParams {
 		TimeoutSeconds: p.GetTimeout().AsDuration().Seconds(),
 		RepositoryURL:  p.GetRepositoryUrl(),
 		Ref:            p.GetRef(),
+		Stdin:          p.GetStdin(),
 	}
 	if m := p.GetScatter(); m != nil {
 		v.Scatter = &ScatterMember{ScatterID: m.GetScatterId(), BatchIndex: m.GetBatchIndex(), BatchCount: m.GetBatchCount(),

@@ -319,6 +319,9 @@ func TestBadRequests(t *testing.T) {
 		"ref alone":        {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Ref: "main"}}), "repository_url"},
 		"negative timeout": {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"a"}, Timeout: durationpb.New(-5 * time.Second)}}), "params.timeout"},
 		"long request":     {enq(&spoolv1.EnqueueJobRequest{Params: argv, RequestId: strings.Repeat("x", 201)}), "request_id"},
+		"big stdin":        {enq(&spoolv1.EnqueueJobRequest{Params: &spoolv1.JobParams{Argv: []string{"cat"}, Stdin: make([]byte, 256<<10)}}), "stdin"},
+		"reject reason":    {enq(&spoolv1.EnqueueJobRequest{RejectReason: "bad\x00message"}), "reject_reason"},
+		"rejected, both":   {enq(&spoolv1.EnqueueJobRequest{RejectReason: "bad", Params: &spoolv1.JobParams{Argv: []string{"a"}, Script: "b"}}), "exactly one"},
 	}
 	_, err := c.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{VisibilityTimeoutSeconds: 1}))
 	cases["lease shorter than heartbeat"] = struct {

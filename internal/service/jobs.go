@@ -25,7 +25,11 @@ func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := checkParams(m.GetParams()); err != nil {
+	rejected := m.GetRejectReason() != ""
+	if err := checkParams(m.GetParams(), rejected); err != nil {
+		return nil, err
+	}
+	if err := checkText("reject_reason", m.GetRejectReason(), maxResultError); err != nil {
 		return nil, err
 	}
 	if err := checkText("request_id", m.GetRequestId(), maxRequestID); err != nil {
@@ -35,13 +39,18 @@ func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) 
 	if err != nil {
 		return nil, err
 	}
+	params := m.GetParams()
+	if params == nil {
+		params = &spoolv1.JobParams{}
+	}
 	nj := store.NewJob{
-		Queue:       queue,
-		RequestID:   m.GetRequestId(),
-		Params:      m.GetParams(),
-		Execution:   s.cfg.ExecutionConfig(),
-		MaxAttempts: attempts,
-		Retries:     m.GetRetries(),
+		Queue:        queue,
+		RequestID:    m.GetRequestId(),
+		Params:       params,
+		Execution:    s.cfg.ExecutionConfig(),
+		MaxAttempts:  attempts,
+		Retries:      m.GetRetries(),
+		RejectReason: m.GetRejectReason(),
 	}
 	job, created, err := s.store.Enqueue(ctx, nj)
 	if err != nil {
@@ -54,7 +63,11 @@ func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) 
 		return nil, apierr.Errorf(spool.ErrAlreadyExists, "request_id %q was already used for job %s, which runs something else; use a new request_id",
 			m.GetRequestId(), job.GetJobId())
 	}
-	if created {
+	switch {
+	case created && rejected:
+		s.audit(ctx, caller, "job recorded as rejected", "job_id", job.GetJobId(), "queue", queue, "reason", m.GetRejectReason())
+		s.metrics.rejected.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue)))
+	case created:
 		s.audit(ctx, caller, "job enqueued", "job_id", job.GetJobId(), "queue", queue)
 		s.metrics.enqueued.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue)))
 	}

@@ -16,6 +16,7 @@ import (
 // (rpc.server.duration and friends, by procedure and code).
 type metrics struct {
 	enqueued  metric.Int64Counter
+	rejected  metric.Int64Counter
 	leased    metric.Int64Counter
 	finished  metric.Int64Counter
 	published metric.Int64Counter
@@ -32,6 +33,7 @@ type metrics struct {
 func newMetrics(m metric.Meter, w *watchers) *metrics {
 	sm := &metrics{
 		enqueued:  telemetry.Must(m.Int64Counter("spool.jobs.enqueued", metric.WithDescription("Jobs created (repeats of a request id excluded)."))),
+		rejected:  telemetry.Must(m.Int64Counter("spool.jobs.rejected", metric.WithDescription("Jobs recorded as failed from the start: work that arrived but cannot run, such as a consumed message that is not a job spec."))),
 		leased:    telemetry.Must(m.Int64Counter("spool.jobs.leased", metric.WithDescription("Leases handed to workers (one per attempt)."))),
 		finished:  telemetry.Must(m.Int64Counter("spool.jobs.finished", metric.WithDescription("Jobs completed by their workers, by final state."))),
 		published: telemetry.Must(m.Int64Counter("spool.events.published", metric.WithDescription("Events received from workers (a batch counts once), retries included."))),

@@ -88,13 +88,16 @@ func (s *Service) checkScatterSpec(spec *spoolv1.ScatterSpec) error {
 		return err
 	}
 	spec.Queue = queue
-	if err := checkParams(spec.GetParams()); err != nil {
+	if err := checkParams(spec.GetParams(), false); err != nil {
 		return err
 	}
 	if spec.GetGather() != nil {
-		if err := checkParams(spec.GetGather()); err != nil {
+		if err := checkParams(spec.GetGather(), false); err != nil {
 			return fmt.Errorf("gather: %w", err)
 		}
+	}
+	if len(spec.GetParams().GetStdin()) > 0 || len(spec.GetGather().GetStdin()) > 0 {
+		return invalid("params.stdin: a scatter's jobs read their input document on stdin; put shared data in batch_input")
 	}
 	if spec.MaxAttempts, err = s.checkBudget(spec.GetMaxAttempts(), spec.GetRetries()); err != nil {
 		return err

@@ -71,9 +71,13 @@ func checkQueue(name string) (string, error) {
 	return name, nil
 }
 
-// checkParams validates what a job runs.
-func checkParams(p *spoolv1.JobParams) error {
+// checkParams validates what a job runs. A rejected job (never run) needs
+// no command, but what it carries is held to the same bounds.
+func checkParams(p *spoolv1.JobParams, rejected bool) error {
 	if p == nil {
+		if rejected {
+			return nil
+		}
 		return invalid("params: say what to run (argv or script)")
 	}
 	if p.GetScatter() != nil {
@@ -81,14 +85,14 @@ func checkParams(p *spoolv1.JobParams) error {
 	}
 	hasArgv, hasScript := len(p.GetArgv()) > 0, p.GetScript() != ""
 	switch {
-	case hasArgv == hasScript:
+	case hasArgv && hasScript, !rejected && !hasArgv && !hasScript:
 		return invalid("params: set exactly one of argv (a program and its arguments) or script (run with /bin/sh -c)")
 	case hasArgv && p.GetArgv()[0] == "":
 		return invalid("params.argv[0]: the program to run is empty")
 	case len(p.GetArgv()) > maxArgs:
 		return invalid("params.argv: %d arguments; at most %d", len(p.GetArgv()), maxArgs)
 	}
-	size := len(p.GetScript()) + len(p.GetWorkingDir()) + len(p.GetRepositoryUrl()) + len(p.GetRef())
+	size := len(p.GetScript()) + len(p.GetWorkingDir()) + len(p.GetRepositoryUrl()) + len(p.GetRef()) + len(p.GetStdin())
 	for i, a := range p.GetArgv() {
 		if strings.IndexByte(a, 0) >= 0 {
 			return invalid("params.argv[%d] contains a NUL byte", i)
@@ -105,7 +109,7 @@ func checkParams(p *spoolv1.JobParams) error {
 		size += len(k) + len(v)
 	}
 	if size > maxParamBytes {
-		return invalid("params: %d bytes of command, script and environment; at most %d", size, maxParamBytes)
+		return invalid("params: %d bytes of command, script, environment and stdin; at most %d", size, maxParamBytes)
 	}
 	if strings.IndexByte(p.GetWorkingDir(), 0) >= 0 {
 		return invalid("params.working_dir contains a NUL byte")

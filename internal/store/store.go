@@ -135,6 +135,9 @@ type NewJob struct {
 	Execution   *spoolv1.ExecutionConfig
 	MaxAttempts int32
 	Retries     int32
+	// RejectReason, when set, makes the job failed from the start, with
+	// this as its error: it is kept and listed but never leased.
+	RejectReason string
 }
 
 // ListFilter selects and pages jobs for List.

@@ -111,7 +111,10 @@ type JobParams struct {
 	// Set by spool on the jobs of a scatter (never by EnqueueJob): which
 	// batch the job runs, or that it is the scatter's gather. The worker
 	// fetches the job's input document with GetJobInput.
-	Scatter       *ScatterMember `protobuf:"bytes,8,opt,name=scatter,proto3" json:"scatter,omitempty"`
+	Scatter *ScatterMember `protobuf:"bytes,8,opt,name=scatter,proto3" json:"scatter,omitempty"`
+	// Given to the command on its standard input (empty: stdin is empty).
+	// argv, script, env and stdin together hold at most 256 KiB.
+	Stdin         []byte `protobuf:"bytes,9,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -198,6 +201,13 @@ func (x *JobParams) GetRef() string {
 func (x *JobParams) GetScatter() *ScatterMember {
 	if x != nil {
 		return x.Scatter
+	}
+	return nil
+}
+
+func (x *JobParams) GetStdin() []byte {
+	if x != nil {
+		return x.Stdin
 	}
 	return nil
 }
@@ -734,7 +744,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x02\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf7\x02\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -744,7 +754,8 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12%\n" +
 	"\x0erepository_url\x18\x06 \x01(\tR\rrepositoryUrl\x12\x10\n" +
 	"\x03ref\x18\a \x01(\tR\x03ref\x121\n" +
-	"\ascatter\x18\b \x01(\v2\x17.spool.v1.ScatterMemberR\ascatter\x1a6\n" +
+	"\ascatter\x18\b \x01(\v2\x17.spool.v1.ScatterMemberR\ascatter\x12\x14\n" +
+	"\x05stdin\x18\t \x01(\fR\x05stdin\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x01\n" +

@@ -35,7 +35,12 @@ type EnqueueJobRequest struct {
 	// vanishing (0: the server's default).
 	MaxAttempts int32 `protobuf:"varint,4,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
 	// Times a failing command is run again, with exponential backoff (0: never).
-	Retries       int32 `protobuf:"varint,5,opt,name=retries,proto3" json:"retries,omitempty"`
+	Retries int32 `protobuf:"varint,5,opt,name=retries,proto3" json:"retries,omitempty"`
+	// Records the job as failed at once, with this as its error, and never
+	// runs it: for work that arrived but cannot run (a consumed message that
+	// is not a valid job spec), so it is kept and seen instead of dropped.
+	// params then need no command. At most 16 KiB.
+	RejectReason  string `protobuf:"bytes,6,opt,name=reject_reason,json=rejectReason,proto3" json:"reject_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -103,6 +108,13 @@ func (x *EnqueueJobRequest) GetRetries() int32 {
 		return x.Retries
 	}
 	return 0
+}
+
+func (x *EnqueueJobRequest) GetRejectReason() string {
+	if x != nil {
+		return x.RejectReason
+	}
+	return ""
 }
 
 type EnqueueJobResponse struct {
@@ -1522,14 +1534,15 @@ var File_spool_v1_service_proto protoreflect.FileDescriptor
 
 const file_spool_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x16spool/v1/service.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14spool/v1/event.proto\x1a\x12spool/v1/job.proto\"\xb2\x01\n" +
+	"\x16spool/v1/service.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14spool/v1/event.proto\x1a\x12spool/v1/job.proto\"\xd7\x01\n" +
 	"\x11EnqueueJobRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12+\n" +
 	"\x06params\x18\x02 \x01(\v2\x13.spool.v1.JobParamsR\x06params\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12!\n" +
 	"\fmax_attempts\x18\x04 \x01(\x05R\vmaxAttempts\x12\x18\n" +
-	"\aretries\x18\x05 \x01(\x05R\aretries\"Y\n" +
+	"\aretries\x18\x05 \x01(\x05R\aretries\x12#\n" +
+	"\rreject_reason\x18\x06 \x01(\tR\frejectReason\"Y\n" +
 	"\x12EnqueueJobResponse\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\"\n" +
 	"\fdeduplicated\x18\x02 \x01(\bR\fdeduplicated\"&\n" +

@@ -277,3 +277,39 @@ func testCancelQueued(t *testing.T, b Backend) {
 	_, err = s.Cancel(ctx, "no-such-job", "")
 	wantErr(t, err, spool.ErrNotFound, "Cancel unknown job")
 }
+
+// testRejectedJob: a job enqueued with a reject reason is failed from the
+// start, keeps what it was given (here a message on stdin), is found again
+// by its request id and is never leased.
+func testRejectedJob(t *testing.T, b Backend) {
+	s := open(t, b)
+	q := newQueue()
+	nj := newJob(q)
+	nj.Params = &spoolv1.JobParams{Stdin: []byte("not a job spec\x00\xff"), Env: map[string]string{"SPOOL_MESSAGE_OFFSET": "7"}}
+	nj.RequestID = "reject-" + q
+	nj.RejectReason = "the message is not a job spec"
+	j := enqueue(t, s, nj)
+	wantState(t, j, spoolv1.JobState_JOB_STATE_FAILED)
+	got := get(t, s, j.GetJobId())
+	if !proto.Equal(got, j) {
+		t.Fatalf("Get returned\n%v\nwant what Enqueue returned\n%v", got, j)
+	}
+	if got.GetResult().GetError() != nj.RejectReason || got.GetResult().GetExitCode() != -1 || got.GetResult().GetFinishedAt() == nil {
+		t.Fatalf("a rejected job's result is %v", got.GetResult())
+	}
+	if !proto.Equal(got.GetParams(), nj.Params) {
+		t.Fatalf("a rejected job lost its params: %v", got.GetParams())
+	}
+	again, created, err := s.Enqueue(context.Background(), nj)
+	if err != nil || created || again.GetJobId() != j.GetJobId() {
+		t.Fatalf("the request again: %v created=%v err=%v, want job %s", again.GetJobId(), created, err, j.GetJobId())
+	}
+	ls, err := s.Dequeue(context.Background(), store.DequeueRequest{Queue: q, Max: 10, LeaseDuration: time.Minute, Wait: 300 * time.Millisecond})
+	if err != nil || len(ls) != 0 {
+		t.Fatalf("Dequeue leased %d jobs of a queue holding a rejected one (err %v)", len(ls), err)
+	}
+	jobs, _, err := s.List(context.Background(), store.ListFilter{Queue: q, States: []spoolv1.JobState{spoolv1.JobState_JOB_STATE_FAILED}})
+	if err != nil || len(jobs) != 1 || jobs[0].GetJobId() != j.GetJobId() {
+		t.Fatalf("List of failed jobs: %d jobs, err %v", len(jobs), err)
+	}
+}

@@ -79,6 +79,7 @@ func Run(t *testing.T, b Backend) {
 		{"ScatterUpdateRace", testScatterRace},
 		{"ListScatters", testListScatters},
 		{"JobNamedByCaller", testJobNamedByCaller},
+		{"RejectedJobIsFailedAndNeverLeased", testRejectedJob},
 	}
 	type named = struct {
 		name string

@@ -21,14 +21,15 @@ import (
 // can store exactly (so a time read back equals the time written).
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
-// NewJobRecord builds a queued job with a new time-ordered id.
+// NewJobRecord builds a queued job with a new time-ordered id, or a failed
+// one when nj is rejected.
 func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 	ts := timestamppb.New(now)
 	id := nj.ID
 	if id == "" {
 		id = uuid.Must(uuid.NewV7()).String()
 	}
-	return &spoolv1.Job{
+	j := &spoolv1.Job{
 		JobId:           id,
 		Queue:           nj.Queue,
 		State:           spoolv1.JobState_JOB_STATE_QUEUED,
@@ -40,6 +41,11 @@ func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 		MaxAttempts:     nj.MaxAttempts,
 		Retries:         nj.Retries,
 	}
+	if nj.RejectReason != "" {
+		j.State = spoolv1.JobState_JOB_STATE_FAILED
+		j.Result = &spoolv1.JobResult{ExitCode: -1, Error: nj.RejectReason, FinishedAt: ts}
+	}
+	return j
 }
 
 // NewLeaseID returns a fresh random lease handle.

@@ -145,7 +145,7 @@ func newJobItem(j *spoolv1.Job) (item, error) {
 		return nil, err
 	}
 	created := j.GetCreatedAt().AsTime()
-	return item{
+	it := item{
 		aJobID:      str(j.GetJobId()),
 		aKind:       str(kindJob),
 		aSpec:       bin(spec),
@@ -159,7 +159,15 @@ func newJobItem(j *spoolv1.Job) (item, error) {
 		aNextSeq:    num(int64(1)),
 		aNextLine:   num(int64(1)),
 		aRev:        num(int64(1)),
-	}, nil
+	}
+	if j.GetResult() != nil { // a rejected job is failed from the start
+		res, err := marshal(j.GetResult())
+		if err != nil {
+			return nil, err
+		}
+		it[aResult] = bin(res)
+	}
+	return it, nil
 }
 
 // createdKey orders jobs by creation time, then id, as a string: the sort

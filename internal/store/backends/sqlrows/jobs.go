@@ -99,13 +99,18 @@ func ScanJob(sc Scanner) (*Row, error) {
 
 // InsertJob creates a job (InsertJobArgs) unless its request id is taken;
 // then it does nothing, and the caller reads the first job back.
-const InsertJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`
+const InsertJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`
 
-// InsertJobArgs are InsertJob's arguments for j.
+// InsertJobArgs are InsertJob's arguments for j. A job is born with a
+// result only when it is rejected (failed from the start).
 func InsertJobArgs(j *spoolv1.Job) []any {
+	var result any
+	if j.Result != nil {
+		result = Marshal(j.Result)
+	}
 	return []any{j.JobId, j.Queue, int32(j.State), NullIfEmpty(j.RequestId), Micros(j.CreatedAt.AsTime()), Micros(j.UpdatedAt.AsTime()),
-		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries}
+		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries, result}
 }
 
 // Settle applies a lease's outcome to r's job and returns the statement
