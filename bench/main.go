@@ -7,6 +7,7 @@
 //	go run ./bench -quick             # smaller, for a smoke test
 //	go run ./bench -postgres URL      # compare with the PostgreSQL server at URL
 //	go run ./bench -postgres ''       # SQLite only
+//	go run ./bench -consumer          # the Kafka consumer alone: batches against one message at a time
 //
 // Batching: stored items per 1,000 lines, items read to replay lines
 // 9,000-10,000, end-to-end lines/s with 100 concurrent jobs, and live
@@ -40,6 +41,7 @@ func main() {
 	pgURL := flag.String("postgres", defaultPostgres(), "PostgreSQL server to compare with (a database is created on it for the run); empty: SQLite only")
 	queueOnly := flag.Bool("queue", false, "measure only the queue alone, on each store (with -cpuprofile: where its time goes)")
 	scatterOnly := flag.Bool("scatter", false, "measure only a scatter (start and run), on each store")
+	consumerOnly := flag.Bool("consumer", false, "measure only the Kafka consumer: batches against one message at a time (kfake in process)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -48,6 +50,10 @@ func main() {
 			fail(err)
 		}
 		defer stop()
+	}
+	if *consumerOnly {
+		runConsumerBench()
+		return
 	}
 	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, scatterItems: 100_000, scatterBatch: 100}
 	if *quick {

@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool/consumer"
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/consume"
+)
+
+// consumeFlags are `spool consume`'s own flags; the job's flags are
+// submitFlags.
+type consumeFlags struct {
+	brokers                                   []string
+	topic, group, saslPlain, tlsCA, eventHubs string
+	deadLetter, startAt                       string
+	batchSize                                 int
+	batchTimeout, sessionTimeout              time.Duration
+	tls                                       bool
+	metricsAddr, logLevel, logFormat          string
+}
+
+func newConsumeCmd(e *env) *cobra.Command {
+	var (
+		job submitFlags
+		f   consumeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "consume --brokers HOSTS --topic T --group G [flags] [-- COMMAND [ARG...]]",
+		Short: "Turn the messages of a Kafka topic (or an Event Hubs event hub) into jobs, one per message",
+		Long: `Consume a Kafka topic and submit one job per message.
+
+Without COMMAND, each message is a job spec, a JSON object with the fields of
+spool submit:
+
+  {"argv": ["make", "test"]}    or    {"shell": "make test && make lint"}
+  plus "env" {...}, "dir", "queue", "timeout" ("10m" or seconds),
+  "max_attempts", "retries", "repo", "ref", "stdin"
+
+With COMMAND, each message runs COMMAND with the message's value on stdin.
+Every job has $SPOOL_MESSAGE_TOPIC, $SPOOL_MESSAGE_PARTITION,
+$SPOOL_MESSAGE_OFFSET, $SPOOL_MESSAGE_TIMESTAMP and $SPOOL_MESSAGE_KEY (or
+$SPOOL_MESSAGE_KEY_BASE64 for a key that is not text).
+
+A job's request id comes from its message's topic, partition and offset, so a
+message delivered again never makes a second job. A batch of messages is
+committed only after all its jobs are stored. A message that cannot become a
+job goes to --dead-letter-topic, or else is recorded as a failed job that
+carries the message and the reason: nothing is dropped, nothing stalls.
+
+For Azure Event Hubs, give --eventhubs-connection-string (or set
+SPOOL_EVENTHUBS_CONNECTION_STRING): it sets the broker, the topic, SASL PLAIN
+and TLS. The Kafka endpoint needs the Standard tier or above.
+
+SIGTERM or Ctrl-C stops gracefully: no more fetching, the messages already
+fetched become jobs, their offsets are committed, the consumer leaves its
+group, and spool consume exits 0. A second signal stops at once.`,
+		Example: `  spool consume --brokers kafka:9092 --topic jobs --group spool
+  spool consume --brokers kafka:9092 --topic uploads --group thumbs -q images -- ./thumbnail.sh
+  SPOOL_EVENTHUBS_CONNECTION_STRING='Endpoint=sb://ns.servicebus.windows.net/;...;EntityPath=jobs' \
+      spool consume --group spool`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := f.consumerConfig()
+			if err != nil {
+				return err
+			}
+			jc, err := f.jobs(&job, cmd, args)
+			if err != nil {
+				return err
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			jc.Client = c
+			log := newLogger(config.Log{Level: f.logLevel, Format: f.logFormat}, e.errOut)
+			cfg.Logger, jc.Logger = log, log
+			if f.metricsAddr != "" {
+				m, err := serveMetrics(cmd.Context(), f.metricsAddr, log)
+				if err != nil {
+					return err
+				}
+				cfg.Meters = m.Provider()
+			}
+			var dlq *consumer.Consumer
+			if f.deadLetter != "" {
+				jc.DeadLetter = func(ctx context.Context, m consumer.Message, reason string) error {
+					return consume.DeadLetterTo(dlq.Client(), f.deadLetter)(ctx, m, reason)
+				}
+			}
+			cons, err := consumer.New(cfg, consume.Handler(jc))
+			if err != nil {
+				return flagError(err)
+			}
+			dlq = cons
+			return runConsumer(cmd.Context(), cons, log.Info, log.Warn)
+		},
+	}
+	job.register(cmd)
+	_ = cmd.Flags().MarkHidden("request-id") // each job's request id comes from its message
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.brokers, "brokers", nil, "Kafka brokers, host:port, comma-separated")
+	fl.StringVar(&f.topic, "topic", "", "topic to consume")
+	fl.StringVar(&f.group, "group", "spool", "consumer group: consumers of one group share the topic's partitions and offsets")
+	fl.IntVar(&f.batchSize, "batch-size", 20, "at most this many messages a batch, committed together")
+	fl.DurationVar(&f.batchTimeout, "batch-timeout", time.Second, "a partial batch is handled this long after its first message arrived")
+	fl.StringVar(&f.saslPlain, "sasl-plain", "", "SASL PLAIN credentials, USER:PASS (or set SPOOL_KAFKA_SASL_PLAIN, which others cannot see in ps)")
+	fl.BoolVar(&f.tls, "tls", false, "connect to the brokers with TLS")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "CA certificate (PEM) to trust for the brokers' TLS instead of the system's (implies --tls)")
+	fl.StringVar(&f.eventHubs, "eventhubs-connection-string", "", "consume an Azure Event Hubs event hub through its Kafka endpoint (or set SPOOL_EVENTHUBS_CONNECTION_STRING)")
+	fl.StringVar(&f.deadLetter, "dead-letter-topic", "", "send messages that cannot become jobs to this topic (default: record each as a failed job)")
+	fl.StringVar(&f.startAt, "start-at", "earliest", "where a new group starts: earliest (the oldest message kept) or latest (new messages only)")
+	fl.DurationVar(&f.sessionTimeout, "session-timeout", 45*time.Second, "how long the group waits for a consumer that stopped answering (crashed) before giving its partitions to another")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9465)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	return cmd
+}
+
+// consumerConfig is the consumer's config from the flags and environment.
+func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
+	cfg := consumer.Config{Brokers: f.brokers, Topic: f.topic, Group: f.group, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout,
+		TLS: f.tls, TLSCAFile: f.tlsCA, EventHubsConnectionString: f.eventHubs, SessionTimeout: f.sessionTimeout}
+	if cfg.EventHubsConnectionString == "" {
+		cfg.EventHubsConnectionString = strings.TrimSpace(os.Getenv("SPOOL_EVENTHUBS_CONNECTION_STRING"))
+	}
+	switch f.startAt {
+	case "earliest":
+	case "latest":
+		cfg.StartAtLatest = true
+	default:
+		return cfg, fmt.Errorf("--start-at %q: use earliest or latest", f.startAt)
+	}
+	if f.batchSize < 1 {
+		return cfg, fmt.Errorf("--batch-size must be at least 1, got %d", f.batchSize)
+	}
+	if f.batchTimeout <= 0 {
+		return cfg, fmt.Errorf("--batch-timeout must be positive, got %s", f.batchTimeout)
+	}
+	plain := f.saslPlain
+	if plain == "" {
+		plain = os.Getenv("SPOOL_KAFKA_SASL_PLAIN")
+	}
+	if plain != "" {
+		user, pass, ok := strings.Cut(plain, ":")
+		if !ok || user == "" {
+			return cfg, errors.New("--sasl-plain: use USER:PASS")
+		}
+		cfg.SASLPlain = &consumer.PlainAuth{User: user, Password: pass}
+	}
+	if len(cfg.Brokers) == 0 && cfg.EventHubsConnectionString == "" {
+		return cfg, errors.New("say where to consume from: --brokers HOST:PORT --topic T, or --eventhubs-connection-string")
+	}
+	return cfg, nil
+}
+
+// jobs is how messages become jobs: with a command, the job flags make
+// its job; without one, they must not be given (each message says).
+func (f *consumeFlags) jobs(job *submitFlags, cmd *cobra.Command, args []string) (consume.Config, error) {
+	if cmd.Flags().Changed("request-id") {
+		return consume.Config{}, errors.New("--request-id: each job's request id comes from its message's topic, partition and offset")
+	}
+	if len(args) == 0 && job.script == "" {
+		for _, name := range []string{"env", "workdir", "timeout", "retries", "max-attempts", "repo", "ref"} {
+			if cmd.Flags().Changed(name) {
+				return consume.Config{}, fmt.Errorf("--%s applies to a COMMAND given after --; without one, each message is a job spec that says it", name)
+			}
+		}
+		return consume.Config{Queue: job.queue}, nil
+	}
+	sub, err := job.submission(args)
+	if err != nil {
+		return consume.Config{}, err
+	}
+	return consume.Config{Command: sub, Queue: job.queue}, nil
+}
+
+// flagError names the flag behind a consumer config error.
+func flagError(err error) error {
+	if !errors.Is(err, consumer.ErrInvalidConfig) {
+		return err
+	}
+	return fmt.Errorf("%w (see spool consume --help)", err)
+}
+
+// runConsumer runs c until a signal: the first SIGTERM or Ctrl-C stops it
+// gracefully, a second at once. It counts the signals itself: the
+// command's context ends at the first one, which must not stop the
+// consumer at once.
+func runConsumer(ctx context.Context, c *consumer.Consumer, info, warn func(string, ...any)) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stopCtx, force := context.WithCancel(context.Background())
+	defer force()
+	go func() {
+		select {
+		case <-sigs:
+		case <-runCtx.Done():
+			return
+		}
+		info("stopping gracefully: handling the messages already fetched; signal again to stop now")
+		go func() {
+			select {
+			case <-sigs:
+				warn("stopping now")
+				force()
+			case <-runCtx.Done():
+			}
+		}()
+		_ = c.Shutdown(stopCtx)
+	}()
+	err := c.Run(runCtx)
+	if err != nil && stopCtx.Err() != nil {
+		return fmt.Errorf("stopped at once on a second signal: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,183 @@
+package consume_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/consumer"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/consume"
+	"github.com/spool-run/spool/spooltest"
+)
+
+// msg is a message of topic "jobs", partition 0, at offset.
+func msg(offset int64, value string) consumer.Message {
+	return consumer.Message{Topic: "jobs", Partition: 0, Offset: offset, Value: []byte(value), Key: []byte("k"),
+		Timestamp: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+}
+
+// jobsOf lists every job of the server, by request id.
+func jobsOf(t *testing.T, c *client.Client) map[string]*spoolv1.Job {
+	t.Helper()
+	out := map[string]*spoolv1.Job{}
+	for j, err := range c.Jobs(context.Background(), &spoolv1.ListJobsRequest{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := out[j.GetRequestId()]; dup {
+			t.Fatalf("two jobs of request %s", j.GetRequestId())
+		}
+		out[j.GetRequestId()] = j
+	}
+	return out
+}
+
+// TestSpecsBecomeJobsOnce: each message of a batch becomes one job, and
+// the same batch delivered again makes none.
+func TestSpecsBecomeJobsOnce(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	h := consume.Handler(consume.Config{Client: c, Queue: "from-kafka"})
+	batch := []consumer.Message{
+		msg(0, `{"argv": ["echo", "zero"]}`),
+		msg(1, `{"shell": "echo one", "queue": "other", "env": {"A": "b"}, "timeout": "1m"}`),
+	}
+	for range 2 {
+		commit, err := h(context.Background(), batch)
+		if !commit || err != nil {
+			t.Fatalf("batch: commit=%v err=%v", commit, err)
+		}
+	}
+	jobs := jobsOf(t, c)
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs for 2 messages: %v", len(jobs), jobs)
+	}
+	zero, one := jobs["kafka:jobs/0/0"], jobs["kafka:jobs/0/1"]
+	if zero.GetQueue() != "from-kafka" || strings.Join(zero.GetParams().GetArgv(), " ") != "echo zero" {
+		t.Fatalf("job of offset 0: %v", zero)
+	}
+	env := one.GetParams().GetEnv()
+	if one.GetQueue() != "other" || one.GetParams().GetScript() != "echo one" || env["A"] != "b" ||
+		env["SPOOL_MESSAGE_TOPIC"] != "jobs" || env["SPOOL_MESSAGE_PARTITION"] != "0" || env["SPOOL_MESSAGE_OFFSET"] != "1" ||
+		env["SPOOL_MESSAGE_KEY"] != "k" || env["SPOOL_MESSAGE_TIMESTAMP"] != "2026-11-23T12:00:00Z" {
+		t.Fatalf("job of offset 1: queue %s params %v", one.GetQueue(), one.GetParams())
+	}
+}
+
+// TestCommandGetsTheMessageOnStdin: with a command, every message runs it
+// with the value on stdin; a key that is not text comes in base64.
+func TestCommandGetsTheMessageOnStdin(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	h := consume.Handler(consume.Config{Client: c, Command: client.Submission{Queue: "q", Argv: []string{"wc", "-c"}, Env: map[string]string{"X": "1"}}})
+	m := msg(5, "any bytes \x00\xff")
+	m.Key = []byte{0, 1, 2}
+	if commit, err := h(context.Background(), []consumer.Message{m}); !commit || err != nil {
+		t.Fatalf("commit=%v err=%v", commit, err)
+	}
+	j := jobsOf(t, c)["kafka:jobs/0/5"]
+	p := j.GetParams()
+	if j.GetQueue() != "q" || string(p.GetStdin()) != "any bytes \x00\xff" || p.GetEnv()["X"] != "1" ||
+		p.GetEnv()["SPOOL_MESSAGE_KEY_BASE64"] != "AAEC" || p.GetEnv()["SPOOL_MESSAGE_KEY"] != "" {
+		t.Fatalf("job %v", j)
+	}
+}
+
+// TestBadMessagesAreRecordedNotDropped: a message that is not a spec, and
+// one the server refuses, each become a failed job that carries the
+// message and the reason; the batch is committed, so the consumer never
+// stalls on them.
+func TestBadMessagesAreRecordedNotDropped(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	h := consume.Handler(consume.Config{Client: c})
+	batch := []consumer.Message{msg(0, `{"argv": "oops"}`), msg(1, `{"shell": "true", "queue": "no spaces allowed"}`), msg(2, `{"argv": ["true"]}`)}
+	for range 2 {
+		if commit, err := h(context.Background(), batch); !commit || err != nil {
+			t.Fatalf("commit=%v err=%v", commit, err)
+		}
+	}
+	jobs := jobsOf(t, c)
+	if len(jobs) != 3 {
+		t.Fatalf("%d jobs for 3 messages", len(jobs))
+	}
+	for _, tc := range []struct{ id, value, reason string }{
+		{"kafka:jobs/0/0/rejected", `{"argv": "oops"}`, `"argv" must be an array`},
+		{"kafka:jobs/0/1/rejected", `{"shell": "true", "queue": "no spaces allowed"}`, "queue"},
+	} {
+		j := jobs[tc.id]
+		if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || string(j.GetParams().GetStdin()) != tc.value ||
+			!strings.Contains(j.GetResult().GetError(), "jobs/0@") || !strings.Contains(j.GetResult().GetError(), tc.reason) {
+			t.Errorf("rejected job %s: %s stdin %q result %v", tc.id, j.GetState(), j.GetParams().GetStdin(), j.GetResult())
+		}
+	}
+	if j := jobs["kafka:jobs/0/2"]; j.GetState() == spoolv1.JobState_JOB_STATE_FAILED {
+		t.Errorf("the good message's job failed: %v", j)
+	}
+}
+
+// TestDeadLetterTakesBadMessages: with a dead-letter function, a bad
+// message goes there with its reason and makes no job; when it cannot be
+// sent, the batch is refused.
+func TestDeadLetterTakesBadMessages(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	var (
+		mu   sync.Mutex
+		sent []string
+		fail = true
+	)
+	h := consume.Handler(consume.Config{Client: c, DeadLetter: func(_ context.Context, m consumer.Message, reason string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return errors.New("broker away")
+		}
+		sent = append(sent, string(m.Value)+" | "+reason)
+		return nil
+	}})
+	batch := []consumer.Message{msg(0, `nope`), msg(1, `{"argv": ["true"]}`)}
+	if commit, err := h(context.Background(), batch); commit || err == nil || !strings.Contains(err.Error(), "dead-letter") {
+		t.Fatalf("a dead-letter topic that cannot be reached: commit=%v err=%v", commit, err)
+	}
+	fail = false
+	if commit, err := h(context.Background(), batch); !commit || err != nil {
+		t.Fatalf("commit=%v err=%v", commit, err)
+	}
+	if len(sent) != 1 || !strings.HasPrefix(sent[0], "nope | message jobs/0@0 cannot become a job: not a job spec: invalid JSON") {
+		t.Fatalf("dead letters: %q", sent)
+	}
+	if jobs := jobsOf(t, c); len(jobs) != 1 || jobs["kafka:jobs/0/1"] == nil {
+		t.Fatalf("jobs: %v", jobs)
+	}
+}
+
+// TestServerAwayRefusesTheBatch: a server that cannot be reached makes
+// the handler refuse the batch (it comes back), and once the server is
+// back, the same batch makes each job once.
+func TestServerAwayRefusesTheBatch(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	h := consume.Handler(consume.Config{Client: c})
+	batch := []consumer.Message{msg(0, `{"argv": ["true"]}`), msg(1, `{"argv": ["true"]}`)}
+	if commit, err := h(context.Background(), batch[:1]); !commit || err != nil {
+		t.Fatalf("commit=%v err=%v", commit, err)
+	}
+	srv.Stop()
+	commit, err := h(context.Background(), batch)
+	if commit || !client.IsUnavailable(err) {
+		t.Fatalf("with the server away: commit=%v err=%v", commit, err)
+	}
+	srv.Restart()
+	if commit, err := h(context.Background(), batch); !commit || err != nil {
+		t.Fatalf("commit=%v err=%v", commit, err)
+	}
+	if jobs := jobsOf(t, c); len(jobs) != 2 {
+		t.Fatalf("%d jobs for 2 messages", len(jobs))
+	}
+}

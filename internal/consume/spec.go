@@ -1,0 +1,137 @@
+package consume
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spool-run/spool/client"
+)
+
+// ErrNotASpec is wrapped by every error of ParseSpec: the message can
+// never become a job as it is.
+var ErrNotASpec = errors.New("not a job spec")
+
+// spec is a job as a message describes it: the fields of `spool submit`.
+type spec struct {
+	Argv        []string          `json:"argv"`
+	Shell       string            `json:"shell"`
+	Env         map[string]string `json:"env"`
+	Dir         string            `json:"dir"`
+	Queue       string            `json:"queue"`
+	Timeout     *duration         `json:"timeout"`
+	MaxAttempts int32             `json:"max_attempts"`
+	Retries     int32             `json:"retries"`
+	Repo        string            `json:"repo"`
+	Ref         string            `json:"ref"`
+	Stdin       string            `json:"stdin"`
+}
+
+// duration is a timeout written as Go writes durations ("90s", "10m") or
+// as a number of seconds.
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("timeout %q: write a duration such as \"90s\" or \"10m\", or a number of seconds", s)
+		}
+		*d = duration(v)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || f > float64(1<<62)/float64(time.Second) {
+		return fmt.Errorf("timeout %s: write a duration such as \"90s\" or \"10m\", or a number of seconds", b)
+	}
+	*d = duration(f * float64(time.Second))
+	return nil
+}
+
+// ParseSpec reads a job spec: one JSON object with argv (a program and its
+// arguments) or shell (a script for /bin/sh -c), and optionally env, dir,
+// queue, timeout ("90s" or seconds), max_attempts, retries, repo, ref and
+// stdin. Unknown fields are refused, so a misspelt field is noticed
+// instead of ignored. Errors wrap ErrNotASpec and say what is wrong.
+func ParseSpec(value []byte) (client.Submission, error) {
+	var s spec
+	if !utf8.Valid(value) {
+		return client.Submission{}, fmt.Errorf("%w: the message is not UTF-8 text", ErrNotASpec)
+	}
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return client.Submission{}, fmt.Errorf("%w: %s", ErrNotASpec, describe(err))
+	}
+	if dec.More() {
+		return client.Submission{}, fmt.Errorf("%w: more than one JSON value; send one object per message", ErrNotASpec)
+	}
+	sub := client.Submission{Queue: s.Queue, Argv: s.Argv, Script: s.Shell, Env: s.Env, WorkingDir: s.Dir,
+		Repository: s.Repo, Ref: s.Ref, MaxAttempts: s.MaxAttempts, Retries: s.Retries}
+	if s.Stdin != "" {
+		sub.Stdin = []byte(s.Stdin)
+	}
+	if s.Timeout != nil {
+		sub.Timeout = time.Duration(*s.Timeout)
+	}
+	switch {
+	case len(s.Argv) == 0 && s.Shell == "":
+		return sub, fmt.Errorf(`%w: say what to run with "argv" (["make", "test"]) or "shell" ("make test && make lint")`, ErrNotASpec)
+	case len(s.Argv) > 0 && s.Shell != "":
+		return sub, fmt.Errorf(`%w: give either "argv" or "shell", not both`, ErrNotASpec)
+	case sub.Timeout < 0:
+		return sub, fmt.Errorf(`%w: "timeout" is negative`, ErrNotASpec)
+	case s.MaxAttempts < 0 || s.Retries < 0:
+		return sub, fmt.Errorf(`%w: "max_attempts" and "retries" must not be negative`, ErrNotASpec)
+	}
+	return sub, nil
+}
+
+// describe says what is wrong with a message that did not decode, in a
+// sentence a person can act on.
+func describe(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("invalid JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return "a job spec is a JSON object, not " + jsonKind(typ.Value)
+		}
+		return fmt.Sprintf("%q must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), jsonKind(typ.Value))
+	case errors.Is(err, io.EOF):
+		return "the message is empty"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") +
+			"; the fields are argv, shell, env, dir, queue, timeout, max_attempts, retries, repo, ref and stdin"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names a JSON or Go kind as a person writing JSON would.
+func jsonKind(k string) string {
+	switch k {
+	case "slice":
+		return "an array"
+	case "map", "object", "struct":
+		return "an object"
+	case "int32", "number", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	return k
+}

@@ -1,0 +1,72 @@
+package consume_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool/internal/consume"
+)
+
+func TestParseSpec(t *testing.T) {
+	sub, err := consume.ParseSpec([]byte(`{"argv": ["make", "test"], "env": {"CI": "1"}, "dir": "/src", "queue": "builds",
+		"timeout": "10m", "max_attempts": 2, "retries": 1, "repo": "https://example.com/r.git", "ref": "main", "stdin": "hello"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(sub.Argv, " ") != "make test" || sub.Env["CI"] != "1" || sub.WorkingDir != "/src" || sub.Queue != "builds" ||
+		sub.Timeout != 10*time.Minute || sub.MaxAttempts != 2 || sub.Retries != 1 || sub.Repository == "" || sub.Ref != "main" ||
+		string(sub.Stdin) != "hello" {
+		t.Fatalf("spec read as %+v", sub)
+	}
+	sub, err = consume.ParseSpec([]byte(`{"shell": "echo hi", "timeout": 90}`))
+	if err != nil || sub.Script != "echo hi" || sub.Timeout != 90*time.Second {
+		t.Fatalf("shell spec read as %+v, %v", sub, err)
+	}
+}
+
+func TestParseSpecRefusesWithAReason(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{``, "empty"},
+		{`not json`, "invalid JSON"},
+		{`[1]`, "a JSON object"},
+		{`{"argv": "make"}`, `"argv" must be an array`},
+		{`{"argz": ["make"]}`, `unknown field "argz"`},
+		{`{}`, `say what to run`},
+		{`{"argv": ["a"], "shell": "b"}`, "not both"},
+		{`{"shell": "a", "timeout": "soon"}`, "write a duration"},
+		{`{"shell": "a", "timeout": -1}`, "negative"},
+		{`{"shell": "a", "retries": -1}`, "negative"},
+		{`{"shell": "a"} {"shell": "b"}`, "more than one JSON value"},
+		{"{\"shell\": \"\xff\"}", "not UTF-8"},
+	} {
+		_, err := consume.ParseSpec([]byte(tc.in))
+		if !errors.Is(err, consume.ErrNotASpec) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseSpec(%q) = %v, want an ErrNotASpec saying %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseSpec: whatever a message holds, the parser answers without
+// panicking, and what it accepts is a job with exactly one command.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{`{"argv": ["true"]}`, `{"shell": "echo", "timeout": "1s", "env": {"A": "b"}}`, `{"shell": "x", "timeout": 1e300}`, `[]`, `null`, `{"argv": []}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sub, err := consume.ParseSpec(b)
+		if err != nil {
+			if !errors.Is(err, consume.ErrNotASpec) {
+				t.Fatalf("error %v does not wrap ErrNotASpec", err)
+			}
+			return
+		}
+		if (len(sub.Argv) > 0) == (sub.Script != "") {
+			t.Fatalf("accepted a spec with argv %q and script %q", sub.Argv, sub.Script)
+		}
+		if sub.Timeout < 0 {
+			t.Fatalf("accepted a negative timeout %s", sub.Timeout)
+		}
+	})
+}
