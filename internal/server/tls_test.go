@@ -2,73 +2,25 @@ package server_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/testcert"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
-
-// privateCA writes a CA's certificate and a certificate it signed for
-// 127.0.0.1 and localhost, with its key, to dir.
-func privateCA(t *testing.T, dir string) (caFile, certFile, keyFile string) {
-	t.Helper()
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	write := func(name, kind string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	caKey, leafKey := newKey(), newKey()
-	now := time.Now()
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "spool test CA"}, NotBefore: now.Add(-time.Hour),
-		NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "spool"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &leafKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(leafKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return write("ca.pem", "CERTIFICATE", caDER), write("cert.pem", "CERTIFICATE", leafDER), write("key.pem", "EC PRIVATE KEY", keyDER)
-}
 
 // TestTLS: with server.tls the server speaks HTTPS (Connect and gRPC); a
 // worker and a client that trust the private CA (--ca, SPOOL_CA) run and
 // follow a job; one that does not is refused by its own certificate check.
 func TestTLS(t *testing.T) {
-	caFile, certFile, keyFile := privateCA(t, t.TempDir())
+	files, _ := testcert.New(t)
+	caFile, certFile, keyFile := files.CA, files.Cert, files.Key
 	srv := start(t, func(c *config.Config) { c.Server.TLS = config.TLS{CertFile: certFile, KeyFile: keyFile} })
 	if !strings.HasPrefix(srv.URL, "https://") {
 		t.Fatalf("server URL %s", srv.URL)
@@ -104,7 +56,8 @@ func TestTLS(t *testing.T) {
 // the setting.
 func TestTLSBadCertificate(t *testing.T) {
 	dir := t.TempDir()
-	_, certFile, _ := privateCA(t, dir)
+	files, _ := testcert.New(t)
+	certFile := files.Cert
 	for name, tc := range map[string]struct {
 		tls  config.TLS
 		want string
