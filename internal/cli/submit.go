@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -67,6 +69,7 @@ func newSubmitCmd(e *env) *cobra.Command {
 	var (
 		f              submitFlags
 		asJSON, follow bool
+		stdinFile      string
 	)
 	cmd := &cobra.Command{
 		Use:   "submit [flags] -- COMMAND [ARG...]",
@@ -85,6 +88,9 @@ that stops gracefully hands its jobs back without using either.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.submission(args)
 			if err != nil {
+				return err
+			}
+			if s.Stdin, err = readStdinFile(e, stdinFile); err != nil {
 				return err
 			}
 			c, err := e.client()
@@ -112,10 +118,37 @@ that stops gracefully hands its jobs back without using either.`,
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole job as JSON instead of its id")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the job's output until it ends, then exit with its exit status (128+N when signal N killed it, as a shell does)")
 	cmd.MarkFlagsMutuallyExclusive("json", "follow")
 	// Flags end at the command: `spool submit ls -la` runs `ls -la`.
 	cmd.Flags().SetInterspersed(false)
 	return cmd
+}
+
+// readStdinFile reads what --stdin names ("": nothing, "-": spool's own
+// stdin), refusing more than a job can carry before anything is sent.
+func readStdinFile(e *env, name string) ([]byte, error) {
+	if name == "" {
+		return nil, nil
+	}
+	var r io.Reader = e.in
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("--stdin: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	const most = 256 << 10
+	b, err := io.ReadAll(io.LimitReader(r, most+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("--stdin: %w", err)
+	case len(b) > most:
+		return nil, fmt.Errorf("--stdin %s holds more than 256 KiB, more than a job carries: put the data where the worker can read it (a file, a repository, object storage) and pass its name", name)
+	}
+	return b, nil
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,4 +85,28 @@ func TestJobsListEmptyAndLimit(t *testing.T) {
 	}
 	wantRefusal(t, "limit 0", run(srv, "jobs", "list", "--limit", "0"),
 		"--limit must be at least 1, got 0 (the server returns at most 1000 a page; --cursor goes on)")
+}
+
+// TestSubmitStdin: --stdin FILE reaches the job's command on its standard
+// input; a file larger than a job carries is refused before anything is
+// sent.
+func TestSubmitStdin(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{})
+	in := filepath.Join(t.TempDir(), "in.txt")
+	if err := os.WriteFile(in, []byte("one\ntwo\nthree\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(srv, "submit", "-f", "--stdin", in, "--", "wc", "-l")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "3" {
+		t.Fatalf("exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, 300<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(srv, "submit", "--stdin", big, "--", "wc"); r.code == 0 || !strings.Contains(r.stderr, "holds more than 256 KiB") {
+		t.Fatalf("a stdin too big: exit %d, stderr %s", r.code, r.stderr)
+	}
 }
