@@ -1,0 +1,115 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// errNotObject is what unmarshalObject says of JSON that is not an object.
+var errNotObject = errors.New("not a JSON object")
+
+// unmarshalObject decodes data, which must be exactly one JSON object, into
+// v. It returns errNotObject for any other JSON value (encoding/json would
+// take null without a word) and encoding/json's error for what is not JSON.
+func unmarshalObject(data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			return errNotObject
+		}
+		return err
+	}
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
+		return errNotObject
+	}
+	return nil
+}
+
+// text decodes raw, a JSON value that encoding/json has checked, as a
+// string. Missing and null are both "no name".
+//
+// encoding/json turns invalid UTF-8 and unpaired surrogate escapes
+// ("\ud800") into U+FFFD without a word; text refuses both, so that what
+// is accepted is what was sent.
+func text(name string, raw []byte) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", malformed("no %s", name)
+	}
+	if raw[0] != '"' || len(raw) < 2 {
+		return "", malformed("%s is not a string", name)
+	}
+	if !utf8.Valid(raw) {
+		return "", malformed("%s is not valid UTF-8", name)
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		// Nothing to unescape, and JSON strings hold no raw control
+		// characters: the bytes are the string.
+		return string(inner), nil
+	}
+	if !surrogatesPaired(inner) {
+		return "", malformed("%s is not valid Unicode (an unpaired surrogate escape)", name)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", malformedCause(err, "%s is not a string", name)
+	}
+	return s, nil
+}
+
+// surrogatesPaired says whether every \u escape of a UTF-16 surrogate in
+// s, the inside of a JSON string, is a high one directly followed by a low
+// one, which together stand for one character beyond U+FFFF.
+func surrogatesPaired(s []byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character: skip it, so that "\\u" is no escape
+		if i >= len(s) || s[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(s[i+1:])
+		if !ok {
+			return false
+		}
+		i += 4
+		switch {
+		case r >= 0xdc00 && r <= 0xdfff:
+			return false
+		case r >= 0xd800 && r <= 0xdbff:
+			if len(s) < i+7 || s[i+1] != '\\' || s[i+2] != 'u' {
+				return false
+			}
+			low, ok := hex4(s[i+3:])
+			if !ok || low < 0xdc00 || low > 0xdfff {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(s []byte) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[:4] {
+		r <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			r |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case 'A' <= c && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

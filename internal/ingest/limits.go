@@ -1,0 +1,84 @@
+package ingest
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// The limits a zero field of Limits stands for.
+const (
+	DefaultMaxBodyBytes    = 16 << 20
+	DefaultMaxDecodedBytes = 64 << 20
+	DefaultMaxEvents       = 100_000
+	DefaultMaxMessageBytes = 1 << 20
+	// A CloudWatch source is "<logGroup>:<logStream>", and each of those
+	// may be 512 characters long.
+	DefaultMaxSourceBytes = 1025
+	DefaultMaxIDBytes     = 256
+)
+
+// Limits bound what one request may hold, so that a sender, broken or
+// hostile, cannot make a decoder take more memory or time than the caller
+// meant to give it. A field that is 0 (or negative) takes its default.
+// Input over a limit is refused with an error that wraps ErrTooLarge and
+// says which limit it is and its value.
+type Limits struct {
+	MaxBodyBytes    int64 // the request body, as sent (0: 16 MiB)
+	MaxDecodedBytes int64 // everything decompressed, all records together (0: 64 MiB): a gzip bomb is refused
+	MaxEvents       int   // events in one request (0: 100,000)
+	MaxMessageBytes int   // one event's message, without its trailing newline (0: 1 MiB)
+	MaxSourceBytes  int   // a source name (0: 1025, a CloudWatch log group and stream of 512 each)
+	MaxIDBytes      int   // an event id (0: 256)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if l.MaxDecodedBytes <= 0 {
+		l.MaxDecodedBytes = DefaultMaxDecodedBytes
+	}
+	if l.MaxEvents <= 0 {
+		l.MaxEvents = DefaultMaxEvents
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if l.MaxSourceBytes <= 0 {
+		l.MaxSourceBytes = DefaultMaxSourceBytes
+	}
+	if l.MaxIDBytes <= 0 {
+		l.MaxIDBytes = DefaultMaxIDBytes
+	}
+	return l
+}
+
+// readAtMost reads r to its end, or to one byte past max: that byte tells
+// a reader exactly at the limit from one over it, and nothing further is
+// read (nor held in memory), whatever the size of what r could give.
+// over says that r had more than max bytes.
+func readAtMost(r io.Reader, max int64) (data []byte, over bool, err error) {
+	n := max
+	if n < math.MaxInt64 {
+		n++
+	}
+	data, err = io.ReadAll(io.LimitReader(r, n))
+	return data, int64(len(data)) > max, err
+}
+
+// readBody reads a request body within limits.MaxBodyBytes. An error of
+// the reader is returned wrapped as it is, neither ErrMalformed nor
+// ErrTooLarge: the input was not seen whole, and the caller knows better
+// what a failed read means (a client gone, a deadline, its own
+// http.MaxBytesReader).
+func readBody(r io.Reader, limits Limits) ([]byte, error) {
+	data, over, err := readAtMost(r, limits.MaxBodyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("reading the body: %w", err)
+	}
+	if over {
+		return nil, tooLarge("the body is over %d bytes (the limit)", limits.MaxBodyBytes)
+	}
+	return data, nil
+}
