@@ -79,9 +79,12 @@ func DecodeFirehose(body io.Reader, limits Limits) (FirehoseRequest, error) {
 		return FirehoseRequest{}, err
 	}
 	var b firehoseBody
-	if err := unmarshalObject(data, &b); err != nil {
-		if err == errNotObject {
+	if err := unmarshalStrictObject(data, &b); err != nil {
+		switch err {
+		case errNotObject:
 			return FirehoseRequest{}, malformed("the body is not a JSON object")
+		case errTwice:
+			return FirehoseRequest{}, malformed("the body names a field twice")
 		}
 		return FirehoseRequest{}, malformedCause(err, "the body is not JSON")
 	}
@@ -134,8 +137,8 @@ type firehoseDecoder struct {
 
 func (d *firehoseDecoder) record(raw json.RawMessage) error {
 	var rec firehoseRecord
-	if err := unmarshalObject(raw, &rec); err != nil {
-		return malformed("not a JSON object")
+	if err := unmarshalStrictObject(raw, &rec); err != nil {
+		return malformed("%s", objectProblem(err))
 	}
 	data, err := text("data", rec.Data)
 	if err != nil {
@@ -150,9 +153,12 @@ func (d *firehoseDecoder) record(raw json.RawMessage) error {
 		return err
 	}
 	var m cloudWatchMessage
-	if err := unmarshalObject(msg, &m); err != nil {
-		if err == errNotObject {
+	if err := unmarshalStrictObject(msg, &m); err != nil {
+		switch err {
+		case errNotObject:
 			return malformed("the decompressed data is not a JSON object")
+		case errTwice:
+			return malformed("the decompressed data names a field twice")
 		}
 		return malformedCause(err, "the decompressed data is not JSON")
 	}
@@ -241,8 +247,8 @@ func (d *firehoseDecoder) dataMessage(m cloudWatchMessage) error {
 
 func (d *firehoseDecoder) event(source string, raw json.RawMessage) (Event, error) {
 	var ce cloudWatchEvent
-	if err := unmarshalObject(raw, &ce); err != nil {
-		return Event{}, malformed("not a JSON object")
+	if err := unmarshalStrictObject(raw, &ce); err != nil {
+		return Event{}, malformed("%s", objectProblem(err))
 	}
 	id, err := text("id", ce.ID)
 	if err != nil {
@@ -302,4 +308,13 @@ func NewFirehoseResponse(requestID string, now time.Time, err error) FirehoseRes
 		r.ErrorMessage = msg
 	}
 	return r
+}
+
+// objectProblem says what is wrong with an array element that did not
+// decode as an object.
+func objectProblem(err error) string {
+	if err == errTwice {
+		return "names a field twice"
+	}
+	return "not a JSON object"
 }

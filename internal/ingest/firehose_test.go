@@ -138,6 +138,8 @@ func TestDecodeFirehoseErrors(t *testing.T) {
 
 		// An event.
 		{name: "event not an object", body: event(`"hello"`), want: "record 1, event 1: not a JSON object", id: requestID},
+		{name: "event field twice", body: event(`{"id":"1","timestamp":1700000000000,"message":0,"Message":"x"}`), want: "record 1, event 1: names a field twice", id: requestID},
+		{name: "body field twice", body: []byte(`{"requestId":"r1","RequestID":"r2","timestamp":1700000000000,"records":[]}`), want: "the body names a field twice"},
 		{name: "event null", body: event(`null`), want: "record 1, event 1: not a JSON object", id: requestID},
 		{name: "no id", body: event(`{"timestamp":1700000000000,"message":"m"}`), want: "record 1, event 1: no id", id: requestID},
 		{name: "empty id", body: event(`{"id":"","timestamp":1700000000000,"message":"m"}`), want: "record 1, event 1: the id is empty", id: requestID},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -22,6 +23,48 @@ func unmarshalObject(data []byte, v any) error {
 	}
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
 		return errNotObject
+	}
+	return nil
+}
+
+// unmarshalStrictObject is unmarshalObject for objects decoded into
+// structs, which also refuses a field named twice (errTwice).
+func unmarshalStrictObject(data []byte, v any) error {
+	if err := unmarshalObject(data, v); err != nil {
+		return err
+	}
+	return uniqueKeys(data)
+}
+
+// errTwice is what unmarshalObject says of an object that names a field
+// twice.
+var errTwice = errors.New("a field appears twice")
+
+// uniqueKeys refuses an object (already known to be valid JSON) in which
+// two keys are the same but for case. encoding/json matches field names
+// without regard to case and keeps the last of several, so such an object
+// means two different things to two readers; a sender of logs has no
+// reason to write one.
+func uniqueKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // the opening brace
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key := strings.ToLower(tok.(string))
+		if seen[key] {
+			return errTwice
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
 	}
 	return nil
 }
