@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spool-run/spool/consumer"
+	"github.com/spool-run/spool/internal/backoff"
 )
 
 // The consumer bench: what batching buys a Kafka consumer whose handler
@@ -78,16 +79,8 @@ func runConsumerBench() {
 	fmt.Println("  sequential: batch size 1, one message at a time; batches of 20: the handler runs the 20 concurrently")
 }
 
-func simulatedIO(ctx context.Context) error {
-	t := time.NewTimer(consumerBenchIO)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// simulatedIO stands for 10 ms of waiting on a network or a disk.
+func simulatedIO(ctx context.Context) error { return backoff.Sleep(ctx, consumerBenchIO) }
 
 func produceConsumerBench(ctx context.Context, brokers []string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))

@@ -52,11 +52,8 @@ func (c *Consumer) onRevoked(_ context.Context, _ *kgo.Client, revoked map[strin
 	if len(parts) == 0 {
 		return
 	}
+	settle(parts, modeRevoking)
 	for _, p := range parts {
-		p.setMode(modeRevoking)
-	}
-	for _, p := range parts {
-		<-p.done
 		// The worker committed on its way out; this covers a commit
 		// that failed then, or one a graceful stop left to us.
 		p.finalCommit()
@@ -72,12 +69,7 @@ func (c *Consumer) onLost(_ context.Context, _ *kgo.Client, lost map[string][]in
 	if len(parts) == 0 {
 		return
 	}
-	for _, p := range parts {
-		p.setMode(modeLost)
-	}
-	for _, p := range parts {
-		<-p.done
-	}
+	settle(parts, modeLost)
 	c.log.Warn("consumer: partitions lost", "partitions", ids(parts))
 }
 
@@ -102,4 +94,15 @@ func ids(parts []*partition) []int32 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// settle tells the workers of parts how they end, all at once so that they
+// wind down together, and waits until every one has.
+func settle(parts []*partition, m mode) {
+	for _, p := range parts {
+		p.setMode(m)
+	}
+	for _, p := range parts {
+		<-p.done
+	}
 }
