@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -31,6 +33,23 @@ func TestConsumeCommandBadInput(t *testing.T) {
 		}
 		if strings.Contains(r.stderr, "secret-key") {
 			t.Errorf("%q: the error shows the key: %s", tc.args, r.stderr)
+		}
+	}
+}
+
+// TestJobsGetShowsARejectedJob: a job recorded as rejected says it never
+// ran and shows what it carries on stdin (the message), besides its error.
+func TestJobsGetShowsARejectedJob(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	j, _, err := srv.Client().Submit(context.Background(), client.Submission{Stdin: []byte("not a spec"), RejectReason: "message jobs/0@9 cannot become a job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(srv, "jobs", "get", j.GetJobId())
+	for _, want := range []string{"recorded as rejected, never run", `10 bytes: "not a spec"`, "message jobs/0@9 cannot become a job", "failed"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("jobs get does not say %q:\n%s", want, r.stdout)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -175,7 +176,14 @@ func printJob(e *env, j *spoolv1.Job) {
 		state += " (cancel requested)"
 	}
 	row("State", "%s", state)
-	row("Command", "%s", commandLine(j.GetParams()))
+	if cl := commandLine(j.GetParams()); cl != "" {
+		row("Command", "%s", cl)
+	} else {
+		row("Command", "none: recorded as rejected, never run (the error says why)")
+	}
+	if in := j.GetParams().GetStdin(); len(in) > 0 {
+		row("Stdin", "%d bytes: %s", len(in), truncate(strconv.Quote(string(in)), 200))
+	}
 	if m := j.GetParams().GetScatter(); m != nil {
 		if m.GetGather() {
 			row("Scatter", "%s (its gather)", m.GetScatterId())

@@ -38,7 +38,7 @@ function setLineCount() {
 function renderJob() {
   document.title = `${commandLine(job.params) || job.job_id} · spool`;
   $("#crumb-id").textContent = job.job_id;
-  $("#command").textContent = commandLine(job.params);
+  $("#command").textContent = commandLine(job.params) || "(no command: recorded as rejected, never run)";
   $("#command").title = commandLine(job.params);
   $("#state").innerHTML = stateBadge(job.state) + (job.cancel_requested && !isFinal(job.state) ? ' <span class="muted">cancel requested</span>' : "");
   const r = job.result;
@@ -77,6 +77,14 @@ function renderScatter() {
   el.innerHTML = `Part of scatter ${link} ` + (m.gather ? "(the gather)" : `(batch ${m.batch_index} of ${m.batch_count})`);
 }
 
+// stdinPreview shows the start of a job's stdin (base64 in the JSON) as
+// text, with its size.
+function stdinPreview(b64) {
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const text = new TextDecoder().decode(bytes.subarray(0, 200));
+  return `${bytes.length} bytes: ${text}${bytes.length > 200 ? "…" : ""}`;
+}
+
 function renderParams() {
   const p = job.params || {};
   const rows = [];
@@ -86,6 +94,7 @@ function renderParams() {
   if (p.working_dir) rows.push(["working dir", p.working_dir]);
   if (p.timeout_seconds) rows.push(["timeout", duration(p.timeout_seconds * 1000)]);
   if (p.repository_url) rows.push(["repository", p.repository_url + (p.ref ? ` @ ${p.ref}` : "")]);
+  if (p.stdin) rows.push(["stdin", stdinPreview(p.stdin)]);
   if (job.request_id) rows.push(["request id", job.request_id]);
   rows.push(["job id", job.job_id]);
   $("#params").innerHTML = rows.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("");

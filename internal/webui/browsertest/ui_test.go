@@ -165,6 +165,26 @@ func TestFinishedJobOpensAtTheEnd(t *testing.T) {
 	}
 }
 
+// A job recorded as rejected (a consumed message that was not a job spec)
+// says it has no command, and shows its stdin (the message) and its error.
+func TestRejectedJobPage(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	j, _, err := srv.Client().Submit(context.Background(), client.Submission{Stdin: []byte("not a spec ✓"), RejectReason: "message jobs/0@9 cannot become a job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := signedIn(t, srv)
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+j.GetJobId()))
+	b.waitFor(t, "the parameters", `document.getElementById("params").textContent.includes("stdin")`)
+	if got := b.text(t, "#command"); !strings.Contains(got, "recorded as rejected, never run") {
+		t.Errorf("the command reads %q", got)
+	}
+	if got := b.text(t, "#params"); !strings.Contains(got, "14 bytes: not a spec ✓") {
+		t.Errorf("the parameters read %q", got)
+	}
+	b.waitFor(t, "the error", `document.body.textContent.includes("message jobs/0@9 cannot become a job")`)
+}
+
 // A job that does not exist gets a page that says so, with the way back,
 // instead of empty panels.
 func TestJobNotFound(t *testing.T) {
