@@ -1,9 +1,8 @@
 // The jobs page: newest first, filtered by queue and state (kept in the
 // URL so a filtered view can be shared), refreshed every 2 seconds.
-import { api, commandLine, duration, ended, escapeHtml, localTime, relTime, stateBadge, whoami } from "./util.js";
+import { api, commandLine, duration, ended, escapeHtml, livePages, localTime, relTime, stateBadge } from "./util.js";
 import { memberTag } from "./scatterview.js";
 
-const REFRESH_MS = 2000;
 const PAGE = 100;
 const $ = (sel) => document.querySelector(sel);
 
@@ -11,14 +10,7 @@ const params = new URLSearchParams(location.search);
 $("#queue").value = params.get("queue") || "";
 $("#state").value = params.get("state") || "";
 
-// cursors of the pages before the one shown, for "Newer"; the first page is
-// the live one, refreshed on a timer.
-let cursors = [];
-let cursor = "";
-let nextCursor = "";
-let timer = null;
-
-function query() {
+function query(cursor) {
   const q = new URLSearchParams({ limit: PAGE });
   if ($("#queue").value.trim()) q.set("queue", $("#queue").value.trim());
   if ($("#state").value) q.set("state", $("#state").value);
@@ -26,24 +18,8 @@ function query() {
   return q;
 }
 
-async function refresh() {
-  clearTimeout(timer);
-  try {
-    const list = await api("/api/v1/jobs?" + query());
-    nextCursor = list.next_cursor || "";
-    render(list.jobs);
-    $("#error").textContent = "";
-    $("#updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
-  } catch (e) {
-    $("#error").textContent = e.message;
-  }
-  if (!cursor) timer = setTimeout(refresh, document.hidden ? REFRESH_MS * 5 : REFRESH_MS);
-}
-
 function render(jobs) {
   const now = Date.now();
-  $("#older").disabled = !nextCursor;
-  $("#newer").disabled = !cursor;
   if (!jobs.length) {
     $("#jobs").innerHTML = `<tr><td colspan="8" class="empty">No jobs${$("#queue").value || $("#state").value ? " match these filters" : " yet"}. Submit one with <code>spool submit -- echo hello</code>.</td></tr>`;
     return;
@@ -73,9 +49,7 @@ function filtersChanged() {
   if ($("#queue").value.trim()) q.set("queue", $("#queue").value.trim());
   if ($("#state").value) q.set("state", $("#state").value);
   history.replaceState(null, "", q.size ? "?" + q : location.pathname);
-  cursors = [];
-  cursor = "";
-  refresh();
+  pages.first();
 }
 
 let typing = null;
@@ -88,19 +62,7 @@ $("#filters").addEventListener("submit", (e) => {
   e.preventDefault();
   filtersChanged();
 });
-$("#older").addEventListener("click", () => {
-  cursors.push(cursor);
-  cursor = nextCursor;
-  refresh();
-});
-$("#newer").addEventListener("click", () => {
-  cursor = cursors.pop() || "";
-  refresh();
-});
-document.addEventListener("visibilitychange", () => {
-  if (!document.hidden && !cursor) refresh();
-});
-
-whoami()
-  .catch(() => {})
-  .then(refresh);
+const pages = livePages(async (cursor) => {
+  const list = await api("/api/v1/jobs?" + query(cursor));
+  return { items: list.jobs, next: list.next_cursor };
+}, render);

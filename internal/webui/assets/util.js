@@ -139,3 +139,55 @@ export function confirmButton(btn, label, action, onError) {
   });
   return disarm;
 }
+
+// livePages runs a list shown a page at a time, newest first: fetchPage(cursor)
+// gives {items, next}, render(items) draws them. The first page is the live
+// one, refreshed every 2 s (every 10 s while the tab is hidden); Older and
+// Newer walk back and forth, keeping the cursors of the pages before the one
+// shown. It returns first(), which goes back to the live page (after a
+// filter changed).
+export function livePages(fetchPage, render) {
+  const REFRESH_MS = 2000;
+  const $ = (sel) => document.querySelector(sel);
+  let back = [];
+  let cursor = "";
+  let next = "";
+  let timer = null;
+  async function refresh() {
+    clearTimeout(timer);
+    try {
+      const page = await fetchPage(cursor);
+      next = page.next || "";
+      $("#older").disabled = !next;
+      $("#newer").disabled = !cursor;
+      render(page.items);
+      $("#error").textContent = "";
+      $("#updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+    } catch (e) {
+      $("#error").textContent = e.message;
+    }
+    if (!cursor) timer = setTimeout(refresh, document.hidden ? REFRESH_MS * 5 : REFRESH_MS);
+  }
+  $("#older").addEventListener("click", () => {
+    back.push(cursor);
+    cursor = next;
+    refresh();
+  });
+  $("#newer").addEventListener("click", () => {
+    cursor = back.pop() || "";
+    refresh();
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && !cursor) refresh();
+  });
+  whoami()
+    .catch(() => {})
+    .then(refresh);
+  return {
+    first() {
+      back = [];
+      cursor = "";
+      refresh();
+    },
+  };
+}
