@@ -187,6 +187,10 @@ func (h handler) ReportUndelivered(ctx context.Context, req *connect.Request[spo
 	return unary(ctx, req, h.svc.ReportUndelivered)
 }
 
+func (h handler) GetJobInput(ctx context.Context, req *connect.Request[spoolv1.GetJobInputRequest]) (*connect.Response[spoolv1.GetJobInputResponse], error) {
+	return unary(ctx, req, h.svc.GetJobInput)
+}
+
 // keyHandler adapts the core's key management to the KeyServiceHandler.
 type keyHandler struct{ svc *service.Service }
 
@@ -202,10 +206,6 @@ func (h keyHandler) ListKeys(ctx context.Context, req *connect.Request[spoolv1.L
 
 func (h keyHandler) RevokeKey(ctx context.Context, req *connect.Request[spoolv1.RevokeKeyRequest]) (*connect.Response[spoolv1.RevokeKeyResponse], error) {
 	return unary(ctx, req, h.svc.RevokeKey)
-}
-
-func (h handler) GetJobInput(ctx context.Context, req *connect.Request[spoolv1.GetJobInputRequest]) (*connect.Response[spoolv1.GetJobInputResponse], error) {
-	return unary(ctx, req, h.svc.GetJobInput)
 }
 
 // scatterHandler adapts the core's scatters to the ScatterServiceHandler.

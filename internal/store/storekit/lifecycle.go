@@ -48,6 +48,17 @@ func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 	return j
 }
 
+// NamedRepeat decides an enqueue of j that met a job id in use, stored:
+// only a job its caller names can (a new id is unique). A repeat of the
+// stored job's request returns that job, as a request id seen before
+// does; another request may not take the name.
+func NamedRepeat(stored, j *spoolv1.Job) (*spoolv1.Job, error) {
+	if j.GetRequestId() == "" || stored.GetRequestId() != j.GetRequestId() {
+		return nil, apierr.Errorf(spool.ErrAlreadyExists, "a job with id %q exists already", j.GetJobId())
+	}
+	return stored, nil
+}
+
 // NewLeaseID returns a fresh random lease handle.
 func NewLeaseID() string { return uuid.NewString() }
 

@@ -8,9 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -75,21 +73,15 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	err := s.writeOne(func(q querier, n *notes) error {
 		tag, err := q.Exec(ctx, insertJob, sqlrows.InsertJobArgs(j)...)
 		if keyTaken(err, "jobs_pkey") {
-			// Only a job named by its caller can meet an id in use (a new
-			// id is unique). The insert's ON CONFLICT covers request_id
-			// alone: a repeat racing the first insert of its request can
-			// fail here instead of doing nothing, once the first commits.
-			// It returns the job, as a repeat does; another request may
-			// not take the name.
+			// The insert's ON CONFLICT covers request_id alone: a repeat
+			// racing the first insert of its request can fail here
+			// instead of doing nothing, once the first commits.
 			r, err := getRow(ctx, q, j.JobId, false)
 			if err != nil {
 				return err
 			}
-			if j.RequestId == "" || r.Job.RequestId != j.RequestId {
-				return apierr.Errorf(spool.ErrAlreadyExists, "a job with id %q exists already", j.JobId)
-			}
-			out = r.Job
-			return nil
+			out, err = storekit.NamedRepeat(r.Job, j)
+			return err
 		}
 		if err != nil {
 			return pgErr(err, "insert job")

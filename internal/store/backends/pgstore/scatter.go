@@ -2,11 +2,11 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -25,8 +25,7 @@ func (s *Store) CreateScatter(ctx context.Context, rec *store.ScatterRecord, bat
 		// The record first: an id in use is found before any batch is
 		// sent. A concurrent creation of the same id waits here for the
 		// first to commit, then finds it.
-		tag, err := tx.Exec(ctx, `INSERT INTO scatters (scatter_id, version, active, record) VALUES ($1, 1, $2, $3)
-			ON CONFLICT (scatter_id) DO NOTHING`, id, rec.Active, blob)
+		tag, err := tx.Exec(ctx, insertScatter, id, rec.Active, blob)
 		if err != nil {
 			return pgErr(err, "create scatter %s", id)
 		}
@@ -51,25 +50,15 @@ func (s *Store) CreateScatter(ctx context.Context, rec *store.ScatterRecord, bat
 	return nil
 }
 
-// scatterCols are the columns scanScatter reads, in order.
-const scatterCols = `version, active, record`
-
-// scanScatter reads one row of scatterCols.
-func scanScatter(row pgx.Row) (*store.ScatterRecord, error) {
-	var (
-		version int64
-		active  bool
-		blob    []byte
-	)
-	if err := row.Scan(&version, &active, &blob); err != nil {
-		return nil, err
-	}
-	return storekit.DecodeScatter(blob, version, active)
-}
+// The shared statements, in PostgreSQL's placeholders.
+var (
+	insertScatter = sqlrows.Dollar(sqlrows.InsertScatter)
+	updateScatter = sqlrows.Dollar(sqlrows.UpdateScatter)
+)
 
 // GetScatter implements store.ScatterStore.
 func (s *Store) GetScatter(ctx context.Context, id string) (*store.ScatterRecord, error) {
-	rec, err := scanScatter(s.pool.QueryRow(ctx, `SELECT `+scatterCols+` FROM scatters WHERE scatter_id = $1`, id))
+	rec, err := sqlrows.ScanScatter(s.pool.QueryRow(ctx, `SELECT `+sqlrows.ScatterCols+` FROM scatters WHERE scatter_id = $1`, id))
 	if notFound(err) {
 		return nil, store.ScatterNotFound(id)
 	}
@@ -79,10 +68,8 @@ func (s *Store) GetScatter(ctx context.Context, id string) (*store.ScatterRecord
 	return rec, nil
 }
 
-// ListScatters implements store.ScatterStore. Scatter ids are time
-// ordered, so newest first is descending id, and a page starts below the
-// last id of the one before: each page is a range of an index (see
-// listScattersQuery), whatever the number of scatters before it.
+// ListScatters implements store.ScatterStore (sqlrows.ListScattersQuery
+// says how a page is read).
 func (s *Store) ListScatters(ctx context.Context, f store.ScatterFilter) ([]*store.ScatterRecord, string, error) {
 	limit := store.ListLimit(f.Limit)
 	q, args := listScattersQuery(f, limit+1)
@@ -93,7 +80,7 @@ func (s *Store) ListScatters(ctx context.Context, f store.ScatterFilter) ([]*sto
 	defer rows.Close()
 	var out []*store.ScatterRecord
 	for rows.Next() {
-		rec, err := scanScatter(rows)
+		rec, err := sqlrows.ScanScatter(rows)
 		if err != nil {
 			return nil, "", pgErr(err, "list scatters")
 		}
@@ -102,34 +89,15 @@ func (s *Store) ListScatters(ctx context.Context, f store.ScatterFilter) ([]*sto
 	if err := rows.Err(); err != nil {
 		return nil, "", pgErr(err, "list scatters")
 	}
-	// One more than a page was asked for: if it came, there is a next
-	// page, which starts after this page's last record.
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].Scatter.GetScatterId()
-	}
+	out, next := sqlrows.NextScatters(out, limit)
 	return out, next, nil
 }
 
-// listScattersQuery is ListScatters' query for f, reading n rows. The
-// conditions are written out only when they apply: one condition that
-// also held with no cursor ("the cursor is empty or scatter_id is below
-// it") would keep the planner from bounding the index range. With
-// f.Active, the "active" condition implies the predicate of the partial
-// index scatters_active, so it can be read.
+// listScattersQuery is sqlrows.ListScattersQuery in PostgreSQL's
+// placeholders.
 func listScattersQuery(f store.ScatterFilter, n int) (string, []any) {
-	q := `SELECT ` + scatterCols + ` FROM scatters WHERE true`
-	var args []any
-	if f.Active {
-		q += ` AND active`
-	}
-	if f.Cursor != "" {
-		args = append(args, f.Cursor)
-		q += fmt.Sprintf(` AND scatter_id < $%d`, len(args))
-	}
-	args = append(args, n)
-	return q + fmt.Sprintf(` ORDER BY scatter_id DESC LIMIT $%d`, len(args)), args
+	q, args := sqlrows.ListScattersQuery(f, n)
+	return sqlrows.Dollar(q), args
 }
 
 // UpdateScatter implements store.ScatterStore: a compare-and-set on the
@@ -143,8 +111,7 @@ func (s *Store) UpdateScatter(ctx context.Context, rec *store.ScatterRecord) err
 		return err
 	}
 	err = s.writeOne(func(q querier, _ *notes) error {
-		tag, err := q.Exec(ctx, `UPDATE scatters SET version = version + 1, active = $1, record = $2
-			WHERE scatter_id = $3 AND version = $4`, rec.Active, blob, id, rec.Version)
+		tag, err := q.Exec(ctx, updateScatter, rec.Active, blob, id, rec.Version)
 		if err != nil {
 			return pgErr(err, "update scatter %s", id)
 		}

@@ -22,7 +22,7 @@ func ListPlan(s *Store, f store.ListFilter) (string, error) {
 
 // ScatterListPlan is SQLite's plan for the query ListScatters makes for f.
 func ScatterListPlan(s *Store, f store.ScatterFilter) (string, error) {
-	q, args := listScattersQuery(f, store.ListLimit(f.Limit)+1)
+	q, args := sqlrows.ListScattersQuery(f, store.ListLimit(f.Limit)+1)
 	return plan(s, q, args)
 }
 

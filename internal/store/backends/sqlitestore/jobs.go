@@ -10,9 +10,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -48,19 +46,12 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
 		res, err := tx.ExecContext(ctx, sqlrows.InsertJob, sqlrows.InsertJobArgs(j)...)
 		if primaryKeyTaken(err) {
-			// Only a job named by its caller can meet an id in use (a new
-			// id is unique). A repeat of its request returns the job, as
-			// the request_id conflict would; another request may not take
-			// the name.
 			r, err := getRow(ctx, tx, j.JobId)
 			if err != nil {
 				return err
 			}
-			if j.RequestId == "" || r.Job.RequestId != j.RequestId {
-				return apierr.Errorf(spool.ErrAlreadyExists, "a job with id %q exists already", j.JobId)
-			}
-			out = r.Job
-			return nil
+			out, err = storekit.NamedRepeat(r.Job, j)
+			return err
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: insert job: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -24,8 +25,7 @@ func (s *Store) CreateScatter(ctx context.Context, rec *store.ScatterRecord, bat
 	err = s.write(ctx, func(tx *sql.Tx, _ *notes) error {
 		// The record first: an id in use is found before any batch is
 		// written.
-		res, err := tx.ExecContext(ctx, `INSERT INTO scatters (scatter_id, version, active, record) VALUES (?, 1, ?, ?)
-			ON CONFLICT (scatter_id) DO NOTHING`, id, rec.Active, blob)
+		res, err := tx.ExecContext(ctx, sqlrows.InsertScatter, id, rec.Active, blob)
 		if err != nil {
 			return fmt.Errorf("sqlite: create scatter %s: %w", id, err)
 		}
@@ -51,25 +51,9 @@ func (s *Store) CreateScatter(ctx context.Context, rec *store.ScatterRecord, bat
 	return nil
 }
 
-// scatterCols are the columns scanScatter reads, in order.
-const scatterCols = `version, active, record`
-
-// scanScatter reads one row of scatterCols.
-func scanScatter(sc interface{ Scan(...any) error }) (*store.ScatterRecord, error) {
-	var (
-		version int64
-		active  bool
-		blob    []byte
-	)
-	if err := sc.Scan(&version, &active, &blob); err != nil {
-		return nil, err
-	}
-	return storekit.DecodeScatter(blob, version, active)
-}
-
 // GetScatter implements store.ScatterStore.
 func (s *Store) GetScatter(ctx context.Context, id string) (*store.ScatterRecord, error) {
-	rec, err := scanScatter(s.r.QueryRowContext(ctx, `SELECT `+scatterCols+` FROM scatters WHERE scatter_id = ?`, id))
+	rec, err := sqlrows.ScanScatter(s.r.QueryRowContext(ctx, `SELECT `+sqlrows.ScatterCols+` FROM scatters WHERE scatter_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ScatterNotFound(id)
 	}
@@ -79,13 +63,11 @@ func (s *Store) GetScatter(ctx context.Context, id string) (*store.ScatterRecord
 	return rec, nil
 }
 
-// ListScatters implements store.ScatterStore. Scatter ids are time
-// ordered, so newest first is descending id, and a page starts below the
-// last id of the one before: each page is a range of an index (see
-// listScattersQuery), whatever the number of scatters before it.
+// ListScatters implements store.ScatterStore (sqlrows.ListScattersQuery
+// says how a page is read).
 func (s *Store) ListScatters(ctx context.Context, f store.ScatterFilter) ([]*store.ScatterRecord, string, error) {
 	limit := store.ListLimit(f.Limit)
-	q, args := listScattersQuery(f, limit+1)
+	q, args := sqlrows.ListScattersQuery(f, limit+1)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
@@ -93,7 +75,7 @@ func (s *Store) ListScatters(ctx context.Context, f store.ScatterFilter) ([]*sto
 	defer rows.Close()
 	var out []*store.ScatterRecord
 	for rows.Next() {
-		rec, err := scanScatter(rows)
+		rec, err := sqlrows.ScanScatter(rows)
 		if err != nil {
 			return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
 		}
@@ -102,33 +84,8 @@ func (s *Store) ListScatters(ctx context.Context, f store.ScatterFilter) ([]*sto
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
 	}
-	// One more than a page was asked for: if it came, there is a next
-	// page, which starts after this page's last record.
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].Scatter.GetScatterId()
-	}
+	out, next := sqlrows.NextScatters(out, limit)
 	return out, next, nil
-}
-
-// listScattersQuery is ListScatters' query for f, reading n rows. The
-// conditions are written out only when they apply: one condition that
-// also held with no cursor ("the cursor is empty or scatter_id is below
-// it") would keep the planner from bounding the index range. With
-// f.Active, the "active" term matches the partial index
-// scatters_active's, so SQLite may read it.
-func listScattersQuery(f store.ScatterFilter, n int) (string, []any) {
-	q := `SELECT ` + scatterCols + ` FROM scatters WHERE 1`
-	var args []any
-	if f.Active {
-		q += ` AND active`
-	}
-	if f.Cursor != "" {
-		q += ` AND scatter_id < ?`
-		args = append(args, f.Cursor)
-	}
-	return q + ` ORDER BY scatter_id DESC LIMIT ?`, append(args, n)
 }
 
 // UpdateScatter implements store.ScatterStore: a compare-and-set on the
@@ -141,8 +98,7 @@ func (s *Store) UpdateScatter(ctx context.Context, rec *store.ScatterRecord) err
 		return err
 	}
 	err = s.write(ctx, func(tx *sql.Tx, _ *notes) error {
-		res, err := tx.ExecContext(ctx, `UPDATE scatters SET version = version + 1, active = ?, record = ?
-			WHERE scatter_id = ? AND version = ?`, rec.Active, blob, id, rec.Version)
+		res, err := tx.ExecContext(ctx, sqlrows.UpdateScatter, rec.Active, blob, id, rec.Version)
 		if err != nil {
 			return fmt.Errorf("sqlite: update scatter %s: %w", id, err)
 		}
