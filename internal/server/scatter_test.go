@@ -65,6 +65,7 @@ func TestScatterCallsRefuseBadInput(t *testing.T) {
 		{"a negative limit", &spoolv1.ScatterSpec{Params: params, MaxConcurrency: -1}, []string{"[1]"}, "max_concurrency"},
 		{"a percentage over 100", &spoolv1.ScatterSpec{Params: params, ToleratedFailurePercentage: &pct}, []string{"[1]"}, "between 0 and 100"},
 		{"nothing to run", &spoolv1.ScatterSpec{}, []string{"[1]"}, "say what to run"},
+		{"stdin of its own", &spoolv1.ScatterSpec{Params: &spoolv1.JobParams{Argv: []string{"cat"}, Stdin: []byte("x")}}, []string{"[1]"}, "read their input document on stdin"},
 	} {
 		wantMessage(t, scatter(tc.spec, tc.batches...), connect.CodeInvalidArgument, tc.want, tc.name)
 	}

@@ -494,6 +494,9 @@ func TestMetrics(t *testing.T) {
 	if _, err := c.CompleteJob(context.Background(), connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 1}})); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.EnqueueJob(context.Background(), connect.NewRequest(&spoolv1.EnqueueJobRequest{RejectReason: "not a job spec"})); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := (&http.Client{Transport: withKey{nil, r.AdminKey}}).Get(r.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -502,6 +505,7 @@ func TestMetrics(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{
 		`spool_jobs_enqueued_total{queue="default"} 1`,
+		`spool_jobs_rejected_total{queue="default"} 1`,
 		`spool_jobs_leased_total{queue="default"} 1`,
 		`spool_jobs_finished_total{queue="default",state="failed"} 1`,
 		`spool_followers 0`,
