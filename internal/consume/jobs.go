@@ -138,11 +138,7 @@ func (h *handler) reject(ctx context.Context, m consumer.Message, reason string)
 		}
 		return nil
 	}
-	env, err := messageEnv(m)
-	if err != nil {
-		env = map[string]string{"SPOOL_MESSAGE_TOPIC": m.Topic, "SPOOL_MESSAGE_PARTITION": strconv.Itoa(int(m.Partition)),
-			"SPOOL_MESSAGE_OFFSET": strconv.FormatInt(m.Offset, 10)}
-	}
+	env, _ := messageEnv(m) // a key too long to pass is left out; the reason says so
 	stdin := m.Value
 	if len(stdin) > MaxStdin {
 		stdin = stdin[:MaxStdin]
@@ -155,7 +151,7 @@ func (h *handler) reject(ctx context.Context, m consumer.Message, reason string)
 	if h.hasCommand() {
 		queue = h.cfg.Command.Queue
 	}
-	_, _, err = h.cfg.Client.Submit(ctx, client.Submission{Queue: queue, Env: env, Stdin: stdin,
+	_, _, err := h.cfg.Client.Submit(ctx, client.Submission{Queue: queue, Env: env, Stdin: stdin,
 		RequestID: RequestID(m) + "/rejected", RejectReason: strings.ToValidUTF8(reason, "?")})
 	if err != nil {
 		return fmt.Errorf("message %s: could not record it as a rejected job: %w", Where(m), err)
@@ -182,7 +178,8 @@ func Where(m consumer.Message) string {
 
 // messageEnv is what a job learns of its message from the environment.
 // A key that is not text (invalid UTF-8 or a NUL, which an environment
-// cannot hold) comes in base64.
+// cannot hold) comes in base64. A key too long to pass is an error; the
+// environment then holds the rest.
 func messageEnv(m consumer.Message) (map[string]string, error) {
 	env := map[string]string{
 		"SPOOL_MESSAGE_TOPIC":     m.Topic,
@@ -194,7 +191,7 @@ func messageEnv(m consumer.Message) (map[string]string, error) {
 	}
 	switch {
 	case len(m.Key) > MaxKey:
-		return nil, fmt.Errorf("its key holds %d bytes; at most %d (4 KiB) are passed to a job", len(m.Key), MaxKey)
+		return env, fmt.Errorf("its key holds %d bytes; at most %d (4 KiB) are passed to a job", len(m.Key), MaxKey)
 	case m.Key == nil:
 	case utf8.Valid(m.Key) && !strings.ContainsRune(string(m.Key), 0):
 		env["SPOOL_MESSAGE_KEY"] = string(m.Key)

@@ -181,3 +181,33 @@ func TestServerAwayRefusesTheBatch(t *testing.T) {
 		t.Fatalf("%d jobs for 2 messages", len(jobs))
 	}
 }
+
+// TestOversizedMessagesAreRecorded: a value too large for a job's stdin,
+// and a key too long for its environment, are recorded as rejected jobs
+// that keep as much as a job holds and say why.
+func TestOversizedMessagesAreRecorded(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	h := consume.Handler(consume.Config{Client: c, Command: client.Submission{Queue: "big", Argv: []string{"wc", "-c"}}})
+	big := msg(0, strings.Repeat("x", consume.MaxStdin+10))
+	longKey := msg(1, "small")
+	longKey.Key = []byte(strings.Repeat("k", consume.MaxKey+1))
+	if commit, err := h(context.Background(), []consumer.Message{big, longKey}); !commit || err != nil {
+		t.Fatalf("commit=%v err=%v", commit, err)
+	}
+	jobs := jobsOf(t, c)
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs for 2 messages", len(jobs))
+	}
+	j := jobs["kafka:jobs/0/0/rejected"]
+	if j.GetQueue() != "big" || len(j.GetParams().GetStdin()) != consume.MaxStdin ||
+		!strings.Contains(j.GetResult().GetError(), "a job's stdin holds at most") || !strings.Contains(j.GetResult().GetError(), "keeps the first") {
+		t.Errorf("the big message's job: queue %s, %d bytes of stdin, %v", j.GetQueue(), len(j.GetParams().GetStdin()), j.GetResult())
+	}
+	j = jobs["kafka:jobs/0/1/rejected"]
+	env := j.GetParams().GetEnv()
+	if !strings.Contains(j.GetResult().GetError(), "its key holds") || env["SPOOL_MESSAGE_OFFSET"] != "1" || env["SPOOL_MESSAGE_KEY"] != "" ||
+		string(j.GetParams().GetStdin()) != "small" {
+		t.Errorf("the long key's job: env %v, %v", env, j.GetResult())
+	}
+}
