@@ -33,25 +33,21 @@ type Limits struct {
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxBodyBytes <= 0 {
-		l.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if l.MaxDecodedBytes <= 0 {
-		l.MaxDecodedBytes = DefaultMaxDecodedBytes
-	}
-	if l.MaxEvents <= 0 {
-		l.MaxEvents = DefaultMaxEvents
-	}
-	if l.MaxMessageBytes <= 0 {
-		l.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if l.MaxSourceBytes <= 0 {
-		l.MaxSourceBytes = DefaultMaxSourceBytes
-	}
-	if l.MaxIDBytes <= 0 {
-		l.MaxIDBytes = DefaultMaxIDBytes
-	}
+	l.MaxBodyBytes = orDefault(l.MaxBodyBytes, DefaultMaxBodyBytes)
+	l.MaxDecodedBytes = orDefault(l.MaxDecodedBytes, DefaultMaxDecodedBytes)
+	l.MaxEvents = orDefault(l.MaxEvents, DefaultMaxEvents)
+	l.MaxMessageBytes = orDefault(l.MaxMessageBytes, DefaultMaxMessageBytes)
+	l.MaxSourceBytes = orDefault(l.MaxSourceBytes, DefaultMaxSourceBytes)
+	l.MaxIDBytes = orDefault(l.MaxIDBytes, DefaultMaxIDBytes)
 	return l
+}
+
+// orDefault is v, or def when v is 0 or negative (no limit set).
+func orDefault[T int | int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // readAtMost reads r to its end, or to one byte past max: that byte tells
