@@ -157,13 +157,10 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 	if err != nil {
 		return a.failed(res, err.Error())
 	}
-	stdin, cleanupStdin, err := a.writeStdin()
+	stdin, cleanupStdin, err := a.stdinFile(files)
 	defer cleanupStdin()
 	if err != nil {
 		return a.failed(res, "could not write the job's stdin: "+err.Error())
-	}
-	if files != nil {
-		stdin = files.input
 	}
 	argv, text := command(a.job.GetParams())
 	p, err := startProcess(argv, dir, append(a.env(), files.env(a.job.GetParams().GetScatter())...), stdin)

@@ -4,11 +4,15 @@ import (
 	"os"
 )
 
-// writeStdin keeps the job's stdin bytes in a file of their own, removed
-// when the attempt ends, and returns its name ("" when the job gave none).
+// stdinFile names the file the command reads on stdin ("": none, so
+// /dev/null). A scatter's job reads its input document; any other job its
+// stdin bytes, kept in a file of their own, removed when the attempt ends.
 // A file rather than a pipe: the command reads it at its own pace, or not
 // at all, and nothing in the worker waits on it.
-func (a *attempt) writeStdin() (string, func(), error) {
+func (a *attempt) stdinFile(files *scatterFiles) (string, func(), error) {
+	if files != nil {
+		return files.input, func() {}, nil
+	}
 	data := a.job.GetParams().GetStdin()
 	if len(data) == 0 {
 		return "", func() {}, nil
