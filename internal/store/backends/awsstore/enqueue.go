@@ -56,12 +56,15 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	return j, err == nil, err
 }
 
-// create sends the job's message, then writes the job. The job item is
+// create sends the job's message (a queued job's), then writes the job. The job item is
 // written only if it does not exist yet, so finishing someone else's
 // enqueue (from the same marker) never resets a job that has moved on.
 func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job) (*spoolv1.Job, error) {
-	if err := s.send(ctx, queueURL, message{JobID: job.GetJobId(), Queue: job.GetQueue(), Sent: time.Now().UnixMilli()}); err != nil {
-		return nil, err
+	// A job born final (rejected) has nothing to deliver: no message.
+	if job.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
+		if err := s.send(ctx, queueURL, message{JobID: job.GetJobId(), Queue: job.GetQueue(), Sent: time.Now().UnixMilli()}); err != nil {
+			return nil, err
+		}
 	}
 	it, err := newJobItem(job)
 	if err != nil {

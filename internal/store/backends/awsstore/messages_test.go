@@ -67,3 +67,21 @@ func TestMessagesFollowTheJob(t *testing.T) {
 	}
 	wantQueue(t, s, q, 0, 0)
 }
+
+// TestRejectedJobSendsNoMessage: a job recorded as rejected is final from
+// the start, so it puts nothing on its queue for workers to receive.
+func TestRejectedJobSendsNoMessage(t *testing.T) {
+	s, err := awsstore.Open(context.Background(), awstest.Shared(t).NewConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	q := newQueue()
+	wantQueue(t, s, q, 0, 0) // the queue exists before the enqueue
+	nj := newJob(q)
+	nj.RejectReason = "not a job spec"
+	if _, _, err := s.Enqueue(context.Background(), nj); err != nil {
+		t.Fatal(err)
+	}
+	wantQueue(t, s, q, 0, 0)
+}
