@@ -94,6 +94,7 @@ type JobStore interface {
 
 	KeyStore
 	ScatterStore
+	IngestStore
 }
 
 // KeyStore keeps the API keys. Only a hash of each key's secret is stored;
@@ -142,7 +143,9 @@ type NewJob struct {
 
 // ListFilter selects and pages jobs for List.
 type ListFilter struct {
-	Queue  string
+	Queue string
+	// Source, when set, keeps only the external jobs of that source.
+	Source string
 	States []spoolv1.JobState
 	Limit  int
 	Cursor string

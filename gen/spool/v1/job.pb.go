@@ -114,7 +114,11 @@ type JobParams struct {
 	Scatter *ScatterMember `protobuf:"bytes,8,opt,name=scatter,proto3" json:"scatter,omitempty"`
 	// Given to the command on its standard input (empty: stdin is empty).
 	// argv, script, env and stdin together hold at most 256 KiB.
-	Stdin         []byte `protobuf:"bytes,9,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Stdin []byte `protobuf:"bytes,9,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// Set by spool on the jobs that hold the logs of a program spool did not
+	// start (never by EnqueueJob): such a job is of kind "external", runs
+	// nothing, and its log is what was sent to /api/v1/ingest.
+	External      *External `protobuf:"bytes,10,opt,name=external,proto3" json:"external,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -212,6 +216,60 @@ func (x *JobParams) GetStdin() []byte {
 	return nil
 }
 
+func (x *JobParams) GetExternal() *External {
+	if x != nil {
+		return x.External
+	}
+	return nil
+}
+
+// External says where an external job's log comes from.
+type External struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source: "<logGroup>:<logStream>" for CloudWatch Logs, or the
+	// "source" field a log shipper sent.
+	Source        string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *External) Reset() {
+	*x = External{}
+	mi := &file_spool_v1_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *External) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*External) ProtoMessage() {}
+
+func (x *External) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use External.ProtoReflect.Descriptor instead.
+func (*External) Descriptor() ([]byte, []int) {
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *External) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
 // ScatterMember says which part of a scatter a job is.
 type ScatterMember struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -231,7 +289,7 @@ type ScatterMember struct {
 
 func (x *ScatterMember) Reset() {
 	*x = ScatterMember{}
-	mi := &file_spool_v1_job_proto_msgTypes[1]
+	mi := &file_spool_v1_job_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -243,7 +301,7 @@ func (x *ScatterMember) String() string {
 func (*ScatterMember) ProtoMessage() {}
 
 func (x *ScatterMember) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[1]
+	mi := &file_spool_v1_job_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -256,7 +314,7 @@ func (x *ScatterMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterMember.ProtoReflect.Descriptor instead.
 func (*ScatterMember) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ScatterMember) GetScatterId() string {
@@ -313,7 +371,7 @@ type BatchingConfig struct {
 
 func (x *BatchingConfig) Reset() {
 	*x = BatchingConfig{}
-	mi := &file_spool_v1_job_proto_msgTypes[2]
+	mi := &file_spool_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -325,7 +383,7 @@ func (x *BatchingConfig) String() string {
 func (*BatchingConfig) ProtoMessage() {}
 
 func (x *BatchingConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[2]
+	mi := &file_spool_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -338,7 +396,7 @@ func (x *BatchingConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchingConfig.ProtoReflect.Descriptor instead.
 func (*BatchingConfig) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BatchingConfig) GetFlushIntervalSeconds() int32 {
@@ -381,7 +439,7 @@ type ExecutionConfig struct {
 
 func (x *ExecutionConfig) Reset() {
 	*x = ExecutionConfig{}
-	mi := &file_spool_v1_job_proto_msgTypes[3]
+	mi := &file_spool_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -393,7 +451,7 @@ func (x *ExecutionConfig) String() string {
 func (*ExecutionConfig) ProtoMessage() {}
 
 func (x *ExecutionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[3]
+	mi := &file_spool_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -406,7 +464,7 @@ func (x *ExecutionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionConfig.ProtoReflect.Descriptor instead.
 func (*ExecutionConfig) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ExecutionConfig) GetBatching() *BatchingConfig {
@@ -445,7 +503,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_spool_v1_job_proto_msgTypes[4]
+	mi := &file_spool_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -457,7 +515,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[4]
+	mi := &file_spool_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -470,7 +528,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobResult) GetExitCode() int32 {
@@ -565,7 +623,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_spool_v1_job_proto_msgTypes[5]
+	mi := &file_spool_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -577,7 +635,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[5]
+	mi := &file_spool_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -590,7 +648,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Job) GetJobId() string {
@@ -744,7 +802,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf7\x02\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x03\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -755,10 +813,14 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\x0erepository_url\x18\x06 \x01(\tR\rrepositoryUrl\x12\x10\n" +
 	"\x03ref\x18\a \x01(\tR\x03ref\x121\n" +
 	"\ascatter\x18\b \x01(\v2\x17.spool.v1.ScatterMemberR\ascatter\x12\x14\n" +
-	"\x05stdin\x18\t \x01(\fR\x05stdin\x1a6\n" +
+	"\x05stdin\x18\t \x01(\fR\x05stdin\x12.\n" +
+	"\bexternal\x18\n" +
+	" \x01(\v2\x12.spool.v1.ExternalR\bexternal\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\"\n" +
+	"\bExternal\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\"\xa7\x01\n" +
 	"\rScatterMember\x12\x1d\n" +
 	"\n" +
 	"scatter_id\x18\x01 \x01(\tR\tscatterId\x12\x1f\n" +
@@ -834,39 +896,41 @@ func file_spool_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_spool_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_spool_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_spool_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_spool_v1_job_proto_goTypes = []any{
 	(JobState)(0),                 // 0: spool.v1.JobState
 	(*JobParams)(nil),             // 1: spool.v1.JobParams
-	(*ScatterMember)(nil),         // 2: spool.v1.ScatterMember
-	(*BatchingConfig)(nil),        // 3: spool.v1.BatchingConfig
-	(*ExecutionConfig)(nil),       // 4: spool.v1.ExecutionConfig
-	(*JobResult)(nil),             // 5: spool.v1.JobResult
-	(*Job)(nil),                   // 6: spool.v1.Job
-	nil,                           // 7: spool.v1.JobParams.EnvEntry
-	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*External)(nil),              // 2: spool.v1.External
+	(*ScatterMember)(nil),         // 3: spool.v1.ScatterMember
+	(*BatchingConfig)(nil),        // 4: spool.v1.BatchingConfig
+	(*ExecutionConfig)(nil),       // 5: spool.v1.ExecutionConfig
+	(*JobResult)(nil),             // 6: spool.v1.JobResult
+	(*Job)(nil),                   // 7: spool.v1.Job
+	nil,                           // 8: spool.v1.JobParams.EnvEntry
+	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_spool_v1_job_proto_depIdxs = []int32{
-	7,  // 0: spool.v1.JobParams.env:type_name -> spool.v1.JobParams.EnvEntry
-	8,  // 1: spool.v1.JobParams.timeout:type_name -> google.protobuf.Duration
-	2,  // 2: spool.v1.JobParams.scatter:type_name -> spool.v1.ScatterMember
-	3,  // 3: spool.v1.ExecutionConfig.batching:type_name -> spool.v1.BatchingConfig
-	9,  // 4: spool.v1.JobResult.started_at:type_name -> google.protobuf.Timestamp
-	9,  // 5: spool.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 6: spool.v1.Job.state:type_name -> spool.v1.JobState
-	9,  // 7: spool.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 8: spool.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	1,  // 9: spool.v1.Job.params:type_name -> spool.v1.JobParams
-	4,  // 10: spool.v1.Job.execution_config:type_name -> spool.v1.ExecutionConfig
-	5,  // 11: spool.v1.Job.result:type_name -> spool.v1.JobResult
-	9,  // 12: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	9,  // 13: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	8,  // 0: spool.v1.JobParams.env:type_name -> spool.v1.JobParams.EnvEntry
+	9,  // 1: spool.v1.JobParams.timeout:type_name -> google.protobuf.Duration
+	3,  // 2: spool.v1.JobParams.scatter:type_name -> spool.v1.ScatterMember
+	2,  // 3: spool.v1.JobParams.external:type_name -> spool.v1.External
+	4,  // 4: spool.v1.ExecutionConfig.batching:type_name -> spool.v1.BatchingConfig
+	10, // 5: spool.v1.JobResult.started_at:type_name -> google.protobuf.Timestamp
+	10, // 6: spool.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 7: spool.v1.Job.state:type_name -> spool.v1.JobState
+	10, // 8: spool.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	10, // 9: spool.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 10: spool.v1.Job.params:type_name -> spool.v1.JobParams
+	5,  // 11: spool.v1.Job.execution_config:type_name -> spool.v1.ExecutionConfig
+	6,  // 12: spool.v1.Job.result:type_name -> spool.v1.JobResult
+	10, // 13: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	10, // 14: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_job_proto_init() }
@@ -880,7 +944,7 @@ func file_spool_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_job_proto_rawDesc), len(file_spool_v1_job_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,6 +36,9 @@ const (
 	// Run jobs: lease them (from its queues, when it has any), heartbeat,
 	// publish output, complete and hand them back.
 	KeyRole_KEY_ROLE_WORKER KeyRole = 4
+	// Send the logs of programs spool did not start (/api/v1/ingest), end
+	// their sources, and nothing else: not even read them.
+	KeyRole_KEY_ROLE_INGEST KeyRole = 5
 )
 
 // Enum value maps for KeyRole.
@@ -46,6 +49,7 @@ var (
 		2: "KEY_ROLE_SUBMIT",
 		3: "KEY_ROLE_READ",
 		4: "KEY_ROLE_WORKER",
+		5: "KEY_ROLE_INGEST",
 	}
 	KeyRole_value = map[string]int32{
 		"KEY_ROLE_UNSPECIFIED": 0,
@@ -53,6 +57,7 @@ var (
 		"KEY_ROLE_SUBMIT":      2,
 		"KEY_ROLE_READ":        3,
 		"KEY_ROLE_WORKER":      4,
+		"KEY_ROLE_INGEST":      5,
 	}
 )
 
@@ -482,13 +487,14 @@ const file_spool_v1_keys_proto_rawDesc = "" +
 	"\x10RevokeKeyRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"4\n" +
 	"\x11RevokeKeyResponse\x12\x1f\n" +
-	"\x03key\x18\x01 \x01(\v2\r.spool.v1.KeyR\x03key*t\n" +
+	"\x03key\x18\x01 \x01(\v2\r.spool.v1.KeyR\x03key*\x89\x01\n" +
 	"\aKeyRole\x12\x18\n" +
 	"\x14KEY_ROLE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eKEY_ROLE_ADMIN\x10\x01\x12\x13\n" +
 	"\x0fKEY_ROLE_SUBMIT\x10\x02\x12\x11\n" +
 	"\rKEY_ROLE_READ\x10\x03\x12\x13\n" +
-	"\x0fKEY_ROLE_WORKER\x10\x042\xe0\x01\n" +
+	"\x0fKEY_ROLE_WORKER\x10\x04\x12\x13\n" +
+	"\x0fKEY_ROLE_INGEST\x10\x052\xe0\x01\n" +
 	"\n" +
 	"KeyService\x12D\n" +
 	"\tCreateKey\x12\x1a.spool.v1.CreateKeyRequest\x1a\x1b.spool.v1.CreateKeyResponse\x12F\n" +

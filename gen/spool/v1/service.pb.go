@@ -269,7 +269,9 @@ type ListJobsRequest struct {
 	// At most this many jobs (0: 50; capped at 1000).
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// next_cursor from the previous page; empty for the first page.
-	Cursor        string `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Cursor string `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// Only the external jobs of this source (see JobParams.external).
+	Source        string `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -328,6 +330,13 @@ func (x *ListJobsRequest) GetPageSize() int32 {
 func (x *ListJobsRequest) GetCursor() string {
 	if x != nil {
 		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListJobsRequest) GetSource() string {
+	if x != nil {
+		return x.Source
 	}
 	return ""
 }
@@ -1549,12 +1558,13 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"1\n" +
 	"\x0eGetJobResponse\x12\x1f\n" +
-	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"\x88\x01\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"\xa0\x01\n" +
 	"\x0fListJobsRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12*\n" +
 	"\x06states\x18\x02 \x03(\x0e2\x12.spool.v1.JobStateR\x06states\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x16\n" +
-	"\x06cursor\x18\x04 \x01(\tR\x06cursor\"V\n" +
+	"\x06cursor\x18\x04 \x01(\tR\x06cursor\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\"V\n" +
 	"\x10ListJobsResponse\x12!\n" +
 	"\x04jobs\x18\x01 \x03(\v2\r.spool.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +

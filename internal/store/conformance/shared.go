@@ -32,6 +32,7 @@ func RunShared(t *testing.T, sh Shared) {
 		{"LongPollWokenByAnotherServer", testSharedLongPoll},
 		{"ReapersOnEveryServer", testSharedReapers},
 		{"RevocationSeenEverywhere", testSharedRevocation},
+		{"IngestRaceOneJob", testSharedIngestRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

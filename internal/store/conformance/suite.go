@@ -80,13 +80,21 @@ func Run(t *testing.T, b Backend) {
 		{"ListScatters", testListScatters},
 		{"JobNamedByCaller", testJobNamedByCaller},
 		{"RejectedJobIsFailedAndNeverLeased", testRejectedJob},
+		{"IngestCreatesExternalJob", testIngestCreatesExternalJob},
+		{"IngestDeduplicates", testIngestDeduplicates},
+		{"IngestLayout", testIngestLayout},
+		{"IngestBatches", testIngestBatches},
+		{"IngestRace", testIngestRace},
+		{"IngestAfterEnd", testIngestAfterEnd},
+		{"IngestWakesFollowers", testIngestWakesFollowers},
+		{"RebuildLog", testRebuildLog},
 	}
 	type named = struct {
 		name string
 		fn   func(t *testing.T, b Backend)
 	}
 	if b.Reopen != nil {
-		tests = append(tests, named{"Persistence", testPersistence})
+		tests = append(tests, named{"Persistence", testPersistence}, named{"IngestPersistence", testIngestPersistence})
 	}
 	if b.Watching != nil {
 		tests = append(tests, named{"WaitsLeaveNothing", testWaitsLeaveNothing})

@@ -22,7 +22,9 @@ import (
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // NewJobRecord builds a queued job with a new time-ordered id, or a failed
-// one when nj is rejected.
+// one when nj is rejected, or, for the logs of a source (an external job:
+// nj.Params.External set), one running attempt 1 under
+// store.ExternalLease, with no lease expiry.
 func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 	ts := timestamppb.New(now)
 	id := nj.ID
@@ -41,7 +43,10 @@ func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 		MaxAttempts:     nj.MaxAttempts,
 		Retries:         nj.Retries,
 	}
-	if nj.RejectReason != "" {
+	switch {
+	case nj.Params.GetExternal() != nil:
+		j.State, j.Attempt = spoolv1.JobState_JOB_STATE_RUNNING, 1
+	case nj.RejectReason != "":
 		j.State = spoolv1.JobState_JOB_STATE_FAILED
 		j.Result = &spoolv1.JobResult{ExitCode: -1, Error: nj.RejectReason, FinishedAt: ts}
 	}

@@ -35,6 +35,7 @@ type Store struct {
 	byReq   map[string]string // request_id -> job_id
 	keys    []store.KeyRecord
 	sc      scatters
+	sources map[string]*source
 	hub     notify.Hub
 	polls   storekit.Polls
 }
@@ -52,6 +53,8 @@ type record struct {
 	expires time.Time
 	head    store.Head
 	items   []storekit.Item
+	// accepted are an external job's accepted events, in line order.
+	accepted []store.Accepted
 }
 
 var _ store.JobStore = (*Store)(nil)
@@ -84,11 +87,7 @@ func (s *Store) Enqueue(_ context.Context, nj store.NewJob) (*spoolv1.Job, bool,
 			return s.view(s.jobs[id]), false, nil
 		}
 	}
-	rec := &record{job: storekit.NewJobRecord(nj, storekit.Now()), head: store.NewHead()}
-	s.jobs[rec.job.JobId] = rec
-	// Nearly always the newest: found at the end.
-	i, _ := slices.BinarySearchFunc(s.created, rec, compareCreated)
-	s.created = slices.Insert(s.created, i, rec)
+	rec := s.insert(storekit.NewJobRecord(nj, storekit.Now()))
 	if nj.RequestID != "" {
 		s.byReq[nj.RequestID] = rec.job.JobId
 	}
@@ -96,12 +95,22 @@ func (s *Store) Enqueue(_ context.Context, nj store.NewJob) (*spoolv1.Job, bool,
 	return s.view(rec), true, nil
 }
 
+// insert adds a new job.
+func (s *Store) insert(j *spoolv1.Job) *record {
+	rec := &record{job: j, head: store.NewHead()}
+	s.jobs[j.JobId] = rec
+	// Nearly always the newest: found at the end.
+	i, _ := slices.BinarySearchFunc(s.created, rec, compareCreated)
+	s.created = slices.Insert(s.created, i, rec)
+	return rec
+}
+
 // view returns a copy of the record's job with its log position filled in.
 func (s *Store) view(r *record) *spoolv1.Job {
 	j := proto.CloneOf(r.job)
 	j.LastSequence = r.head.NextSequence - 1
 	j.LineCount = r.head.NextLine - 1
-	if j.State == spoolv1.JobState_JOB_STATE_RUNNING {
+	if j.State == spoolv1.JobState_JOB_STATE_RUNNING && r.expires != never {
 		j.LeaseExpiresAt = timestamppb.New(r.expires)
 	}
 	return j
@@ -149,7 +158,8 @@ func (s *Store) List(_ context.Context, f store.ListFilter) ([]*spoolv1.Job, str
 			last := s.created[i+1].job
 			return out, storekit.Cursor{CreatedAt: last.CreatedAt.AsTime(), JobID: last.JobId}.Encode(), nil
 		}
-		if (f.Queue != "" && j.Queue != f.Queue) || (len(f.States) > 0 && !slices.Contains(f.States, j.State)) {
+		if (f.Queue != "" && j.Queue != f.Queue) || (len(f.States) > 0 && !slices.Contains(f.States, j.State)) ||
+			(f.Source != "" && j.GetParams().GetExternal().GetSource() != f.Source) {
 			continue
 		}
 		if len(out) == limit {
