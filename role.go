@@ -9,13 +9,15 @@ import (
 
 // Roles lists what an API key may be, from most to least powerful:
 // admin (everything, keys included), submit (enqueue, cancel and read
-// jobs), read (jobs and their logs) and worker (run jobs, optionally only
-// those of some queues).
+// jobs), read (jobs and their logs), worker (run jobs, optionally only
+// those of some queues) and ingest (send the logs of programs spool did
+// not start, and nothing else).
 var Roles = []spoolv1.KeyRole{
 	spoolv1.KeyRole_KEY_ROLE_ADMIN,
 	spoolv1.KeyRole_KEY_ROLE_SUBMIT,
 	spoolv1.KeyRole_KEY_ROLE_READ,
 	spoolv1.KeyRole_KEY_ROLE_WORKER,
+	spoolv1.KeyRole_KEY_ROLE_INGEST,
 }
 
 // RoleName is a role's short lower-case name ("worker"), the one the

@@ -48,6 +48,7 @@ type Client struct {
 	rpc  spoolv1connect.JobServiceClient
 	keys spoolv1connect.KeyServiceClient
 	sc   spoolv1connect.ScatterServiceClient
+	ing  spoolv1connect.IngestServiceClient
 	url  string
 }
 
@@ -97,8 +98,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	keys, _ := wire.DialKeys(baseURL, o)
 	sc, _ := wire.DialScatters(baseURL, o)
+	ing, _ := wire.DialIngest(baseURL, o)
 	base, _ := wire.BaseURL(baseURL)
-	return &Client{rpc: rpc, keys: keys, sc: sc, url: base}, nil
+	return &Client{rpc: rpc, keys: keys, sc: sc, ing: ing, url: base}, nil
 }
 
 // URL is the server's address.

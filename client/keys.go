@@ -14,7 +14,7 @@ type NewKey struct {
 	// Name is unique: letters, digits, '.', '_' and '-'. The audit log
 	// names the key's user by it, and revoking a key takes it.
 	Name string
-	// Role is "admin", "submit", "read" or "worker" (spool.Roles).
+	// Role is "admin", "submit", "read", "worker" or "ingest" (spool.Roles).
 	Role string
 	// Queues limit a worker key to these queues (empty: any).
 	Queues []string

@@ -141,7 +141,7 @@ func (s *Server) WaitJob(t testing.TB, jobID string) *spoolv1.Job {
 	return job
 }
 
-// Key creates an API key with role ("admin", "submit", "read" or "worker"),
+// Key creates an API key with role ("admin", "submit", "read", "worker" or "ingest"),
 // limited to queues when given, and returns its secret.
 func (s *Server) Key(t testing.TB, role string, queues ...string) string {
 	t.Helper()

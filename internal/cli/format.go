@@ -41,8 +41,12 @@ func ago(t time.Time, now time.Time) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// commandLine is a job's command for people: argv joined, or the script.
+// commandLine is a job's command for people: argv joined, or the script;
+// for an external job, where its log comes from.
 func commandLine(p *spoolv1.JobParams) string {
+	if src := p.GetExternal().GetSource(); src != "" {
+		return "(log of " + src + ")"
+	}
 	if p.GetScript() != "" {
 		return p.GetScript()
 	}

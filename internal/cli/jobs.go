@@ -26,8 +26,8 @@ func newJobsCmd(e *env) *cobra.Command {
 
 func newJobsListCmd(e *env) *cobra.Command {
 	var (
-		queue, cursor string
-		states        []string
+		queue, source, cursor string
+		states                []string
 		limit         int32
 		asJSON        bool
 	)
@@ -36,6 +36,7 @@ func newJobsListCmd(e *env) *cobra.Command {
 		Short: "List jobs, newest first",
 		Example: `  spool jobs list
   spool jobs list -q builds --state running,queued
+  spool jobs list --source '/aws/lambda/resize:2026/11/25/[$LATEST]0a1b'
   spool jobs list --limit 100 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,7 +47,7 @@ func newJobsListCmd(e *env) *cobra.Command {
 			if limit < 1 {
 				return fmt.Errorf("--limit must be at least 1, got %d (the server returns at most 1000 a page; --cursor goes on)", limit)
 			}
-			req := &spoolv1.ListJobsRequest{Queue: queue, PageSize: limit, Cursor: cursor, States: parsed}
+			req := &spoolv1.ListJobsRequest{Queue: queue, Source: source, PageSize: limit, Cursor: cursor, States: parsed}
 			c, err := e.client()
 			if err != nil {
 				return err
@@ -59,7 +60,7 @@ func newJobsListCmd(e *env) *cobra.Command {
 				return printJSON(e.out, jobjson.ListView(jobs, next))
 			}
 			if len(jobs) == 0 {
-				fmt.Fprintln(e.out, noJobs(queue, states, cursor))
+				fmt.Fprintln(e.out, noJobs(queue, source, states, cursor))
 				return nil
 			}
 			now := time.Now()
@@ -79,6 +80,7 @@ func newJobsListCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&queue, "queue", "q", "", "only this queue")
+	cmd.Flags().StringVar(&source, "source", "", "only the external jobs of this source (a CloudWatch log group:stream, a shipper's source)")
 	cmd.Flags().StringSliceVar(&states, "state", nil, "only these states (queued, running, succeeded, failed, cancelled)")
 	cmd.Flags().Int32Var(&limit, "limit", 20, "at most this many jobs (up to 1000)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous listing")
@@ -87,13 +89,16 @@ func newJobsListCmd(e *env) *cobra.Command {
 }
 
 // noJobs says that a listing is empty, with the filters that made it so.
-func noJobs(queue string, states []string, cursor string) string {
+func noJobs(queue, source string, states []string, cursor string) string {
 	msg := "no jobs"
 	if cursor != "" {
 		msg = "no more jobs"
 	}
 	if queue != "" {
 		msg += " in queue " + queue
+	}
+	if source != "" {
+		msg += " of source " + strconv.Quote(source)
 	}
 	if len(states) > 0 {
 		msg += " with state " + strings.Join(states, " or ")
@@ -176,7 +181,9 @@ func printJob(e *env, j *spoolv1.Job) {
 		state += " (cancel requested)"
 	}
 	row("State", "%s", state)
-	if cl := commandLine(j.GetParams()); cl != "" {
+	if src := j.GetParams().GetExternal().GetSource(); src != "" {
+		row("Source", "%s (external: its log was sent to spool, which ran nothing)", src)
+	} else if cl := commandLine(j.GetParams()); cl != "" {
 		row("Command", "%s", cl)
 	} else {
 		row("Command", "none: recorded as rejected, never run (the error says why)")
@@ -194,8 +201,10 @@ func printJob(e *env, j *spoolv1.Job) {
 	if p := j.GetParams(); p.GetRepositoryUrl() != "" {
 		row("Repository", "%s %s", p.GetRepositoryUrl(), p.GetRef())
 	}
-	row("Attempt", "%d (lost workers allowed: %d; retries: %d of %d used; handed back: %d)", j.GetAttempt(), j.GetMaxAttempts(),
-		j.GetRetriedAttempts(), j.GetRetries(), j.GetReleasedAttempts())
+	if j.GetParams().GetExternal() == nil {
+		row("Attempt", "%d (lost workers allowed: %d; retries: %d of %d used; handed back: %d)", j.GetAttempt(), j.GetMaxAttempts(),
+			j.GetRetriedAttempts(), j.GetRetries(), j.GetReleasedAttempts())
+	}
 	if ra := j.GetRunAfter(); ra != nil && j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
 		row("Retry at", "%s", ra.AsTime().Local().Format(time.TimeOnly))
 	}

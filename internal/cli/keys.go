@@ -23,6 +23,8 @@ func newKeysCmd(e *env) *cobra.Command {
   submit  submit, cancel and read jobs
   read    read jobs and their logs
   worker  run jobs (with --queue: only jobs of those queues)
+  ingest  send the logs of programs spool did not start (docs/ingest.md),
+          and nothing else: for Firehose and log shippers
 
 The server keeps only a hash of each key: a key is shown once, when it is
 created. Revoking a key stops it at once, on every server.`,
@@ -45,7 +47,7 @@ func newKeysCreateCmd(e *env) *cobra.Command {
 				return fmt.Errorf("--name is needed: the key's name, for the audit log and to revoke it")
 			}
 			if k.Role == "" {
-				return fmt.Errorf("--role is needed: admin, submit, read or worker")
+				return fmt.Errorf("--role is needed: admin, submit, read, worker or ingest")
 			}
 			c, err := e.client()
 			if err != nil {
@@ -61,7 +63,7 @@ func newKeysCreateCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&k.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
-	cmd.Flags().StringVar(&k.Role, "role", "", "admin, submit, read or worker")
+	cmd.Flags().StringVar(&k.Role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
 	cmd.Flags().StringSliceVarP(&k.Queues, "queue", "q", nil, "for a worker key: the only queues it may run jobs from (repeat, or comma-separate)")
 	return cmd
 }

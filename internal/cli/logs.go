@@ -40,5 +40,6 @@ reading its last few batches.`,
 	}
 	cmd.Flags().Int64Var(&from, "from", 0, "start at this line (negative: that many lines before the end)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the job ends")
+	cmd.AddCommand(newLogsRebuildCmd(e))
 	return cmd
 }

@@ -26,6 +26,7 @@ type Config struct {
 	Jobs      Jobs      `yaml:"jobs"`
 	Execution Execution `yaml:"execution"`
 	Auth      Auth      `yaml:"auth"`
+	Ingest    Ingest    `yaml:"ingest"`
 	Log       Log       `yaml:"log"`
 }
 
@@ -129,6 +130,30 @@ type Batching struct {
 // numbers and times, always fits.
 const MaxBatchBytesLimit = 8 << 20
 
+// MaxIngestBodyBytes is the largest ingest.max_body_bytes: Firehose sends
+// at most 64 MiB in one request (as configured on its side, usually far
+// less), and a body is held in memory whole while it is checked.
+const MaxIngestBodyBytes = 64 << 20
+
+// Ingest is how the server takes the logs of programs it did not start
+// (POST /api/v1/ingest/firehose and /api/v1/ingest/lines): each source
+// becomes an external job.
+type Ingest struct {
+	// Queue is the queue external jobs are listed under. No worker runs
+	// them.
+	Queue string `yaml:"queue"`
+	// IdleTimeoutSeconds ends a source's job once no new event has come
+	// for this long (0: only an explicit complete ends it). Later events
+	// of the source start a new job.
+	IdleTimeoutSeconds int `yaml:"idle_timeout_seconds"`
+	// MaxBodyBytes bounds one request's body as sent; decompressed, it may
+	// hold at most four times as much.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// IdleTimeout is ingest.idle_timeout_seconds (0: none).
+func (i Ingest) IdleTimeout() time.Duration { return seconds(i.IdleTimeoutSeconds) }
+
 // Log configures the server's structured logs.
 type Log struct {
 	// Level is debug, info, warn or error.
@@ -152,8 +177,9 @@ func Default() *Config {
 			},
 			HeartbeatIntervalSeconds: 30,
 		},
-		Auth: Auth{SessionHours: 12},
-		Log:  Log{Level: "info", Format: "text"},
+		Auth:   Auth{SessionHours: 12},
+		Ingest: Ingest{Queue: "external", IdleTimeoutSeconds: 600, MaxBodyBytes: 16 << 20},
+		Log:    Log{Level: "info", Format: "text"},
 	}
 }
 

@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 )
+
+// queueName is what a queue may be called (the service core checks the
+// same for every request).
+var queueName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,80}$`)
 
 // Validate reports every invalid setting, each named by its YAML path.
 func (c *Config) Validate() error {
@@ -96,6 +101,12 @@ func (c *Config) Validate() error {
 			bad("server.cors_origins", "%q is not a web origin (like https://ci.example.com)", o)
 		}
 	}
+
+	if !queueName.MatchString(c.Ingest.Queue) {
+		bad("ingest.queue", "must be a queue name (1-80 letters, digits, '.', '_' or '-'), got %q", c.Ingest.Queue)
+	}
+	between("ingest.idle_timeout_seconds", int64(c.Ingest.IdleTimeoutSeconds), 0, 30*24*3600)
+	between("ingest.max_body_bytes", c.Ingest.MaxBodyBytes, 1024, MaxIngestBodyBytes)
 
 	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	oneOf("log.format", c.Log.Format, "text", "json")

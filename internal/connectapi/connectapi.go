@@ -28,9 +28,8 @@ type Options struct {
 	Interceptors []connect.Interceptor
 }
 
-// Register mounts the JobService, the KeyService, the ScatterService and
-// gRPC reflection on
-// mux.
+// Register mounts the JobService, the KeyService, the ScatterService, the
+// IngestService and gRPC reflection on mux.
 //
 // Each call is served with the request size limit the core sets for it
 // (service.MaxPublishRequestBytes and the like). Connect takes limits per
@@ -53,6 +52,8 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 	mux.Handle(build(service.MaxRequestBytes)) // every call but those below
 	keysPath, keys := spoolv1connect.NewKeyServiceHandler(keyHandler{svc}, options(service.MaxRequestBytes)...)
 	mux.Handle(keysPath, capBody(keys, service.MaxRequestBytes))
+	ingestPath, ingest := spoolv1connect.NewIngestServiceHandler(ingestHandler{svc}, options(service.MaxRequestBytes)...)
+	mux.Handle(ingestPath, capBody(ingest, service.MaxRequestBytes))
 	buildScatters := func(limit int) (string, http.Handler) {
 		path, hh := spoolv1connect.NewScatterServiceHandler(scatterHandler{svc}, options(limit)...)
 		return path, capBody(hh, limit)
@@ -68,7 +69,8 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 	}
 	_, creates := buildScatters(service.MaxScatterRequestBytes)
 	mux.Handle(spoolv1connect.ScatterServiceCreateScatterProcedure, creates)
-	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName, spoolv1connect.KeyServiceName, spoolv1connect.ScatterServiceName)
+	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName, spoolv1connect.KeyServiceName, spoolv1connect.ScatterServiceName,
+		spoolv1connect.IngestServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 }
@@ -231,4 +233,19 @@ func (h scatterHandler) ListScatterBatches(ctx context.Context, req *connect.Req
 
 func (h scatterHandler) CancelScatter(ctx context.Context, req *connect.Request[spoolv1.CancelScatterRequest]) (*connect.Response[spoolv1.CancelScatterResponse], error) {
 	return unary(ctx, req, h.svc.CancelScatter)
+}
+
+// ingestHandler adapts the core's external jobs to the IngestServiceHandler.
+// (The logs themselves arrive over HTTP in their senders' formats:
+// package httpapi.)
+type ingestHandler struct{ svc *service.Service }
+
+var _ spoolv1connect.IngestServiceHandler = ingestHandler{}
+
+func (h ingestHandler) CompleteSource(ctx context.Context, req *connect.Request[spoolv1.CompleteSourceRequest]) (*connect.Response[spoolv1.CompleteSourceResponse], error) {
+	return unary(ctx, req, h.svc.CompleteSource)
+}
+
+func (h ingestHandler) RebuildLog(ctx context.Context, req *connect.Request[spoolv1.RebuildLogRequest]) (*connect.Response[spoolv1.RebuildLogResponse], error) {
+	return unary(ctx, req, h.svc.RebuildLog)
 }

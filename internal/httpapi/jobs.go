@@ -35,8 +35,8 @@ func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jobjson.ListView(resp.GetJobs(), resp.GetNextCursor()))
 }
 
-// listRequest reads queue, state (repeated or comma-separated), limit and
-// cursor.
+// listRequest reads queue, source, state (repeated or comma-separated),
+// limit and cursor.
 func listRequest(q url.Values) (*spoolv1.ListJobsRequest, error) {
 	limit, err := limitParam(q, defaultJobsLimit, math.MaxInt32)
 	if err != nil {
@@ -46,7 +46,7 @@ func listRequest(q url.Values) (*spoolv1.ListJobsRequest, error) {
 	if err != nil {
 		return nil, badRequest("state: %v (several: state=queued,running)", errors.Unwrap(err))
 	}
-	return &spoolv1.ListJobsRequest{Queue: q.Get("queue"), Cursor: q.Get("cursor"), PageSize: int32(limit), States: states}, nil
+	return &spoolv1.ListJobsRequest{Queue: q.Get("queue"), Source: q.Get("source"), Cursor: q.Get("cursor"), PageSize: int32(limit), States: states}, nil
 }
 
 func (a *api) getJob(w http.ResponseWriter, r *http.Request) {

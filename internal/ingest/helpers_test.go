@@ -1,10 +1,6 @@
 package ingest_test
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"runtime"
 	"strings"
@@ -14,28 +10,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/spool-run/spool/internal/ingest"
+	"github.com/spool-run/spool/internal/ingest/ingesttest"
 )
 
 // gzipped compresses data as CloudWatch Logs does its subscription data.
-func gzipped(t testing.TB, data []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+func gzipped(_ testing.TB, data []byte) []byte { return ingesttest.Gzip(data) }
 
 // record is the data of a Firehose record holding msg, a CloudWatch Logs
 // message: gzipped, then base64-encoded.
-func record(t testing.TB, msg string) string {
-	t.Helper()
-	return base64.StdEncoding.EncodeToString(gzipped(t, []byte(msg)))
-}
+func record(_ testing.TB, msg string) string { return ingesttest.Record([]byte(msg)) }
 
 const (
 	requestID   = "8f6a2b9c-1d4e-4f5a-9b3c-7e2d1a0f6c58"
@@ -43,44 +26,15 @@ const (
 )
 
 // firehoseBody is a Firehose delivery of records with the given data.
-func firehoseBody(t testing.TB, data ...string) []byte {
-	t.Helper()
-	type rec struct {
-		Data string `json:"data"`
-	}
-	recs := make([]rec, len(data))
-	for i, d := range data {
-		recs[i].Data = d
-	}
-	return mustJSON(t, map[string]any{"requestId": requestID, "timestamp": requestMsec, "records": recs})
+func firehoseBody(_ testing.TB, data ...string) []byte {
+	return ingesttest.FirehoseBody(requestID, requestMsec, data...)
 }
 
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-type cwEvent struct {
-	ID        string `json:"id"`
-	Timestamp int64  `json:"timestamp"`
-	Message   string `json:"message"`
-}
+type cwEvent = ingesttest.Event
 
 // dataMessage is a CloudWatch Logs DATA_MESSAGE as CloudWatch writes it.
-func dataMessage(t testing.TB, group, stream string, events ...cwEvent) string {
-	t.Helper()
-	return string(mustJSON(t, map[string]any{
-		"messageType":         "DATA_MESSAGE",
-		"owner":               "123456789012",
-		"logGroup":            group,
-		"logStream":           stream,
-		"subscriptionFilters": []string{"to-spool"},
-		"logEvents":           events,
-	}))
+func dataMessage(_ testing.TB, group, stream string, events ...cwEvent) string {
+	return string(ingesttest.DataMessage(group, stream, events...))
 }
 
 // dataMessageRaw is a DATA_MESSAGE of /ecs/app whose log events are the
@@ -93,9 +47,7 @@ func dataMessageRaw(events ...string) string {
 
 // controlMessage is the message CloudWatch sends when a subscription is
 // set up.
-const controlMessage = `{"messageType":"CONTROL_MESSAGE","owner":"CloudwatchLogs","logGroup":"","logStream":"",` +
-	`"subscriptionFilters":[],"logEvents":[{"id":"","timestamp":1700000000000,` +
-	`"message":"CWL CONTROL MESSAGE: Checking health of destination Firehose."}]}`
+const controlMessage = ingesttest.ControlMessage
 
 // checkError fails unless err wraps kind and reads want; a want ending in
 // ":" need only start the message, for errors that carry the standard

@@ -17,7 +17,12 @@ import (
 // openapi.yaml). It is a view of spoolv1.Job with plain names: states are
 // lower-case words, times RFC 3339 strings, numbers numbers.
 type Job struct {
-	JobID            string     `json:"job_id"`
+	JobID string `json:"job_id"`
+	// Kind is "command" (a program a worker runs) or "external" (the log
+	// of a program spool did not start, sent to /api/v1/ingest).
+	Kind string `json:"kind"`
+	// Source is an external job's source.
+	Source           string     `json:"source,omitempty"`
 	Queue            string     `json:"queue"`
 	State            string     `json:"state"`
 	CreatedAt        time.Time  `json:"created_at"`
@@ -95,6 +100,8 @@ func View(j *spoolv1.Job) Job {
 	p := j.GetParams()
 	v := Job{
 		JobID:            j.GetJobId(),
+		Kind:             Kind(j),
+		Source:           p.GetExternal().GetSource(),
 		Queue:            j.GetQueue(),
 		State:            spool.StateName(j.GetState()),
 		CreatedAt:        timeOf(j.GetCreatedAt()),
@@ -127,6 +134,20 @@ func View(j *spoolv1.Job) Job {
 		}
 	}
 	return v
+}
+
+// The kinds of job.
+const (
+	KindCommand  = "command"
+	KindExternal = "external"
+)
+
+// Kind is the kind of job j is.
+func Kind(j *spoolv1.Job) string {
+	if j.GetParams().GetExternal() != nil {
+		return KindExternal
+	}
+	return KindCommand
 }
 
 // paramsView is what a job runs as JSON shows it.

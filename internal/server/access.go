@@ -41,12 +41,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 // credentials are what a request presents: an API key (Authorization:
-// Bearer), the web UI's session cookie, and where it was sent from and to.
+// Bearer, or Firehose's X-Amz-Firehose-Access-Key), the web UI's session
+// cookie, and where it was sent from and to.
 func credentials(r *http.Request) service.Credentials {
 	cr := service.Credentials{Host: r.Host, Origin: r.Header.Get("Origin"),
 		Secure: r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")}
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		cr.Key = strings.TrimSpace(tok)
+	} else if k := r.Header.Get("X-Amz-Firehose-Access-Key"); k != "" {
+		// Amazon Data Firehose's HTTP endpoint destination sends the
+		// access key it was configured with in a header of its own.
+		cr.Key = strings.TrimSpace(k)
 	}
 	if c, err := r.Cookie(service.SessionCookie); err == nil {
 		cr.Session = c.Value

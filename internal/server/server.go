@@ -46,7 +46,7 @@ type Server struct {
 	waitStreams func()
 
 	stopLoops context.CancelFunc
-	loops     sync.WaitGroup // the reaper and the scatter driver
+	loops     sync.WaitGroup // the reaper, the scatter driver and the idle sweep of external jobs
 	served    chan error     // hs.Serve's result
 
 	stopOnce sync.Once
@@ -107,6 +107,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 	s.stopLoops = stopLoops
 	s.loops.Go(func() { s.svc.RunReaper(loopCtx) })
 	s.loops.Go(func() { s.svc.RunScatters(loopCtx) })
+	s.loops.Go(func() { s.svc.RunIngestSweeper(loopCtx) })
 	go func() {
 		if tlsConfig != nil {
 			s.served <- s.hs.ServeTLS(ln, "", "")

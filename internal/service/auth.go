@@ -40,18 +40,24 @@ const (
 	PermAdmin
 	// PermMetrics: the /metrics page.
 	PermMetrics
+	// PermIngest: send the logs of programs spool did not start, and end
+	// their sources.
+	PermIngest
 )
 
 var permNames = map[Permission]string{PermRead: "read jobs", PermSubmit: "submit or cancel jobs", PermWork: "run jobs",
-	PermAdmin: "manage keys", PermMetrics: "read metrics"}
+	PermAdmin: "manage keys", PermMetrics: "read metrics", PermIngest: "send logs"}
 
 // roles says which permissions each role has.
 var roles = map[spoolv1.KeyRole][]Permission{
-	spoolv1.KeyRole_KEY_ROLE_ADMIN:  {PermRead, PermSubmit, PermWork, PermAdmin, PermMetrics},
+	spoolv1.KeyRole_KEY_ROLE_ADMIN:  {PermRead, PermSubmit, PermWork, PermAdmin, PermMetrics, PermIngest},
 	spoolv1.KeyRole_KEY_ROLE_SUBMIT: {PermRead, PermSubmit, PermMetrics},
 	spoolv1.KeyRole_KEY_ROLE_READ:   {PermRead, PermMetrics},
 	// A worker reads the jobs it runs (to resume them after a restart).
 	spoolv1.KeyRole_KEY_ROLE_WORKER: {PermWork, PermRead},
+	// A log shipper's key only sends: it is stored in the shipper's
+	// configuration (or in Firehose's), where it is easily seen.
+	spoolv1.KeyRole_KEY_ROLE_INGEST: {PermIngest},
 }
 
 // Credentials are what a request presents. Every entrance puts them in the

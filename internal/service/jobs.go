@@ -126,7 +126,11 @@ func (s *Service) ListJobs(ctx context.Context, m *spoolv1.ListJobsRequest) (*sp
 	if err := checkText("cursor", m.GetCursor(), maxCursor); err != nil {
 		return nil, err
 	}
-	jobs, next, err := s.store.List(ctx, store.ListFilter{Queue: m.GetQueue(), States: m.GetStates(), Limit: int(m.GetPageSize()), Cursor: m.GetCursor()})
+	if err := checkSource(m.GetSource()); err != nil {
+		return nil, err
+	}
+	jobs, next, err := s.store.List(ctx, store.ListFilter{Queue: m.GetQueue(), Source: m.GetSource(), States: m.GetStates(),
+		Limit: int(m.GetPageSize()), Cursor: m.GetCursor()})
 	if err != nil {
 		return nil, s.fail(ctx, "ListJobs", err)
 	}
@@ -149,6 +153,14 @@ func (s *Service) CancelJob(ctx context.Context, m *spoolv1.CancelJobRequest) (*
 	job, err := s.store.Cancel(ctx, m.GetJobId(), m.GetReason())
 	if err != nil {
 		return nil, s.fail(ctx, "CancelJob", err)
+	}
+	if job.GetParams().GetExternal() != nil {
+		// No worker will hear of the cancel: the job ends here, cancelled
+		// (its cancel is recorded), and its source's next events open a
+		// new job.
+		if job, err = s.endExternal(ctx, job, &spoolv1.JobResult{ExitCode: -1, Error: "cancelled"}, ""); err != nil {
+			return nil, s.fail(ctx, "CancelJob", err)
+		}
 	}
 	s.kickScatterOf(job)
 	s.audit(ctx, caller, "job cancel requested", "job_id", job.GetJobId(), "state", spool.StateName(job.GetState()), "reason", m.GetReason())

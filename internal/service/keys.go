@@ -32,7 +32,11 @@ func (s *Service) CreateKey(ctx context.Context, m *spoolv1.CreateKeyRequest) (*
 		return nil, err
 	}
 	if _, ok := roles[m.GetRole()]; !ok {
-		return nil, invalid("role: say what the key may do: admin, submit, read or worker")
+		names := make([]string, len(spool.Roles))
+		for i, r := range spool.Roles {
+			names[i] = spool.RoleName(r)
+		}
+		return nil, invalid("role: say what the key may do: %s", strings.Join(names, ", "))
 	}
 	if len(m.GetQueues()) > 0 && m.GetRole() != spoolv1.KeyRole_KEY_ROLE_WORKER {
 		return nil, invalid("queues limit worker keys only; a %s key works on every queue", spool.RoleName(m.GetRole()))

@@ -28,6 +28,10 @@ type metrics struct {
 	batchesStarted   metric.Int64Counter
 	batchesCompleted metric.Int64Counter
 	batchesFailed    metric.Int64Counter
+
+	ingestRequests metric.Int64Counter
+	ingestEvents   metric.Int64Counter
+	ingestSources  metric.Int64Counter
 }
 
 func newMetrics(m metric.Meter, w *watchers) *metrics {
@@ -45,6 +49,10 @@ func newMetrics(m metric.Meter, w *watchers) *metrics {
 		batchesStarted:   telemetry.Must(m.Int64Counter("spool.scatter.batches.started", metric.WithDescription("Scatter batch jobs leased for their first attempt."))),
 		batchesCompleted: telemetry.Must(m.Int64Counter("spool.scatter.batches.completed", metric.WithDescription("Scatter batches whose job succeeded."))),
 		batchesFailed:    telemetry.Must(m.Int64Counter("spool.scatter.batches.failed", metric.WithDescription("Scatter batches whose job failed or was cancelled."))),
+
+		ingestRequests: telemetry.Must(m.Int64Counter("spool.ingest.requests", metric.WithDescription("Deliveries of logs from elsewhere, by format and outcome (stored, refused, failed)."))),
+		ingestEvents:   telemetry.Must(m.Int64Counter("spool.ingest.events", metric.WithDescription("Log events received from elsewhere, by format and outcome (accepted, duplicate)."))),
+		ingestSources:  telemetry.Must(m.Int64Counter("spool.ingest.jobs.opened", metric.WithDescription("External jobs opened: a source's first events, or its first after its last job ended."))),
 	}
 	telemetry.Must(m.Int64ObservableGauge("spool.followers", metric.WithDescription("Clients following a job's output live on this server."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

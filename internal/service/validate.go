@@ -83,6 +83,9 @@ func checkParams(p *spoolv1.JobParams, rejected bool) error {
 	if p.GetScatter() != nil {
 		return invalid("params.scatter is set by spool on a scatter's own jobs; start a scatter with CreateScatter")
 	}
+	if p.GetExternal() != nil {
+		return invalid("params.external is set by spool on the jobs that hold other programs' logs; send logs to /api/v1/ingest instead")
+	}
 	hasArgv, hasScript := len(p.GetArgv()) > 0, p.GetScript() != ""
 	switch {
 	case hasArgv && hasScript, !rejected && !hasArgv && !hasScript:

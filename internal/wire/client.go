@@ -56,29 +56,32 @@ func BaseURL(raw string) (string, error) {
 
 // Dial returns a JobService client for the server at baseURL.
 func Dial(baseURL string, o Options) (spoolv1connect.JobServiceClient, error) {
-	hc, base, opts, err := connection(baseURL, o)
-	if err != nil {
-		return nil, err
-	}
-	return spoolv1connect.NewJobServiceClient(hc, base, opts...), nil
+	return dial(baseURL, o, spoolv1connect.NewJobServiceClient)
 }
 
 // DialKeys returns a KeyService client for the server at baseURL.
 func DialKeys(baseURL string, o Options) (spoolv1connect.KeyServiceClient, error) {
-	hc, base, opts, err := connection(baseURL, o)
-	if err != nil {
-		return nil, err
-	}
-	return spoolv1connect.NewKeyServiceClient(hc, base, opts...), nil
+	return dial(baseURL, o, spoolv1connect.NewKeyServiceClient)
 }
 
 // DialScatters returns a ScatterService client for the server at baseURL.
 func DialScatters(baseURL string, o Options) (spoolv1connect.ScatterServiceClient, error) {
+	return dial(baseURL, o, spoolv1connect.NewScatterServiceClient)
+}
+
+// DialIngest returns an IngestService client for the server at baseURL.
+func DialIngest(baseURL string, o Options) (spoolv1connect.IngestServiceClient, error) {
+	return dial(baseURL, o, spoolv1connect.NewIngestServiceClient)
+}
+
+// dial makes a client of one of spool's services with newClient.
+func dial[T any](baseURL string, o Options, newClient func(connect.HTTPClient, string, ...connect.ClientOption) T) (T, error) {
 	hc, base, opts, err := connection(baseURL, o)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return spoolv1connect.NewScatterServiceClient(hc, base, opts...), nil
+	return newClient(hc, base, opts...), nil
 }
 
 // connection is what every client of a server needs: the HTTP client, the

@@ -1,0 +1,48 @@
+package client
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+// External jobs hold the logs of programs spool did not start, sent to the
+// server by Amazon Data Firehose or a log shipper (POST /api/v1/ingest/...).
+// A source's job is read like any other (Job, Events, ReadLog); these calls
+// end one and repair one.
+
+// CompleteSource ends the open job of source: it succeeds, and followers of
+// its log see the end. The source's later events open a new job. A source
+// with no open job is spool.ErrNotFound. Needs a key of role ingest or
+// admin.
+func (c *Client) CompleteSource(ctx context.Context, source string) (*spoolv1.Job, error) {
+	return c.complete(ctx, &spoolv1.CompleteSourceRequest{Source: source})
+}
+
+// CompleteExternal ends the external job jobID (as CompleteSource does for
+// its source); a job that has ended is returned as it is.
+func (c *Client) CompleteExternal(ctx context.Context, jobID string) (*spoolv1.Job, error) {
+	return c.complete(ctx, &spoolv1.CompleteSourceRequest{JobId: jobID})
+}
+
+func (c *Client) complete(ctx context.Context, req *spoolv1.CompleteSourceRequest) (*spoolv1.Job, error) {
+	resp, err := c.ing.CompleteSource(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp.Msg.GetJob(), nil
+}
+
+// RebuildLog rebuilds an external job's stored log from the events the
+// server accepted for it, and says what it found: ItemsChanged is 0 when
+// the stored log was already exactly what those events make. Needs an
+// admin key.
+func (c *Client) RebuildLog(ctx context.Context, jobID string) (*spoolv1.RebuildLogResponse, error) {
+	resp, err := c.ing.RebuildLog(ctx, connect.NewRequest(&spoolv1.RebuildLogRequest{JobId: jobID}))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp.Msg, nil
+}

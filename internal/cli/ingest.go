@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool/internal/jobjson"
+)
+
+func newIngestCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ingest",
+		Short: "Work with the logs of programs spool did not start (external jobs)",
+		Long: `spool takes the logs of programs it did not start (ECS tasks, Lambda
+functions, services elsewhere) from Amazon Data Firehose (CloudWatch Logs
+subscriptions) and from log shippers such as Vector and Fluent Bit, at
+POST /api/v1/ingest/firehose and POST /api/v1/ingest/lines. Each source
+becomes an external job: listed with the others, followed live with
+'spool logs -f', replayed and paged like any job. docs/ingest.md says how
+to point a sender at spool; the sender needs a key of role ingest:
+
+  spool keys create --role ingest --name firehose
+
+A source's job ends after ingest.idle_timeout_seconds without a new event
+(the server's setting), or when told to with 'spool ingest complete'.`,
+	}
+	cmd.AddCommand(newIngestCompleteCmd(e))
+	return cmd
+}
+
+func newIngestCompleteCmd(e *env) *cobra.Command {
+	var (
+		jobID  string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "complete SOURCE | --job JOB_ID",
+		Short: "End a source's open job: its log is complete",
+		Long: `End the open job of SOURCE (or the external job JOB_ID). It succeeds, and
+whoever follows its log sees the end. Events the source sends later open a
+new job.`,
+		Example: `  spool ingest complete '/ecs/api:ecs/api/4f6c0d2e'
+  spool ingest complete --job 019abc…`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == (jobID != "") || len(args) > 1 {
+				return fmt.Errorf("name one source, or one job with --job")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			complete, target := c.CompleteExternal, jobID
+			if jobID == "" {
+				complete, target = c.CompleteSource, args[0]
+			}
+			j, err := complete(cmd.Context(), target)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(e.out, jobjson.View(j))
+			}
+			printJob(e, j)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&jobID, "job", "", "end this external job instead of naming its source")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newLogsRebuildCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rebuild JOB_ID",
+		Short: "Rebuild an external job's stored log from the events accepted for it",
+		Long: `The log of an external job is stored in batches, made from the events its
+source sent, which spool keeps as they were accepted. 'spool logs rebuild'
+makes the batches again from those events and compares them with what is
+stored: the same events always make the same log, so nothing should differ.
+Anything that does (a batch lost or damaged in the store) is written again.
+Needs an admin key.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.RebuildLog(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.out, "%d events make %d lines in %d stored items: ", r.GetEvents(), r.GetLines(), r.GetItems())
+			if r.GetItemsChanged() == 0 {
+				fmt.Fprintln(e.out, "the stored log is exactly that; nothing was written")
+			} else {
+				fmt.Fprintf(e.out, "%d items differed, were missing or were extra, and were written again\n", r.GetItemsChanged())
+			}
+			return nil
+		},
+	}
+}
