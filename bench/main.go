@@ -8,6 +8,7 @@
 //	go run ./bench -postgres URL      # compare with the PostgreSQL server at URL
 //	go run ./bench -postgres ''       # SQLite only
 //	go run ./bench -consumer          # the Kafka consumer alone: batches against one message at a time
+//	go run ./bench -ingest            # logs from elsewhere alone: Firehose deliveries of 10 log streams at once
 //
 // Batching: stored items per 1,000 lines, items read to replay lines
 // 9,000-10,000, end-to-end lines/s with 100 concurrent jobs, and live
@@ -42,6 +43,7 @@ func main() {
 	queueOnly := flag.Bool("queue", false, "measure only the queue alone, on each store (with -cpuprofile: where its time goes)")
 	scatterOnly := flag.Bool("scatter", false, "measure only a scatter (start and run), on each store")
 	consumerOnly := flag.Bool("consumer", false, "measure only the Kafka consumer: batches against one message at a time (kfake in process)")
+	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -55,9 +57,9 @@ func main() {
 		runConsumerBench()
 		return
 	}
-	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, scatterItems: 100_000, scatterBatch: 100}
+	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, scatterItems: 100_000, scatterBatch: 100, ingestDeliveries: 10}
 	if *quick {
-		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, scatterItems: 5000, scatterBatch: 100}
+		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, scatterItems: 5000, scatterBatch: 100, ingestDeliveries: 2}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -75,6 +77,12 @@ func main() {
 	}
 	if *scatterOnly {
 		if err := compareScatters(ctx, *pgURL, sz, log); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *ingestOnly {
+		if err := compareIngest(ctx, sz, log); err != nil {
 			fail(err)
 		}
 		return
@@ -107,6 +115,9 @@ func main() {
 		}
 	}
 	if err := compareScatters(ctx, *pgURL, sz, log); err != nil {
+		fail(err)
+	}
+	if err := compareIngest(ctx, sz, log); err != nil {
 		fail(err)
 	}
 }
@@ -149,6 +160,8 @@ type sizes struct {
 	queueJobs                int
 	// A scatter of scatterItems items in batches of scatterBatch.
 	scatterItems, scatterBatch int
+	// Firehose deliveries of 1,000 events sent per log stream.
+	ingestDeliveries int
 }
 
 // result is one configuration's figures.

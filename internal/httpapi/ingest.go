@@ -20,25 +20,27 @@ import (
 // shippers. The core decodes and stores them; these handlers only find the
 // body (undoing a Content-Encoding) and answer in each sender's terms.
 
-// ingestSummary is the answer to POST /api/v1/ingest/lines.
-type ingestSummary struct {
+// IngestSummary is the answer to POST /api/v1/ingest/lines (schema
+// IngestSummary in openapi.yaml).
+type IngestSummary struct {
 	Events     int             `json:"events"`
 	Accepted   int             `json:"accepted"`
 	Duplicates int             `json:"duplicates"`
-	Sources    []sourceSummary `json:"sources"`
+	Sources    []SourceSummary `json:"sources"`
 }
 
-type sourceSummary struct {
+// SourceSummary is what a delivery did for one of its sources.
+type SourceSummary struct {
 	Source   string `json:"source"`
 	JobID    string `json:"job_id,omitempty"`
 	Accepted int    `json:"accepted"`
 	Opened   bool   `json:"opened"`
 }
 
-func summaryView(s service.IngestSummary) ingestSummary {
-	out := ingestSummary{Events: s.Events, Accepted: s.Accepted, Duplicates: s.Duplicates, Sources: make([]sourceSummary, len(s.Sources))}
+func summaryView(s service.IngestSummary) IngestSummary {
+	out := IngestSummary{Events: s.Events, Accepted: s.Accepted, Duplicates: s.Duplicates, Sources: make([]SourceSummary, len(s.Sources))}
 	for i, src := range s.Sources {
-		out.Sources[i] = sourceSummary(src)
+		out.Sources[i] = SourceSummary(src)
 	}
 	return out
 }

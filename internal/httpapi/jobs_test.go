@@ -27,7 +27,7 @@ func TestJobs(t *testing.T) {
 		if resp := e.get(t, "/api/v1/jobs/"+queued.GetJobId(), &j); resp.StatusCode != http.StatusOK {
 			t.Fatal(resp.Status)
 		}
-		want := jobjson.Job{JobID: queued.GetJobId(), Queue: "builds", State: "queued", CreatedAt: queued.GetCreatedAt().AsTime(), UpdatedAt: queued.GetUpdatedAt().AsTime(),
+		want := jobjson.Job{JobID: queued.GetJobId(), Kind: "command", Queue: "builds", State: "queued", CreatedAt: queued.GetCreatedAt().AsTime(), UpdatedAt: queued.GetUpdatedAt().AsTime(),
 			MaxAttempts: queued.GetMaxAttempts(), RequestID: "req-1",
 			Params: jobjson.JobParams{Script: "make test", Env: map[string]string{"CI": "1"}, TimeoutSeconds: 90}}
 		if !sameJob(j, want) {

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/internal/ingest"
 	"github.com/spool-run/spool/internal/jobjson"
 )
 
@@ -103,6 +104,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"ScatterMember": jobjson.ScatterMember{}, "Scatter": jobjson.Scatter{}, "ScatterProgress": jobjson.ScatterProgress{},
 		"ScatterSpec": jobjson.ScatterSpec{}, "ScatterList": jobjson.ScatterList{}, "ScatterBatch": jobjson.ScatterBatch{},
 		"ScatterBatches": jobjson.ScatterBatches{}, "CreateScatterRequest": httpapi.CreateScatterRequest{},
+		"IngestSummary": httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
 	} {
 		s, ok := doc.Comps.Schemas[name]
 		if !ok {
