@@ -1,7 +1,7 @@
 // The job page: the job's state, command, params, attempts and result, a
 // cancel button, and its log, live. /jobs/<id>#L9000 opens the log at line
 // 9000 and streams on from there.
-import { api, commandLine, confirmButton, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
+import { api, confirmButton, jobTitle, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
 import { LogView } from "./logview.js";
 import { LogStream } from "./stream.js";
 
@@ -36,15 +36,16 @@ function setLineCount() {
 // --- header -------------------------------------------------------------
 
 function renderJob() {
-  document.title = `${commandLine(job.params) || job.job_id} · spool`;
+  const external = job.kind === "external";
+  document.title = `${jobTitle(job) || job.job_id} · spool`;
   $("#crumb-id").textContent = job.job_id;
-  $("#command").textContent = commandLine(job.params) || "(no command: recorded as rejected, never run)";
-  $("#command").title = commandLine(job.params);
+  $("#command").textContent = jobTitle(job) || "(no command: recorded as rejected, never run)";
+  $("#command").title = jobTitle(job);
   $("#state").innerHTML = stateBadge(job.state) + (job.cancel_requested && !isFinal(job.state) ? ' <span class="muted">cancel requested</span>' : "");
   const r = job.result;
   const facts = [
     ["queue", escapeHtml(job.queue)],
-    ["attempt", String(job.attempt)],
+    external ? ["kind", '<span title="the log of a program spool did not start, sent to spool">external</span>'] : ["attempt", String(job.attempt)],
     ["created", `<span title="${escapeHtml(localTime(job.created_at))}">${relTime(job.created_at)}</span>`],
   ];
   if (r) {
@@ -95,6 +96,7 @@ function renderParams() {
   if (p.timeout_seconds) rows.push(["timeout", duration(p.timeout_seconds * 1000)]);
   if (p.repository_url) rows.push(["repository", p.repository_url + (p.ref ? ` @ ${p.ref}` : "")]);
   if (p.stdin) rows.push(["stdin", stdinPreview(p.stdin)]);
+  if (job.source) rows.push(["source", job.source]);
   if (job.request_id) rows.push(["request id", job.request_id]);
   rows.push(["job id", job.job_id]);
   $("#params").innerHTML = rows.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("");

@@ -1,6 +1,6 @@
 // The jobs page: newest first, filtered by queue and state (kept in the
 // URL so a filtered view can be shared), refreshed every 2 seconds.
-import { api, commandLine, duration, ended, escapeHtml, livePages, localTime, relTime, stateBadge } from "./util.js";
+import { api, jobTitle, duration, ended, escapeHtml, livePages, localTime, relTime, stateBadge } from "./util.js";
 import { memberTag } from "./scatterview.js";
 
 const PAGE = 100;
@@ -31,12 +31,12 @@ function row(j, now) {
   const href = `/jobs/${encodeURIComponent(j.job_id)}`;
   const fin = ended(j);
   const took = fin && j.result.started_at ? duration(Date.parse(fin) - Date.parse(j.result.started_at)) : "";
-  const cmd = commandLine(j.params);
+  const cmd = jobTitle(j);
   return `<tr>
     <td><a class="id" href="${href}">${escapeHtml(j.job_id)}</a>${j.params.scatter ? " " + memberTag(j) : ""}</td>
     <td>${escapeHtml(j.queue)}</td>
     <td>${stateBadge(j.state)}${j.cancel_requested && !fin ? ' <span class="muted">cancelling</span>' : ""}</td>
-    <td class="num">${j.attempt}/${j.max_attempts}</td>
+    <td class="num">${j.kind === "external" ? '<span class="muted">external</span>' : `${j.attempt}/${j.max_attempts}`}</td>
     <td class="cmd" title="${escapeHtml(cmd)}"><a href="${href}">${escapeHtml(cmd)}</a></td>
     <td title="${escapeHtml(localTime(j.created_at))}">${relTime(j.created_at, now)}</td>
     <td title="${escapeHtml(localTime(fin))}">${fin ? relTime(fin, now) : ""}${took ? ` <span class="muted">(${took})</span>` : ""}</td>

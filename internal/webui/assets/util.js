@@ -85,6 +85,13 @@ export function localTime(iso) {
   return iso ? new Date(iso).toLocaleString() : "";
 }
 
+// jobTitle says what a job is: the command it runs, or for an external
+// job (the log of a program spool did not start), where its log comes from.
+export function jobTitle(j) {
+  if (j.kind === "external") return `log of ${j.source}`;
+  return commandLine(j.params);
+}
+
 // commandLine is what a job runs, as a person would type it.
 export function commandLine(params) {
   if (!params) return "";
