@@ -28,8 +28,8 @@ func newJobsListCmd(e *env) *cobra.Command {
 	var (
 		queue, source, cursor string
 		states                []string
-		limit         int32
-		asJSON        bool
+		limit                 int32
+		asJSON                bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",

@@ -62,6 +62,7 @@ var (
 	forList    = need{"read", "worker-other", http.StatusForbidden}
 	forWork    = need{"worker", "submit", http.StatusForbidden}
 	forMetrics = need{"read", "worker", http.StatusForbidden}
+	forIngest  = need{"ingest", "submit", http.StatusForbidden}
 	// Any valid key may sign in and say who it is: no role is refused.
 	forAnyKey = need{allowed: "worker"}
 )
@@ -167,6 +168,15 @@ var rpcs = map[string]entry{
 		_, err := k.ListKeys(ctx, connect.NewRequest(&spoolv1.ListKeysRequest{}))
 		return err
 	})},
+	// Ending a source that has no open job is not found: past the door.
+	spoolv1connect.IngestServiceCompleteSourceProcedure: {forIngest, ingestRPC(func(ctx context.Context, s spoolv1connect.IngestServiceClient, f *fixture) error {
+		_, err := s.CompleteSource(ctx, connect.NewRequest(&spoolv1.CompleteSourceRequest{Source: "nothing-open"}))
+		return err
+	})},
+	spoolv1connect.IngestServiceRebuildLogProcedure: {forAdmin, ingestRPC(func(ctx context.Context, s spoolv1connect.IngestServiceClient, f *fixture) error {
+		_, err := s.RebuildLog(ctx, connect.NewRequest(&spoolv1.RebuildLogRequest{JobId: f.jobID}))
+		return err
+	})},
 	spoolv1connect.KeyServiceRevokeKeyProcedure: {forAdmin, rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, k spoolv1connect.KeyServiceClient, f *fixture) error {
 		_, err := k.RevokeKey(ctx, connect.NewRequest(&spoolv1.RevokeKeyRequest{Name: "no-such-key"}))
 		return err
@@ -181,6 +191,9 @@ var routes = map[string]entry{
 	"GET /api/v1/jobs/{job_id}/logs":            {forRead, get("/api/v1/jobs/{job}/logs")},
 	"GET /api/v1/jobs/{job_id}/logs/ws":         {forRead, ws},
 	"GET /api/v1/openapi.yaml":                  {public, get("/api/v1/openapi.yaml")},
+	"POST /api/v1/ingest/firehose":              {forIngest, send(http.MethodPost, "/api/v1/ingest/firehose")},
+	"POST /api/v1/ingest/lines":                 {forIngest, send(http.MethodPost, "/api/v1/ingest/lines")},
+	"POST /api/v1/ingest/complete":              {forIngest, send(http.MethodPost, "/api/v1/ingest/complete")},
 	"GET /api/v1/scatters":                      {forRead, getListed("/api/v1/scatters")},
 	"POST /api/v1/scatters":                     {forSubmit, createScatter},
 	"GET /api/v1/scatters/{scatter_id}":         {forRead, get("/api/v1/scatters/{scatter}")},
@@ -224,7 +237,7 @@ func TestAccessTable(t *testing.T) {
 
 	f := newFixture(t)
 	keys := map[string]string{"admin": f.srv.AdminKey}
-	for _, role := range []string{"submit", "read", "worker"} {
+	for _, role := range []string{"submit", "read", "worker", "ingest"} {
 		keys[role] = f.srv.Key(t, role)
 	}
 	keys["worker-other"] = f.srv.Key(t, "worker", "other")
@@ -364,6 +377,13 @@ func callerOf(ctx context.Context) caller { return ctx.Value(callerKey{}).(calle
 func scatterRPC(call func(context.Context, spoolv1connect.ScatterServiceClient, *fixture) error) func(*testing.T, *fixture, caller) int {
 	return rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
 		return call(ctx, spoolv1connect.NewScatterServiceClient(as(callerOf(ctx)), f.srv.URL), f)
+	})
+}
+
+// ingestRPC makes an entry's call through the IngestService client.
+func ingestRPC(call func(context.Context, spoolv1connect.IngestServiceClient, *fixture) error) func(*testing.T, *fixture, caller) int {
+	return rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		return call(ctx, spoolv1connect.NewIngestServiceClient(as(callerOf(ctx)), f.srv.URL), f)
 	})
 }
 

@@ -255,7 +255,7 @@ func (s *Service) endExternal(ctx context.Context, job *spoolv1.Job, res *spoolv
 // RebuildLog rebuilds an external job's stored log from its accepted
 // events, writing only if something differs, and says what it found.
 func (s *Service) RebuildLog(ctx context.Context, m *spoolv1.RebuildLogRequest) (*spoolv1.RebuildLogResponse, error) {
-	caller, err := s.authorize(ctx, PermAdmin, "")
+	caller, err := s.authorize(ctx, PermRepair, "")
 	if err != nil {
 		return nil, err
 	}
