@@ -91,6 +91,9 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{"short key", "server:\n  token_key: c2hvcnQ=\n", nil, "server.token_key: decodes to 5 bytes"},
 		{"bad key", "server:\n  token_key: '!!!'\n", nil, "server.token_key: is not base64"},
 		{"log level", "log:\n  level: loud\n", nil, "log.level"},
+		{"ingest queue", "ingest:\n  queue: 'logs of api'\n", nil, `ingest.queue: must be a queue name (1-80 letters, digits, '.', '_' or '-'), got "logs of api"`},
+		{"ingest idle", "ingest:\n  idle_timeout_seconds: -1\n", nil, "ingest.idle_timeout_seconds: must be between 0 and 2592000, got -1"},
+		{"ingest body", "", []string{"SPOOL_INGEST_MAX_BODY_BYTES", "100000000"}, "ingest.max_body_bytes: must be between 1024 and 67108864, got 100000000"},
 		{"bad env number", "", []string{"SPOOL_JOBS_MAX_ATTEMPTS", "three"}, `SPOOL_JOBS_MAX_ATTEMPTS="three": not a whole number`},
 		{"bad env value", "", []string{"SPOOL_JOBS_MAX_ATTEMPTS", "0"}, "jobs.max_attempts: must be between 1 and 100, got 0"},
 	}
