@@ -37,10 +37,8 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 		if len(plan.Items) == 0 {
 			return nil
 		}
-		cols := itemColumns(plan.Items)
-		w.Queue(insertItems, ref.JobID, cols.seq, cols.end, cols.seek, cols.first, cols.count, cols.typ, cols.attempt, cols.ts, cols.payload)
-		w.Queue(`UPDATE jobs SET next_sequence = $1, next_line = $2, updated_at = $3 WHERE job_id = $4`,
-			head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID)
+		queueItems(w, ref.JobID, plan.Items)
+		w.Queue(moveHead, head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID)
 		n.head(ref.JobID, head)
 		return nil
 	})
@@ -89,6 +87,15 @@ func checkRepeats(ctx context.Context, q querier, jobID string, reps []storekit.
 		}
 	}
 	return nil
+}
+
+// moveHead is sqlrows.MoveHead in PostgreSQL's placeholders.
+var moveHead = sqlrows.Dollar(sqlrows.MoveHead)
+
+// queueItems queues the statement that stores items of a job's log.
+func queueItems(w *pgx.Batch, jobID string, items []storekit.Item) {
+	cols := itemColumns(items)
+	w.Queue(insertItems, jobID, cols.seq, cols.end, cols.seek, cols.first, cols.count, cols.typ, cols.attempt, cols.ts, cols.payload)
 }
 
 // columns are a publish's items as one array per column.

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 )
 
 // Watching is how many keys the store's hub keeps for waiters.
@@ -37,11 +38,30 @@ func Migrations() int {
 }
 
 // ScatterListPlan is PostgreSQL's plan for the query ListScatters makes for
-// f, one node a line, with sequential scans and sorts priced out: on the
-// tests' tiny tables the planner would rather read everything, and what is
-// checked is that an index can serve the listing at all.
+// f (see Plan).
 func ScatterListPlan(s *Store, f store.ScatterFilter) (string, error) {
 	q, args := listScattersQuery(f, store.ListLimit(f.Limit)+1)
+	return Plan(s, q, args...)
+}
+
+// ListPlan is PostgreSQL's plan for the query List makes for f (see Plan).
+func ListPlan(s *Store, f store.ListFilter) (string, error) {
+	q, args, err := sqlrows.ListQuery(f, store.ListLimit(f.Limit)+1)
+	if err != nil {
+		return "", err
+	}
+	return Plan(s, sqlrows.Dollar(q), args...)
+}
+
+// SelectSeen is the query of which of a call's event ids a source has
+// accepted.
+const SelectSeen = selectSeen
+
+// Plan is PostgreSQL's plan for q, one node a line, with sequential scans
+// and sorts priced out: on the tests' tiny tables the planner would rather
+// read everything, and what is checked is that an index can serve the
+// query at all.
+func Plan(s *Store, q string, args ...any) (string, error) {
 	var steps []string
 	err := pgx.BeginFunc(context.Background(), s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(context.Background(), `SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off`); err != nil {

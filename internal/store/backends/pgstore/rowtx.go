@@ -19,14 +19,23 @@ type rowWrite func(q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error
 // row, and the statements fn queues go with COMMIT. The hot writes of a
 // job's life (its output, its completion) take this path.
 func (s *Store) writeRow(ctx context.Context, id string, fn rowWrite) error {
+	return s.writeConn(ctx, "write job "+id, func(conn *pgx.Conn, n *notes) error {
+		return rowTx(ctx, conn, id, n, fn)
+	})
+}
+
+// writeConn runs tx, a transaction that sends its own BEGIN and COMMIT
+// (with other statements, to save round trips), on a connection of the
+// pool, as commit runs writes. what says what it does, for errors.
+func (s *Store) writeConn(ctx context.Context, what string, tx func(conn *pgx.Conn, n *notes) error) error {
 	return s.commit(func(n *notes) error {
 		c, err := s.pool.Acquire(ctx)
 		if err != nil {
-			return pgErr(err, "write job %s", id)
+			return pgErr(err, "%s", what)
 		}
 		defer c.Release()
 		conn := c.Conn()
-		err = rowTx(ctx, conn, id, n, fn)
+		err = tx(conn, n)
 		if conn.PgConn().TxStatus() != 'I' {
 			// Failed inside the transaction: end it, so the connection
 			// goes back to the pool clean (the pool drops one that is
@@ -57,9 +66,16 @@ func rowTx(ctx context.Context, conn *pgx.Conn, id string, n *notes, fn rowWrite
 	if err := fn(conn, r, &w, n); err != nil {
 		return err
 	}
+	return commitBatch(ctx, conn, &w, "write job %s", id)
+}
+
+// commitBatch sends w's statements and COMMIT in one round trip. A
+// statement that fails leaves the transaction failed, for the caller to
+// roll back.
+func commitBatch(ctx context.Context, conn *pgx.Conn, w *pgx.Batch, format string, args ...any) error {
 	w.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, &w).Close(); err != nil {
-		return pgErr(err, "write job %s", id)
+	if err := conn.SendBatch(ctx, w).Close(); err != nil {
+		return pgErr(err, format, args...)
 	}
 	return nil
 }

@@ -43,20 +43,10 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 		if len(plan.Items) == 0 {
 			return nil
 		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO events (job_id, seq, end_seq, seek_line, first_line, line_count, event_type, attempt, ts, payload)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("sqlite: append events: %w", err)
+		if err := insertItems(ctx, tx, ref.JobID, plan.Items); err != nil {
+			return err
 		}
-		defer ins.Close()
-		for _, it := range plan.Items {
-			if _, err := ins.ExecContext(ctx, ref.JobID, it.Sequence, it.EndSequence, it.SeekLine, it.FirstLine, it.LineCount,
-				int32(it.Type), it.Attempt, it.Time.UnixMilli(), it.Payload); err != nil {
-				return fmt.Errorf("sqlite: append event %d of job %s: %w", it.Sequence, ref.JobID, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET next_sequence = ?, next_line = ?, updated_at = ? WHERE job_id = ?`,
-			head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlrows.MoveHead, head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID); err != nil {
 			return fmt.Errorf("sqlite: move head of job %s: %w", ref.JobID, err)
 		}
 		n.job(ref.JobID)
@@ -66,6 +56,24 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 		return store.Head{}, err
 	}
 	return head, nil
+}
+
+// insertItems stores items of a job's log with one prepared statement: the
+// whole set costs one commit, whatever its size.
+func insertItems(ctx context.Context, tx *sql.Tx, jobID string, items []storekit.Item) error {
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO events (job_id, seq, end_seq, seek_line, first_line, line_count, event_type, attempt, ts, payload)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("sqlite: store events of job %s: %w", jobID, err)
+	}
+	defer ins.Close()
+	for _, it := range items {
+		if _, err := ins.ExecContext(ctx, jobID, it.Sequence, it.EndSequence, it.SeekLine, it.FirstLine, it.LineCount,
+			int32(it.Type), it.Attempt, it.Time.UnixMilli(), it.Payload); err != nil {
+			return fmt.Errorf("sqlite: store event %d of job %s: %w", it.Sequence, jobID, err)
+		}
+	}
+	return nil
 }
 
 // Read implements store.JobStore. The first query seeks with the primary

@@ -44,3 +44,9 @@ func plan(s *Store, q string, args []any) (string, error) {
 	}
 	return strings.Join(steps, "\n"), rows.Err()
 }
+
+// Plan is SQLite's plan for q, one step a line.
+func Plan(s *Store, q string, args ...any) (string, error) { return plan(s, q, args) }
+
+// SeenQuery is the query of which of n event ids a source has accepted.
+func SeenQuery(n int) string { return seenQuery(n) }

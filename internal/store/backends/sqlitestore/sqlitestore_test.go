@@ -51,7 +51,8 @@ func TestConformance(t *testing.T) {
 // unfiltered first page scans jobs_newest from its start), never a scan
 // that filters, never a sort. Listing by state in all queues searches
 // jobs_state_newest, so the only failed job among a million that
-// succeeded costs what finding it does.
+// succeeded costs what finding it does; listing a source's jobs reads the
+// indexes of external jobs alone.
 func TestListReadsAnIndexInOrder(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
 	defer s.Close()
@@ -68,6 +69,9 @@ func TestListReadsAnIndexInOrder(t *testing.T) {
 		{store.ListFilter{States: failedOrCancelled}, "jobs_state_newest"},
 		{store.ListFilter{Queue: "q", States: failed}, "jobs_ready"},
 		{store.ListFilter{Queue: "q", States: failedOrCancelled}, "jobs_ready"},
+		{store.ListFilter{Source: "s"}, "jobs_source_newest"},
+		{store.ListFilter{Source: "s", States: failed}, "jobs_source_state_newest"},
+		{store.ListFilter{Source: "s", States: failedOrCancelled}, "jobs_source_state_newest"},
 	} {
 		for _, c := range []string{"", cursor} {
 			f := tc.f
@@ -77,7 +81,7 @@ func TestListReadsAnIndexInOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := "SEARCH jobs USING INDEX " + tc.index + " ("
-			if f.Queue == "" && len(f.States) == 0 && f.Cursor == "" {
+			if f.Queue == "" && f.Source == "" && len(f.States) == 0 && f.Cursor == "" {
 				want = "SCAN jobs USING INDEX " + tc.index
 			}
 			reads := 0

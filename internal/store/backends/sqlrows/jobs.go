@@ -97,21 +97,37 @@ func ScanJob(sc Scanner) (*Row, error) {
 	return &r, nil
 }
 
-// InsertJob creates a job (InsertJobArgs) unless its request id is taken;
-// then it does nothing, and the caller reads the first job back.
-const InsertJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`
+// InsertNewJob creates a job (InsertJobArgs); a key in use (its id, its
+// request id, its source's open job) is an error.
+const InsertNewJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result,
+	attempt, lease_id, source)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// InsertJobArgs are InsertJob's arguments for j. A job is born with a
-// result only when it is rejected (failed from the start).
+// InsertJob is InsertNewJob unless the job's request id is taken; then it
+// does nothing, and the caller reads the first job back.
+const InsertJob = InsertNewJob + ` ON CONFLICT (request_id) DO NOTHING`
+
+// InsertJobArgs are InsertNewJob's arguments for j. A job is born with a
+// result only when it is rejected (failed from the start), and running
+// only when it is external: then on attempt 1 under store.ExternalLease,
+// with its source and no lease expiry (NULL, which no comparison with a
+// time matches, so no expiry sweep or grace ever selects it).
 func InsertJobArgs(j *spoolv1.Job) []any {
-	var result any
+	var result, leaseID, source any
 	if j.Result != nil {
 		result = Marshal(j.Result)
 	}
+	if ext := j.GetParams().GetExternal(); ext != nil {
+		leaseID, source = store.ExternalLease, ext.GetSource()
+	}
 	return []any{j.JobId, j.Queue, int32(j.State), NullIfEmpty(j.RequestId), Micros(j.CreatedAt.AsTime()), Micros(j.UpdatedAt.AsTime()),
-		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries, result}
+		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries, result,
+		j.Attempt, leaseID, source}
 }
+
+// MoveHead moves a job's log head after its log grew: arguments
+// next_sequence, next_line, updated_at, job_id.
+const MoveHead = `UPDATE jobs SET next_sequence = ?, next_line = ?, updated_at = ? WHERE job_id = ?`
 
 // Settle applies a lease's outcome to r's job and returns the statement
 // that writes it. keepLease keeps the lease handle (after a final
@@ -136,14 +152,21 @@ func Settle(r *Row, o storekit.Outcome, keepLease bool, now time.Time) (string, 
 
 // ListQuery is the query of up to n jobs of a listing, newest first. It has
 // one arm per state asked for (or one for all states), each a range of an
-// index in listing order (newest first in all queues, in one queue, or in
-// one state; or queue and state together). The arms are merged as they
-// come, so no listing reads jobs it does not return, or sorts.
+// index in listing order (newest first in all queues, in one queue, in one
+// state or of one source; or a queue or a source with a state). The arms
+// are merged as they come, so no listing reads jobs it does not return, or
+// sorts.
 func ListQuery(f store.ListFilter, n int) (string, []any, error) {
 	var where []string
 	var args []any
 	if f.Queue != "" {
 		where, args = append(where, "queue = ?"), append(args, f.Queue)
+	}
+	if f.Source != "" {
+		// Served by jobs_source_newest (with a state,
+		// jobs_source_state_newest), whose predicate, source IS NOT
+		// NULL, this term implies.
+		where, args = append(where, "source = ?"), append(args, f.Source)
 	}
 	if f.Cursor != "" {
 		c, err := storekit.DecodeCursor(f.Cursor)

@@ -1,8 +1,9 @@
 // Package sqlrows is what the two SQL stores (sqlitestore and pgstore) share:
-// how a job and a key are laid out in columns, read back and settled, and
-// the listing query. The stores differ in how they run SQL (database/sql on
-// one connection, pgx on a pool), not in what they keep, so the columns and
-// their meaning are written once here.
+// how a job and a key are laid out in columns, read back and settled, the
+// listing query, and how an ingest is decided and its accepted events kept.
+// The stores differ in how they run SQL (database/sql on one connection,
+// pgx on a pool), not in what they keep, so the columns and their meaning
+// are written once here.
 //
 // Statements here use ? placeholders; Dollar turns them into PostgreSQL's
 // $1, $2, ….
