@@ -328,22 +328,10 @@ func (s *Service) RunIngestSweeper(ctx context.Context) {
 	if idle <= 0 {
 		return
 	}
-	// Sweeping a few times per timeout keeps the end within a quarter of
-	// it after the source's last event.
-	t := time.NewTicker(min(max(idle/4, time.Second), 30*time.Second))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if n, err := s.sweepIdle(ctx, idle); err != nil && ctx.Err() == nil {
-			s.log.Warn("ending idle external jobs failed", "error", err)
-		} else if n > 0 {
-			s.log.Info("ended idle external jobs", "jobs", n)
-		}
-	}
+	// Sweeping a few times per timeout keeps the end within about a
+	// quarter of it after the source's last event.
+	every := min(max(idle/4, time.Second), 30*time.Second)
+	s.sweep(ctx, every, "ended idle external jobs", func(ctx context.Context) (int, error) { return s.sweepIdle(ctx, idle) })
 }
 
 // sweepIdle ends the running external jobs of the ingest queue that have
