@@ -66,8 +66,11 @@ type IngestRequest struct {
 
 // RawEvent is one log event from elsewhere, as its sender gave it.
 type RawEvent struct {
-	// ID is unique within the source.
-	ID   string
+	// ID is unique within the source: not empty, no control characters
+	// (the decoders refuse them).
+	ID string
+	// Time is the event's, to the millisecond: what senders give, and
+	// what every store keeps (a finer time would not rebuild the same).
 	Time time.Time
 	// Message is the event's text: a line, or lines separated by "\n".
 	Message string
