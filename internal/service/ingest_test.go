@@ -227,6 +227,15 @@ func TestIngestKeysAndCancel(t *testing.T) {
 	if code := post(t, srv, "/api/v1/ingest/lines", srv.Key(t, "submit"), lines, nil); code != http.StatusForbidden {
 		t.Fatalf("submit key sending lines: %d, want 403", code)
 	}
+	if code := post(t, srv, "/api/v1/ingest/lines", key, lines, nil); code != http.StatusOK {
+		t.Fatalf("sending the same line again: %d", code)
+	}
+	if code := post(t, srv, "/api/v1/ingest/lines", key, []byte("{}\n"), nil); code != http.StatusBadRequest {
+		t.Fatalf("sending a bad line: %d", code)
+	}
+	wantMetrics(t, srv, `spool_ingest_events_total{format="lines",outcome="accepted"} 1`, `spool_ingest_events_total{format="lines",outcome="duplicate"} 1`,
+		`spool_ingest_requests_total{format="lines",outcome="stored"} 2`, `spool_ingest_requests_total{format="lines",outcome="refused"} 1`,
+		`spool_ingest_jobs_opened_total 1`)
 	if _, _, err := ing.JobsPage(ctx, &spoolv1.ListJobsRequest{}); !errors.Is(err, spool.ErrPermissionDenied) {
 		t.Fatalf("ingest key listing jobs: %v, want permission denied", err)
 	}
