@@ -123,15 +123,7 @@ func (s *Store) reserve(ctx context.Context, ref store.LeaseRef, r *jobRec, plan
 			return false, err
 		}
 	}
-	e := newExpr()
-	u := newUpdate(e).
-		Set(aResSeq, num(plan.Head.NextSequence)).
-		Set(aResLine, num(plan.Head.NextLine)).
-		Set(aResLease, str(ref.LeaseID))
-	cond := and(appendCond(e, ref, r), e.eq(aNextSeq, num(r.head.NextSequence)),
-		"(attribute_not_exists("+e.n(aResLease)+") OR "+e.eq(aResLease, str(ref.LeaseID))+")")
-	_, ok, err := s.updateJob(ctx, ref.JobID, u, cond)
-	return ok, err
+	return s.reserveRange(ctx, r, plan.Head, appendClaim(ref, r))
 }
 
 // commit moves the head over the reserved range. If the commit is refused,
@@ -139,16 +131,7 @@ func (s *Store) reserve(ctx context.Context, ref store.LeaseRef, r *jobRec, plan
 // the range was committed by a concurrent publish of the same events (ok,
 // with the head as it is), or neither (ok=false: start over).
 func (s *Store) commit(ctx context.Context, ref store.LeaseRef, r *jobRec, to store.Head) (store.Head, bool, error) {
-	e := newExpr()
-	u := newUpdate(e).
-		Set(aNextSeq, num(to.NextSequence)).
-		Set(aNextLine, num(to.NextLine)).
-		Set(aUpdatedAt, num(storekit.Now().UnixMicro())).
-		Remove(aResSeq, aResLine, aResLease).
-		BumpRev()
-	cond := and(appendCond(e, ref, r), e.eq(aResLease, str(ref.LeaseID)),
-		e.eq(aResSeq, num(to.NextSequence)), e.eq(aNextSeq, num(r.head.NextSequence)))
-	_, ok, err := s.updateJob(ctx, ref.JobID, u, cond)
+	_, ok, err := s.commitRange(ctx, r, to, appendClaim(ref, r))
 	if err != nil || ok {
 		return to, ok, err
 	}
@@ -163,6 +146,60 @@ func (s *Store) commit(ctx context.Context, ref store.LeaseRef, r *jobRec, to st
 		return now.head, true, nil
 	}
 	return store.Head{}, false, nil
+}
+
+// claim is who reserves a range of a job's log, and the fence every step
+// of its write carries. Append claims under its lease; an Ingest call,
+// whose lease (store.ExternalLease) every call of the job shares, under a
+// token of its own.
+type claim struct {
+	// owner is recorded as the reservation's res_lease.
+	owner string
+	// fence is the condition that the claimant may still write to the job.
+	fence func(e *expr) string
+	// retake lets the claimant reserve over a pending reservation of the
+	// same owner: a worker resends the events of a publish that died, so
+	// the earlier call's range may be rewritten. No two Ingest calls share
+	// a token, so none ever retakes.
+	retake bool
+}
+
+func appendClaim(ref store.LeaseRef, r *jobRec) claim {
+	return claim{owner: ref.LeaseID, fence: func(e *expr) string { return appendCond(e, ref, r) }, retake: true}
+}
+
+// reserveRange records [r.head, to) as c's pending reservation, if c's
+// fence holds, the head is where r has it and no other reservation is
+// pending. ok is false when it was not.
+func (s *Store) reserveRange(ctx context.Context, r *jobRec, to store.Head, c claim) (ok bool, err error) {
+	e := newExpr()
+	u := newUpdate(e).
+		Set(aResSeq, num(to.NextSequence)).
+		Set(aResLine, num(to.NextLine)).
+		Set(aResLease, str(c.owner)).
+		Set(aResAt, num(storekit.Now().UnixMicro()))
+	free := "attribute_not_exists(" + e.n(aResLease) + ")"
+	if c.retake {
+		free = "(" + free + " OR " + e.eq(aResLease, str(c.owner)) + ")"
+	}
+	_, ok, err = s.updateJob(ctx, r.id(), u, and(c.fence(e), e.eq(aNextSeq, num(r.head.NextSequence)), free))
+	return ok, err
+}
+
+// commitRange moves the head from where r has it over c's reservation,
+// ending at to, and bumps rev; ok is false when c no longer holds that
+// reservation (or its fence fails).
+func (s *Store) commitRange(ctx context.Context, r *jobRec, to store.Head, c claim) (*jobRec, bool, error) {
+	e := newExpr()
+	u := newUpdate(e).
+		Set(aNextSeq, num(to.NextSequence)).
+		Set(aNextLine, num(to.NextLine)).
+		Set(aUpdatedAt, num(storekit.Now().UnixMicro())).
+		Remove(reservationAttrs...).
+		BumpRev()
+	cond := and(c.fence(e), e.eq(aResLease, str(c.owner)),
+		e.eq(aResSeq, num(to.NextSequence)), e.eq(aNextSeq, num(r.head.NextSequence)))
+	return s.updateJob(ctx, r.id(), u, cond)
 }
 
 // appendCond is the fence of an append under ref: ref is the job's current
@@ -180,6 +217,29 @@ func appendCond(e *expr, ref store.LeaseRef, r *jobRec) string {
 // differently cut into batches. (The worker resends events as they were,
 // so normally there are none.)
 func (s *Store) clearStrays(ctx context.Context, jobID string, from, to int64, plan []storekit.Item) error {
+	seqs, err := s.storedSeqs(ctx, jobID, from, to)
+	if err != nil {
+		return err
+	}
+	var strays []item
+	for _, seq := range seqs {
+		if !slices.ContainsFunc(plan, func(p storekit.Item) bool { return p.Sequence == seq }) {
+			strays = append(strays, eventKey(jobID, seq))
+		}
+	}
+	if len(strays) == 0 {
+		return nil
+	}
+	s.log.Warn("removing items of an unfinished publish that the retry does not rewrite", "job", jobID, "items", len(strays))
+	return s.deleteAll(ctx, s.cfg.EventsTable, strays)
+}
+
+// storedSeqs lists the sequences of the items stored in [from, to) of a
+// job's log, committed or not, reading keys only.
+func (s *Store) storedSeqs(ctx context.Context, jobID string, from, to int64) ([]int64, error) {
+	if from >= to {
+		return nil, nil
+	}
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(s.cfg.EventsTable),
@@ -189,27 +249,21 @@ func (s *Store) clearStrays(ctx context.Context, jobID string, from, to int64, p
 		ConsistentRead:       aws.Bool(true),
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
-	var strays []item
+	var seqs []int64
 	for p := dynamodb.NewQueryPaginator(s.clients.db, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return awsErr(err, "look for unfinished items of job %s", jobID)
+			return nil, awsErr(err, "list the items of job %s", jobID)
 		}
 		for _, it := range page.Items {
 			seq, err := getInt(it, aSequence)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if !slices.ContainsFunc(plan, func(p storekit.Item) bool { return p.Sequence == seq }) {
-				strays = append(strays, eventKey(jobID, seq))
-			}
+			seqs = append(seqs, seq)
 		}
 	}
-	if len(strays) == 0 {
-		return nil
-	}
-	s.log.Warn("removing items of an unfinished publish that the retry does not rewrite", "job", jobID, "items", len(strays))
-	return s.deleteAll(ctx, s.cfg.EventsTable, strays)
+	return seqs, nil
 }
 
 // eventKey is the key of an event item.

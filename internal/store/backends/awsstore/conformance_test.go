@@ -35,3 +35,21 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestShared: two stores on the same tables and queues, as two servers
+// sharing them, behave as one (the suite every shared store passes).
+func TestShared(t *testing.T) {
+	conformance.RunShared(t, conformance.Shared{Pair: func(t *testing.T) (store.JobStore, store.JobStore) {
+		cfg := awstest.Shared(t).NewConfig(t)
+		a, err := awsstore.Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := awsstore.Open(context.Background(), cfg)
+		if err != nil {
+			_ = a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	}})
+}

@@ -164,6 +164,13 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 	if err != nil {
 		return nil, err
 	}
+	if r.external() {
+		// Nothing enqueues an external job: a message naming one is not
+		// spool's, and its job is leased by nobody.
+		s.log.Warn("dropping an SQS message naming an external job", "job", r.id())
+		s.drop(ctx, url, handle)
+		return nil, nil
+	}
 	now := storekit.Now()
 	if s.setAside(ctx, url, handle, r, now) {
 		return nil, nil
@@ -206,11 +213,7 @@ func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expi
 	if r.res == nil {
 		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")")
 	} else {
-		cond = append(cond, e.eq(aResLease, str(r.res.lease)), e.eq(aResSeq, num(r.res.seq)))
-		abandoned := hole{from: r.head.NextSequence, to: r.res.seq}
-		u.SetExpr(aHoles, "list_append(if_not_exists("+e.n(aHoles)+", "+e.v(emptyList())+"), "+e.v(holeList(abandoned))+")").
-			Set(aNextSeq, num(r.res.seq)).
-			Remove(aResSeq, aResLine, aResLease)
+		cond = append(cond, abandon(u, r))
 	}
 	nr, ok, err := s.updateJob(ctx, r.id(), u, and(cond...))
 	if err != nil || !ok {

@@ -15,7 +15,8 @@
 // (a constant partition + created_key) list jobs newest first; leases
 // (sparse: only running jobs) finds expired leases. The same table holds
 // one request marker per request_id (key "request#" + SHA-256 of it), API
-// keys (see keys.go) and scatter records (see Scatters).
+// keys (see keys.go), scatter records (see Scatters) and the records of
+// the sources of ingested logs (see Ingesting logs of other programs).
 //
 // The events table holds one item per stored event, keyed by job_id +
 // sequence (a batch is one item, at its first sequence): end_seq,
@@ -24,7 +25,7 @@
 // item), and for output, first_line and last_line. The by-line local index
 // (job_id + last_line, output items only) makes reading from a line as
 // cheap as from a sequence. The same table holds scatters' batches (see
-// Scatters).
+// Scatters), and the markers and accepted events of ingested logs.
 //
 // # Enqueue
 //
@@ -169,4 +170,93 @@
 // that no record names; a retry with the same id writes over them, and
 // since a reader takes only as many chunks as the batch's first says, a
 // leftover chunk past the retry's end is never read.
+//
+// # Ingesting logs of other programs
+//
+// Each source (a log group and stream, a shipper's "source") has a record
+// in the jobs table, key "source#" + hex SHA-256 of the source (a source
+// may be a kilobyte of any text): version (how many jobs it has had), the
+// id of its newest job and that job as created (a protobuf), and the ids
+// of its jobs newest first, at most sourceJobsKept (1,000). List with a
+// Source pages through those ids with the usual cursor, reading the jobs
+// with BatchGetItem and filtering by state here. The record has no ttl:
+// job records do not expire, and a record lost while its job is open
+// would let a second job open.
+//
+// The source's newest job is its open one while it runs. It is an ordinary
+// job item, running attempt 1 under lease_id store.ExternalLease, plus
+// src_ord (the record version that opened it), with no lease_part or
+// lease_expires (so the sparse leases index never holds it; ExpireLeases
+// skips external jobs anyway), no SQS message and no request marker. Get
+// and List show no lease expiry; Complete and Heartbeat under
+// store.ExternalLeaseRef make no SQS calls; a message naming such a job
+// (none should exist) is dropped, never leased. A new job opens with a
+// PutItem of the record on condition that version is the one read, when the
+// newest job read was final (or there was none): of servers opening one at
+// once, one wins, and the others ingest into its job. The job item is
+// written after the record, only if absent; a call that finds the record
+// naming a job not written yet writes it from the record, so a server dying
+// between the two leaves nothing half made. Each store remembers the job it
+// last saw open per source and, while that job still runs, reads only the
+// job (a running job of the source is its open one): the record is read
+// again when the job ends.
+//
+// Every accepted event has a marker in the events table: key "seen#" +
+// the source's hash + "#i#" + the event id (or "#h#" + its SHA-256, when
+// longer than 1 KB or not UTF-8), sequence 0, holding target (its job),
+// src_ord, group (where its call's reservation began), line and ttl. An
+// Ingest call reads its events' markers with BatchGetItem (100 keys a
+// call, strongly consistent) and drops the events whose marker is
+// committed: its group lies below its job's committed head and outside
+// the job's holes. A marker left by a call that died before committing
+// does not count, so the sender's retry stores its event. The accepted
+// events of each call are kept too, under "accepted#" + job id, as one
+// byte stream (each event's id, time, message, line and line count; zstd
+// when that helps) in chunks of at most 350 KB at sequence group*65536 +
+// chunk number, with the call's chunk count and ttl. Accepted reads them
+// in order, skipping calls that never committed. ReplaceLog writes the
+// items it is given over the stored ones, deletes the items below the
+// head that it was not given, and bumps rev; the head stays.
+//
+// A call writes with Append's three steps under a claim of its own: the
+// fence is store.ExternalLease, which every call of the job shares, and
+// the reservation's owner (res_lease) is a random token of the call, with
+// res_at, when it was made. The call reads the open job, then the markers,
+// and reserves on condition that the head is where that read had it and
+// no reservation is pending: an event committed by another call after the
+// read makes the reservation fail, and the next round sees its marker. A
+// call that finds another's reservation waits (backoff, up to
+// ingestPatience, then spool.ErrThrottled: the sender retries); a
+// reservation whose res_at is more than ingestAbandonAfter (30 s) old
+// belongs to a call that died or stalled, and becomes a hole, as a lost
+// lease's does, before the log goes on after it. A call renews res_at
+// while it writes, so a long one is not taken for dead. Clocks decide only
+// when to wait and when to give a reservation up, never what is stored:
+// the fence is the conditional updates, and a stalled call whose range
+// was taken over has its commit refused (it returns an error; whatever it
+// wrote lies in the hole).
+//
+// Markers need more than that. A marker is rewritten whenever its event is
+// accepted again, and a stalled call waking after its events were stored by
+// the call that took over would otherwise replace their markers with its
+// own, which point into its hole: the next delivery of those events would
+// store them a second time. So markers are written with conditional
+// PutItems (BatchWriteItem takes no conditions; the server policy in
+// deploy/aws grants PutItem on the events table for them), markerWriters at
+// once, each replacing only the marker of an earlier call: a lower src_ord,
+// or the same with a group no later than its own. A later reservation
+// always begins further on (holes are never reused) or in a later job, so a
+// live call is never refused; a refused one has been taken over, and fails
+// before its commit.
+//
+// What one call of n new events costs, its source's job open (50 lines a
+// batch): a GetItem of the job; ceil(n/100) BatchGetItem of markers (n
+// strongly consistent reads, found or not); an UpdateItem to reserve; the
+// log's items (about lines/50) and the call's accepted events (one chunk
+// unless over 350 KB) in BatchWriteItem calls of 25; n PutItem of markers;
+// an UpdateItem to commit. For 1,000 one-line events that is 1,014
+// requests, about 1,000 RCU and 1,030 WCU (TestIngestCost logs them):
+// markers are nearly all of it. A delivery of events stored before costs
+// the job and marker reads alone. Opening a job adds a read and a write
+// of the record and a write of the job.
 package awsstore

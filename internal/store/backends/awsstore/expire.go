@@ -63,7 +63,9 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 			if err != nil {
 				return n, err
 			}
-			if r.state != spoolv1.JobState_JOB_STATE_RUNNING || r.leaseExpires.After(now) {
+			// An external job's lease never expires (its item has no expiry,
+			// so the index should not hold it either).
+			if r.state != spoolv1.JobState_JOB_STATE_RUNNING || r.external() || r.leaseExpires.After(now) {
 				continue
 			}
 			_, ok, err := s.settleExpired(ctx, r, now)

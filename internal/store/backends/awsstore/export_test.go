@@ -24,6 +24,30 @@ import (
 func AfterReserve(s *Store, fn func(ctx context.Context) error) { s.hooks.afterReserve = fn }
 func AfterWrite(s *Store, fn func(ctx context.Context) error)   { s.hooks.afterWrite = fn }
 
+// IngestAfterReserve and IngestAfterWrite do for Ingest what AfterReserve
+// and AfterWrite do for Append: fn runs once the call has reserved its
+// range, or once it has written its items and markers, before the commit.
+func IngestAfterReserve(s *Store, fn func(ctx context.Context) error) {
+	s.hooks.afterIngestReserve = fn
+}
+
+func IngestAfterWrite(s *Store, fn func(ctx context.Context) error) {
+	s.hooks.afterIngestWrite = fn
+}
+
+// SetIngestTiming shortens how long an ingest call's reservation lives
+// without renewal before another call takes it over, and how long a call
+// waits for others before giving up.
+func SetIngestTiming(s *Store, abandonAfter, patience time.Duration) {
+	s.abandonAfter, s.patience = abandonAfter, patience
+}
+
+// MarkerKey is the key of the marker of event id of source, in the events
+// table.
+func MarkerKey(source, id string) map[string]dbtypes.AttributeValue {
+	return seenKey(sourceKeyOf(source), id)
+}
+
 // CrashAfterMarker makes Enqueue stop after writing its request marker,
 // returning err, as a server dying there would.
 func CrashAfterMarker(s *Store, err error) {

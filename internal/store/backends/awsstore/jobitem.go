@@ -29,14 +29,19 @@ type jobRec struct {
 	res          *reservation
 	holes        []hole
 	rev          int64
+	srcOrd       int64 // an external job's: see aSrcOrd
 }
 
-// reservation is a range of the log claimed by one Append that has not
-// been committed yet: [head.NextSequence, seq).
+// reservation is a range of the log claimed by one Append (or Ingest
+// call) that has not been committed yet: [head.NextSequence, seq).
 type reservation struct {
 	seq, line int64
-	lease     string
+	lease     string    // the claim's owner: a lease id, or an Ingest call's token
+	at        time.Time // when it was made or last renewed, by its owner's clock
 }
+
+// reservationAttrs are the attributes of a pending reservation.
+var reservationAttrs = []string{aResSeq, aResLine, aResLease, aResAt}
 
 // hole is an abandoned reservation [from, to): its items, if any were
 // written, belong to no acknowledged publish and readers skip them.
@@ -44,6 +49,11 @@ type hole struct{ from, to int64 }
 
 func (r *jobRec) id() string    { return r.spec.GetJobId() }
 func (r *jobRec) queue() string { return r.spec.GetQueue() }
+
+// external reports whether the job keeps the log of a program spool did
+// not start: it runs under store.ExternalLease, which never expires, and
+// has no SQS message.
+func (r *jobRec) external() bool { return r.spec.GetParams().GetExternal() != nil }
 
 // inHole reports whether sequence seq lies in an abandoned reservation.
 func (r *jobRec) inHole(seq int64) bool {
@@ -66,7 +76,7 @@ func (r *jobRec) view() *spoolv1.Job {
 	storekit.SetBookkeeping(j, r.book)
 	j.LastSequence = r.head.NextSequence - 1
 	j.LineCount = r.head.NextLine - 1
-	if r.state == spoolv1.JobState_JOB_STATE_RUNNING {
+	if r.state == spoolv1.JobState_JOB_STATE_RUNNING && !r.external() {
 		j.LeaseExpiresAt = timestamppb.New(r.leaseExpires)
 	}
 	return j
@@ -91,8 +101,9 @@ func decodeJob(it item) (*jobRec, error) {
 	r.leaseExpires = time.UnixMicro(n.get(aLeaseExpires)).UTC()
 	r.head = store.Head{NextSequence: n.get(aNextSeq), NextLine: n.get(aNextLine)}
 	r.rev = n.get(aRev)
+	r.srcOrd = n.get(aSrcOrd)
 	if lease := getStr(it, aResLease); lease != "" {
-		r.res = &reservation{seq: n.get(aResSeq), line: n.get(aResLine), lease: lease}
+		r.res = &reservation{seq: n.get(aResSeq), line: n.get(aResLine), lease: lease, at: time.UnixMicro(n.get(aResAt)).UTC()}
 	}
 	if n.err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, n.err)
@@ -195,6 +206,19 @@ func marshal(m proto.Message) ([]byte, error) {
 func holeList(h hole) types.AttributeValue {
 	pair := &types.AttributeValueMemberL{Value: []types.AttributeValue{num(h.from), num(h.to)}}
 	return &types.AttributeValueMemberL{Value: []types.AttributeValue{pair}}
+}
+
+// abandon adds to u what turns r's pending reservation into a hole: the
+// head moves past it (the line numbers do not: a hole holds no accepted
+// output) and the reservation is gone. It returns the condition that the
+// job is still as r has it, so only that reservation is abandoned.
+func abandon(u *update, r *jobRec) string {
+	e := u.e
+	h := hole{from: r.head.NextSequence, to: r.res.seq}
+	u.SetExpr(aHoles, "list_append(if_not_exists("+e.n(aHoles)+", "+e.v(emptyList())+"), "+e.v(holeList(h))+")").
+		Set(aNextSeq, num(r.res.seq)).
+		Remove(reservationAttrs...)
+	return and(e.eq(aNextSeq, num(r.head.NextSequence)), e.eq(aResLease, str(r.res.lease)), e.eq(aResSeq, num(r.res.seq)))
 }
 
 func emptyList() types.AttributeValue {

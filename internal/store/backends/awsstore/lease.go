@@ -51,6 +51,10 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, vis time.Dura
 			}
 			continue
 		}
+		if r.external() {
+			// No message to hide: an external job has none.
+			return expires, r.cancel, nil
+		}
 		if url, err := s.queues.url(ctx, r.queue()); err == nil {
 			// A failure here is survivable: if the message shows up again
 			// before the lease ends, whoever receives it sees the lease
@@ -143,8 +147,11 @@ func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bo
 }
 
 // hideLeaseMessage shows the message a lease was granted with again after
-// d (0: at once).
+// d (0: at once). An external job's lease came with no message.
 func (s *Store) hideLeaseMessage(ctx context.Context, r *jobRec, ref store.LeaseRef, d time.Duration) {
+	if r.external() {
+		return
+	}
 	url, err := s.queues.url(ctx, r.queue())
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
@@ -155,8 +162,12 @@ func (s *Store) hideLeaseMessage(ctx context.Context, r *jobRec, ref store.Lease
 	s.hide(ctx, url, ref.LeaseID, max(d, 0))
 }
 
-// dropLeaseMessage deletes the message a lease was granted with.
+// dropLeaseMessage deletes the message a lease was granted with (none for
+// an external job).
 func (s *Store) dropLeaseMessage(ctx context.Context, r *jobRec, ref store.LeaseRef) {
+	if r.external() {
+		return
+	}
 	url, err := s.queues.url(ctx, r.queue())
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {

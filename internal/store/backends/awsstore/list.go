@@ -29,18 +29,22 @@ const (
 	listRounds = 4
 )
 
-// List implements store.JobStore. It queries a listing index newest first
-// (by-queue for one queue, by-time for all), which holds each job's state,
-// so the state filter runs in DynamoDB; then it reads the page's jobs from
-// the table. The cursor is an index position to continue from (its
-// ExclusiveStartKey): the page's last job, or the last entry examined when
-// the call's work ran out first.
+// List implements store.JobStore. A listing of one source's jobs reads the
+// ids the source's record keeps (see listSource). Any other listing
+// queries a listing index newest first (by-queue for one queue, by-time
+// for all), which holds each job's state, so the state filter runs in
+// DynamoDB; then it reads the page's jobs from the table. The cursor is an
+// index position to continue from (its ExclusiveStartKey): the page's last
+// job, or the last entry examined when the call's work ran out first.
 func (s *Store) List(ctx context.Context, f store.ListFilter) ([]*spoolv1.Job, string, error) {
 	after, err := storekit.ParseCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
 	limit := store.ListLimit(f.Limit)
+	if f.Source != "" {
+		return s.listSource(ctx, f, after, limit)
+	}
 	entries, next, err := s.listIndex(ctx, f, after, limit)
 	if err != nil {
 		return nil, "", err

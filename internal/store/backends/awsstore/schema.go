@@ -39,7 +39,8 @@ const (
 	aNextLine = "next_line" // N
 	aResSeq   = "res_seq"   // N
 	aResLine  = "res_line"  // N
-	aResLease = "res_lease" // S
+	aResLease = "res_lease" // S: the lease id of an Append, the token of an Ingest call
+	aResAt    = "res_at"    // N, Unix microseconds: when the reservation was made or last renewed
 	aHoles    = "holes"     // L of [from, to) pairs
 
 	// rev counts changes readers care about; watchers on other servers
@@ -103,4 +104,28 @@ const (
 	scatterKeyPrefix     = "scatter#"
 	scattersActivePart   = "scatters-active"
 	scattersInactivePart = "scatters-inactive"
+)
+
+// Ingested logs (see doc.go). A source's record is a jobs-table item under
+// "source#" + hex SHA-256 of the source, with version (N: how many jobs the
+// source has had, the compare-and-set that opens the next) and job (B: its
+// newest job as created). An external job's item is an ordinary job item
+// with lease_id store.ExternalLease, no lease expiry and src_ord. In the
+// events table, each accepted event has a marker under "seen#" + the
+// source's hash + "#" + its id (sequence 0), and each Ingest call's
+// accepted events are kept under "accepted#" + job id, in chunks.
+const (
+	aSource = "source" // S, on a record: the source as given
+	aNewest = "newest" // S, on a record: the id of the source's newest job
+	aJobs   = "jobs"   // L of S, on a record: its job ids, newest first, at most sourceJobsKept
+	// N: on an external job, the version of its source's record that
+	// opened it; on a marker, that of the job it points to.
+	aSrcOrd = "src_ord"
+	aGroup  = "group" // N, on a marker: where the Ingest call that wrote it began (its reservation)
+	aLine   = "line"  // N, on a marker: the event's first line
+
+	kindSource        = "source"
+	sourceKeyPrefix   = "source#"
+	seenKeyPrefix     = "seen#"
+	acceptedKeyPrefix = "accepted#"
 )

@@ -39,6 +39,11 @@ type Store struct {
 	// listScan and listRounds are the consts of those names; tests
 	// shorten them.
 	listScan, listRounds int
+	// abandonAfter and patience are ingestAbandonAfter and
+	// ingestPatience; tests shorten them.
+	abandonAfter, patience time.Duration
+	// sources remembers the job each source was last seen ingesting into.
+	sources openJobs
 
 	closeOnce sync.Once
 }
@@ -56,6 +61,11 @@ type hooks struct {
 	// afterScatterBatches runs once CreateScatter has written the batches,
 	// before the record; an error abandons the create there.
 	afterScatterBatches func(ctx context.Context) error
+	// afterIngestReserve runs once Ingest has reserved its range,
+	// afterIngestWrite once it has written its items and markers; an
+	// error abandons the call there.
+	afterIngestReserve func(ctx context.Context) error
+	afterIngestWrite   func(ctx context.Context) error
 }
 
 func runHook(ctx context.Context, h func(ctx context.Context) error) error {
@@ -95,7 +105,7 @@ func open(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) erro
 // newStore assembles a Store on clients for cfg (defaults applied).
 func newStore(cfg Config, c clients) *Store {
 	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter,
-		listScan: listScan, listRounds: listRounds}
+		listScan: listScan, listRounds: listRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience}
 	s.queues = newQueueDir(s)
 	s.watch = newWatcher(s)
 	return s
