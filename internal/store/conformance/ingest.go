@@ -454,3 +454,24 @@ func testIngestPersistence(t *testing.T, b Backend) {
 func testSharedIngestRace(t *testing.T, a, b store.JobStore) {
 	ingestRace(t, []store.JobStore{a, b, a, b})
 }
+
+// testGraceLeavesExternalJobs: the grace a server gives running jobs after
+// an outage extends the leases of workers' jobs only; an external job has
+// no lease to extend or to expire, before or after.
+func testGraceLeavesExternalJobs(t *testing.T, b Backend) {
+	s := open(t, b)
+	ctx := context.Background()
+	job := ingest(t, s, newSource(), rawEvents("e", 1)).Job
+	runningJob(t, s, newJob(newQueue()))
+	n, err := s.(store.LeaseGracer).GraceLeases(ctx, time.Now().Add(time.Hour))
+	if err != nil || n < 1 {
+		t.Fatalf("GraceLeases extended %d leases (%v), want the worker's", n, err)
+	}
+	if _, err := s.ExpireLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j := get(t, s, job.GetJobId())
+	if j.GetState() != spoolv1.JobState_JOB_STATE_RUNNING || j.GetLeaseExpiresAt() != nil {
+		t.Fatalf("external job after grace and expiry: %v; want running with no lease expiry", j)
+	}
+}

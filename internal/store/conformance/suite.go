@@ -101,7 +101,7 @@ func Run(t *testing.T, b Backend) {
 	}
 	probe := b.Open(t)
 	if _, ok := probe.(store.LeaseGracer); ok {
-		tests = append(tests, named{"GraceLeasesAfterAnOutage", testGraceLeases})
+		tests = append(tests, named{"GraceLeasesAfterAnOutage", testGraceLeases}, named{"GraceLeavesExternalJobs", testGraceLeavesExternalJobs})
 	}
 	_ = probe.Close()
 	for _, tc := range tests {

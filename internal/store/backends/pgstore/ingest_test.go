@@ -109,38 +109,6 @@ func waitForLockWait(t *testing.T, url string) {
 	t.Fatal("the ingest never waited for the other server's transaction")
 }
 
-// An external job's lease has no expiry, and keeps none through the
-// sweeps that compare lease times (NULL matches no comparison): the grace
-// a server gives after an outage, which extends the other running job's
-// lease alone, and expiry.
-func TestExternalLeaseNeverExpires(t *testing.T) {
-	t.Parallel()
-	s := open(t, pgtest.NewDatabase(t))
-	ctx := context.Background()
-	res, err := s.Ingest(ctx, store.IngestRequest{Source: "s", Events: []store.RawEvent{{ID: "1", Time: time.Now(), Message: "x"}}, Job: externalJob("s")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nj := externalJob("")
-	nj.Params = &spoolv1.JobParams{Argv: []string{"true"}}
-	if _, _, err := s.Enqueue(ctx, nj); err != nil {
-		t.Fatal(err)
-	}
-	if ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: nj.Queue, Max: 1, LeaseDuration: time.Minute}); err != nil || len(ls) != 1 {
-		t.Fatalf("Dequeue: %d leases, %v", len(ls), err)
-	}
-	if n, err := s.GraceLeases(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
-		t.Fatalf("GraceLeases extended %d leases (%v), want the one worker's", n, err)
-	}
-	if n, err := s.ExpireLeases(ctx); err != nil || n != 0 {
-		t.Fatalf("ExpireLeases settled %d (%v), want none", n, err)
-	}
-	j, err := s.Get(ctx, res.Job.GetJobId())
-	if err != nil || j.GetState() != spoolv1.JobState_JOB_STATE_RUNNING || j.GetLeaseExpiresAt() != nil {
-		t.Fatalf("external job after grace and expiry: %v, %v; want running with no lease expiry", j, err)
-	}
-}
-
 // The reads of an ingest, of Accepted and of a listing of a source's jobs
 // can each be served by an index, in order, without a sort: the source's
 // open job (not its ended ones), the ids seen before (the primary key of
