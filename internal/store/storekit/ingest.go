@@ -5,7 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 )
@@ -136,10 +138,27 @@ func RebuildEvents(cfg *spoolv1.BatchingConfig, lim store.Limits, accepted []sto
 	return out, nil
 }
 
-// StoredItem is the item of an event as it was stored (its sequences and
-// line numbers assigned, as Read yields it or RebuildEvents makes it): what
-// a store writes to put it back.
-func StoredItem(ev *spoolv1.JobEvent, lim store.Limits) (Item, error) {
-	head := store.Head{NextSequence: ev.GetSequence(), NextLine: events.FirstLine(ev)}
-	return newItem(ev, ev.GetAttempt(), head, lim)
+// StoredItems are the items of output events as they were stored (their
+// sequences and line numbers assigned, as Read yields them or
+// RebuildEvents makes them): what ReplaceLog writes to put them back.
+func StoredItems(evs []*spoolv1.JobEvent, lim store.Limits) ([]Item, error) {
+	items := make([]Item, len(evs))
+	for i, ev := range evs {
+		head := store.Head{NextSequence: ev.GetSequence(), NextLine: events.FirstLine(ev)}
+		it, err := newItem(ev, ev.GetAttempt(), head, lim)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = it
+	}
+	return items, nil
+}
+
+// CheckReplace refuses ReplaceLog of a job that is not external: its log
+// has no accepted events to be rebuilt from.
+func CheckReplace(j *spoolv1.Job) error {
+	if j.GetParams().GetExternal() == nil {
+		return apierr.Errorf(spool.ErrInvalidArgument, "job %s is not external: its log has no accepted events to be rebuilt from", j.GetJobId())
+	}
+	return nil
 }

@@ -262,20 +262,16 @@ func (s *Store) Accepted(ctx context.Context, jobID string) iter.Seq2[store.Acce
 // again. The head stays; evs must lie below it (a range past it belongs to
 // the next call).
 func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.JobEvent) error {
-	items := make([]storekit.Item, len(evs))
-	for i, ev := range evs {
-		it, err := storekit.StoredItem(ev, s.Limits())
-		if err != nil {
-			return err
-		}
-		items[i] = it
+	items, err := storekit.StoredItems(evs, s.Limits())
+	if err != nil {
+		return err
 	}
 	r, err := s.getJob(ctx, jobID)
 	if err != nil {
 		return err
 	}
-	if !r.external() {
-		return apierr.Errorf(spool.ErrInvalidArgument, "job %s is not external: its log has no accepted events to be rebuilt from", jobID)
+	if err := storekit.CheckReplace(r.spec); err != nil {
+		return err
 	}
 	keep := make(map[int64]bool, len(items))
 	for _, it := range items {

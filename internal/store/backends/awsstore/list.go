@@ -49,21 +49,13 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]*spoolv1.Job, s
 	if err != nil {
 		return nil, "", err
 	}
-	keys := make([]item, len(entries))
+	ids := make([]string, len(entries))
 	for i, en := range entries {
-		keys[i] = jobKey(en.id)
+		ids[i] = en.id
 	}
-	items, err := s.batchGet(ctx, s.cfg.JobsTable, keys, consistentAll())
+	byID, err := s.getJobs(ctx, ids)
 	if err != nil {
 		return nil, "", err
-	}
-	byID := make(map[string]*jobRec, len(items))
-	for _, it := range items {
-		r, err := decodeJob(it)
-		if err != nil {
-			return nil, "", err
-		}
-		byID[r.id()] = r
 	}
 	jobs := make([]*spoolv1.Job, 0, len(entries))
 	for _, en := range entries {
@@ -75,6 +67,28 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]*spoolv1.Job, s
 		}
 	}
 	return jobs, next, nil
+}
+
+// getJobs reads the jobs of ids (strongly consistent, BatchGetItem), by
+// id; a job not found is not in the map.
+func (s *Store) getJobs(ctx context.Context, ids []string) (map[string]*jobRec, error) {
+	keys := make([]item, len(ids))
+	for i, id := range ids {
+		keys[i] = jobKey(id)
+	}
+	items, err := s.batchGet(ctx, s.cfg.JobsTable, keys, consistentAll())
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*jobRec, len(items))
+	for _, it := range items {
+		r, err := decodeJob(it)
+		if err != nil {
+			return nil, err
+		}
+		byID[r.id()] = r
+	}
+	return byID, nil
 }
 
 // listEntry is a job found in a listing index.

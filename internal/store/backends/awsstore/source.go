@@ -216,21 +216,9 @@ func (s *Store) listSource(ctx context.Context, f store.ListFilter, after *store
 	for len(ids) > 0 {
 		take := ids[:min(want, len(ids))]
 		ids = ids[len(take):]
-		keys := make([]item, len(take))
-		for i, id := range take {
-			keys[i] = jobKey(id)
-		}
-		items, err := s.batchGet(ctx, s.cfg.JobsTable, keys, consistentAll())
+		byID, err := s.getJobs(ctx, take)
 		if err != nil {
 			return nil, "", err
-		}
-		byID := make(map[string]*jobRec, len(items))
-		for _, it := range items {
-			r, err := decodeJob(it)
-			if err != nil {
-				return nil, "", err
-			}
-			byID[r.id()] = r
 		}
 		for _, id := range take {
 			examined++

@@ -8,9 +8,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -91,13 +89,9 @@ func (s *Store) Accepted(_ context.Context, jobID string) iter.Seq2[store.Accept
 
 // ReplaceLog implements store.IngestStore.
 func (s *Store) ReplaceLog(_ context.Context, jobID string, evs []*spoolv1.JobEvent) error {
-	items := make([]storekit.Item, len(evs))
-	for i, ev := range evs {
-		it, err := storekit.StoredItem(ev, s.Limits())
-		if err != nil {
-			return err
-		}
-		items[i] = it
+	items, err := storekit.StoredItems(evs, s.Limits())
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,8 +99,8 @@ func (s *Store) ReplaceLog(_ context.Context, jobID string, evs []*spoolv1.JobEv
 	if !ok {
 		return store.JobNotFound(jobID)
 	}
-	if r.job.GetParams().GetExternal() == nil {
-		return apierr.Errorf(spool.ErrInvalidArgument, "job %s is not external: its log has no accepted events to be rebuilt from", jobID)
+	if err := storekit.CheckReplace(r.job); err != nil {
+		return err
 	}
 	r.items = items
 	s.hub.Notify(jobKey(jobID))

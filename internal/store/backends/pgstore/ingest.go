@@ -9,6 +9,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // The shared statements, in PostgreSQL's placeholders. The open job is
@@ -173,12 +174,12 @@ func (s *Store) Accepted(ctx context.Context, jobID string) iter.Seq2[store.Acce
 // no ingest adds to the log meanwhile), its items are deleted and evs
 // stored in their place, with the COMMIT; the head does not move.
 func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.JobEvent) error {
-	items, err := sqlrows.ReplaceItems(evs, s.Limits())
+	items, err := storekit.StoredItems(evs, s.Limits())
 	if err != nil {
 		return err
 	}
 	return s.writeRow(ctx, jobID, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
-		if err := sqlrows.CheckReplace(r.Job); err != nil {
+		if err := storekit.CheckReplace(r.Job); err != nil {
 			return err
 		}
 		w.Queue(deleteLog, jobID)

@@ -12,6 +12,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // seenChunk bounds the ids one query asks about, well below SQLite's
@@ -133,7 +134,7 @@ func (s *Store) Accepted(ctx context.Context, jobID string) iter.Seq2[store.Acce
 // ReplaceLog implements store.IngestStore: the job's items are deleted and
 // evs stored in their place, in one transaction; the head does not move.
 func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.JobEvent) error {
-	items, err := sqlrows.ReplaceItems(evs, s.Limits())
+	items, err := storekit.StoredItems(evs, s.Limits())
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.Job
 		if err != nil {
 			return err
 		}
-		if err := sqlrows.CheckReplace(r.Job); err != nil {
+		if err := storekit.CheckReplace(r.Job); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, sqlrows.DeleteLog, jobID); err != nil {

@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -179,29 +178,6 @@ func (in Ingest) Result() store.IngestResult {
 	return store.IngestResult{Job: in.Row.Job, Created: in.Created, Accepted: len(in.Accepted)}
 }
 
-// ReplaceItems are the items ReplaceLog writes for evs: each as it was
-// stored (storekit.StoredItem).
-func ReplaceItems(evs []*spoolv1.JobEvent, lim store.Limits) ([]storekit.Item, error) {
-	items := make([]storekit.Item, len(evs))
-	for i, ev := range evs {
-		it, err := storekit.StoredItem(ev, lim)
-		if err != nil {
-			return nil, err
-		}
-		items[i] = it
-	}
-	return items, nil
-}
-
 // DeleteLog deletes every item of a job's log (argument: job_id), for
 // ReplaceLog to store the new ones.
 const DeleteLog = `DELETE FROM events WHERE job_id = ?`
-
-// CheckReplace refuses ReplaceLog of a job that is not external: its log
-// has no accepted events to be rebuilt from.
-func CheckReplace(j *spoolv1.Job) error {
-	if j.GetParams().GetExternal() == nil {
-		return apierr.Errorf(spool.ErrInvalidArgument, "job %s is not external: its log has no accepted events to be rebuilt from", j.GetJobId())
-	}
-	return nil
-}
