@@ -166,6 +166,12 @@ func testIngestDeduplicates(t *testing.T, b Backend) {
 		t.Fatalf("mixed delivery: accepted %d, %d lines; want 2 accepted, 5 lines", mixed.Accepted, mixed.Job.GetLineCount())
 	}
 	wantLines(t, lineTexts(t, s, first.Job.GetJobId()), messages(1, 2, 3, 5, 4))
+	// A request whose job would be of another source, or of none, is
+	// refused: its events and its job would never find each other.
+	_, err := s.Ingest(context.Background(), store.IngestRequest{Source: src, Events: rawEvents("e", 9), Job: externalJob("elsewhere")})
+	wantErr(t, err, spool.ErrInvalidArgument, "Ingest with a job of another source")
+	_, err = s.Ingest(context.Background(), store.IngestRequest{Events: rawEvents("e", 9), Job: externalJob("")})
+	wantErr(t, err, spool.ErrInvalidArgument, "Ingest with no source")
 	// The same ids from another source are other events.
 	other := ingest(t, s, newSource(), rawEvents("e", 1, 2))
 	if !other.Created || other.Accepted != 2 || other.Job.GetJobId() == first.Job.GetJobId() {

@@ -154,6 +154,22 @@ func StoredItems(evs []*spoolv1.JobEvent, lim store.Limits) ([]Item, error) {
 	return items, nil
 }
 
+// CheckIngest refuses an Ingest a store cannot keep right: besides
+// NewJob.Check, it names a source, and the job it would create is of that
+// source, or the source's events and its job would not find each other.
+func CheckIngest(r store.IngestRequest) error {
+	if err := r.Job.Check(); err != nil {
+		return err
+	}
+	if r.Source == "" {
+		return apierr.Errorf(spool.ErrInvalidArgument, "ingest names no source")
+	}
+	if got := r.Job.Params.GetExternal().GetSource(); got != r.Source {
+		return apierr.Errorf(spool.ErrInvalidArgument, "ingest of source %q would create a job of source %q", r.Source, got)
+	}
+	return nil
+}
+
 // CheckReplace refuses ReplaceLog of a job that is not external: its log
 // has no accepted events to be rebuilt from.
 func CheckReplace(j *spoolv1.Job) error {

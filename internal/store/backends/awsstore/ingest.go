@@ -51,14 +51,8 @@ const (
 // stores the rest with the reserve / write / commit steps of Append, under
 // a claim of its own. A round that loses a race starts over.
 func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.IngestResult, error) {
-	if err := req.Job.Check(); err != nil {
+	if err := storekit.CheckIngest(req); err != nil {
 		return store.IngestResult{}, err
-	}
-	if req.Source == "" {
-		return store.IngestResult{}, apierr.Errorf(spool.ErrInvalidArgument, "ingest needs the events' source")
-	}
-	if got := req.Job.Params.GetExternal().GetSource(); got != req.Source {
-		return store.IngestResult{}, apierr.Errorf(spool.ErrInvalidArgument, "the job of source %q must name it as its external source, not %q", req.Source, got)
 	}
 	k := sourceKeyOf(req.Source)
 	evs := distinct(req.Events)

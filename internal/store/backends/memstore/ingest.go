@@ -24,7 +24,7 @@ var never = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // Ingest implements store.IngestStore.
 func (s *Store) Ingest(_ context.Context, req store.IngestRequest) (store.IngestResult, error) {
-	if err := req.Job.Check(); err != nil {
+	if err := storekit.CheckIngest(req); err != nil {
 		return store.IngestResult{}, err
 	}
 	s.mu.Lock()

@@ -48,7 +48,7 @@ const (
 // index of open jobs lets one win; the others start over, and add to the
 // winner's job.
 func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.IngestResult, error) {
-	if err := sqlrows.CheckIngest(req); err != nil {
+	if err := storekit.CheckIngest(req); err != nil {
 		return store.IngestResult{}, err
 	}
 	ids := make([]string, len(req.Events))

@@ -25,7 +25,7 @@ const seenChunk = 500
 // the one writer connection, so nothing can come between the lookup and
 // the insert: two calls for one source never both create a job.
 func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.IngestResult, error) {
-	if err := sqlrows.CheckIngest(req); err != nil {
+	if err := storekit.CheckIngest(req); err != nil {
 		return store.IngestResult{}, err
 	}
 	var in sqlrows.Ingest

@@ -6,8 +6,6 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/spool-run/spool"
-	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -94,22 +92,6 @@ func AcceptedPages(fetch func(after int64, n int) ([]store.Accepted, error), yie
 		}
 		after = page[len(page)-1].Line
 	}
-}
-
-// CheckIngest refuses a request a SQL store cannot keep right: besides
-// NewJob.Check, the job it would create must be of the request's source,
-// or the source's events and its job would not find each other.
-func CheckIngest(r store.IngestRequest) error {
-	if err := r.Job.Check(); err != nil {
-		return err
-	}
-	if r.Source == "" {
-		return apierr.Errorf(spool.ErrInvalidArgument, "ingest names no source")
-	}
-	if got := r.Job.Params.GetExternal().GetSource(); got != r.Source {
-		return apierr.Errorf(spool.ErrInvalidArgument, "ingest of source %q would create a job of source %q", r.Source, got)
-	}
-	return nil
 }
 
 // Fresh returns evs without the events whose ids are in seen (the ids the
