@@ -93,13 +93,21 @@ Needs an admin key.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.out, "%d events make %d lines in %d stored items: ", r.GetEvents(), r.GetLines(), r.GetItems())
+			fmt.Fprintf(e.out, "rebuilt from %s: %s in %s\n", count(r.GetEvents(), "event"), count(r.GetLines(), "line"), count(r.GetItems(), "stored item"))
 			if r.GetItemsChanged() == 0 {
-				fmt.Fprintln(e.out, "the stored log is exactly that; nothing was written")
+				fmt.Fprintln(e.out, "the stored log was exactly that; nothing was written")
 			} else {
-				fmt.Fprintf(e.out, "%d items differed, were missing or were extra, and were written again\n", r.GetItemsChanged())
+				fmt.Fprintf(e.out, "put right: %s that differed, were missing or were extra\n", count(r.GetItemsChanged(), "item"))
 			}
 			return nil
 		},
 	}
+}
+
+// count is n things, with the plural when n is not 1.
+func count(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -48,7 +48,7 @@ func TestIngestCommands(t *testing.T) {
 	if r := run(srv, "logs", "--from", "119", id); r.code != 0 || r.stdout != "charged account 119\ncharged account 120\n" {
 		t.Fatalf("logs --from 119: exit %d: %q %s", r.code, r.stdout, r.stderr)
 	}
-	if r := run(srv, "logs", "rebuild", id); r.code != 0 || r.stdout != "120 events make 120 lines in 3 stored items: the stored log is exactly that; nothing was written\n" {
+	if r := run(srv, "logs", "rebuild", id); r.code != 0 || r.stdout != "rebuilt from 120 events: 120 lines in 3 stored items\nthe stored log was exactly that; nothing was written\n" {
 		t.Fatalf("logs rebuild: exit %d: %q %s", r.code, r.stdout, r.stderr)
 	}
 	as := func(args ...string) result {

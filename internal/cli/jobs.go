@@ -67,8 +67,12 @@ func newJobsListCmd(e *env) *cobra.Command {
 			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "JOB ID\tQUEUE\tSTATE\tATTEMPT\tCREATED\tCOMMAND")
 			for _, j := range jobs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
-					j.GetAttempt(), j.GetMaxAttempts(), ago(j.GetCreatedAt().AsTime(), now), truncate(commandLine(j.GetParams()), 60))
+				attempt := fmt.Sprintf("%d/%d", j.GetAttempt(), j.GetMaxAttempts())
+				if j.GetParams().GetExternal() != nil {
+					attempt = "-" // nothing ran, so nothing was attempted
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
+					attempt, ago(j.GetCreatedAt().AsTime(), now), truncate(commandLine(j.GetParams()), 60))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
