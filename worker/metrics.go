@@ -27,7 +27,7 @@ func newWorkerMetrics(mp metric.MeterProvider) *workerMetrics {
 	}
 	m := mp.Meter("spool/worker")
 	return &workerMetrics{
-		jobs:    telemetry.Must(m.Int64Counter("spool.worker.jobs", metric.WithDescription("Attempts run, by outcome (completed, lease_lost, left_for_retry)."))),
+		jobs:    telemetry.Must(m.Int64Counter("spool.worker.jobs", metric.WithDescription("Attempts run, by outcome (completed, lease_lost, handed_back)."))),
 		running: telemetry.Must(m.Int64UpDownCounter("spool.worker.jobs.running", metric.WithDescription("Commands running now."))),
 		lines:   telemetry.Must(m.Int64Counter("spool.worker.lines", metric.WithDescription("Output lines captured."))),
 		flushes: telemetry.Must(m.Int64Counter("spool.worker.batches", metric.WithDescription("Batches flushed, by reason (size, bytes, interval, quick, critical, close)."))),
