@@ -44,16 +44,27 @@ func startLine(from int64, job *spoolv1.Job) int64 {
 	return max(1, job.GetLineCount()+1+from)
 }
 
+// printOptions are what spool logs can add to printing a job's output.
+type printOptions struct {
+	// Put each line's time in front of it.
+	timestamps bool
+	// Told the last line number printed after each batch is out, for a
+	// progress line (nil: not told).
+	printed func(line int64)
+}
+
 // printOutput prints a job's output from line from, following it until the
 // job finishes when follow is set. It returns the job as it finished (nil
 // when it was still live and not followed) and the last PROCESS_END seen.
-func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, from int64, follow bool) (*spoolv1.Job, *spoolv1.JobEvent, error) {
+func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, from int64, follow bool, opts printOptions) (*spoolv1.Job, *spoolv1.JobEvent, error) {
 	w := newOutputWriter(e.out, e.errOut)
+	w.timestamps = opts.timestamps
 	notice := &reconnectNotice{w: e.errOut}
 	s := outputStream(ctx, c, jobID, from, follow, outputAndEnds, notice.lost)
 	var (
 		end     *spoolv1.JobEvent
 		attempt int32
+		line    int64 // the last line printed
 	)
 	for batch, err := range s.Batches() {
 		if err != nil {
@@ -76,14 +87,19 @@ func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, fr
 				end = ev
 				continue
 			}
-			if err := w.write(ev.GetOutputData()); err != nil {
+			d := ev.GetOutputData()
+			if err := w.writeAt(d, ev.GetTimestamp().AsTime()); err != nil {
 				return nil, nil, err
 			}
+			line = d.GetLineNumber()
 		}
 		// A batch at a time: few writes, and a follower sees lines as soon
 		// as they arrive.
 		if err := w.flush(); err != nil {
 			return nil, nil, err
+		}
+		if opts.printed != nil && line > 0 {
+			opts.printed(line)
 		}
 	}
 	return s.Finished(), end, nil
@@ -107,7 +123,7 @@ func followJob(ctx context.Context, e *env, c *client.Client, jobID string) erro
 		defer close(noticed)
 		noticeIfQueued(noticeCtx, c, jobID, shared.errOut)
 	}()
-	job, end, err := printOutput(ctx, &shared, c, jobID, 0, true)
+	job, end, err := printOutput(ctx, &shared, c, jobID, 0, true, printOptions{})
 	stopNotice()
 	<-noticed
 	switch {
@@ -200,13 +216,28 @@ func outcome(job *spoolv1.Job) string {
 type outputWriter struct {
 	out, errOut *bufio.Writer
 	cur         *bufio.Writer // the stream written last
+	// With timestamps, a line begins with the time it was written. The
+	// pieces of a long or unfinished line are printed as one line, so only
+	// the first piece gets one: midLine holds the streams whose last piece
+	// was partial.
+	timestamps bool
+	midLine    map[*bufio.Writer]bool
 }
+
+// timestampLayout is RFC 3339 in UTC with milliseconds, as docker logs -t
+// and kubectl logs --timestamps print it, and always as wide, so the lines
+// stay aligned: 2026-11-25T08:56:11.250Z.
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func newOutputWriter(out, errOut io.Writer) *outputWriter {
-	return &outputWriter{out: bufio.NewWriter(out), errOut: bufio.NewWriter(errOut)}
+	return &outputWriter{out: bufio.NewWriter(out), errOut: bufio.NewWriter(errOut), midLine: map[*bufio.Writer]bool{}}
 }
 
-func (w *outputWriter) write(d *spoolv1.OutputEvent) error {
+// write writes a line whose time is not wanted (w.timestamps unset).
+func (w *outputWriter) write(d *spoolv1.OutputEvent) error { return w.writeAt(d, time.Time{}) }
+
+// writeAt writes a line the job wrote at at.
+func (w *outputWriter) writeAt(d *spoolv1.OutputEvent, at time.Time) error {
 	to := w.out
 	if d.GetStream() == spoolv1.StreamType_STREAM_TYPE_STDERR {
 		to = w.errOut
@@ -217,6 +248,12 @@ func (w *outputWriter) write(d *spoolv1.OutputEvent) error {
 		}
 	}
 	w.cur = to
+	if w.timestamps {
+		if !w.midLine[to] {
+			to.WriteString(at.UTC().Format(timestampLayout) + " ")
+		}
+		w.midLine[to] = d.GetPartial()
+	}
 	if _, err := to.Write(d.GetOutput()); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
 )
 
@@ -42,6 +43,8 @@ whoever follows its log sees the end. Events the source sends later open a
 new job.`,
 		Example: `  spool ingest complete '/ecs/api:ecs/api/4f6c0d2e'
   spool ingest complete --job 019abc…`,
+		// A source is a name of the sender's, never a file here.
+		ValidArgsFunction: cobra.NoFileCompletions,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 1) == (jobID != "") || len(args) > 1 {
 				return fmt.Errorf("name one source, or one job with --job")
@@ -69,6 +72,8 @@ new job.`,
 		},
 	}
 	cmd.Flags().StringVar(&jobID, "job", "", "end this external job instead of naming its source")
+	// An external job that is still open is running.
+	_ = cmd.RegisterFlagCompletionFunc("job", completeJobFlag(e, spoolv1.JobState_JOB_STATE_RUNNING))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -83,7 +88,8 @@ makes the batches again from those events and compares them with what is
 stored: the same events always make the same log, so nothing should differ.
 Anything that does (a batch lost or damaged in the store) is written again.
 Needs an admin key.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {

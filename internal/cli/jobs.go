@@ -18,9 +18,9 @@ import (
 func newJobsCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
-		Short: "List, inspect and cancel jobs",
+		Short: "List, inspect, cancel and wait for jobs",
 	}
-	cmd.AddCommand(newJobsListCmd(e), newJobsGetCmd(e), newJobsCancelCmd(e))
+	cmd.AddCommand(newJobsListCmd(e), newJobsGetCmd(e), newJobsCancelCmd(e), newJobsWaitCmd(e))
 	return cmd
 }
 
@@ -116,6 +116,8 @@ func newJobsGetCmd(e *env) *cobra.Command {
 		Use:   "get JOB_ID",
 		Short: "Show one job (or, given a scatter's id, the scatter and its progress)",
 		Args:  cobra.ExactArgs(1),
+		// Tab offers jobs only: the scatters are in spool scatters list.
+		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -142,9 +144,10 @@ func newJobsCancelCmd(e *env) *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "cancel JOB_ID",
-		Short: "Cancel a job: at once if queued; a running one's command is stopped within moments",
-		Args:  cobra.ExactArgs(1),
+		Use:               "cancel JOB_ID",
+		Short:             "Cancel a job: at once if queued; a running one's command is stopped within moments",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobArg(e, false, activeStates...),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {

@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/spooltest"
@@ -84,5 +89,177 @@ func TestLogsMarkAttempts(t *testing.T) {
 	r := run(srv, "logs", l.JobID())
 	if r.code != 0 || r.stdout != "first try\nsecond try\n" || r.stderr != "spool: ── attempt 2 ──\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestLogsTimestamps: --timestamps puts the time each line was written in
+// front of it, in UTC to the millisecond, once per line however many
+// pieces it was stored in; with --from and -f too.
+func TestLogsTimestamps(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	// Written in another time zone: what is printed is UTC all the same.
+	at := time.Date(2026, 11, 25, 9, 56, 11, 250_000_000, time.FixedZone("CET", 3600))
+	lines := []spooltest.Line{
+		{Text: "compiling", At: at},
+		{Text: "warning: slow test", Stderr: true, At: at.Add(1500 * time.Millisecond)},
+		{Text: "progress 50%", Partial: true, At: at.Add(2 * time.Second)},
+		{Text: "warning: also partial ", Stderr: true, Partial: true, At: at.Add(2100 * time.Millisecond)},
+		{Text: "… done", At: at.Add(3 * time.Second)},
+		{Text: "and this", Stderr: true, At: at.Add(3050 * time.Millisecond)},
+		{Text: "ok", At: at.Add(3001 * time.Millisecond)},
+	}
+	job := spooltest.RunJob(t, srv, lines...)
+
+	r := run(srv, "logs", "--timestamps", job.GetJobId())
+	wantOut := "2026-11-25T08:56:11.250Z compiling\n" +
+		"2026-11-25T08:56:13.250Z progress 50%… done\n" +
+		"2026-11-25T08:56:14.251Z ok\n"
+	wantErr := "2026-11-25T08:56:12.750Z warning: slow test\n" +
+		"2026-11-25T08:56:13.350Z warning: also partial and this\n"
+	if r.code != 0 || r.stdout != wantOut || r.stderr != wantErr {
+		t.Fatalf("exit %d\nstdout %q\nwant   %q\nstderr %q\nwant   %q", r.code, r.stdout, wantOut, r.stderr, wantErr)
+	}
+	r = run(srv, "logs", "-t", "--from", "7", job.GetJobId())
+	if r.code != 0 || r.stdout != "2026-11-25T08:56:14.251Z ok\n" || r.stderr != "" {
+		t.Fatalf("--from 7: %+v", r)
+	}
+
+	// Followed live, lines get their times as they arrive.
+	l := leaseNew(t, srv)
+	l.Write(spooltest.Line{Text: "stored", At: at})
+	done := start(srv, "logs", "-f", "--timestamps", l.JobID())
+	l.Write(spooltest.Line{Text: "live", At: at.Add(time.Minute)})
+	l.End(0)
+	r = await(t, done)
+	if want := "2026-11-25T08:56:11.250Z stored\n2026-11-25T08:57:11.250Z live\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("-f: exit %d, stdout %q, want %q; stderr %q", r.code, r.stdout, want, r.stderr)
+	}
+}
+
+// tick is a clock that moves step on each reading.
+func tick(step time.Duration) func() time.Time {
+	now := t0
+	return func() time.Time {
+		now = now.Add(step)
+		return now
+	}
+}
+
+// progressDraw is the progress line as drawn (on an 80-column terminal
+// without colours) and then erased.
+var progressDraw = regexp.MustCompile(`spool: ([\d,]+) of ([\d,]+) lines \((\d+)%\) · [\d,]+ lines/s` + regexp.QuoteMeta(ansiClearLine))
+
+// TestLogsProgress: on a terminal, a long log's replay shows a progress
+// line on stderr, which is always erased before anything else is written
+// there and at the end; piped, nothing of it appears.
+func TestLogsProgress(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	lines := mixedLog(3000)
+	job := spooltest.RunJob(t, srv, lines...)
+	logs := func(errTerm termInfo, outTTY bool, out, errOut io.Writer) {
+		t.Helper()
+		e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: out, errOut: errOut}
+		// The replay needs over 1,000 lines here; every batch (50 lines)
+		// is 300ms after the one before, so due for a draw.
+		opts := logsOptions{errTerm: errTerm, outTTY: outTTY, progressMin: 1000, now: tick(300 * time.Millisecond)}
+		if err := printLogs(context.Background(), e, job.GetJobId(), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOut, wantErr := split(lines)
+	terminal := termInfo{tty: true, width: 80}
+
+	// stdout to a file, stderr on the terminal.
+	var out, errOut bytes.Buffer
+	logs(terminal, false, &out, &errOut)
+	if out.String() != wantOut {
+		t.Fatalf("stdout: got %d bytes starting %q", out.Len(), head(out.String()))
+	}
+	draws := progressDraw.FindAllStringSubmatch(errOut.String(), -1)
+	if len(draws) < 10 {
+		t.Fatalf("%d progress lines drawn; stderr %q", len(draws), head(errOut.String()))
+	}
+	if first := "spool: 50 of 3,000 lines (1%) · 166 lines/s" + ansiClearLine; draws[0][0] != first {
+		t.Fatalf("first progress line %q, want %q", draws[0][0], first)
+	}
+	if rest := progressDraw.ReplaceAllString(errOut.String(), ""); rest != wantErr {
+		t.Fatalf("stderr without the progress lines: %q, want the job's stderr %q", head(rest), head(wantErr))
+	}
+
+	// Both on the terminal: the progress line is erased before stdout
+	// lines too, and never lands among them.
+	var both bytes.Buffer
+	logs(terminal, true, &both, &both)
+	if len(progressDraw.FindAllString(both.String(), -1)) < 10 {
+		t.Fatalf("no progress on a terminal: %q", head(both.String()))
+	}
+	if rest := progressDraw.ReplaceAllString(both.String(), ""); rest != wantOutput1To(3000) {
+		t.Fatalf("output without the progress lines: %q", head(rest))
+	}
+
+	// stderr to a pipe: no progress line, however long the log.
+	out.Reset()
+	errOut.Reset()
+	logs(termInfo{}, false, &out, &errOut)
+	if out.String() != wantOut || errOut.String() != wantErr {
+		t.Fatalf("piped: stderr %q", head(errOut.String()))
+	}
+	// A short replay on a terminal: none either.
+	errOut.Reset()
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: io.Discard, errOut: &errOut}
+	if err := printLogs(context.Background(), e, job.GetJobId(), logsOptions{from: -900, errTerm: terminal, progressMin: 1000, now: tick(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errOut.String(), "lines/s") || strings.Contains(errOut.String(), "\x1b") {
+		t.Fatalf("progress for 900 lines: %q", head(errOut.String()))
+	}
+}
+
+// wantOutput1To is lines 1..n of mixedLog as one stream.
+func wantOutput1To(n int) string {
+	var b strings.Builder
+	for _, l := range mixedLog(n) {
+		b.WriteString(l.Text + "\n")
+	}
+	return b.String()
+}
+
+// TestLogsProgressFollow: with -f, the progress line covers the stored
+// part only, and is gone once the live end is reached.
+func TestLogsProgressFollow(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	lines := mixedLog(2000)
+	l := leaseNew(t, srv)
+	l.Write(lines[:1500]...)
+
+	var out, errOut spooltest.Buffer
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut}
+	opts := logsOptions{follow: true, errTerm: termInfo{tty: true, width: 80}, progressMin: 1000, now: tick(300 * time.Millisecond)}
+	done := make(chan error, 1)
+	go func() { done <- printLogs(context.Background(), e, l.JobID(), opts) }()
+	eventually(t, "the stored lines", func() bool { return strings.HasSuffix(out.String(), "\n1499\n") })
+	l.Write(lines[1500:]...)
+	l.End(0)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantOut, wantErr := split(lines)
+	if out.String() != wantOut {
+		t.Fatalf("stdout: %q", head(out.String()))
+	}
+	draws := progressDraw.FindAllStringSubmatch(errOut.String(), -1)
+	if len(draws) == 0 {
+		t.Fatalf("no progress line while replaying 1,500 lines: %q", head(errOut.String()))
+	}
+	for _, d := range draws {
+		if n, _ := strconv.Atoi(strings.ReplaceAll(d[1], ",", "")); d[2] != "1,500" || n >= 1500 {
+			t.Fatalf("progress %q after the stored 1,500 lines", d[0])
+		}
+	}
+	if rest := progressDraw.ReplaceAllString(errOut.String(), ""); rest != wantErr {
+		t.Fatalf("stderr without the progress lines: %q", head(rest))
 	}
 }

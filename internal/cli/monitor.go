@@ -35,7 +35,8 @@ lines alone, as spool logs does.`,
 		Example: `  spool monitor JOB
   spool monitor --fast --from 9000 JOB
   spool monitor --slow JOB`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scale := 1.0
 			switch {

@@ -15,7 +15,8 @@ import (
 	"github.com/spool-run/spool/client"
 )
 
-// Version is set at build time with -ldflags "-X …/cli.Version=v1.2.3".
+// Version is set at build time with -ldflags "-X …/cli.Version=v1.2.3";
+// without it, spool version says what the Go toolchain recorded.
 var Version = "dev"
 
 // exitError ends the program with a status and no further message (the
@@ -77,13 +78,16 @@ Start here:
   spool server                     # the server, with an embedded database
   spool submit -- make test        # prints the new job's id
   spool jobs list                  # what is queued, running and done`,
-		Version:       Version,
+		Version:       versionText(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints the line spool version prints.
+	root.SetVersionTemplate("spool {{.Version}}\n")
 	root.PersistentFlags().StringVar(&e.server, "server", client.URLFromEnv(), "spool server address (or set SPOOL_SERVER)")
 	root.PersistentFlags().StringVar(&e.creds.key, "api-key", "", "API key to send (better: set SPOOL_API_KEY, which other users cannot see in ps); on the server's machine the admin key in ./spool-data/admin.key is read")
 	root.PersistentFlags().StringVar(&e.creds.ca, "ca", "", "CA certificate (PEM) to trust for an https:// server with a private CA (or set SPOOL_CA)")
-	root.AddCommand(newKeysCmd(e), newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newScatterCmd(e), newJobsCmd(e), newScattersCmd(e), newConsumeCmd(e), newIngestCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e), newAWSCmd(e))
+	root.AddCommand(newKeysCmd(e), newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newScatterCmd(e), newJobsCmd(e), newScattersCmd(e), newConsumeCmd(e), newIngestCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e), newAWSCmd(e),
+		newVersionCmd(e), newCompletionCmd(e))
 	return root
 }

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/backoff"
+)
+
+// timedOut is spool's exit status when --timeout runs out, the status
+// timeout(1) uses, so scripts tell it from a job's failure.
+var timedOut = exitError{code: 124}
+
+// How often jobs wait asks about its jobs: soon at first, so a short job
+// costs no long pause, then less and less often, so a long wait costs the
+// server little.
+const (
+	waitPollFirst = 100 * time.Millisecond
+	waitPollMax   = 2 * time.Second
+)
+
+func newJobsWaitCmd(e *env) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait [flags] JOB_ID...",
+		Short: "Wait until jobs end; exit as the first that failed did (0 if all succeeded)",
+		Long: `Wait until every job named has ended, without printing their output, saying
+on stderr how each ended as it does. The exit status is the job's exit code
+for one job; for several, the exit code of the first job to fail (in the
+order they failed), or 0 when all succeeded. A job that failed or was
+cancelled without an exit code (it never ran, its worker was lost) counts
+as 1. Waiting is all it does: Ctrl-C or --timeout leave the jobs running.`,
+		Example: `  spool jobs wait JOB
+  spool jobs wait --timeout 10m JOB1 JOB2 JOB3
+  id=$(spool submit -- make test) && spool jobs wait "$id" && echo passed`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeJobArg(e, true, activeStates...),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			return waitJobs(cmd.Context(), e, c, args, timeout)
+		},
+	}
+	cmd.Flags().Var(secondsOrDuration{&timeout}, "timeout", "give up after this long (90s, 10m, or seconds; 0: never) and exit 124, as timeout(1) does")
+	return cmd
+}
+
+// waitJobs waits until each of the jobs ids is final, reporting each as it
+// ends, and returns the error that makes spool exit with the status of the
+// first failure (nil when all succeeded).
+func waitJobs(ctx context.Context, e *env, c *client.Client, ids []string, timeout time.Duration) error {
+	ids = uniq(ids)
+	// Every id is checked before any waiting: a typo is told at once, not
+	// after the other jobs have taken an hour.
+	jobs := make([]*spoolv1.Job, len(ids))
+	for i, id := range ids {
+		j, err := c.Job(ctx, id)
+		if err != nil {
+			return err
+		}
+		jobs[i] = j
+	}
+	waitCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	notice := &reconnectNotice{w: e.errOut}
+	poll := backoff.New(waitPollFirst, waitPollMax)
+	var failed *exitError // the first failure's status
+	for {
+		jobs = reportEnded(e, jobs, &failed)
+		if len(jobs) == 0 {
+			if failed != nil {
+				return *failed
+			}
+			return nil
+		}
+		err := poll.Wait(waitCtx)
+		if err == nil {
+			jobs, err = refresh(waitCtx, c, jobs, notice)
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			fmt.Fprintf(e.errOut, "spool: stopped waiting; still not done: %s\n", notDone(jobs))
+			return interrupted
+		case waitCtx.Err() != nil:
+			fmt.Fprintf(e.errOut, "spool: gave up after %s; still not done: %s\n", timeout, notDone(jobs))
+			return timedOut
+		default:
+			return err
+		}
+	}
+}
+
+// reportEnded says how each final job of jobs ended, in the order they
+// ended, notes the first failure's exit status, and returns the others.
+func reportEnded(e *env, jobs []*spoolv1.Job, failed **exitError) []*spoolv1.Job {
+	var ended, left []*spoolv1.Job
+	for _, j := range jobs {
+		if spool.IsFinal(j.GetState()) {
+			ended = append(ended, j)
+		} else {
+			left = append(left, j)
+		}
+	}
+	// Jobs that ended between two polls are put in order by the server's
+	// clock: the time of their last change, which ending was.
+	slices.SortStableFunc(ended, func(a, b *spoolv1.Job) int {
+		return a.GetUpdatedAt().AsTime().Compare(b.GetUpdatedAt().AsTime())
+	})
+	for _, j := range ended {
+		fmt.Fprintf(e.errOut, "%s %s\n", j.GetJobId(), outcome(j))
+		if *failed == nil && j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+			code := 1
+			if c := j.GetResult().GetExitCode(); c > 0 {
+				code = int(c)
+			}
+			*failed = &exitError{code: code}
+		}
+	}
+	return left
+}
+
+// refresh asks the server for each job again. While the server cannot be
+// reached it keeps trying (saying so once): the jobs go on without it, and
+// the wait should outlast a restart.
+func refresh(ctx context.Context, c *client.Client, jobs []*spoolv1.Job, notice *reconnectNotice) ([]*spoolv1.Job, error) {
+	fresh := make([]*spoolv1.Job, 0, len(jobs))
+	for _, j := range jobs {
+		got, err := c.Job(ctx, j.GetJobId())
+		switch {
+		case err == nil:
+			notice.resumed()
+			fresh = append(fresh, got)
+		case client.IsUnavailable(err) && ctx.Err() == nil:
+			notice.lost(err, 0)
+			fresh = append(fresh, j)
+		default:
+			return jobs, fmt.Errorf("job %s: %w", j.GetJobId(), err)
+		}
+	}
+	return fresh, nil
+}
+
+// notDone lists jobs with their states: "019a… (running), 019b… (queued)".
+func notDone(jobs []*spoolv1.Job) string {
+	s := make([]string, len(jobs))
+	for i, j := range jobs {
+		s[i] = fmt.Sprintf("%s (%s)", j.GetJobId(), spool.StateName(j.GetState()))
+	}
+	return strings.Join(s, ", ")
+}
+
+// uniq is ids without repeats, in their first order: a job named twice is
+// waited for, and reported, once.
+func uniq(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
