@@ -55,6 +55,9 @@ type JobParams struct {
 	Ref            string            `json:"ref,omitempty"`
 	// Stdin is what the command reads on its standard input, in base64.
 	Stdin []byte `json:"stdin,omitempty"`
+	// PTY runs the command on a pseudo-terminal (stdout and stderr are
+	// then one stream).
+	PTY bool `json:"pty,omitempty"`
 	// Scatter is set on a scatter's jobs: which batch, or the gather.
 	Scatter *ScatterMember `json:"scatter,omitempty"`
 }
@@ -161,6 +164,7 @@ func paramsView(p *spoolv1.JobParams) JobParams {
 		RepositoryURL:  p.GetRepositoryUrl(),
 		Ref:            p.GetRef(),
 		Stdin:          p.GetStdin(),
+		PTY:            p.GetPty(),
 	}
 	if m := p.GetScatter(); m != nil {
 		v.Scatter = &ScatterMember{ScatterID: m.GetScatterId(), BatchIndex: m.GetBatchIndex(), BatchCount: m.GetBatchCount(),

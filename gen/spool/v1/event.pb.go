@@ -533,7 +533,10 @@ type ProcessStartEvent struct {
 	// What was run, for people (argv joined, or the script).
 	Command string `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
 	// The worker that runs this attempt.
-	WorkerId      string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	WorkerId string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// The command runs on a pseudo-terminal: what follows is the
+	// terminal's one stream (stdout and stderr together, as stdout).
+	Pty           bool `protobuf:"varint,4,opt,name=pty,proto3" json:"pty,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -587,6 +590,13 @@ func (x *ProcessStartEvent) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *ProcessStartEvent) GetPty() bool {
+	if x != nil {
+		return x.Pty
+	}
+	return false
 }
 
 // ProcessEndEvent: the command exited.
@@ -737,11 +747,12 @@ const file_spool_v1_event_proto_rawDesc = "" +
 	"timestamps\x128\n" +
 	"\x18playback_interval_millis\x18\x05 \x01(\x05R\x16playbackIntervalMillis\x12\x1d\n" +
 	"\n" +
-	"first_line\x18\x06 \x01(\x03R\tfirstLine\"\\\n" +
+	"first_line\x18\x06 \x01(\x03R\tfirstLine\"n\n" +
 	"\x11ProcessStartEvent\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x1b\n" +
-	"\tworker_id\x18\x03 \x01(\tR\bworkerId\"}\n" +
+	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x10\n" +
+	"\x03pty\x18\x04 \x01(\bR\x03pty\"}\n" +
 	"\x0fProcessEndEvent\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x125\n" +
 	"\bduration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x16\n" +

@@ -118,7 +118,12 @@ type JobParams struct {
 	// Set by spool on the jobs that hold the logs of a program spool did not
 	// start (never by EnqueueJob): such a job is of kind "external", runs
 	// nothing, and its log is what was sent to /api/v1/ingest.
-	External      *External `protobuf:"bytes,10,opt,name=external,proto3" json:"external,omitempty"`
+	External *External `protobuf:"bytes,10,opt,name=external,proto3" json:"external,omitempty"`
+	// Run the command on a pseudo-terminal, as a terminal would, so tools
+	// that colour their output only on a terminal keep their colours. Its
+	// stdout and stderr are then one stream, the terminal's, recorded as
+	// stdout.
+	Pty           bool `protobuf:"varint,11,opt,name=pty,proto3" json:"pty,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -221,6 +226,13 @@ func (x *JobParams) GetExternal() *External {
 		return x.External
 	}
 	return nil
+}
+
+func (x *JobParams) GetPty() bool {
+	if x != nil {
+		return x.Pty
+	}
+	return false
 }
 
 // External says where an external job's log comes from.
@@ -802,7 +814,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x03\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb9\x03\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -815,7 +827,8 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\ascatter\x18\b \x01(\v2\x17.spool.v1.ScatterMemberR\ascatter\x12\x14\n" +
 	"\x05stdin\x18\t \x01(\fR\x05stdin\x12.\n" +
 	"\bexternal\x18\n" +
-	" \x01(\v2\x12.spool.v1.ExternalR\bexternal\x1a6\n" +
+	" \x01(\v2\x12.spool.v1.ExternalR\bexternal\x12\x10\n" +
+	"\x03pty\x18\v \x01(\bR\x03pty\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\"\n" +
