@@ -1,6 +1,7 @@
 // Package capture turns a process's output stream into batcher.Lines,
 // keeping every byte: concatenating each Line's Data, followed by a newline
-// unless it is Partial, gives back the stream exactly.
+// unless it is Partial, gives back the stream exactly (with StripCR, the
+// stream less the carriage returns just before each newline).
 package capture
 
 import (
@@ -34,6 +35,13 @@ type Options struct {
 	IdleFlush time.Duration
 	// Clock times the idle flush and stamps Lines (nil: the system clock).
 	Clock batcher.Clock
+	// StripCR drops the carriage returns that come just before a newline.
+	// Set it for what a pseudo-terminal wrote: the terminal sends every
+	// "\n" on as "\r\n", so every line would otherwise end in a "\r" the
+	// program never wrote. A "\r" followed by anything else (a progress
+	// bar redrawing its line) is kept. Lines still come out the same
+	// however the stream is cut into reads.
+	StripCR bool
 }
 
 func (o Options) withDefaults() Options {

@@ -31,6 +31,13 @@ type splitter struct {
 	gen  uint64
 	done bool
 
+	// With StripCR, the carriage returns that ended what was read so far:
+	// whether they belong to the line is known only from the byte after
+	// them (a newline drops them), so they are held back, outside pending
+	// and MaxLine, until it arrives.
+	heldCRs int
+	heldAt  time.Time
+
 	// The chunk being fed, and a copy of it from owned.from on, made the
 	// first time a piece lies wholly inside the chunk: such pieces are
 	// slices of that one copy instead of one allocation each.
@@ -66,6 +73,23 @@ func (s *splitter) feed(chunk []byte, now time.Time) {
 // segment adds chunk[i:j] to the current line; newline says a newline
 // followed it. Whatever would take the line over MaxLine is cut off first.
 func (s *splitter) segment(i, j int, newline bool, now time.Time) {
+	if s.opts.StripCR {
+		k := j
+		for k > i && s.chunk[k-1] == '\r' {
+			k--
+		}
+		if k > i {
+			// Something other than a newline followed the held ones:
+			// they are part of the line after all.
+			s.releaseCRs(now)
+		}
+		if newline {
+			s.heldCRs = 0
+		} else if k < j {
+			s.heldCRs, s.heldAt = s.heldCRs+j-k, now
+		}
+		j = k
+	}
 	for len(s.pending)+j-i > s.opts.MaxLine {
 		k := i + s.opts.MaxLine - len(s.pending)
 		s.send(s.take(i, k), true, now)
@@ -79,6 +103,22 @@ func (s *splitter) segment(i, j int, newline bool, now time.Time) {
 		s.readAt = now
 	}
 }
+
+// releaseCRs adds the held carriage returns to the current line, cutting
+// it at MaxLine as any other bytes would be.
+func (s *splitter) releaseCRs(now time.Time) {
+	for ; s.heldCRs > 0; s.heldCRs-- {
+		if len(s.pending) == s.opts.MaxLine {
+			data := s.pending
+			s.dropPending()
+			s.send(data[:len(data):len(data)], true, now)
+		}
+		s.pending = s.grow(carriageReturn)
+		s.readAt = now
+	}
+}
+
+var carriageReturn = []byte{'\r'}
 
 // take ends the current piece: pending followed by chunk[i:j], in memory
 // the caller may keep.
@@ -161,6 +201,8 @@ func (s *splitter) idleFlush(gen uint64) {
 func (s *splitter) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// No newline came after them: the stream ends in carriage returns.
+	s.releaseCRs(s.heldAt)
 	s.flushPending()
 	s.hand()
 	s.dropPending()
