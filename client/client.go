@@ -126,6 +126,12 @@ type Submission struct {
 	// Stdin is given to the command on its standard input. Argv, Script,
 	// Env and Stdin together hold at most 256 KiB.
 	Stdin []byte
+	// PTY runs the command on a pseudo-terminal, so tools that colour
+	// their output only on a terminal keep their colours. Its stdout and
+	// stderr are then one stream, recorded as stdout. Stdin, if given, is
+	// still read as a file (as `cmd < file` at a terminal); without it
+	// the command's input is the terminal, where it finds end of input.
+	PTY bool
 	// RejectReason, when set, records the job as failed at once, with this
 	// as its error, and never runs it: for work that arrived but cannot
 	// run, so it is kept and seen instead of dropped. Argv and Script may
@@ -135,7 +141,7 @@ type Submission struct {
 
 // Params is the submission's JobParams.
 func (s Submission) Params() *spoolv1.JobParams {
-	p := &spoolv1.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, RepositoryUrl: s.Repository, Ref: s.Ref, Stdin: s.Stdin}
+	p := &spoolv1.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, RepositoryUrl: s.Repository, Ref: s.Ref, Stdin: s.Stdin, Pty: s.PTY}
 	// A negative timeout is sent as it is, for the server to refuse: it
 	// must not quietly mean "none".
 	if s.Timeout != 0 {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -18,7 +19,8 @@ import (
 )
 
 // pipeDrain is how long output may keep arriving after the command exits
-// (from processes that escaped its group) before the pipes are closed.
+// (from processes that escaped its group) before the pipes, or the
+// terminal, are closed.
 const pipeDrain = 5 * time.Second
 
 // attempt is one leased run of a job.
@@ -163,12 +165,12 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 		return a.failed(res, "could not write the job's stdin: "+err.Error())
 	}
 	argv, text := command(a.job.GetParams())
-	p, err := startProcess(argv, dir, append(a.env(), files.env(a.job.GetParams().GetScatter())...), stdin)
+	p, err := startProcess(argv, dir, append(a.env(), files.env(a.job.GetParams().GetScatter())...), stdin, a.job.GetParams().GetPty())
 	if err != nil {
 		return a.failed(res, startError(text, dir, a.w.cfg.ID, err))
 	}
 	a.out.Event(&spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_START, EventData: &spoolv1.JobEvent_ProcessStart{
-		ProcessStart: &spoolv1.ProcessStartEvent{Pid: int32(p.pid()), Command: text, WorkerId: a.w.cfg.ID}}})
+		ProcessStart: &spoolv1.ProcessStartEvent{Pid: int32(p.pid()), Command: text, WorkerId: a.w.cfg.ID, Pty: p.terminal}}})
 	a.setProc(p)
 	if t := a.job.GetParams().GetTimeout(); t != nil && t.AsDuration() > 0 {
 		timer := time.AfterFunc(t.AsDuration(), func() { a.stop("timed out after " + t.AsDuration().String()) })
@@ -197,22 +199,35 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 	return res
 }
 
-// captureUntilExit reads both output streams into the batcher until the
-// process has exited and its pipes are drained.
+// captureUntilExit reads the output streams into the batcher until the
+// process has exited and its pipes (or its terminal) are drained.
 func (a *attempt) captureUntilExit(p *process) {
 	maxLine := int(a.job.GetExecutionConfig().GetBatching().GetMaxBatchBytes())
 	if maxLine <= 0 {
 		maxLine = 256 << 10
 	}
+	type stream struct {
+		r    io.Reader
+		opts capture.Options
+	}
+	var streams []stream
+	if p.terminal {
+		// The terminal's one stream is the job's stdout. The terminal
+		// ended every line with "\r\n"; the lines are kept as the
+		// program wrote them.
+		streams = []stream{{terminalReader{p.stdout}, capture.Options{Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT, StripCR: true}}}
+	} else {
+		streams = []stream{
+			{p.stdout, capture.Options{Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT}},
+			{p.stderr, capture.Options{Stream: spoolv1.StreamType_STREAM_TYPE_STDERR}},
+		}
+	}
 	var wg sync.WaitGroup
-	for _, s := range []struct {
-		r      *os.File
-		stream spoolv1.StreamType
-	}{{p.stdout, spoolv1.StreamType_STREAM_TYPE_STDOUT}, {p.stderr, spoolv1.StreamType_STREAM_TYPE_STDERR}} {
+	for _, s := range streams {
 		wg.Go(func() {
-			opts := capture.Options{Stream: s.stream, MaxLine: maxLine, Clock: a.w.clock}
-			if err := capture.Chunks(s.r, opts, a.onLines); err != nil && !isClosedPipe(err) {
-				a.log.Warn("reading the command's output failed", "stream", s.stream.String(), "error", err)
+			s.opts.MaxLine, s.opts.Clock = maxLine, a.w.clock
+			if err := capture.Chunks(s.r, s.opts, a.onLines); err != nil && !isClosedPipe(err) {
+				a.log.Warn("reading the command's output failed", "stream", s.opts.Stream.String(), "error", err)
 			}
 		})
 	}
@@ -223,13 +238,11 @@ func (a *attempt) captureUntilExit(p *process) {
 	case <-drained:
 	case <-time.After(pipeDrain):
 		// Something outside the command's process group still holds the
-		// pipes; the job is over, so stop reading.
-		p.stdout.Close()
-		p.stderr.Close()
+		// pipes or the terminal; the job is over, so stop reading.
+		p.closeOutput()
 		<-drained
 	}
-	p.stdout.Close()
-	p.stderr.Close()
+	p.closeOutput()
 }
 
 // failed records that the command could not run.

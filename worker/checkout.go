@@ -69,7 +69,7 @@ func (a *attempt) checkout(ctx context.Context, url, ref, dir string) error {
 // git runs git in dir ("": the worker's directory) with its output captured
 // into the job's log.
 func (a *attempt) git(ctx context.Context, dir string, args ...string) error {
-	p, err := startProcess(append([]string{"git"}, args...), dir, gitEnv(), "")
+	p, err := startProcess(append([]string{"git"}, args...), dir, gitEnv(), "", false)
 	if err != nil {
 		return fmt.Errorf("run git: %w (is git installed on the worker?)", err)
 	}

@@ -15,16 +15,29 @@ import (
 // anyone who may read jobs.
 var DefaultPassEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "TMPDIR"}
 
+// terminalType is TERM for a job on a pseudo-terminal when the worker has
+// none to pass on (a worker started by systemd has none): a terminal most
+// programs know to be able to colour.
+const terminalType = "xterm-256color"
+
 // jobEnv is a job's environment: the worker's variables that pass (the
 // defaults and Config.PassEnv; a name may end in * to pass every variable
-// with that prefix), then spool's own, then the job's.
+// with that prefix), then spool's own, then the job's. A job on a
+// pseudo-terminal gets a TERM if the worker passed it none.
 func jobEnv(worker []string, pass []string, job *spoolv1.Job) []string {
 	var env []string
+	term := false
 	for _, kv := range worker {
-		name, _, _ := strings.Cut(kv, "=")
+		name, value, _ := strings.Cut(kv, "=")
 		if passes(name, DefaultPassEnv) || passes(name, pass) {
 			env = append(env, kv)
+			term = term || (name == "TERM" && value != "")
 		}
+	}
+	if job.GetParams().GetPty() && !term {
+		// Programs look at TERM before they colour: without it, many
+		// treat the terminal as one that cannot.
+		env = append(env, "TERM="+terminalType)
 	}
 	env = append(env,
 		"SPOOL_JOB_ID="+job.GetJobId(),

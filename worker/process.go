@@ -21,8 +21,11 @@ import (
 type process struct {
 	cmd     *exec.Cmd
 	stdout  *os.File // read ends; capture reads them to EOF
-	stderr  *os.File
+	stderr  *os.File // nil on a terminal: stdout is its master end
 	started time.Time
+	// terminal: the command runs on a pseudo-terminal, whose one stream
+	// (stdout and stderr together) is read from stdout.
+	terminal bool
 
 	done  chan struct{} // closed when the process has exited
 	state *os.ProcessState
@@ -45,8 +48,10 @@ func command(p *spoolv1.JobParams) ([]string, string) {
 }
 
 // startProcess starts argv in dir with env. Its stdin is the file named
-// stdin, or /dev/null when that is "".
-func startProcess(argv []string, dir string, env []string, stdin string) (*process, error) {
+// stdin, or /dev/null when that is "". With terminal, its stdout and
+// stderr are a new pseudo-terminal, and so is its stdin when there is no
+// file, holding only an end of input.
+func startProcess(argv []string, dir string, env []string, stdin string, terminal bool) (*process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no command")
 	}
@@ -62,33 +67,57 @@ func startProcess(argv []string, dir string, env []string, stdin string) (*proce
 		// The child has its own copy once started.
 		defer in.Close()
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: outW, Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env}
 	if in != nil {
 		cmd.Stdin = in // set only when there is one: a nil *os.File would not read as "none"
 	}
-	setDeathSignal(cmd.SysProcAttr)
-	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{outR, outW, errR, errW} {
-			f.Close()
+	p := &process{cmd: cmd, terminal: terminal, done: make(chan struct{})}
+	// childEnds are the files the child gets a copy of; the worker's own
+	// copies are closed once it has started, so that reading the other
+	// ends sees the end once every process holding them is gone.
+	var childEnds []*os.File
+	if terminal {
+		master, slave, err := openTerminal(in == nil)
+		if err != nil {
+			return nil, fmt.Errorf("could not open a pseudo-terminal: %w", err)
 		}
+		p.stdout, childEnds = master, []*os.File{slave}
+		cmd.Stdout, cmd.Stderr = slave, slave
+		if in == nil {
+			cmd.Stdin = slave
+		}
+		// A session of its own with the terminal as its controlling
+		// terminal (named by the child's fd 1, which is always the
+		// terminal), as a shell in a terminal window has, so programs
+		// that open /dev/tty find it. A new session is also a new
+		// process group whose id is the command's pid: stopping the
+		// job signals the group as for any other command.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
+	} else {
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			outR.Close()
+			outW.Close()
+			return nil, err
+		}
+		p.stdout, p.stderr, childEnds = outR, errR, []*os.File{outW, errW}
+		cmd.Stdout, cmd.Stderr = outW, errW
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	setDeathSignal(cmd.SysProcAttr)
+	err = cmd.Start()
+	for _, f := range childEnds {
+		f.Close()
+	}
+	if err != nil {
+		p.closeOutput()
 		return nil, err
 	}
-	// The child has its own copies of the write ends; closing ours makes
-	// the read ends see EOF once every process holding them is gone.
-	outW.Close()
-	errW.Close()
-	p := &process{cmd: cmd, stdout: outR, stderr: errR, started: time.Now(), done: make(chan struct{})}
+	p.started = time.Now()
 	go func() {
 		// Wait for the exit without reaping: the process stays a zombie,
 		// so its pid and group id stay its own while the group is killed.
@@ -110,6 +139,16 @@ func startProcess(argv []string, dir string, env []string, stdin string) (*proce
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// closeOutput closes the worker's ends of the command's output, which
+// ends any read of them.
+func (p *process) closeOutput() {
+	for _, f := range []*os.File{p.stdout, p.stderr} {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // signal sends sig to the process's group, unless the process has been

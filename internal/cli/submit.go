@@ -69,6 +69,7 @@ func newSubmitCmd(e *env) *cobra.Command {
 	var (
 		f              submitFlags
 		asJSON, follow bool
+		pty            bool
 		stdinFile      string
 	)
 	cmd := &cobra.Command{
@@ -80,6 +81,7 @@ func newSubmitCmd(e *env) *cobra.Command {
   JOB=$(spool submit -- ./deploy.sh) && spool jobs get "$JOB"
   spool submit -f -- make test     # watch it run; exit as it exits
   spool submit --retries 2 -- ./flaky-test.sh
+  spool submit --pty -f -- cargo test   # in colour, as on a terminal
 
 Two budgets: --retries runs a command that fails (non-zero exit, timeout)
 again, after 2 s, 4 s, 8 s...; --max-attempts bounds how often a job may
@@ -93,6 +95,7 @@ that stops gracefully hands its jobs back without using either.`,
 			if s.Stdin, err = readStdinFile(e, stdinFile); err != nil {
 				return err
 			}
+			s.PTY = pty
 			c, err := e.client()
 			if err != nil {
 				return err
@@ -119,6 +122,7 @@ that stops gracefully hands its jobs back without using either.`,
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
+	cmd.Flags().BoolVar(&pty, "pty", false, "run the command on a pseudo-terminal, so tools that colour only on a terminal keep their colours; its stdout and stderr are then one stream, recorded as stdout (--stdin still comes from its file, as CMD < FILE would at a terminal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole job as JSON instead of its id")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the job's output until it ends, then exit with its exit status (128+N when signal N killed it, as a shell does)")
 	cmd.MarkFlagsMutuallyExclusive("json", "follow")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,34 @@ func TestSubmitStdin(t *testing.T) {
 	}
 	if r := run(srv, "submit", "--stdin", big, "--", "wc"); r.code == 0 || !strings.Contains(r.stderr, "holds more than 256 KiB") {
 		t.Fatalf("a stdin too big: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
+// TestSubmitPTY: submit --pty runs the command on a terminal: followed, its
+// colours arrive as it printed them and its stderr comes in its stdout;
+// the job says it asked for one. Without --pty the same command sees
+// pipes and keeps two streams.
+func TestSubmitPTY(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
+	const script = `if [ -t 1 ]; then printf '\033[32mgreen\033[0m\n'; else echo plain; fi; echo oops >&2`
+	r := run(srv, "submit", "--pty", "-f", "--shell", script)
+	if r.code != 0 || r.stdout != "\x1b[32mgreen\x1b[0m\noops\n" || strings.Contains(r.stderr, "oops") {
+		t.Fatalf("--pty: exit %d, stdout %q, stderr %q; want the colour and the error on stdout", r.code, r.stdout, r.stderr)
+	}
+	r = run(srv, "submit", "-f", "--shell", script)
+	if r.code != 0 || r.stdout != "plain\n" || !strings.Contains(r.stderr, "oops\n") {
+		t.Fatalf("without --pty: exit %d, stdout %q, stderr %q; want plain, and the error on stderr", r.code, r.stdout, r.stderr)
+	}
+
+	r = run(srv, "submit", "--pty", "--json", "-q", "elsewhere", "--", "true")
+	var job struct {
+		Params struct {
+			PTY bool `json:"pty"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &job); r.code != 0 || err != nil || !job.Params.PTY {
+		t.Fatalf("--pty --json: exit %d (%v), stdout %s; want params.pty", r.code, err, r.stdout)
 	}
 }
