@@ -13,6 +13,8 @@ type TestHooks struct {
 	OnFrame func(lines, bytes int)
 	// PageBytes replaces the byte budget of a REST page of lines.
 	PageBytes int
+	// SearchScanLines replaces the lines one search call may look at.
+	SearchScanLines int
 	// PingInterval replaces the WebSocket keepalive interval.
 	PingInterval time.Duration
 	// ScatterBodyBytes replaces the body limit of POST /api/v1/scatters.
@@ -25,18 +27,21 @@ func SetTestHooks(t testing.TB, h TestHooks) {
 	testHooks.Lock()
 	defer testHooks.Unlock()
 	testHooks.onFrame, testHooks.pageBytes, testHooks.pingInterval, testHooks.scatterBodyBytes = h.OnFrame, h.PageBytes, h.PingInterval, h.ScatterBodyBytes
+	testHooks.searchScanLines = h.SearchScanLines
 	t.Cleanup(func() {
 		testHooks.Lock()
 		defer testHooks.Unlock()
 		testHooks.onFrame, testHooks.pageBytes, testHooks.pingInterval, testHooks.scatterBodyBytes = nil, 0, 0, 0
+		testHooks.searchScanLines = 0
 	})
 }
 
 // Frame caps, for tests that check them.
 const (
-	MaxFrameLines = maxFrameLines
-	MaxFrameBytes = maxFrameBytes
-	MaxLogLimit   = service.MaxPageLines
+	MaxFrameLines  = maxFrameLines
+	MaxFrameBytes  = maxFrameBytes
+	MaxLogLimit    = service.MaxPageLines
+	MaxSearchLimit = service.MaxSearchMatches
 )
 
 // RouteKeys lists the routes as "METHOD path".

@@ -1,8 +1,8 @@
 // Package httpapi serves spool over plain HTTP for browsers, curl and
 // scripts: a JSON REST API for jobs and their logs (paginated by line
-// number) and for scatters, a WebSocket that streams a job's log live and
-// resumes from any line, and the OpenAPI document describing them
-// (openapi.yaml).
+// number, searched, or downloaded whole as text) and for scatters, a
+// WebSocket that streams a job's log live and resumes from any line, and
+// the OpenAPI document describing them (openapi.yaml).
 //
 // Every handler is a thin adapter over the service core: it parses the
 // request, calls the core, and writes the answer as JSON. The core decides
@@ -50,6 +50,9 @@ type api struct {
 	// pageBytes bounds the output in a REST page of lines (0: the core's
 	// bound; tests make it small).
 	pageBytes int
+	// searchScanLines bounds the lines one search call looks at (0: the
+	// core's bound; tests make it small).
+	searchScanLines int
 	// scatterBodyBytes bounds the body of POST /api/v1/scatters, which
 	// carries every batch (service.MaxScatterRequestBytes; tests make it
 	// small).
@@ -70,6 +73,7 @@ var testHooks struct {
 	sync.Mutex
 	onFrame          func(lines, bytes int)
 	pageBytes        int
+	searchScanLines  int
 	pingInterval     time.Duration
 	scatterBodyBytes int64
 }
@@ -87,6 +91,8 @@ var routes = []route{
 	{"POST", "/api/v1/jobs/{job_id}/cancel", (*api).cancelJob},
 	{"GET", "/api/v1/jobs/{job_id}/logs", (*api).getLogs},
 	{"GET", "/api/v1/jobs/{job_id}/logs/ws", (*api).streamLogs},
+	{"GET", "/api/v1/jobs/{job_id}/logs/search", (*api).searchLogs},
+	{"GET", "/api/v1/jobs/{job_id}/logs/raw", (*api).rawLog},
 	{"POST", "/api/v1/ingest/firehose", (*api).ingestFirehose},
 	{"POST", "/api/v1/ingest/lines", (*api).ingestLines},
 	{"POST", "/api/v1/ingest/complete", (*api).completeSource},
@@ -134,7 +140,8 @@ func newAPI(o Options) *api {
 	if o.PingInterval <= 0 {
 		o.PingInterval = defaultPingInterval
 	}
-	a := &api{Options: o, pageBytes: testHooks.pageBytes, onFrame: testHooks.onFrame, scatterBodyBytes: service.MaxScatterRequestBytes}
+	a := &api{Options: o, pageBytes: testHooks.pageBytes, searchScanLines: testHooks.searchScanLines, onFrame: testHooks.onFrame,
+		scatterBodyBytes: service.MaxScatterRequestBytes}
 	if testHooks.scatterBodyBytes > 0 {
 		a.scatterBodyBytes = testHooks.scatterBodyBytes
 	}

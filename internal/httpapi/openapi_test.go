@@ -99,7 +99,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 	doc := loadOpenAPI(t)
 	for name, v := range map[string]any{
 		"Job": jobjson.Job{}, "JobParams": jobjson.JobParams{}, "JobResult": jobjson.JobResult{}, "JobList": jobjson.List{},
-		"LogLine": httpapi.Line{}, "Pagination": httpapi.Pagination{}, "LogPage": httpapi.LogPage{}, "EndMessage": httpapi.EndMessage{},
+		"LogLine": httpapi.Line{}, "Pagination": httpapi.Pagination{}, "LogPage": httpapi.LogPage{}, "LogSearch": httpapi.LogSearch{}, "EndMessage": httpapi.EndMessage{},
 		"Session": httpapi.Session{}, "Ticket": httpapi.Ticket{},
 		"ScatterMember": jobjson.ScatterMember{}, "Scatter": jobjson.Scatter{}, "ScatterProgress": jobjson.ScatterProgress{},
 		"ScatterSpec": jobjson.ScatterSpec{}, "ScatterList": jobjson.ScatterList{}, "ScatterBatch": jobjson.ScatterBatch{},

@@ -190,6 +190,8 @@ var routes = map[string]entry{
 	"POST /api/v1/jobs/{job_id}/cancel":         {forSubmit, send(http.MethodPost, "/api/v1/jobs/{cancel}/cancel")},
 	"GET /api/v1/jobs/{job_id}/logs":            {forRead, get("/api/v1/jobs/{job}/logs")},
 	"GET /api/v1/jobs/{job_id}/logs/ws":         {forRead, ws},
+	"GET /api/v1/jobs/{job_id}/logs/search":     {forRead, get("/api/v1/jobs/{job}/logs/search?q=x")},
+	"GET /api/v1/jobs/{job_id}/logs/raw":        {forRead, get("/api/v1/jobs/{job}/logs/raw")},
 	"GET /api/v1/openapi.yaml":                  {public, get("/api/v1/openapi.yaml")},
 	"POST /api/v1/ingest/firehose":              {forIngest, send(http.MethodPost, "/api/v1/ingest/firehose")},
 	"POST /api/v1/ingest/lines":                 {forIngest, send(http.MethodPost, "/api/v1/ingest/lines")},

@@ -26,6 +26,13 @@ export function ansiToHtml(line) {
   return out + styled(st, line.slice(last));
 }
 
+// plainText is a line without its escape sequences and control characters
+// (a carriage return becomes a space): the text a search of the log
+// matches against, as the server looks for it.
+export function plainText(line) {
+  return String(line).replace(SEQ, (m) => (m === "\r" ? " " : ""));
+}
+
 // afterCarriageReturn keeps what a terminal would show of a line that
 // redraws itself ("10%\r20%\r30%" shows "30%"); a trailing \r (CRLF output)
 // is ignored.

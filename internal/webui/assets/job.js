@@ -1,6 +1,11 @@
 // The job page: the job's state, command, params, attempts and result, a
 // cancel button, and its log, live. /jobs/<id>#L9000 opens the log at line
-// 9000 and streams on from there.
+// 9000 and streams on from there. The log can be searched (on the server,
+// so a log of millions of lines is never loaded for it), shown with the
+// time of each line, and downloaded whole; a click on a line number copies
+// a link to the line. Keys: End goes to the tail and follows it, Home to
+// the top of what is loaded, / to the search box.
+import { plainText } from "./ansi.js";
 import { api, confirmButton, jobTitle, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
 import { LogView } from "./logview.js";
 import { LogStream } from "./stream.js";
@@ -8,6 +13,8 @@ import { LogStream } from "./stream.js";
 const WINDOW = 5000; // lines shown on open without #L: the last ones
 const PAGE = 1000; // lines per REST request
 const REFRESH_MS = 3000; // job header refresh while the job is not finished
+const SEARCH_PAGE = 100; // matches per search request
+const TIMES_KEY = "spool.showTimes"; // remembers the timestamps toggle
 
 const jobId = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (sel) => document.querySelector(sel);
@@ -226,10 +233,223 @@ $("#follow").addEventListener("click", () => {
 view.onFollow = (on) => $("#follow").classList.toggle("on", on);
 
 // A click on a line number changes the hash: highlight that line, or open
-// the log there if it is not loaded.
+// the log there if it is not loaded. A search result asks to see the line
+// in the middle of the view rather than only just in it.
+let jumpBlock = "";
 window.addEventListener("hashchange", () => {
   const n = hashLine();
-  if (n && !view.target(n, "nearest")) openLog(n);
+  const block = jumpBlock || "nearest";
+  jumpBlock = "";
+  if (n) jumpTo(n, block);
+});
+
+function jumpTo(n, block) {
+  if (!view.target(n, block)) openLog(n);
+}
+
+// goToLine shows line n as a link to it does, also when the address has
+// that link already (then there is no hashchange).
+function goToLine(n, block) {
+  if (location.hash === `#L${n}`) {
+    jumpTo(n, block);
+    return;
+  }
+  jumpBlock = block;
+  location.hash = `#L${n}`;
+}
+
+// toTail goes to the end of the log and follows it: in the view when the
+// loaded lines reach the end, else by opening the log at its last lines
+// (a view opened far up a long log would otherwise have everything in
+// between streamed to it first).
+function toTail() {
+  history.replaceState(null, "", location.pathname + location.search);
+  if (!job || view.last >= job.line_count) view.toEnd();
+  else openLog(0);
+}
+
+// --- copying a link to a line -------------------------------------------
+
+// The number's own link sets the hash (and highlights the line); the click
+// also copies the line's address, and a cue on the line says so.
+view.onLineNumber = (n, e) => {
+  if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return; // opening the link elsewhere
+  const url = new URL(location.href);
+  url.hash = `L${n}`;
+  copyText(url.href).then((ok) => cue(n, ok ? "Link copied" : "Copy failed: the link is in the address bar"));
+};
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    // No clipboard API: a page served over plain HTTP from another host
+    // than this one is not a secure context. The older command still works.
+    const ta = document.createElement("textarea");
+    ta.value = text;
+    ta.className = "offscreen";
+    document.body.append(ta);
+    ta.select();
+    let ok = false;
+    try {
+      ok = document.execCommand("copy");
+    } catch {
+      // ok stays false
+    }
+    ta.remove();
+    return ok;
+  }
+}
+
+function cue(n, text) {
+  const row = document.getElementById(`L${n}`);
+  if (!row) return;
+  row.querySelector(".copied")?.remove();
+  const el = document.createElement("span");
+  el.className = "copied";
+  el.setAttribute("role", "status");
+  el.textContent = text;
+  row.append(el);
+  setTimeout(() => el.remove(), 1500);
+}
+
+// --- timestamps ---------------------------------------------------------
+
+function showTimes(on) {
+  view.showTimes(on);
+  const btn = $("#timestamps");
+  btn.classList.toggle("on", on);
+  btn.setAttribute("aria-pressed", String(on));
+  try {
+    localStorage.setItem(TIMES_KEY, on ? "1" : "");
+  } catch {
+    // storage off: the choice lasts for this page
+  }
+}
+
+$("#timestamps").addEventListener("click", () => showTimes(!$("#timestamps").classList.contains("on")));
+
+// --- search -------------------------------------------------------------
+
+// The search the results are of: what, how, and where the next request
+// goes on (after_line). seq tells a late answer of an older search.
+const search = { q: "", caseSensitive: false, after: 0, count: 0, seq: 0 };
+
+function searchURL() {
+  const p = { q: search.q, after_line: search.after, limit: SEARCH_PAGE };
+  if (search.caseSensitive) p.case = "sensitive";
+  return `/api/v1/jobs/${encodeURIComponent(jobId)}/logs/search?` + new URLSearchParams(p);
+}
+
+// runSearch starts a search for what the box holds, or with more, goes on
+// with the one shown.
+async function runSearch(more) {
+  if (!more) {
+    search.q = $("#search").value;
+    search.caseSensitive = $("#search-case").checked;
+    search.after = 0;
+    search.count = 0;
+    $("#search-hits").replaceChildren();
+    if (!search.q) {
+      closeSearch();
+      return;
+    }
+    $("#search-results").hidden = false;
+  }
+  const seq = ++search.seq;
+  $("#search-summary").textContent = "Searching…";
+  $("#search-more").disabled = true;
+  let res;
+  try {
+    res = await api(searchURL());
+  } catch (e) {
+    if (seq === search.seq) $("#search-summary").textContent = `Search failed: ${e.message}`;
+    return;
+  }
+  if (seq !== search.seq) return;
+  $("#search-hits").insertAdjacentHTML("beforeend", res.matches.map(hitHtml).join(""));
+  search.count += res.matches.length;
+  search.after = res.next_after_line;
+  const matches = `${search.count ? search.count.toLocaleString() : "No"} match${search.count === 1 ? "" : "es"}`;
+  $("#search-summary").textContent = res.has_more
+    ? `${matches} in lines 1–${res.next_after_line.toLocaleString()} of ${res.total_lines.toLocaleString()}`
+    : `${matches} in ${res.total_lines.toLocaleString()} lines`;
+  const btn = $("#search-more");
+  btn.hidden = !res.has_more;
+  btn.disabled = false;
+  // A call that reached its scan limit found what there is up to its
+  // line; going on searches the next part of the log.
+  btn.textContent = res.scan_limit_reached ? "Search further" : "More matches";
+}
+
+function hitHtml(l) {
+  const cls = "hit" + (l.stream === "stderr" ? " err" : "");
+  return `<li><a class="${cls}" href="#L${l.line_number}" data-line="${l.line_number}"><span class="no">${l.line_number}</span>` +
+    `<span class="tx">${highlight(plainText(l.text))}</span></a></li>`;
+}
+
+// highlight marks the query in a result's text, showing the part of a long
+// line around the first match.
+function highlight(text) {
+  const fold = (s) => (search.caseSensitive ? s : s.toLowerCase());
+  const hay = fold(text);
+  const needle = fold(search.q);
+  let i = hay.indexOf(needle);
+  // Folding that changes lengths would put marks in the wrong places.
+  if (hay.length !== text.length || i < 0) return escapeHtml(text.slice(0, 400));
+  const start = i > 80 ? i - 60 : 0;
+  const end = Math.min(text.length, start + 400);
+  let out = start ? "…" : "";
+  let pos = start;
+  while (i >= 0 && i + needle.length <= end) {
+    out += escapeHtml(text.slice(pos, i)) + `<mark>${escapeHtml(text.slice(i, i + needle.length))}</mark>`;
+    pos = i + needle.length;
+    i = hay.indexOf(needle, pos);
+  }
+  return out + escapeHtml(text.slice(pos, end)) + (end < text.length ? "…" : "");
+}
+
+function closeSearch() {
+  search.seq++;
+  $("#search-results").hidden = true;
+  $("#search-hits").replaceChildren();
+}
+
+$("#search-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  runSearch(false);
+});
+$("#search").addEventListener("keydown", (e) => {
+  if (e.key === "Escape") closeSearch();
+});
+$("#search-more").addEventListener("click", () => runSearch(true));
+$("#search-close").addEventListener("click", closeSearch);
+$("#search-hits").addEventListener("click", (e) => {
+  const a = e.target.closest("a.hit");
+  if (!a || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  e.preventDefault();
+  $("#search-hits .hit.active")?.classList.remove("active");
+  a.classList.add("active");
+  goToLine(Number(a.dataset.line), "center");
+});
+
+// --- keys ---------------------------------------------------------------
+
+document.addEventListener("keydown", (e) => {
+  if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
+  if (e.target.closest?.("input, textarea, select, [contenteditable]")) return; // typing
+  if (e.key === "End") {
+    e.preventDefault();
+    toTail();
+  } else if (e.key === "Home") {
+    e.preventDefault();
+    view.setFollow(false);
+    view.el.scrollTop = 0;
+  } else if (e.key === "/") {
+    e.preventDefault();
+    $("#search").focus();
+  }
 });
 
 // notFound replaces the job's panels, which would stay empty, with what
@@ -244,6 +464,14 @@ function notFound() {
 }
 
 async function main() {
+  $("#raw").href = `/api/v1/jobs/${encodeURIComponent(jobId)}/logs/raw`;
+  let times = false;
+  try {
+    times = localStorage.getItem(TIMES_KEY) === "1";
+  } catch {
+    // storage off
+  }
+  showTimes(times);
   await whoami().catch(() => {});
   try {
     job = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}`);

@@ -2,10 +2,13 @@
 // marked, ANSI colours, and a marker on each row that continues the row
 // before it (a line longer than a stored batch may hold is stored as
 // pieces, each a line of its own, all but the last marked partial). It
-// copes with long logs by appending lines in chunks once per frame (never
-// re-rendering what is shown) and letting the browser skip laying out
-// chunks that are off screen (content-visibility).
+// folds the sections CI systems mark (sections.js), and shows each line's
+// time on request. It copes with long logs by appending lines in chunks
+// once per frame (never re-rendering what is shown) and letting the
+// browser skip laying out chunks that are off screen (content-visibility);
+// folding a section only hides and shows the rows it has.
 import { ansiToHtml } from "./ansi.js";
+import { contains, newSection, parseMarker, RESET, step } from "./sections.js";
 import { escapeHtml } from "./util.js";
 
 const CHUNK = 500; // lines per chunk element
@@ -13,11 +16,24 @@ const CHUNK = 500; // lines per chunk element
 const PARTIAL_TITLE = "no line break here: the line goes on in the next row of its stream (or the output ended)";
 const continuesTitle = (n) => `continues line ${n}: one line, stored in pieces`;
 
+const pad = (v, w = 2) => String(v).padStart(w, "0");
+
+// clock is a line's time of day in the reader's time zone, to the
+// millisecond: lines come many a second.
+function clock(ms) {
+  const d = new Date(ms);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
 export class LogView {
   constructor(scroller) {
     this.el = scroller;
     this.follow = true; // keep the newest line in view
     this.onFollow = () => {};
+    // onLineNumber(n, event) is told of a click on a line's number (which
+    // also goes to its #L link).
+    this.onLineNumber = () => {};
+    this.el.addEventListener("click", (e) => this.clicked(e));
     // Following stops when the reader scrolls up, and starts again when
     // they scroll back to the bottom. Only a move up counts: lines drawn
     // or a button added above the log change the distance to the bottom
@@ -39,9 +55,17 @@ export class LogView {
     this.lastTop = this.el.scrollTop;
     this.first = 0; // first line shown or queued (0: none yet)
     this.last = 0; // last line shown or queued
-    // What the rows appended last leave open: the attempt, and per stream
-    // the number of a partial line the stream's next line continues.
-    this.tailState = { attempt: 0, open: {} };
+    // What the rows appended last leave open: the attempt, per stream the
+    // number of a partial line the stream's next line continues, and the
+    // sections new lines fall into (outermost first).
+    this.tailState = { attempt: 0, open: {}, stack: [] };
+    this.firstAttempt = 0; // the attempt of the first line shown
+    // The sections of the lines shown, by header line, and every marker
+    // line in line order ({n, m}): enough to work the sections out again
+    // when earlier lines come.
+    this.sections = new Map();
+    this.markers = [];
+    this.touched = new Set(); // sections whose line count to redraw
     this.pending = [];
     this.scheduled = false;
     this.tail = null; // the chunk being filled
@@ -62,11 +86,23 @@ export class LogView {
     this.el.scrollTop = this.el.scrollHeight;
   }
 
+  // toEnd goes to the last line and follows new ones.
+  toEnd() {
+    this.flush();
+    this.el.querySelector(".ln.target")?.classList.remove("target");
+    this.setFollow(true);
+    this.scrollToEnd();
+    requestAnimationFrame(() => this.follow && this.scrollToEnd());
+  }
+
   // append queues lines that come after those shown; they are drawn at the
   // next frame, together with any that arrive before it.
   append(lines) {
     if (!lines.length) return;
-    if (!this.first) this.first = lines[0].line_number;
+    if (!this.first) {
+      this.first = lines[0].line_number;
+      this.firstAttempt = lines[0].attempt;
+    }
     this.last = lines[lines.length - 1].line_number;
     this.pending.push(...lines);
     if (this.scheduled) return;
@@ -86,15 +122,18 @@ export class LogView {
     if (!lines.length) return;
     this.el.querySelector(".log-empty")?.remove();
     const follow = this.follow;
+    // Sections open before these lines grow with them, or end among them.
+    for (const s of this.tailState.stack) this.touched.add(s);
     let i = 0;
     while (i < lines.length) {
       if (!this.tail || this.tail.childElementCount >= CHUNK) this.tail = this.newChunk("beforeend");
       const room = CHUNK - this.tail.childElementCount;
       const part = lines.slice(i, i + room);
-      this.tail.insertAdjacentHTML("beforeend", this.render(part, this.tailState, true));
-      this.tail.style.setProperty("--n", this.tail.childElementCount);
+      this.tail.insertAdjacentHTML("beforeend", this.render(part, this.tailState, true, this.markers));
+      this.sizeChunk(this.tail);
       i += part.length;
     }
+    this.showCounts();
     if (follow) {
       this.scrollToEnd();
       // Rows laid out for the first time may turn out taller than the
@@ -109,13 +148,53 @@ export class LogView {
     if (!lines.length) return;
     const before = this.el.scrollHeight;
     const chunk = this.newChunk("afterbegin");
-    const state = { attempt: 0, open: {} };
-    chunk.insertAdjacentHTML("beforeend", this.render(lines, state, false));
-    chunk.style.setProperty("--n", lines.length);
+    const state = { attempt: 0, open: {}, stack: [] };
+    const markers = [];
+    chunk.insertAdjacentHTML("beforeend", this.render(lines, state, false, markers));
+    this.sizeChunk(chunk);
     this.continueAfter(lines[lines.length - 1].line_number, state.open);
+    // The rows shown so far start at junction; a new attempt there starts
+    // afresh (see render).
+    const junction = this.first;
+    const newAttempt = junction && state.attempt !== this.firstAttempt;
+    if (newAttempt) markers.push({ n: junction, m: RESET });
+    this.markers = markers.concat(this.markers);
     this.first = lines[0].line_number;
+    this.firstAttempt = lines[0].attempt;
+    if (state.stack.length && junction) this.adopt(state.stack, newAttempt ? junction : 0);
+    this.showCounts();
     if (this.earlier) this.el.prepend(this.earlier);
     this.el.scrollTop += this.el.scrollHeight - before;
+  }
+
+  // adopt lets the sections still open at the end of lines loaded earlier
+  // go on into the rows shown already, which were drawn without knowing
+  // them (or, at a new attempt, ends them there). They start expanded:
+  // they hold rows the reader has been looking at.
+  adopt(open, reset) {
+    if (reset) {
+      for (const s of open) s.end = reset - 1;
+      return;
+    }
+    for (const s of open) s.collapsed = false;
+    const stack = [];
+    for (const { n, m } of this.markers) step(stack, n, m, (h, mk) => this.sectionAt(h, mk));
+    this.tailState.stack = stack;
+    for (const s of this.sections.values()) {
+      this.touched.add(s);
+      this.drawHeader(s);
+    }
+    this.refreshRows(this.first, this.last);
+  }
+
+  // sizeChunk tells the browser how tall to guess a chunk it has not laid
+  // out is (its rows not folded away), and takes a chunk with none out of
+  // the layout: a folded section of thousands of lines would otherwise
+  // leave room for them.
+  sizeChunk(chunk) {
+    const n = chunk.querySelectorAll(":scope > :not([hidden])").length;
+    chunk.style.setProperty("--n", n);
+    chunk.hidden = n === 0;
   }
 
   newChunk(where) {
@@ -127,24 +206,138 @@ export class LogView {
   }
 
   // render returns the rows of lines, carrying state from the row before
-  // them (see tailState); separators between attempts only when
-  // separateAttempts.
-  render(lines, state, separateAttempts) {
+  // them (see tailState) and adding their section markers to markers;
+  // separators between attempts only when separateAttempts.
+  render(lines, state, separateAttempts, markers) {
     let html = "";
     for (const l of lines) {
+      const n = l.line_number;
       if (state.attempt && l.attempt !== state.attempt) {
         if (separateAttempts) html += `<div class="attempt-sep">attempt ${escapeHtml(l.attempt)}</div>`;
         state.open = {}; // a new attempt continues nothing of the last one
+        markers.push({ n, m: RESET });
+        step(state.stack, n, RESET);
       }
       state.attempt = l.attempt;
-      const n = l.line_number;
       const continues = state.open[l.stream] || 0;
       state.open[l.stream] = l.partial ? n : 0;
-      const cls = "ln" + (l.stream === "stderr" ? " err" : "") + (n >= 1e6 ? " wide" : "") + (continues ? " cont" : "") + (l.partial ? " partial" : "");
+      const m = parseMarker(l.text);
+      if (m) markers.push({ n, m });
+      const hidden = step(state.stack, n, m, (h, mk) => this.sectionAt(h, mk));
+      let cls = "ln" + (l.stream === "stderr" ? " err" : "") + (n >= 1e6 ? " wide" : "") + (continues ? " cont" : "") + (l.partial ? " partial" : "");
+      let text;
+      if (m?.type === "start") {
+        const s = this.sections.get(n);
+        cls += " sec-head" + (s.collapsed ? " folded" : "");
+        text = `<button class="fold" type="button" aria-expanded="${!s.collapsed}" title="show or hide the section"></button>` +
+          `<span class="sec-title">${ansiToHtml(m.title)}</span><span class="sec-count"></span>`;
+      } else if (m?.type === "end") {
+        cls += " sec-end"; // the marker itself is not shown
+        text = ansiToHtml(m.rest);
+      } else {
+        text = ansiToHtml(l.text);
+      }
       const title = [l.stream === "stderr" ? "stderr" : "", continues ? continuesTitle(continues) : "", l.partial ? PARTIAL_TITLE : ""].filter(Boolean).join("; ");
-      html += `<div class="${cls}" id="L${n}"${title ? ` title="${escapeHtml(title)}"` : ""}><a class="no" href="#L${n}">${n}</a><span class="tx">${ansiToHtml(l.text)}</span></div>`;
+      html += `<div class="${cls}" id="L${n}" data-t="${clock(l.timestamp)}"${title ? ` title="${escapeHtml(title)}"` : ""}${hidden ? " hidden" : ""}>` +
+        `<a class="no" href="#L${n}">${n}</a><span class="tx">${text}</span></div>`;
     }
     return html;
+  }
+
+  // sectionAt is the section whose header is line n (marker m), made when
+  // the line is first seen.
+  sectionAt(n, m) {
+    let s = this.sections.get(n);
+    if (!s) {
+      s = newSection(n, m);
+      this.sections.set(n, s);
+      this.touched.add(s);
+    }
+    return s;
+  }
+
+  // showCounts redraws the line counts of the sections that changed.
+  showCounts() {
+    for (const s of this.touched) {
+      const el = document.getElementById(`L${s.head}`)?.querySelector(".sec-count");
+      const k = (s.end ?? this.last) - s.head;
+      if (el) el.textContent = k > 0 ? `${k.toLocaleString()} line${k === 1 ? "" : "s"}` : "";
+    }
+    this.touched.clear();
+  }
+
+  // drawHeader shows whether section s is folded.
+  drawHeader(s) {
+    const row = document.getElementById(`L${s.head}`);
+    if (!row) return;
+    row.classList.toggle("folded", s.collapsed);
+    row.querySelector(".fold")?.setAttribute("aria-expanded", String(!s.collapsed));
+  }
+
+  // refreshRows hides the rows from lo to hi that are in a folded section
+  // and shows the others. The sections are nested ranges: walking the rows
+  // in order with the stack of those around the row tells each one.
+  refreshRows(lo, hi) {
+    const sections = [...this.sections.values()].sort((a, b) => a.head - b.head);
+    const stack = [];
+    const enter = (s) => {
+      while (stack.length && !contains(stack.at(-1), s.head)) stack.pop();
+      stack.push(s);
+    };
+    const chunks = new Set();
+    let i = 0;
+    for (; i < sections.length && sections[i].head < lo; i++) enter(sections[i]);
+    for (let n = lo; n <= hi; n++) {
+      while (stack.length && !contains(stack.at(-1), n)) stack.pop();
+      const row = document.getElementById(`L${n}`);
+      const hidden = stack.some((s) => s.collapsed);
+      if (row && row.hidden !== hidden) {
+        row.hidden = hidden;
+        chunks.add(row.parentElement);
+      }
+      if (i < sections.length && sections[i].head === n) enter(sections[i++]);
+    }
+    for (const c of chunks) this.sizeChunk(c);
+  }
+
+  // toggle folds section s, or unfolds it.
+  toggle(s) {
+    s.collapsed = !s.collapsed;
+    this.drawHeader(s);
+    this.refreshRows(s.head + 1, s.end ?? this.last);
+    if (this.follow) this.scrollToEnd();
+  }
+
+  // expandTo unfolds every section that hides line n.
+  expandTo(n) {
+    let lo = Infinity;
+    let hi = 0;
+    for (const s of this.sections.values()) {
+      if (!s.collapsed || !contains(s, n)) continue;
+      s.collapsed = false;
+      this.drawHeader(s);
+      lo = Math.min(lo, s.head + 1);
+      hi = Math.max(hi, s.end ?? this.last);
+    }
+    if (hi) this.refreshRows(lo, hi);
+  }
+
+  clicked(e) {
+    const no = e.target.closest(".ln .no");
+    if (no) {
+      this.onLineNumber(Number(no.parentElement.id.slice(1)), e);
+      return;
+    }
+    const head = e.target.closest(".sec-head");
+    // A click that ends a selection of the title is not meant to fold.
+    if (!head || (e.target.closest(".fold") === null && String(window.getSelection() || "") !== "")) return;
+    const s = this.sections.get(Number(head.id.slice(1)));
+    if (s) this.toggle(s);
+  }
+
+  // showTimes shows each line's time, or hides them.
+  showTimes(on) {
+    this.el.classList.toggle("show-ts", on);
   }
 
   // continueAfter marks, for each stream whose line open (see tailState)
@@ -190,12 +383,14 @@ export class LogView {
   }
 
   // target highlights line n and scrolls it into view (to the top with
-  // block "start"; only if needed with "nearest"); false if it is not shown.
+  // block "start"; only if needed with "nearest"), unfolding the sections
+  // that hide it; false if it is not loaded.
   target(n, block = "start") {
     this.flush();
     this.el.querySelector(".ln.target")?.classList.remove("target");
     const line = document.getElementById(`L${n}`);
     if (!line) return false;
+    if (line.hidden) this.expandTo(n);
     line.classList.add("target");
     this.setFollow(false);
     line.scrollIntoView({ block });

@@ -1,6 +1,7 @@
 // Package browsertest drives the web UI in headless Chromium against a real
-// spool server: live log updates, line permalinks, the ANSI renderer and
-// the cancel button. It keeps a screenshot of the job page as a test
+// spool server: live log updates, line permalinks, the ANSI renderer, the
+// cancel button, and the log's tools (search, times, the raw download,
+// folding sections, copying links to lines, keys). It keeps a screenshot of the job page as a test
 // artifact (under $SPOOL_ARTIFACTS_DIR, else testdata/artifacts at the
 // repository root).
 //
