@@ -10,7 +10,10 @@
 //     spool's kinds that each entrance reports as its own code or status;
 //   - the job and lease operations over the JobStore (jobs.go, leases.go)
 //     and task tokens, which fence a lease to one attempt;
-//   - reading logs: replay-then-follow feeds and pages of lines (logs.go);
+//   - reading logs: replay-then-follow feeds and pages of lines (logs.go),
+//     search in a log and the raw download (logsearch.go);
+//   - the logs of programs spool did not start: external jobs, their
+//     sources, their end and the rebuild of their logs (ingest.go);
 //   - the "someone is watching" signal that makes workers flush promptly
 //     (watchers.go);
 //   - the job-level metrics (metrics.go) and the lease reaper (reaper.go);
