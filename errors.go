@@ -23,6 +23,10 @@ var (
 	// attempt owns the job, or it is finished). A worker must stop acting
 	// on the job. (FailedPrecondition, HTTP 412.)
 	ErrStaleLease = errors.New("stale lease")
+	// ErrConflict: the job is not in a state that allows this yet (deleting
+	// a job that is still queued or running, rerunning one that has not
+	// finished); the message says what to do first. (Aborted, HTTP 409.)
+	ErrConflict = errors.New("conflict")
 	// ErrThrottled: the server or its store asked the caller to slow down;
 	// retry later with backoff. (ResourceExhausted, HTTP 429.)
 	ErrThrottled = errors.New("throttled")
@@ -43,6 +47,6 @@ var (
 // Kinds lists every error kind above, for code that maps them to something
 // else (codes, statuses) and must not forget one.
 var Kinds = []error{
-	ErrInvalidArgument, ErrNotFound, ErrAlreadyExists, ErrStaleLease, ErrThrottled,
+	ErrInvalidArgument, ErrNotFound, ErrAlreadyExists, ErrStaleLease, ErrConflict, ErrThrottled,
 	ErrUnauthenticated, ErrPermissionDenied, ErrUnavailable, ErrInternal,
 }

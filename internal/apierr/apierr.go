@@ -30,6 +30,7 @@ var kinds = []struct {
 	{spool.ErrNotFound, connect.CodeNotFound, http.StatusNotFound},
 	{spool.ErrAlreadyExists, connect.CodeAlreadyExists, http.StatusConflict},
 	{spool.ErrStaleLease, connect.CodeFailedPrecondition, http.StatusPreconditionFailed},
+	{spool.ErrConflict, connect.CodeAborted, http.StatusConflict},
 	{spool.ErrThrottled, connect.CodeResourceExhausted, http.StatusTooManyRequests},
 	{spool.ErrUnauthenticated, connect.CodeUnauthenticated, http.StatusUnauthorized},
 	{spool.ErrPermissionDenied, connect.CodePermissionDenied, http.StatusForbidden},

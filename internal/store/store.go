@@ -46,11 +46,15 @@ type JobStore interface {
 	// AddNote adds a note to a job's notes (storekit.AddNote), whatever its
 	// state.
 	AddNote(ctx context.Context, jobID, note string) (*spoolv1.Job, error)
+	// AddRerun records on a job that rerunID runs it again (storekit.AddRerun:
+	// once per id, the newest MaxReruns kept), whatever its state.
+	AddRerun(ctx context.Context, jobID, rerunID string) (*spoolv1.Job, error)
 
 	// Dequeue leases up to r.Max ready jobs of r.Queue, oldest first, waiting
 	// up to r.Wait for one. A job is ready when queued and past its run_after
 	// (storekit.Ready), or running with an expired lease that
-	// storekit.Expired queues again. Each lease starts a new attempt.
+	// storekit.Expired queues again. Each lease starts a new attempt and
+	// sets the job's started_at.
 	Dequeue(ctx context.Context, r DequeueRequest) ([]Lease, error)
 	// Heartbeat extends a lease to now+d and reports whether the job was
 	// cancelled. A lease that is no longer the job's current one is
@@ -95,6 +99,8 @@ type JobStore interface {
 	KeyStore
 	ScatterStore
 	IngestStore
+	QueueStore
+	RemovalStore
 }
 
 // KeyStore keeps the API keys. Only a hash of each key's secret is stored;
@@ -136,6 +142,9 @@ type NewJob struct {
 	Execution   *spoolv1.ExecutionConfig
 	MaxAttempts int32
 	Retries     int32
+	// RerunOf, when set, is the job this one runs again: stored as the
+	// job's rerun_of.
+	RerunOf string
 	// RejectReason, when set, makes the job failed from the start, with
 	// this as its error: it is kept and listed but never leased.
 	RejectReason string

@@ -628,7 +628,15 @@ type Job struct {
 	CancelReason string `protobuf:"bytes,20,opt,name=cancel_reason,json=cancelReason,proto3" json:"cancel_reason,omitempty"`
 	// What is worth knowing about the job that its log does not say (retries,
 	// output a worker could not deliver), oldest first.
-	Notes         []string `protobuf:"bytes,21,rep,name=notes,proto3" json:"notes,omitempty"`
+	Notes []string `protobuf:"bytes,21,rep,name=notes,proto3" json:"notes,omitempty"`
+	// When the current attempt was leased (the last attempt's, once the job
+	// is final); unset until a worker first leases the job. An external job
+	// starts when its first line arrives.
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// The job this one runs again (RerunJob), if any.
+	RerunOf string `protobuf:"bytes,23,opt,name=rerun_of,json=rerunOf,proto3" json:"rerun_of,omitempty"`
+	// The jobs that run this one again, oldest first (at most 100 kept).
+	Reruns        []string `protobuf:"bytes,24,rep,name=reruns,proto3" json:"reruns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -810,6 +818,27 @@ func (x *Job) GetNotes() []string {
 	return nil
 }
 
+func (x *Job) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *Job) GetRerunOf() string {
+	if x != nil {
+		return x.RerunOf
+	}
+	return ""
+}
+
+func (x *Job) GetReruns() []string {
+	if x != nil {
+		return x.Reruns
+	}
+	return nil
+}
+
 var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
@@ -860,7 +889,7 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\vfinished_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12\x16\n" +
-	"\x06output\x18\x06 \x01(\tR\x06output\"\xe9\x06\n" +
+	"\x06output\x18\x06 \x01(\tR\x06output\"\xd7\a\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12(\n" +
@@ -887,7 +916,11 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\x11released_attempts\x18\x12 \x01(\x05R\x10releasedAttempts\x127\n" +
 	"\trun_after\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\brunAfter\x12#\n" +
 	"\rcancel_reason\x18\x14 \x01(\tR\fcancelReason\x12\x14\n" +
-	"\x05notes\x18\x15 \x03(\tR\x05notes*\x9a\x01\n" +
+	"\x05notes\x18\x15 \x03(\tR\x05notes\x129\n" +
+	"\n" +
+	"started_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x19\n" +
+	"\brerun_of\x18\x17 \x01(\tR\arerunOf\x12\x16\n" +
+	"\x06reruns\x18\x18 \x03(\tR\x06reruns*\x9a\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n" +
@@ -939,11 +972,12 @@ var file_spool_v1_job_proto_depIdxs = []int32{
 	6,  // 12: spool.v1.Job.result:type_name -> spool.v1.JobResult
 	10, // 13: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
 	10, // 14: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	10, // 15: spool.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_job_proto_init() }

@@ -494,6 +494,184 @@ func (x *CancelJobResponse) GetJob() *Job {
 	return nil
 }
 
+type RerunJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Idempotency key for the new job, as in EnqueueJobRequest.
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RerunJobRequest) Reset() {
+	*x = RerunJobRequest{}
+	mi := &file_spool_v1_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RerunJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RerunJobRequest) ProtoMessage() {}
+
+func (x *RerunJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RerunJobRequest.ProtoReflect.Descriptor instead.
+func (*RerunJobRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RerunJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *RerunJobRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type RerunJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new job.
+	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RerunJobResponse) Reset() {
+	*x = RerunJobResponse{}
+	mi := &file_spool_v1_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RerunJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RerunJobResponse) ProtoMessage() {}
+
+func (x *RerunJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RerunJobResponse.ProtoReflect.Descriptor instead.
+func (*RerunJobResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RerunJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type DeleteJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteJobRequest) Reset() {
+	*x = DeleteJobRequest{}
+	mi := &file_spool_v1_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteJobRequest) ProtoMessage() {}
+
+func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
+func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DeleteJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+type DeleteJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteJobResponse) Reset() {
+	*x = DeleteJobResponse{}
+	mi := &file_spool_v1_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteJobResponse) ProtoMessage() {}
+
+func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
+func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{11}
+}
+
 type DequeueJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Queue to lease from (empty: "default").
@@ -514,7 +692,7 @@ type DequeueJobsRequest struct {
 
 func (x *DequeueJobsRequest) Reset() {
 	*x = DequeueJobsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[8]
+	mi := &file_spool_v1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +704,7 @@ func (x *DequeueJobsRequest) String() string {
 func (*DequeueJobsRequest) ProtoMessage() {}
 
 func (x *DequeueJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[8]
+	mi := &file_spool_v1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +717,7 @@ func (x *DequeueJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DequeueJobsRequest.ProtoReflect.Descriptor instead.
 func (*DequeueJobsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DequeueJobsRequest) GetQueue() string {
@@ -600,7 +778,7 @@ type JobLease struct {
 
 func (x *JobLease) Reset() {
 	*x = JobLease{}
-	mi := &file_spool_v1_service_proto_msgTypes[9]
+	mi := &file_spool_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +790,7 @@ func (x *JobLease) String() string {
 func (*JobLease) ProtoMessage() {}
 
 func (x *JobLease) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[9]
+	mi := &file_spool_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +803,7 @@ func (x *JobLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLease.ProtoReflect.Descriptor instead.
 func (*JobLease) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JobLease) GetJob() *Job {
@@ -679,7 +857,7 @@ type DequeueJobsResponse struct {
 
 func (x *DequeueJobsResponse) Reset() {
 	*x = DequeueJobsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[10]
+	mi := &file_spool_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +869,7 @@ func (x *DequeueJobsResponse) String() string {
 func (*DequeueJobsResponse) ProtoMessage() {}
 
 func (x *DequeueJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[10]
+	mi := &file_spool_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +882,7 @@ func (x *DequeueJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DequeueJobsResponse.ProtoReflect.Descriptor instead.
 func (*DequeueJobsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DequeueJobsResponse) GetLeases() []*JobLease {
@@ -732,7 +910,7 @@ type UpdateJobVisibilityRequest struct {
 
 func (x *UpdateJobVisibilityRequest) Reset() {
 	*x = UpdateJobVisibilityRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[11]
+	mi := &file_spool_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +922,7 @@ func (x *UpdateJobVisibilityRequest) String() string {
 func (*UpdateJobVisibilityRequest) ProtoMessage() {}
 
 func (x *UpdateJobVisibilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[11]
+	mi := &file_spool_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +935,7 @@ func (x *UpdateJobVisibilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobVisibilityRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobVisibilityRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpdateJobVisibilityRequest) GetTaskToken() string {
@@ -803,7 +981,7 @@ type UpdateJobVisibilityResponse struct {
 
 func (x *UpdateJobVisibilityResponse) Reset() {
 	*x = UpdateJobVisibilityResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[12]
+	mi := &file_spool_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +993,7 @@ func (x *UpdateJobVisibilityResponse) String() string {
 func (*UpdateJobVisibilityResponse) ProtoMessage() {}
 
 func (x *UpdateJobVisibilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[12]
+	mi := &file_spool_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +1006,7 @@ func (x *UpdateJobVisibilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobVisibilityResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobVisibilityResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateJobVisibilityResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -869,7 +1047,7 @@ type CompleteJobRequest struct {
 
 func (x *CompleteJobRequest) Reset() {
 	*x = CompleteJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[13]
+	mi := &file_spool_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1059,7 @@ func (x *CompleteJobRequest) String() string {
 func (*CompleteJobRequest) ProtoMessage() {}
 
 func (x *CompleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[13]
+	mi := &file_spool_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1072,7 @@ func (x *CompleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteJobRequest.ProtoReflect.Descriptor instead.
 func (*CompleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CompleteJobRequest) GetTaskToken() string {
@@ -920,7 +1098,7 @@ type CompleteJobResponse struct {
 
 func (x *CompleteJobResponse) Reset() {
 	*x = CompleteJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[14]
+	mi := &file_spool_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1110,7 @@ func (x *CompleteJobResponse) String() string {
 func (*CompleteJobResponse) ProtoMessage() {}
 
 func (x *CompleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[14]
+	mi := &file_spool_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1123,7 @@ func (x *CompleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteJobResponse.ProtoReflect.Descriptor instead.
 func (*CompleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CompleteJobResponse) GetJob() *Job {
@@ -970,7 +1148,7 @@ type ReleaseJobRequest struct {
 
 func (x *ReleaseJobRequest) Reset() {
 	*x = ReleaseJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[15]
+	mi := &file_spool_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1160,7 @@ func (x *ReleaseJobRequest) String() string {
 func (*ReleaseJobRequest) ProtoMessage() {}
 
 func (x *ReleaseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[15]
+	mi := &file_spool_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1173,7 @@ func (x *ReleaseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseJobRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReleaseJobRequest) GetTaskToken() string {
@@ -1028,7 +1206,7 @@ type ReleaseJobResponse struct {
 
 func (x *ReleaseJobResponse) Reset() {
 	*x = ReleaseJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[16]
+	mi := &file_spool_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1218,7 @@ func (x *ReleaseJobResponse) String() string {
 func (*ReleaseJobResponse) ProtoMessage() {}
 
 func (x *ReleaseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[16]
+	mi := &file_spool_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1231,7 @@ func (x *ReleaseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseJobResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReleaseJobResponse) GetJob() *Job {
@@ -1078,7 +1256,7 @@ type ReportUndeliveredRequest struct {
 
 func (x *ReportUndeliveredRequest) Reset() {
 	*x = ReportUndeliveredRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[17]
+	mi := &file_spool_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1268,7 @@ func (x *ReportUndeliveredRequest) String() string {
 func (*ReportUndeliveredRequest) ProtoMessage() {}
 
 func (x *ReportUndeliveredRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[17]
+	mi := &file_spool_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1281,7 @@ func (x *ReportUndeliveredRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUndeliveredRequest.ProtoReflect.Descriptor instead.
 func (*ReportUndeliveredRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReportUndeliveredRequest) GetTaskToken() string {
@@ -1143,7 +1321,7 @@ type ReportUndeliveredResponse struct {
 
 func (x *ReportUndeliveredResponse) Reset() {
 	*x = ReportUndeliveredResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[18]
+	mi := &file_spool_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1333,7 @@ func (x *ReportUndeliveredResponse) String() string {
 func (*ReportUndeliveredResponse) ProtoMessage() {}
 
 func (x *ReportUndeliveredResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[18]
+	mi := &file_spool_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1346,7 @@ func (x *ReportUndeliveredResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUndeliveredResponse.ProtoReflect.Descriptor instead.
 func (*ReportUndeliveredResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReportUndeliveredResponse) GetJob() *Job {
@@ -1190,7 +1368,7 @@ type PublishEventsRequest struct {
 
 func (x *PublishEventsRequest) Reset() {
 	*x = PublishEventsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[19]
+	mi := &file_spool_v1_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1380,7 @@ func (x *PublishEventsRequest) String() string {
 func (*PublishEventsRequest) ProtoMessage() {}
 
 func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[19]
+	mi := &file_spool_v1_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1393,7 @@ func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEventsRequest.ProtoReflect.Descriptor instead.
 func (*PublishEventsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PublishEventsRequest) GetTaskToken() string {
@@ -1246,7 +1424,7 @@ type PublishEventsResponse struct {
 
 func (x *PublishEventsResponse) Reset() {
 	*x = PublishEventsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[20]
+	mi := &file_spool_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1436,7 @@ func (x *PublishEventsResponse) String() string {
 func (*PublishEventsResponse) ProtoMessage() {}
 
 func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[20]
+	mi := &file_spool_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1449,7 @@ func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEventsResponse.ProtoReflect.Descriptor instead.
 func (*PublishEventsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PublishEventsResponse) GetLastSequence() int64 {
@@ -1318,7 +1496,7 @@ type StreamEventsRequest struct {
 
 func (x *StreamEventsRequest) Reset() {
 	*x = StreamEventsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[21]
+	mi := &file_spool_v1_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1508,7 @@ func (x *StreamEventsRequest) String() string {
 func (*StreamEventsRequest) ProtoMessage() {}
 
 func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[21]
+	mi := &file_spool_v1_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1521,7 @@ func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEventsRequest.ProtoReflect.Descriptor instead.
 func (*StreamEventsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StreamEventsRequest) GetJobId() string {
@@ -1408,7 +1586,7 @@ type StreamEventsResponse struct {
 
 func (x *StreamEventsResponse) Reset() {
 	*x = StreamEventsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[22]
+	mi := &file_spool_v1_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1598,7 @@ func (x *StreamEventsResponse) String() string {
 func (*StreamEventsResponse) ProtoMessage() {}
 
 func (x *StreamEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[22]
+	mi := &file_spool_v1_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1611,7 @@ func (x *StreamEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEventsResponse.ProtoReflect.Descriptor instead.
 func (*StreamEventsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{22}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StreamEventsResponse) GetEvent() *JobEvent {
@@ -1459,7 +1637,7 @@ type GetJobInputRequest struct {
 
 func (x *GetJobInputRequest) Reset() {
 	*x = GetJobInputRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[23]
+	mi := &file_spool_v1_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1649,7 @@ func (x *GetJobInputRequest) String() string {
 func (*GetJobInputRequest) ProtoMessage() {}
 
 func (x *GetJobInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[23]
+	mi := &file_spool_v1_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1662,7 @@ func (x *GetJobInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobInputRequest.ProtoReflect.Descriptor instead.
 func (*GetJobInputRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetJobInputRequest) GetTaskToken() string {
@@ -1504,7 +1682,7 @@ type GetJobInputResponse struct {
 
 func (x *GetJobInputResponse) Reset() {
 	*x = GetJobInputResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[24]
+	mi := &file_spool_v1_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1694,7 @@ func (x *GetJobInputResponse) String() string {
 func (*GetJobInputResponse) ProtoMessage() {}
 
 func (x *GetJobInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[24]
+	mi := &file_spool_v1_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1707,7 @@ func (x *GetJobInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobInputResponse.ProtoReflect.Descriptor instead.
 func (*GetJobInputResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{24}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetJobInputResponse) GetInput() []byte {
@@ -1573,7 +1751,16 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"4\n" +
 	"\x11CancelJobResponse\x12\x1f\n" +
-	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"\xc3\x01\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"G\n" +
+	"\x0fRerunJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"3\n" +
+	"\x10RerunJobResponse\x12\x1f\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\")\n" +
+	"\x10DeleteJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x13\n" +
+	"\x11DeleteJobResponse\"\xc3\x01\n" +
 	"\x12DequeueJobsRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x19\n" +
 	"\bmax_jobs\x18\x02 \x01(\x05R\amaxJobs\x12!\n" +
@@ -1647,14 +1834,16 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\"+\n" +
 	"\x13GetJobInputResponse\x12\x14\n" +
-	"\x05input\x18\x01 \x01(\fR\x05input2\xb7\a\n" +
+	"\x05input\x18\x01 \x01(\fR\x05input2\xc0\b\n" +
 	"\n" +
 	"JobService\x12G\n" +
 	"\n" +
 	"EnqueueJob\x12\x1b.spool.v1.EnqueueJobRequest\x1a\x1c.spool.v1.EnqueueJobResponse\x12@\n" +
 	"\x06GetJob\x12\x17.spool.v1.GetJobRequest\x1a\x18.spool.v1.GetJobResponse\"\x03\x90\x02\x01\x12F\n" +
 	"\bListJobs\x12\x19.spool.v1.ListJobsRequest\x1a\x1a.spool.v1.ListJobsResponse\"\x03\x90\x02\x01\x12D\n" +
-	"\tCancelJob\x12\x1a.spool.v1.CancelJobRequest\x1a\x1b.spool.v1.CancelJobResponse\x12J\n" +
+	"\tCancelJob\x12\x1a.spool.v1.CancelJobRequest\x1a\x1b.spool.v1.CancelJobResponse\x12A\n" +
+	"\bRerunJob\x12\x19.spool.v1.RerunJobRequest\x1a\x1a.spool.v1.RerunJobResponse\x12D\n" +
+	"\tDeleteJob\x12\x1a.spool.v1.DeleteJobRequest\x1a\x1b.spool.v1.DeleteJobResponse\x12J\n" +
 	"\vDequeueJobs\x12\x1c.spool.v1.DequeueJobsRequest\x1a\x1d.spool.v1.DequeueJobsResponse\x12b\n" +
 	"\x13UpdateJobVisibility\x12$.spool.v1.UpdateJobVisibilityRequest\x1a%.spool.v1.UpdateJobVisibilityResponse\x12J\n" +
 	"\vCompleteJob\x12\x1c.spool.v1.CompleteJobRequest\x1a\x1d.spool.v1.CompleteJobResponse\x12G\n" +
@@ -1677,7 +1866,7 @@ func file_spool_v1_service_proto_rawDescGZIP() []byte {
 	return file_spool_v1_service_proto_rawDescData
 }
 
-var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_spool_v1_service_proto_goTypes = []any{
 	(*EnqueueJobRequest)(nil),           // 0: spool.v1.EnqueueJobRequest
 	(*EnqueueJobResponse)(nil),          // 1: spool.v1.EnqueueJobResponse
@@ -1687,80 +1876,89 @@ var file_spool_v1_service_proto_goTypes = []any{
 	(*ListJobsResponse)(nil),            // 5: spool.v1.ListJobsResponse
 	(*CancelJobRequest)(nil),            // 6: spool.v1.CancelJobRequest
 	(*CancelJobResponse)(nil),           // 7: spool.v1.CancelJobResponse
-	(*DequeueJobsRequest)(nil),          // 8: spool.v1.DequeueJobsRequest
-	(*JobLease)(nil),                    // 9: spool.v1.JobLease
-	(*DequeueJobsResponse)(nil),         // 10: spool.v1.DequeueJobsResponse
-	(*UpdateJobVisibilityRequest)(nil),  // 11: spool.v1.UpdateJobVisibilityRequest
-	(*UpdateJobVisibilityResponse)(nil), // 12: spool.v1.UpdateJobVisibilityResponse
-	(*CompleteJobRequest)(nil),          // 13: spool.v1.CompleteJobRequest
-	(*CompleteJobResponse)(nil),         // 14: spool.v1.CompleteJobResponse
-	(*ReleaseJobRequest)(nil),           // 15: spool.v1.ReleaseJobRequest
-	(*ReleaseJobResponse)(nil),          // 16: spool.v1.ReleaseJobResponse
-	(*ReportUndeliveredRequest)(nil),    // 17: spool.v1.ReportUndeliveredRequest
-	(*ReportUndeliveredResponse)(nil),   // 18: spool.v1.ReportUndeliveredResponse
-	(*PublishEventsRequest)(nil),        // 19: spool.v1.PublishEventsRequest
-	(*PublishEventsResponse)(nil),       // 20: spool.v1.PublishEventsResponse
-	(*StreamEventsRequest)(nil),         // 21: spool.v1.StreamEventsRequest
-	(*StreamEventsResponse)(nil),        // 22: spool.v1.StreamEventsResponse
-	(*GetJobInputRequest)(nil),          // 23: spool.v1.GetJobInputRequest
-	(*GetJobInputResponse)(nil),         // 24: spool.v1.GetJobInputResponse
-	(*JobParams)(nil),                   // 25: spool.v1.JobParams
-	(*Job)(nil),                         // 26: spool.v1.Job
-	(JobState)(0),                       // 27: spool.v1.JobState
-	(*timestamppb.Timestamp)(nil),       // 28: google.protobuf.Timestamp
-	(*JobResult)(nil),                   // 29: spool.v1.JobResult
-	(*JobEvent)(nil),                    // 30: spool.v1.JobEvent
-	(EventType)(0),                      // 31: spool.v1.EventType
+	(*RerunJobRequest)(nil),             // 8: spool.v1.RerunJobRequest
+	(*RerunJobResponse)(nil),            // 9: spool.v1.RerunJobResponse
+	(*DeleteJobRequest)(nil),            // 10: spool.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),           // 11: spool.v1.DeleteJobResponse
+	(*DequeueJobsRequest)(nil),          // 12: spool.v1.DequeueJobsRequest
+	(*JobLease)(nil),                    // 13: spool.v1.JobLease
+	(*DequeueJobsResponse)(nil),         // 14: spool.v1.DequeueJobsResponse
+	(*UpdateJobVisibilityRequest)(nil),  // 15: spool.v1.UpdateJobVisibilityRequest
+	(*UpdateJobVisibilityResponse)(nil), // 16: spool.v1.UpdateJobVisibilityResponse
+	(*CompleteJobRequest)(nil),          // 17: spool.v1.CompleteJobRequest
+	(*CompleteJobResponse)(nil),         // 18: spool.v1.CompleteJobResponse
+	(*ReleaseJobRequest)(nil),           // 19: spool.v1.ReleaseJobRequest
+	(*ReleaseJobResponse)(nil),          // 20: spool.v1.ReleaseJobResponse
+	(*ReportUndeliveredRequest)(nil),    // 21: spool.v1.ReportUndeliveredRequest
+	(*ReportUndeliveredResponse)(nil),   // 22: spool.v1.ReportUndeliveredResponse
+	(*PublishEventsRequest)(nil),        // 23: spool.v1.PublishEventsRequest
+	(*PublishEventsResponse)(nil),       // 24: spool.v1.PublishEventsResponse
+	(*StreamEventsRequest)(nil),         // 25: spool.v1.StreamEventsRequest
+	(*StreamEventsResponse)(nil),        // 26: spool.v1.StreamEventsResponse
+	(*GetJobInputRequest)(nil),          // 27: spool.v1.GetJobInputRequest
+	(*GetJobInputResponse)(nil),         // 28: spool.v1.GetJobInputResponse
+	(*JobParams)(nil),                   // 29: spool.v1.JobParams
+	(*Job)(nil),                         // 30: spool.v1.Job
+	(JobState)(0),                       // 31: spool.v1.JobState
+	(*timestamppb.Timestamp)(nil),       // 32: google.protobuf.Timestamp
+	(*JobResult)(nil),                   // 33: spool.v1.JobResult
+	(*JobEvent)(nil),                    // 34: spool.v1.JobEvent
+	(EventType)(0),                      // 35: spool.v1.EventType
 }
 var file_spool_v1_service_proto_depIdxs = []int32{
-	25, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
-	26, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
-	26, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
-	27, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
-	26, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
-	26, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
-	26, // 6: spool.v1.JobLease.job:type_name -> spool.v1.Job
-	28, // 7: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
-	9,  // 8: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
-	28, // 9: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	29, // 10: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
-	26, // 11: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
-	26, // 12: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
-	26, // 13: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
-	30, // 14: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
-	28, // 15: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
-	31, // 16: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	30, // 17: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	26, // 18: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
-	0,  // 19: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
-	2,  // 20: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
-	4,  // 21: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
-	6,  // 22: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
-	8,  // 23: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
-	11, // 24: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
-	13, // 25: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
-	15, // 26: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
-	17, // 27: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
-	19, // 28: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	23, // 29: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
-	21, // 30: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 31: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 32: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	5,  // 33: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	7,  // 34: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	10, // 35: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	12, // 36: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	14, // 37: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	16, // 38: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
-	18, // 39: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
-	20, // 40: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	24, // 41: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
-	22, // 42: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	31, // [31:43] is the sub-list for method output_type
-	19, // [19:31] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	29, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
+	30, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
+	30, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
+	31, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
+	30, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
+	30, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
+	30, // 6: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
+	30, // 7: spool.v1.JobLease.job:type_name -> spool.v1.Job
+	32, // 8: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
+	13, // 9: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
+	32, // 10: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	33, // 11: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
+	30, // 12: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
+	30, // 13: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
+	30, // 14: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
+	34, // 15: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
+	32, // 16: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
+	35, // 17: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
+	34, // 18: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	30, // 19: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	0,  // 20: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
+	2,  // 21: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
+	4,  // 22: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
+	6,  // 23: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
+	8,  // 24: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
+	10, // 25: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
+	12, // 26: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
+	15, // 27: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
+	17, // 28: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
+	19, // 29: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
+	21, // 30: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
+	23, // 31: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
+	27, // 32: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
+	25, // 33: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 34: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 35: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	5,  // 36: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	7,  // 37: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	9,  // 38: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
+	11, // 39: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
+	14, // 40: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	16, // 41: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	18, // 42: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	20, // 43: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	22, // 44: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	24, // 45: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	28, // 46: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
+	26, // 47: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	34, // [34:48] is the sub-list for method output_type
+	20, // [20:34] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_service_proto_init() }
@@ -1776,7 +1974,7 @@ func file_spool_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_service_proto_rawDesc), len(file_spool_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

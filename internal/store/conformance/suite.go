@@ -88,6 +88,13 @@ func Run(t *testing.T, b Backend) {
 		{"IngestAfterEnd", testIngestAfterEnd},
 		{"IngestWakesFollowers", testIngestWakesFollowers},
 		{"RebuildLog", testRebuildLog},
+		{"QueueStats", testQueueStats},
+		{"QueuePause", testQueuePause},
+		{"StartedAt", testStartedAt},
+		{"RerunLinks", testRerunLinks},
+		{"DeleteJob", testDeleteJob},
+		{"DeleteExternalJob", testDeleteExternalJob},
+		{"EndedBefore", testEndedBefore},
 	}
 	type named = struct {
 		name string

@@ -2,6 +2,7 @@ package storekit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,10 +43,11 @@ func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 		RequestId:       nj.RequestID,
 		MaxAttempts:     nj.MaxAttempts,
 		Retries:         nj.Retries,
+		RerunOf:         nj.RerunOf,
 	}
 	switch {
 	case nj.Params.GetExternal() != nil:
-		j.State, j.Attempt = spoolv1.JobState_JOB_STATE_RUNNING, 1
+		j.State, j.Attempt, j.StartedAt = spoolv1.JobState_JOB_STATE_RUNNING, 1, ts
 	case nj.RejectReason != "":
 		j.State = spoolv1.JobState_JOB_STATE_FAILED
 		j.Result = &spoolv1.JobResult{ExitCode: -1, Error: nj.RejectReason, FinishedAt: ts}
@@ -297,16 +299,35 @@ func Ready(j *spoolv1.Job, now time.Time) bool {
 	return j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED && (j.GetRunAfter() == nil || !j.GetRunAfter().AsTime().After(now))
 }
 
-// Bookkeeping is the part of a job its lease endings change beyond state
-// and result: the counters, the retry time, the cancel reason and the
-// notes. Stores that keep these fields together store this message.
+// Bookkeeping is the part of a job its lease endings and notes change
+// beyond state and result: the counters, the retry time, the cancel
+// reason, the notes and the rerun links. Stores that keep these fields
+// together store this message.
 func Bookkeeping(j *spoolv1.Job) *spoolv1.Job {
 	return &spoolv1.Job{RetriedAttempts: j.GetRetriedAttempts(), ReleasedAttempts: j.GetReleasedAttempts(),
-		RunAfter: j.GetRunAfter(), CancelReason: j.GetCancelReason(), Notes: j.GetNotes()}
+		RunAfter: j.GetRunAfter(), CancelReason: j.GetCancelReason(), Notes: j.GetNotes(),
+		RerunOf: j.GetRerunOf(), Reruns: j.GetReruns()}
 }
 
 // SetBookkeeping copies the fields Bookkeeping holds from b into j.
 func SetBookkeeping(j, b *spoolv1.Job) {
 	j.RetriedAttempts, j.ReleasedAttempts, j.RunAfter, j.CancelReason, j.Notes =
 		b.GetRetriedAttempts(), b.GetReleasedAttempts(), b.GetRunAfter(), b.GetCancelReason(), b.GetNotes()
+	j.RerunOf, j.Reruns = b.GetRerunOf(), b.GetReruns()
+}
+
+// MaxReruns is how many rerun links a job keeps: the newest.
+const MaxReruns = 100
+
+// AddRerun records that rerunID runs j again, once per id; past MaxReruns
+// the oldest links give way. It reports whether j changed.
+func AddRerun(j *spoolv1.Job, rerunID string) bool {
+	if slices.Contains(j.Reruns, rerunID) {
+		return false
+	}
+	j.Reruns = append(j.Reruns, rerunID)
+	if len(j.Reruns) > MaxReruns {
+		j.Reruns = slices.Delete(j.Reruns, 0, len(j.Reruns)-MaxReruns)
+	}
+	return true
 }

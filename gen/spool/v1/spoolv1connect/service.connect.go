@@ -41,6 +41,10 @@ const (
 	JobServiceListJobsProcedure = "/spool.v1.JobService/ListJobs"
 	// JobServiceCancelJobProcedure is the fully-qualified name of the JobService's CancelJob RPC.
 	JobServiceCancelJobProcedure = "/spool.v1.JobService/CancelJob"
+	// JobServiceRerunJobProcedure is the fully-qualified name of the JobService's RerunJob RPC.
+	JobServiceRerunJobProcedure = "/spool.v1.JobService/RerunJob"
+	// JobServiceDeleteJobProcedure is the fully-qualified name of the JobService's DeleteJob RPC.
+	JobServiceDeleteJobProcedure = "/spool.v1.JobService/DeleteJob"
 	// JobServiceDequeueJobsProcedure is the fully-qualified name of the JobService's DequeueJobs RPC.
 	JobServiceDequeueJobsProcedure = "/spool.v1.JobService/DequeueJobs"
 	// JobServiceUpdateJobVisibilityProcedure is the fully-qualified name of the JobService's
@@ -75,6 +79,13 @@ type JobServiceClient interface {
 	// CancelJob cancels a queued job at once, or asks a running job's worker
 	// to stop (it learns of it at its next heartbeat).
 	CancelJob(context.Context, *connect.Request[v1.CancelJobRequest]) (*connect.Response[v1.CancelJobResponse], error)
+	// RerunJob enqueues a finished job again as a new job with the same
+	// queue and parameters; the two name each other (rerun_of, reruns). With
+	// a request_id, every repeat returns the job the first call created.
+	RerunJob(context.Context, *connect.Request[v1.RerunJobRequest]) (*connect.Response[v1.RerunJobResponse], error)
+	// DeleteJob removes a finished job and its whole log from the store. A job
+	// still queued or running must be cancelled first (FailedPrecondition).
+	DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error)
 	// DequeueJobs leases up to max_jobs jobs from a queue, waiting up to
 	// wait_seconds for one to arrive.
 	DequeueJobs(context.Context, *connect.Request[v1.DequeueJobsRequest]) (*connect.Response[v1.DequeueJobsResponse], error)
@@ -142,6 +153,18 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("CancelJob")),
 			connect.WithClientOptions(opts...),
 		),
+		rerunJob: connect.NewClient[v1.RerunJobRequest, v1.RerunJobResponse](
+			httpClient,
+			baseURL+JobServiceRerunJobProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("RerunJob")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteJob: connect.NewClient[v1.DeleteJobRequest, v1.DeleteJobResponse](
+			httpClient,
+			baseURL+JobServiceDeleteJobProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("DeleteJob")),
+			connect.WithClientOptions(opts...),
+		),
 		dequeueJobs: connect.NewClient[v1.DequeueJobsRequest, v1.DequeueJobsResponse](
 			httpClient,
 			baseURL+JobServiceDequeueJobsProcedure,
@@ -199,6 +222,8 @@ type jobServiceClient struct {
 	getJob              *connect.Client[v1.GetJobRequest, v1.GetJobResponse]
 	listJobs            *connect.Client[v1.ListJobsRequest, v1.ListJobsResponse]
 	cancelJob           *connect.Client[v1.CancelJobRequest, v1.CancelJobResponse]
+	rerunJob            *connect.Client[v1.RerunJobRequest, v1.RerunJobResponse]
+	deleteJob           *connect.Client[v1.DeleteJobRequest, v1.DeleteJobResponse]
 	dequeueJobs         *connect.Client[v1.DequeueJobsRequest, v1.DequeueJobsResponse]
 	updateJobVisibility *connect.Client[v1.UpdateJobVisibilityRequest, v1.UpdateJobVisibilityResponse]
 	completeJob         *connect.Client[v1.CompleteJobRequest, v1.CompleteJobResponse]
@@ -227,6 +252,16 @@ func (c *jobServiceClient) ListJobs(ctx context.Context, req *connect.Request[v1
 // CancelJob calls spool.v1.JobService.CancelJob.
 func (c *jobServiceClient) CancelJob(ctx context.Context, req *connect.Request[v1.CancelJobRequest]) (*connect.Response[v1.CancelJobResponse], error) {
 	return c.cancelJob.CallUnary(ctx, req)
+}
+
+// RerunJob calls spool.v1.JobService.RerunJob.
+func (c *jobServiceClient) RerunJob(ctx context.Context, req *connect.Request[v1.RerunJobRequest]) (*connect.Response[v1.RerunJobResponse], error) {
+	return c.rerunJob.CallUnary(ctx, req)
+}
+
+// DeleteJob calls spool.v1.JobService.DeleteJob.
+func (c *jobServiceClient) DeleteJob(ctx context.Context, req *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error) {
+	return c.deleteJob.CallUnary(ctx, req)
 }
 
 // DequeueJobs calls spool.v1.JobService.DequeueJobs.
@@ -282,6 +317,13 @@ type JobServiceHandler interface {
 	// CancelJob cancels a queued job at once, or asks a running job's worker
 	// to stop (it learns of it at its next heartbeat).
 	CancelJob(context.Context, *connect.Request[v1.CancelJobRequest]) (*connect.Response[v1.CancelJobResponse], error)
+	// RerunJob enqueues a finished job again as a new job with the same
+	// queue and parameters; the two name each other (rerun_of, reruns). With
+	// a request_id, every repeat returns the job the first call created.
+	RerunJob(context.Context, *connect.Request[v1.RerunJobRequest]) (*connect.Response[v1.RerunJobResponse], error)
+	// DeleteJob removes a finished job and its whole log from the store. A job
+	// still queued or running must be cancelled first (FailedPrecondition).
+	DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error)
 	// DequeueJobs leases up to max_jobs jobs from a queue, waiting up to
 	// wait_seconds for one to arrive.
 	DequeueJobs(context.Context, *connect.Request[v1.DequeueJobsRequest]) (*connect.Response[v1.DequeueJobsResponse], error)
@@ -345,6 +387,18 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("CancelJob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceRerunJobHandler := connect.NewUnaryHandler(
+		JobServiceRerunJobProcedure,
+		svc.RerunJob,
+		connect.WithSchema(jobServiceMethods.ByName("RerunJob")),
+		connect.WithHandlerOptions(opts...),
+	)
+	jobServiceDeleteJobHandler := connect.NewUnaryHandler(
+		JobServiceDeleteJobProcedure,
+		svc.DeleteJob,
+		connect.WithSchema(jobServiceMethods.ByName("DeleteJob")),
+		connect.WithHandlerOptions(opts...),
+	)
 	jobServiceDequeueJobsHandler := connect.NewUnaryHandler(
 		JobServiceDequeueJobsProcedure,
 		svc.DequeueJobs,
@@ -403,6 +457,10 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 			jobServiceListJobsHandler.ServeHTTP(w, r)
 		case JobServiceCancelJobProcedure:
 			jobServiceCancelJobHandler.ServeHTTP(w, r)
+		case JobServiceRerunJobProcedure:
+			jobServiceRerunJobHandler.ServeHTTP(w, r)
+		case JobServiceDeleteJobProcedure:
+			jobServiceDeleteJobHandler.ServeHTTP(w, r)
 		case JobServiceDequeueJobsProcedure:
 			jobServiceDequeueJobsHandler.ServeHTTP(w, r)
 		case JobServiceUpdateJobVisibilityProcedure:
@@ -442,6 +500,14 @@ func (UnimplementedJobServiceHandler) ListJobs(context.Context, *connect.Request
 
 func (UnimplementedJobServiceHandler) CancelJob(context.Context, *connect.Request[v1.CancelJobRequest]) (*connect.Response[v1.CancelJobResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.CancelJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) RerunJob(context.Context, *connect.Request[v1.RerunJobRequest]) (*connect.Response[v1.RerunJobResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.RerunJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.DeleteJob is not implemented"))
 }
 
 func (UnimplementedJobServiceHandler) DequeueJobs(context.Context, *connect.Request[v1.DequeueJobsRequest]) (*connect.Response[v1.DequeueJobsResponse], error) {

@@ -38,6 +38,8 @@ type Store struct {
 	sources map[string]*source
 	hub     notify.Hub
 	polls   storekit.Polls
+	// paused holds the paused queues and when each was paused.
+	paused map[string]time.Time
 }
 
 // ListScan is how many jobs a filtered List examines at most in one call.
@@ -196,15 +198,30 @@ func (s *Store) Cancel(_ context.Context, id, reason string) (*spoolv1.Job, erro
 
 // AddNote implements store.JobStore.
 func (s *Store) AddNote(_ context.Context, id, note string) (*spoolv1.Job, error) {
+	return s.edit(id, func(j *spoolv1.Job) bool {
+		storekit.AddNote(j, note)
+		j.UpdatedAt = timestamppb.New(storekit.Now())
+		return true
+	})
+}
+
+// AddRerun implements store.JobStore. A link is not a change of the job's
+// own: updated_at stays, so retention still counts from the job's end.
+func (s *Store) AddRerun(_ context.Context, id, rerunID string) (*spoolv1.Job, error) {
+	return s.edit(id, func(j *spoolv1.Job) bool { return storekit.AddRerun(j, rerunID) })
+}
+
+// edit changes a job with fn, which reports whether it changed anything.
+func (s *Store) edit(id string, fn func(*spoolv1.Job) bool) (*spoolv1.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.jobs[id]
 	if !ok {
 		return nil, store.JobNotFound(id)
 	}
-	storekit.AddNote(r.job, note)
-	r.job.UpdatedAt = timestamppb.New(storekit.Now())
-	s.hub.Notify(jobKey(id))
+	if fn(r.job) {
+		s.hub.Notify(jobKey(id))
+	}
 	return s.view(r), nil
 }
 
@@ -259,6 +276,7 @@ func (s *Store) lease(req store.DequeueRequest) []store.Lease {
 		r.job.State = spoolv1.JobState_JOB_STATE_RUNNING
 		r.job.Attempt++
 		r.job.UpdatedAt = timestamppb.New(now)
+		r.job.StartedAt = r.job.UpdatedAt
 		r.leaseID = storekit.NewLeaseID()
 		r.expires = now.Add(req.LeaseDuration)
 		s.hub.Notify(jobKey(r.job.JobId))

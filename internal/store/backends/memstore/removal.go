@@ -1,0 +1,62 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// DeleteJob implements store.RemovalStore.
+func (s *Store) DeleteJob(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.jobs[id]
+	if !ok {
+		return store.JobNotFound(id)
+	}
+	if !spool.IsFinal(r.job.State) {
+		return apierr.Errorf(spool.ErrConflict, "job %s is %s: only a finished job can be deleted; cancel it first",
+			id, spool.StateName(r.job.State))
+	}
+	delete(s.jobs, id)
+	if i, ok := slices.BinarySearchFunc(s.created, r, compareCreated); ok {
+		s.created = slices.Delete(s.created, i, i+1)
+	}
+	if rid := r.job.RequestId; rid != "" && s.byReq[rid] == id {
+		delete(s.byReq, rid)
+	}
+	if src := s.sources[r.job.GetParams().GetExternal().GetSource()]; src != nil {
+		for _, a := range r.accepted {
+			if src.seen[a.ID] == id {
+				delete(src.seen, a.ID)
+			}
+		}
+	}
+	s.hub.Notify(jobKey(id))
+	return nil
+}
+
+// EndedBefore implements store.RemovalStore.
+func (s *Store) EndedBefore(_ context.Context, t time.Time, limit int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ended []*record
+	for _, r := range s.jobs {
+		if spool.IsFinal(r.job.State) && r.job.UpdatedAt.AsTime().Before(t) {
+			ended = append(ended, r)
+		}
+	}
+	slices.SortFunc(ended, func(a, b *record) int {
+		return cmp.Or(a.job.UpdatedAt.AsTime().Compare(b.job.UpdatedAt.AsTime()), cmp.Compare(a.job.JobId, b.job.JobId))
+	})
+	ids := make([]string, 0, min(len(ended), limit))
+	for _, r := range ended[:min(len(ended), limit)] {
+		ids = append(ids, r.job.JobId)
+	}
+	return ids, nil
+}
