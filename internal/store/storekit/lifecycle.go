@@ -331,3 +331,10 @@ func AddRerun(j *spoolv1.Job, rerunID string) bool {
 	}
 	return true
 }
+
+// NotFinished is the error for deleting a job that is still queued or
+// running: the same words from every store.
+func NotFinished(id string, state spoolv1.JobState) error {
+	return apierr.Errorf(spool.ErrConflict, "job %s is %s: only a finished job can be deleted; cancel it first",
+		id, spool.StateName(state))
+}

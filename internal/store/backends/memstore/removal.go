@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/spool-run/spool"
-	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // DeleteJob implements store.RemovalStore.
@@ -20,8 +20,7 @@ func (s *Store) DeleteJob(_ context.Context, id string) error {
 		return store.JobNotFound(id)
 	}
 	if !spool.IsFinal(r.job.State) {
-		return apierr.Errorf(spool.ErrConflict, "job %s is %s: only a finished job can be deleted; cancel it first",
-			id, spool.StateName(r.job.State))
+		return storekit.NotFinished(id, r.job.State)
 	}
 	delete(s.jobs, id)
 	if i, ok := slices.BinarySearchFunc(s.created, r, compareCreated); ok {
