@@ -49,6 +49,7 @@ type Client struct {
 	keys spoolv1connect.KeyServiceClient
 	sc   spoolv1connect.ScatterServiceClient
 	ing  spoolv1connect.IngestServiceClient
+	qs   spoolv1connect.QueueServiceClient
 	url  string
 }
 
@@ -99,8 +100,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	keys, _ := wire.DialKeys(baseURL, o)
 	sc, _ := wire.DialScatters(baseURL, o)
 	ing, _ := wire.DialIngest(baseURL, o)
+	qs, _ := wire.DialQueues(baseURL, o)
 	base, _ := wire.BaseURL(baseURL)
-	return &Client{rpc: rpc, keys: keys, sc: sc, ing: ing, url: base}, nil
+	return &Client{rpc: rpc, keys: keys, sc: sc, ing: ing, qs: qs, url: base}, nil
 }
 
 // URL is the server's address.
@@ -179,6 +181,26 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, e
 		return nil, wrap(err)
 	}
 	return resp.Msg.GetJob(), nil
+}
+
+// Rerun enqueues a finished job again as a new job with the same queue,
+// command and budgets, and returns the new job; its RerunOf names the old
+// one. A job that has not finished is spool.ErrConflict. requestID, when
+// set, makes a repeat return the job the first call made.
+func (c *Client) Rerun(ctx context.Context, id, requestID string) (*spoolv1.Job, error) {
+	resp, err := c.rpc.RerunJob(ctx, connect.NewRequest(&spoolv1.RerunJobRequest{JobId: id, RequestId: requestID}))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp.Msg.GetJob(), nil
+}
+
+// Delete removes a finished job and its whole log from the server. A job
+// still queued or running is spool.ErrConflict: cancel it first. Needs an
+// admin key.
+func (c *Client) Delete(ctx context.Context, id string) error {
+	_, err := c.rpc.DeleteJob(ctx, connect.NewRequest(&spoolv1.DeleteJobRequest{JobId: id}))
+	return wrap(err)
 }
 
 // JobsPage returns one page of jobs matching req, newest first, and the

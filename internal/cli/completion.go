@@ -72,6 +72,10 @@ const (
 // in: Tab offers those jobs only, where a finished one would be useless.
 var activeStates = []spoolv1.JobState{spoolv1.JobState_JOB_STATE_QUEUED, spoolv1.JobState_JOB_STATE_RUNNING}
 
+// finalStates are the states a job can be rerun or deleted in.
+var finalStates = []spoolv1.JobState{spoolv1.JobState_JOB_STATE_SUCCEEDED, spoolv1.JobState_JOB_STATE_FAILED,
+	spoolv1.JobState_JOB_STATE_CANCELLED}
+
 // completeJobArg completes the JOB_ID argument of a command that takes one
 // job (or, with many, several different ones), among jobs in states (none:
 // any). File names are never offered: no command takes one there.

@@ -41,6 +41,32 @@ func ago(t time.Time, now time.Time) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
+// elapsed says how long a job's current (or last) attempt has run: up to
+// now while it runs, to its end once final; "-" before it starts.
+func elapsed(j *spoolv1.Job, now time.Time) string {
+	start := j.GetStartedAt()
+	if start == nil || j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
+		return "-"
+	}
+	end := now
+	if r := j.GetResult(); r != nil && r.GetFinishedAt() != nil {
+		end = r.GetFinishedAt().AsTime()
+	}
+	return duration(end.Sub(start.AsTime()))
+}
+
+// duration is d for people: to the second past a minute, to the
+// millisecond below one.
+func duration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
 // commandLine is a job's command for people: argv joined, or the script;
 // for an external job, where its log comes from.
 func commandLine(p *spoolv1.JobParams) string {

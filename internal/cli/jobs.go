@@ -18,9 +18,9 @@ import (
 func newJobsCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
-		Short: "List, inspect, cancel and wait for jobs",
+		Short: "List, inspect, cancel, wait for, rerun and delete jobs",
 	}
-	cmd.AddCommand(newJobsListCmd(e), newJobsGetCmd(e), newJobsCancelCmd(e), newJobsWaitCmd(e))
+	cmd.AddCommand(newJobsListCmd(e), newJobsGetCmd(e), newJobsCancelCmd(e), newJobsWaitCmd(e), newJobsRerunCmd(e), newJobsDeleteCmd(e))
 	return cmd
 }
 
@@ -65,14 +65,15 @@ func newJobsListCmd(e *env) *cobra.Command {
 			}
 			now := time.Now()
 			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "JOB ID\tQUEUE\tSTATE\tATTEMPT\tCREATED\tCOMMAND")
+			fmt.Fprintln(tw, "JOB ID\tQUEUE\tSTATE\tATTEMPT\tCREATED\tSTARTED\tELAPSED\tCOMMAND")
 			for _, j := range jobs {
 				attempt := fmt.Sprintf("%d/%d", j.GetAttempt(), j.GetMaxAttempts())
 				if j.GetParams().GetExternal() != nil {
 					attempt = "-" // nothing ran, so nothing was attempted
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
-					attempt, ago(j.GetCreatedAt().AsTime(), now), truncate(commandLine(j.GetParams()), 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
+					attempt, ago(j.GetCreatedAt().AsTime(), now), ago(j.GetStartedAt().AsTime(), now), elapsed(j, now),
+					truncate(commandLine(j.GetParams()), 60))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -216,6 +217,18 @@ func printJob(e *env, j *spoolv1.Job) {
 		row("Retry at", "%s", ra.AsTime().Local().Format(time.TimeOnly))
 	}
 	row("Created", "%s (%s)", j.GetCreatedAt().AsTime().Local().Format(time.DateTime), ago(j.GetCreatedAt().AsTime(), now))
+	if st := j.GetStartedAt(); st != nil {
+		row("Started", "%s (%s)", st.AsTime().Local().Format(time.DateTime), ago(st.AsTime(), now))
+		if j.GetState() == spoolv1.JobState_JOB_STATE_RUNNING {
+			row("Running for", "%s", elapsed(j, now))
+		}
+	}
+	if j.GetRerunOf() != "" {
+		row("Rerun of", "%s", j.GetRerunOf())
+	}
+	if rs := j.GetReruns(); len(rs) > 0 {
+		row("Rerun as", "%s", strings.Join(rs, ", "))
+	}
 	if j.GetRequestId() != "" {
 		row("Request id", "%s", j.GetRequestId())
 	}
@@ -229,7 +242,7 @@ func printJob(e *env, j *spoolv1.Job) {
 			row("Result", "%s", truncate(r.GetOutput(), 200))
 		}
 		if r.GetStartedAt() != nil && r.GetFinishedAt() != nil {
-			row("Ran for", "%s", r.GetFinishedAt().AsTime().Sub(r.GetStartedAt().AsTime()).Round(time.Millisecond))
+			row("Ran for", "%s", duration(r.GetFinishedAt().AsTime().Sub(r.GetStartedAt().AsTime())))
 		}
 	} else if j.GetLeaseExpiresAt() != nil {
 		row("Lease", "until %s", j.GetLeaseExpiresAt().AsTime().Local().Format(time.TimeOnly))
@@ -237,5 +250,78 @@ func printJob(e *env, j *spoolv1.Job) {
 	tw.Flush()
 	for _, n := range j.GetNotes() {
 		fmt.Fprintf(e.out, "Note: %s\n", n)
+	}
+}
+
+func newJobsRerunCmd(e *env) *cobra.Command {
+	var (
+		requestID string
+		follow    bool
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "rerun JOB_ID",
+		Short: "Run a finished job again, as a new job with the same command and queue",
+		Long: `Run a finished job again: a new job with the same queue, command, environment,
+input and budgets, under the server's current settings. The two name each other:
+the new job's "Rerun of" is the old one, the old one's "Rerun as" lists its reruns.`,
+		Example: `  spool jobs rerun 0195f3c2-…
+  spool jobs rerun 0195f3c2-… --follow`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobArg(e, false, finalStates...),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			j, err := c.Rerun(cmd.Context(), args[0], requestID)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(e.out, jobjson.View(j))
+			}
+			fmt.Fprintf(e.errOut, "rerun of %s: job %s queued in %s\n", args[0], j.GetJobId(), j.GetQueue())
+			if !follow {
+				fmt.Fprintln(e.out, j.GetJobId())
+				return nil
+			}
+			return followJob(cmd.Context(), e, c, j.GetJobId())
+		},
+	}
+	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key: repeating the command with it returns the same new job")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the new job's output and exit with its exit code")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new job as JSON")
+	return cmd
+}
+
+func newJobsDeleteCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete JOB_ID...",
+		Short: "Delete finished jobs and their logs from the server",
+		Long: `Delete finished jobs with their whole logs. A job still queued or running is
+refused: cancel it first. Needs an admin key. The server also deletes jobs on its
+own once they ended more than jobs.retention_days ago.`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeJobArg(e, true, finalStates...),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			var failed error
+			for _, id := range args {
+				if err := c.Delete(cmd.Context(), id); err != nil {
+					if len(args) == 1 {
+						return err
+					}
+					fmt.Fprintf(e.errOut, "%s: %s\n", id, explain(err, e))
+					failed = errors.New("some jobs were not deleted")
+					continue
+				}
+				fmt.Fprintf(e.out, "%s: deleted\n", id)
+			}
+			return failed
+		},
 	}
 }

@@ -88,6 +88,6 @@ Start here:
 	root.PersistentFlags().StringVar(&e.creds.key, "api-key", "", "API key to send (better: set SPOOL_API_KEY, which other users cannot see in ps); on the server's machine the admin key in ./spool-data/admin.key is read")
 	root.PersistentFlags().StringVar(&e.creds.ca, "ca", "", "CA certificate (PEM) to trust for an https:// server with a private CA (or set SPOOL_CA)")
 	root.AddCommand(newKeysCmd(e), newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newScatterCmd(e), newJobsCmd(e), newScattersCmd(e), newConsumeCmd(e), newIngestCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e), newAWSCmd(e),
-		newVersionCmd(e), newCompletionCmd(e))
+		newQueuesCmd(e), newVersionCmd(e), newCompletionCmd(e))
 	return root
 }

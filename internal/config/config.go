@@ -106,6 +106,9 @@ type Jobs struct {
 	// VisibilityTimeoutSeconds is the default lease length (SQS's name for
 	// it, kept in the file); workers extend it with heartbeats.
 	VisibilityTimeoutSeconds int `yaml:"visibility_timeout_seconds"`
+	// RetentionDays is how long finished jobs and their logs are kept
+	// after they end; 0 keeps everything.
+	RetentionDays int `yaml:"retention_days"`
 }
 
 // Execution is sent to workers with each job and stored with it.
@@ -167,7 +170,7 @@ func Default() *Config {
 	return &Config{
 		Server: Server{Addr: "127.0.0.1:7070", DataDir: "./spool-data", ShutdownGraceSeconds: 30},
 		Store:  Store{Type: "sqlite", SQLite: SQLite{Synchronous: "full"}},
-		Jobs:   Jobs{MaxAttempts: 3, VisibilityTimeoutSeconds: 120},
+		Jobs:   Jobs{MaxAttempts: 3, VisibilityTimeoutSeconds: 120, RetentionDays: 30},
 		Execution: Execution{
 			Batching: Batching{
 				FlushIntervalSeconds:   2,
@@ -263,6 +266,9 @@ func (s Server) ShutdownGrace() time.Duration { return seconds(s.ShutdownGraceSe
 // Lease is jobs.visibility_timeout_seconds: how long a lease lasts unless
 // a heartbeat extends it.
 func (j Jobs) Lease() time.Duration { return seconds(j.VisibilityTimeoutSeconds) }
+
+// Retention is how long finished jobs are kept (0: for ever).
+func (j Jobs) Retention() time.Duration { return time.Duration(j.RetentionDays) * 24 * time.Hour }
 
 // HeartbeatInterval is execution.heartbeat_interval_seconds.
 func (e Execution) HeartbeatInterval() time.Duration { return seconds(e.HeartbeatIntervalSeconds) }

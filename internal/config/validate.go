@@ -68,6 +68,7 @@ func (c *Config) Validate() error {
 
 	between("jobs.max_attempts", int64(c.Jobs.MaxAttempts), 1, 100)
 	between("jobs.visibility_timeout_seconds", int64(c.Jobs.VisibilityTimeoutSeconds), 2, 43200)
+	between("jobs.retention_days", int64(c.Jobs.RetentionDays), 0, 36500)
 
 	b := c.Execution.Batching
 	between("execution.batching.flush_interval_seconds", int64(b.FlushIntervalSeconds), 1, 60)

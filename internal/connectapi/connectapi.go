@@ -29,7 +29,7 @@ type Options struct {
 }
 
 // Register mounts the JobService, the KeyService, the ScatterService, the
-// IngestService and gRPC reflection on mux.
+// IngestService, the QueueService and gRPC reflection on mux.
 //
 // Each call is served with the request size limit the core sets for it
 // (service.MaxPublishRequestBytes and the like). Connect takes limits per
@@ -54,6 +54,8 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 	mux.Handle(keysPath, capBody(keys, service.MaxRequestBytes))
 	ingestPath, ingest := spoolv1connect.NewIngestServiceHandler(ingestHandler{svc}, options(service.MaxRequestBytes)...)
 	mux.Handle(ingestPath, capBody(ingest, service.MaxRequestBytes))
+	queuesPath, queues := spoolv1connect.NewQueueServiceHandler(queueHandler{svc}, options(service.MaxRequestBytes)...)
+	mux.Handle(queuesPath, capBody(queues, service.MaxRequestBytes))
 	buildScatters := func(limit int) (string, http.Handler) {
 		path, hh := spoolv1connect.NewScatterServiceHandler(scatterHandler{svc}, options(limit)...)
 		return path, capBody(hh, limit)
@@ -70,7 +72,7 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 	_, creates := buildScatters(service.MaxScatterRequestBytes)
 	mux.Handle(spoolv1connect.ScatterServiceCreateScatterProcedure, creates)
 	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName, spoolv1connect.KeyServiceName, spoolv1connect.ScatterServiceName,
-		spoolv1connect.IngestServiceName)
+		spoolv1connect.IngestServiceName, spoolv1connect.QueueServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 }
@@ -119,6 +121,14 @@ func (h handler) ListJobs(ctx context.Context, req *connect.Request[spoolv1.List
 
 func (h handler) CancelJob(ctx context.Context, req *connect.Request[spoolv1.CancelJobRequest]) (*connect.Response[spoolv1.CancelJobResponse], error) {
 	return unary(ctx, req, h.svc.CancelJob)
+}
+
+func (h handler) RerunJob(ctx context.Context, req *connect.Request[spoolv1.RerunJobRequest]) (*connect.Response[spoolv1.RerunJobResponse], error) {
+	return unary(ctx, req, h.svc.RerunJob)
+}
+
+func (h handler) DeleteJob(ctx context.Context, req *connect.Request[spoolv1.DeleteJobRequest]) (*connect.Response[spoolv1.DeleteJobResponse], error) {
+	return unary(ctx, req, h.svc.DeleteJob)
 }
 
 func (h handler) DequeueJobs(ctx context.Context, req *connect.Request[spoolv1.DequeueJobsRequest]) (*connect.Response[spoolv1.DequeueJobsResponse], error) {
@@ -248,4 +258,21 @@ func (h ingestHandler) CompleteSource(ctx context.Context, req *connect.Request[
 
 func (h ingestHandler) RebuildLog(ctx context.Context, req *connect.Request[spoolv1.RebuildLogRequest]) (*connect.Response[spoolv1.RebuildLogResponse], error) {
 	return unary(ctx, req, h.svc.RebuildLog)
+}
+
+// queueHandler adapts the core's queue operations to the QueueServiceHandler.
+type queueHandler struct{ svc *service.Service }
+
+var _ spoolv1connect.QueueServiceHandler = queueHandler{}
+
+func (h queueHandler) ListQueues(ctx context.Context, req *connect.Request[spoolv1.ListQueuesRequest]) (*connect.Response[spoolv1.ListQueuesResponse], error) {
+	return unary(ctx, req, h.svc.ListQueues)
+}
+
+func (h queueHandler) PauseQueue(ctx context.Context, req *connect.Request[spoolv1.PauseQueueRequest]) (*connect.Response[spoolv1.PauseQueueResponse], error) {
+	return unary(ctx, req, h.svc.PauseQueue)
+}
+
+func (h queueHandler) ResumeQueue(ctx context.Context, req *connect.Request[spoolv1.ResumeQueueRequest]) (*connect.Response[spoolv1.ResumeQueueResponse], error) {
+	return unary(ctx, req, h.svc.ResumeQueue)
 }

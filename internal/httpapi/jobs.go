@@ -63,7 +63,8 @@ type cancelRequest struct {
 	Reason string `json:"reason"`
 }
 
-const maxCancelBody = 4 << 10
+// maxActionBody caps the small optional bodies of cancel and rerun.
+const maxActionBody = 4 << 10
 
 // readCancel reads a cancel's body; on false the error is written. Only
 // the web UI's own pages may cancel from a browser.
@@ -71,7 +72,7 @@ func (a *api) readCancel(w http.ResponseWriter, r *http.Request) (cancelRequest,
 	var req cancelRequest
 	err := sameSite(r, "cancel from the spool web UI")
 	if err == nil {
-		err = readJSON(w, r, &req, maxCancelBody)
+		err = readJSON(w, r, &req, maxActionBody)
 	}
 	if err != nil {
 		writeError(w, r, a.Log, err)
@@ -215,4 +216,42 @@ func sameOrigin(r *http.Request) bool {
 	}
 	u, err := url.Parse(origin)
 	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// rerunRequest is the optional body of POST /api/v1/jobs/{job_id}/rerun.
+type rerunRequest struct {
+	RequestID string `json:"request_id"`
+}
+
+// rerunJob enqueues a finished job again; 201 with the new job. Only the
+// web UI's own pages may do it from a browser.
+func (a *api) rerunJob(w http.ResponseWriter, r *http.Request) {
+	var req rerunRequest
+	err := sameSite(r, "rerun from the spool web UI")
+	if err == nil {
+		err = readJSON(w, r, &req, maxActionBody)
+	}
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	resp, err := a.Service.RerunJob(r.Context(), &spoolv1.RerunJobRequest{JobId: r.PathValue("job_id"), RequestId: req.RequestID})
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, jobjson.View(resp.GetJob()))
+}
+
+// deleteJob removes a finished job and its log; 204.
+func (a *api) deleteJob(w http.ResponseWriter, r *http.Request) {
+	err := sameSite(r, "delete from the spool web UI")
+	if err == nil {
+		_, err = a.Service.DeleteJob(r.Context(), &spoolv1.DeleteJobRequest{JobId: r.PathValue("job_id")})
+	}
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -104,6 +104,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"ScatterMember": jobjson.ScatterMember{}, "Scatter": jobjson.Scatter{}, "ScatterProgress": jobjson.ScatterProgress{},
 		"ScatterSpec": jobjson.ScatterSpec{}, "ScatterList": jobjson.ScatterList{}, "ScatterBatch": jobjson.ScatterBatch{},
 		"ScatterBatches": jobjson.ScatterBatches{}, "CreateScatterRequest": httpapi.CreateScatterRequest{},
+		"Queue": jobjson.Queue{}, "QueueList": jobjson.QueueList{},
 		"IngestSummary": httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
 	} {
 		s, ok := doc.Comps.Schemas[name]

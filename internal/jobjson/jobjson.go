@@ -22,11 +22,17 @@ type Job struct {
 	// of a program spool did not start, sent to /api/v1/ingest).
 	Kind string `json:"kind"`
 	// Source is an external job's source.
-	Source           string     `json:"source,omitempty"`
-	Queue            string     `json:"queue"`
-	State            string     `json:"state"`
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
+	Source    string    `json:"source,omitempty"`
+	Queue     string    `json:"queue"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// StartedAt is when the current (or last) attempt was leased.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// RerunOf is the job this one runs again; Reruns the jobs that run
+	// this one again, oldest first.
+	RerunOf          string     `json:"rerun_of,omitempty"`
+	Reruns           []string   `json:"reruns,omitempty"`
 	Attempt          int32      `json:"attempt"`
 	MaxAttempts      int32      `json:"max_attempts"`
 	CancelRequested  bool       `json:"cancel_requested"`
@@ -109,6 +115,9 @@ func View(j *spoolv1.Job) Job {
 		State:            spool.StateName(j.GetState()),
 		CreatedAt:        timeOf(j.GetCreatedAt()),
 		UpdatedAt:        timeOf(j.GetUpdatedAt()),
+		StartedAt:        timeOf(j.GetStartedAt()),
+		RerunOf:          j.GetRerunOf(),
+		Reruns:           j.GetReruns(),
 		Attempt:          j.GetAttempt(),
 		Retries:          j.GetRetries(),
 		RetriedAttempts:  j.GetRetriedAttempts(),

@@ -63,6 +63,8 @@ var (
 	forWork    = need{"worker", "submit", http.StatusForbidden}
 	forMetrics = need{"read", "worker", http.StatusForbidden}
 	forIngest  = need{"ingest", "submit", http.StatusForbidden}
+	// Listing queues: every role that reads; a log shipper's key does not.
+	forQueues = need{"read", "ingest", http.StatusForbidden}
 	// Any valid key may sign in and say who it is: no role is refused.
 	forAnyKey = need{allowed: "worker"}
 )
@@ -91,6 +93,28 @@ var rpcs = map[string]entry{
 	})},
 	spoolv1connect.JobServiceCancelJobProcedure: {forSubmit, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
 		_, err := j.CancelJob(ctx, connect.NewRequest(&spoolv1.CancelJobRequest{JobId: f.cancelID}))
+		return err
+	})},
+	// Rerunning or deleting the fixture's queued job is refused as not
+	// finished (409): past the door.
+	spoolv1connect.JobServiceRerunJobProcedure: {forSubmit, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		_, err := j.RerunJob(ctx, connect.NewRequest(&spoolv1.RerunJobRequest{JobId: f.jobID}))
+		return err
+	})},
+	spoolv1connect.JobServiceDeleteJobProcedure: {forAdmin, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		_, err := j.DeleteJob(ctx, connect.NewRequest(&spoolv1.DeleteJobRequest{JobId: f.jobID}))
+		return err
+	})},
+	spoolv1connect.QueueServiceListQueuesProcedure: {forQueues, queueRPC(func(ctx context.Context, q spoolv1connect.QueueServiceClient, f *fixture) error {
+		_, err := q.ListQueues(ctx, connect.NewRequest(&spoolv1.ListQueuesRequest{}))
+		return err
+	})},
+	spoolv1connect.QueueServicePauseQueueProcedure: {forAdmin, queueRPC(func(ctx context.Context, q spoolv1connect.QueueServiceClient, f *fixture) error {
+		_, err := q.PauseQueue(ctx, connect.NewRequest(&spoolv1.PauseQueueRequest{Name: "table-paused"}))
+		return err
+	})},
+	spoolv1connect.QueueServiceResumeQueueProcedure: {forAdmin, queueRPC(func(ctx context.Context, q spoolv1connect.QueueServiceClient, f *fixture) error {
+		_, err := q.ResumeQueue(ctx, connect.NewRequest(&spoolv1.ResumeQueueRequest{Name: "table-paused"}))
 		return err
 	})},
 	spoolv1connect.JobServiceStreamEventsProcedure: {forRead, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
@@ -188,6 +212,11 @@ var routes = map[string]entry{
 	"GET /api/v1/jobs":                          {forList, get("/api/v1/jobs")},
 	"GET /api/v1/jobs/{job_id}":                 {forRead, get("/api/v1/jobs/{job}")},
 	"POST /api/v1/jobs/{job_id}/cancel":         {forSubmit, send(http.MethodPost, "/api/v1/jobs/{cancel}/cancel")},
+	"POST /api/v1/jobs/{job_id}/rerun":          {forSubmit, send(http.MethodPost, "/api/v1/jobs/{job}/rerun")},
+	"DELETE /api/v1/jobs/{job_id}":              {forAdmin, send(http.MethodDelete, "/api/v1/jobs/{job}")},
+	"GET /api/v1/queues":                        {forQueues, get("/api/v1/queues")},
+	"POST /api/v1/queues/{name}/pause":          {forAdmin, send(http.MethodPost, "/api/v1/queues/table-paused/pause")},
+	"POST /api/v1/queues/{name}/resume":         {forAdmin, send(http.MethodPost, "/api/v1/queues/table-paused/resume")},
 	"GET /api/v1/jobs/{job_id}/logs":            {forRead, get("/api/v1/jobs/{job}/logs")},
 	"GET /api/v1/jobs/{job_id}/logs/ws":         {forRead, ws},
 	"GET /api/v1/jobs/{job_id}/logs/search":     {forRead, get("/api/v1/jobs/{job}/logs/search?q=x")},
@@ -210,12 +239,14 @@ var routes = map[string]entry{
 	"GET /":                                     {public, get("/")},
 	"GET /jobs/{job_id}":                        {public, get("/jobs/{job}")},
 	"GET /scatters":                             {public, get("/scatters")},
+	"GET /queues":                               {public, get("/queues")},
 	"GET /scatters/{scatter_id}":                {public, get("/scatters/{scatter}")},
 	"GET /assets/{file...}":                     {public, get("/assets/app.css")},
 }
 
 // serverRoutes are the routes the server mounts beside the REST API's.
-var serverRoutes = []string{"GET /metrics", "GET /healthz", "GET /", "GET /jobs/{job_id}", "GET /scatters", "GET /scatters/{scatter_id}", "GET /assets/{file...}"}
+var serverRoutes = []string{"GET /metrics", "GET /healthz", "GET /", "GET /jobs/{job_id}", "GET /scatters", "GET /scatters/{scatter_id}",
+	"GET /queues", "GET /assets/{file...}"}
 
 func TestAccessTable(t *testing.T) {
 	// Every RPC of every spool service has an entry.
@@ -386,6 +417,13 @@ func scatterRPC(call func(context.Context, spoolv1connect.ScatterServiceClient, 
 func ingestRPC(call func(context.Context, spoolv1connect.IngestServiceClient, *fixture) error) func(*testing.T, *fixture, caller) int {
 	return rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
 		return call(ctx, spoolv1connect.NewIngestServiceClient(as(callerOf(ctx)), f.srv.URL), f)
+	})
+}
+
+// queueRPC makes an entry's call through the QueueService client.
+func queueRPC(call func(context.Context, spoolv1connect.QueueServiceClient, *fixture) error) func(*testing.T, *fixture, caller) int {
+	return rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		return call(ctx, spoolv1connect.NewQueueServiceClient(as(callerOf(ctx)), f.srv.URL), f)
 	})
 }
 

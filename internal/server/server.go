@@ -108,6 +108,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 	s.loops.Go(func() { s.svc.RunReaper(loopCtx) })
 	s.loops.Go(func() { s.svc.RunScatters(loopCtx) })
 	s.loops.Go(func() { s.svc.RunIngestSweeper(loopCtx) })
+	s.loops.Go(func() { s.svc.RunRetention(loopCtx) })
 	go func() {
 		if tlsConfig != nil {
 			s.served <- s.hs.ServeTLS(ln, "", "")

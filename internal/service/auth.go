@@ -45,15 +45,17 @@ const (
 	PermIngest
 	// PermRepair: rewrite what the store holds of a log (a rebuild).
 	PermRepair
+	// PermOperate: pause and resume queues, delete jobs.
+	PermOperate
 )
 
 var permNames = map[Permission]string{PermRead: "read jobs", PermSubmit: "submit or cancel jobs", PermWork: "run jobs",
 	PermAdmin: "manage keys", PermMetrics: "read metrics", PermIngest: "send logs",
-	PermRepair: "rebuild logs"}
+	PermRepair: "rebuild logs", PermOperate: "pause queues or delete jobs"}
 
 // roles says which permissions each role has.
 var roles = map[spoolv1.KeyRole][]Permission{
-	spoolv1.KeyRole_KEY_ROLE_ADMIN:  {PermRead, PermSubmit, PermWork, PermAdmin, PermMetrics, PermIngest, PermRepair},
+	spoolv1.KeyRole_KEY_ROLE_ADMIN:  {PermRead, PermSubmit, PermWork, PermAdmin, PermMetrics, PermIngest, PermRepair, PermOperate},
 	spoolv1.KeyRole_KEY_ROLE_SUBMIT: {PermRead, PermSubmit, PermMetrics},
 	spoolv1.KeyRole_KEY_ROLE_READ:   {PermRead, PermMetrics},
 	// A worker reads the jobs it runs (to resume them after a restart).

@@ -13,6 +13,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/token"
 )
 
@@ -20,7 +21,8 @@ import (
 // to wait_seconds for one. Each lease carries a signed task token that names
 // the job, its attempt and the lease.
 func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest) (*spoolv1.DequeueJobsResponse, error) {
-	if _, err := s.authorize(ctx, PermWork, cmp.Or(m.GetQueue(), store.DefaultQueue)); err != nil {
+	caller, err := s.authorize(ctx, PermWork, cmp.Or(m.GetQueue(), store.DefaultQueue))
+	if err != nil {
 		return nil, err
 	}
 	queue, err := checkQueue(m.GetQueue())
@@ -39,13 +41,22 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 	}
 	pollCtx, stop := s.untilDrain(ctx)
 	defer stop()
-	leases, err := s.store.Dequeue(pollCtx, store.DequeueRequest{
-		Queue:         queue,
-		Max:           int(m.GetMaxJobs()),
-		LeaseDuration: lease,
-		Wait:          time.Duration(min(m.GetWaitSeconds(), maxWaitSeconds)) * time.Second,
-		WorkerID:      m.GetWorkerId(),
-	})
+	wait := time.Duration(min(m.GetWaitSeconds(), maxWaitSeconds)) * time.Second
+	s.pollers.polled(queue, cmp.Or(m.GetWorkerId(), caller.Name), storekit.Now())
+	open, err := s.waitUnpaused(pollCtx, queue, wait)
+	var leases []store.Lease
+	if err == nil && open {
+		leases, err = s.store.Dequeue(pollCtx, store.DequeueRequest{
+			Queue:         queue,
+			Max:           int(m.GetMaxJobs()),
+			LeaseDuration: lease,
+			Wait:          wait,
+			WorkerID:      m.GetWorkerId(),
+		})
+	}
+	if err == nil {
+		leases, err = s.handBackPaused(ctx, queue, leases)
+	}
 	if err != nil && s.draining() && ctx.Err() == nil {
 		err = nil // shutting down: answer "nothing now" rather than an error
 	}

@@ -23,6 +23,7 @@ type metrics struct {
 	lines     metric.Int64Counter
 	settled   metric.Int64Counter
 	released  metric.Int64Counter
+	deleted   metric.Int64Counter
 
 	batchesCreated   metric.Int64Counter
 	batchesStarted   metric.Int64Counter
@@ -44,6 +45,7 @@ func newMetrics(m metric.Meter, w *watchers) *metrics {
 		lines:     telemetry.Must(m.Int64Counter("spool.events.published.lines", metric.WithDescription("Output lines received from workers, retries included."))),
 		settled:   telemetry.Must(m.Int64Counter("spool.leases.settled", metric.WithDescription("Expired leases settled by the reaper (re-queued, failed or cancelled)."))),
 		released:  telemetry.Must(m.Int64Counter("spool.leases.released", metric.WithDescription("Leases handed back by stopping workers."))),
+		deleted:   telemetry.Must(m.Int64Counter("spool.jobs.deleted", metric.WithDescription("Finished jobs deleted with their logs, by reason (operator, retention)."))),
 
 		batchesCreated:   telemetry.Must(m.Int64Counter("spool.scatter.batches.created", metric.WithDescription("Scatter batches handed to their queue as jobs."))),
 		batchesStarted:   telemetry.Must(m.Int64Counter("spool.scatter.batches.started", metric.WithDescription("Scatter batch jobs leased for their first attempt."))),

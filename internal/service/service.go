@@ -35,6 +35,7 @@ import (
 
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/token"
 )
 
@@ -50,11 +51,15 @@ type Options struct {
 	Log *slog.Logger
 	// Meter makes the core's instruments (nil: no metrics).
 	Meter metric.Meter
+	// Clock is what the retention sweeper takes for now (nil: the store's
+	// clock). Tests move it to see jobs age.
+	Clock func() time.Time
 }
 
 // Service is the application core. Its methods are safe for concurrent use.
 type Service struct {
 	store   store.JobStore
+	clock   func() time.Time
 	signer  *token.Signer
 	cfg     *config.Config
 	log     *slog.Logger
@@ -64,6 +69,8 @@ type Service struct {
 	touched  touches
 	// scatters are the scatters this server's driver should look at now.
 	scatters scatterKicks
+	// pollers are the workers polling each queue here.
+	pollers pollers
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down
@@ -77,7 +84,10 @@ func New(o Options) *Service {
 	if o.Meter == nil {
 		o.Meter = noop.NewMeterProvider().Meter("spool")
 	}
-	s := &Service{store: o.Store, signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
+	if o.Clock == nil {
+		o.Clock = storekit.Now
+	}
+	s := &Service{store: o.Store, clock: o.Clock, signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
 	s.scatters.init()
 	if ws, ok := o.Store.(store.WatchSharer); ok {

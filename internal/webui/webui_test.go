@@ -39,6 +39,8 @@ func TestPages(t *testing.T) {
 		{"/jobs/0195-abc", "text/html", `src="/assets/job.js"`, 200},
 		{"/scatters", "text/html", "<title>Scatters · spool</title>", 200},
 		{"/scatters/0195-abc", "text/html", `src="/assets/scatter.js"`, 200},
+		{"/queues", "text/html", "<title>Queues · spool</title>", 200},
+		{"/queues/", "text/plain", "404", 404},
 		{"/assets/scatterview.js", "text/javascript", "export function progressBar", 200},
 		{"/assets/app.css", "text/css", "prefers-color-scheme: dark", 200},
 		{"/assets/ansi.js", "text/javascript", "export function ansiToHtml", 200},

@@ -74,6 +74,11 @@ func DialIngest(baseURL string, o Options) (spoolv1connect.IngestServiceClient, 
 	return dial(baseURL, o, spoolv1connect.NewIngestServiceClient)
 }
 
+// DialQueues returns a QueueService client for baseURL.
+func DialQueues(baseURL string, o Options) (spoolv1connect.QueueServiceClient, error) {
+	return dial(baseURL, o, spoolv1connect.NewQueueServiceClient)
+}
+
 // dial makes a client of one of spool's services with newClient.
 func dial[T any](baseURL string, o Options, newClient func(connect.HTTPClient, string, ...connect.ClientOption) T) (T, error) {
 	hc, base, opts, err := connection(baseURL, o)

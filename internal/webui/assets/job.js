@@ -1,5 +1,5 @@
-// The job page: the job's state, command, params, attempts and result, a
-// cancel button, and its log, live. /jobs/<id>#L9000 opens the log at line
+// The job page: the job's state, command, params, attempts and result,
+// cancel and rerun buttons, and its log, live. /jobs/<id>#L9000 opens the log at line
 // 9000 and streams on from there. The log can be searched (on the server,
 // so a log of millions of lines is never loaded for it), shown with the
 // time of each line, and downloaded whole; a click on a line number copies
@@ -55,6 +55,10 @@ function renderJob() {
     external ? ["kind", '<span title="the log of a program spool did not start, sent to spool">external</span>'] : ["attempt", String(job.attempt)],
     ["created", `<span title="${escapeHtml(localTime(job.created_at))}">${relTime(job.created_at)}</span>`],
   ];
+  if (job.state === "running" && job.started_at) {
+    facts.push(["started", `<span title="${escapeHtml(localTime(job.started_at))}">${relTime(job.started_at)}</span>`]);
+    facts.push(["running for", `<span id="fact-elapsed">${duration(Date.now() - Date.parse(job.started_at))}</span>`]);
+  }
   if (r) {
     if (r.started_at) facts.push(["started", `<span title="${escapeHtml(localTime(r.started_at))}">${relTime(r.started_at)}</span>`]);
     if (r.finished_at) facts.push(["finished", `<span title="${escapeHtml(localTime(r.finished_at))}">${relTime(r.finished_at)}</span>`]);
@@ -68,11 +72,55 @@ function renderJob() {
   facts.push(["lines", `<span id="fact-lines">${Math.max(job.line_count, view.last).toLocaleString()}</span>`]);
   $("#facts").innerHTML = facts.map(([k, v]) => `<div><span>${k}</span><span>${v}</span></div>`).join("");
   renderScatter();
+  renderReruns();
   $("#result-error").textContent = r && r.error ? r.error : "";
   $("#notes").innerHTML = (job.notes || []).map((n) => `<li>${escapeHtml(n)}</li>`).join("");
   renderParams();
   renderCancel();
+  renderRerun();
 }
+
+// The elapsed time of a running job counts up between header refreshes.
+setInterval(() => {
+  const el = $("#fact-elapsed");
+  if (el && job && job.state === "running" && job.started_at) el.textContent = duration(Date.now() - Date.parse(job.started_at));
+}, 1000);
+
+// renderReruns links the job this one runs again and the jobs that run it
+// again.
+function renderReruns() {
+  const link = (id) => `<a class="mono" href="/jobs/${encodeURIComponent(id)}">${escapeHtml(id)}</a>`;
+  const parts = [];
+  if (job.rerun_of) parts.push(`Rerun of ${link(job.rerun_of)}.`);
+  if (job.reruns && job.reruns.length) parts.push(`Rerun as ${job.reruns.map(link).join(", ")}.`);
+  const el = $("#rerun-line");
+  el.hidden = !parts.length;
+  el.innerHTML = parts.join(" ");
+}
+
+// rerunnable says whether the server would run the job again: a finished
+// command that is not part of a scatter.
+function rerunnable(j) {
+  const p = j.params || {};
+  return isFinal(j.state) && j.kind !== "external" && !p.scatter && ((p.argv && p.argv.length) || p.script);
+}
+
+function renderRerun() {
+  $("#rerun").hidden = !rerunnable(job);
+}
+
+// Rerun makes the new job and opens its page.
+$("#rerun").addEventListener("click", async () => {
+  const btn = $("#rerun");
+  btn.disabled = true;
+  try {
+    const fresh = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}/rerun`, { method: "POST" });
+    location.assign(`/jobs/${encodeURIComponent(fresh.job_id)}`);
+  } catch (e) {
+    showError(`Rerun failed: ${e.message}`);
+    btn.disabled = false;
+  }
+});
 
 // renderScatter says which scatter a batch or gather job belongs to, with
 // the way to it.

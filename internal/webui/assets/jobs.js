@@ -21,7 +21,7 @@ function query(cursor) {
 function render(jobs) {
   const now = Date.now();
   if (!jobs.length) {
-    $("#jobs").innerHTML = `<tr><td colspan="8" class="empty">No jobs${$("#queue").value || $("#state").value ? " match these filters" : " yet"}. Submit one with <code>spool submit -- echo hello</code>.</td></tr>`;
+    $("#jobs").innerHTML = `<tr><td colspan="9" class="empty">No jobs${$("#queue").value || $("#state").value ? " match these filters" : " yet"}. Submit one with <code>spool submit -- echo hello</code>.</td></tr>`;
     return;
   }
   $("#jobs").innerHTML = jobs.map((j) => row(j, now)).join("");
@@ -39,9 +39,18 @@ function row(j, now) {
     <td class="num">${j.kind === "external" ? '<span class="muted">external</span>' : `${j.attempt}/${j.max_attempts}`}</td>
     <td class="cmd" title="${escapeHtml(cmd)}"><a href="${href}">${escapeHtml(cmd)}</a></td>
     <td title="${escapeHtml(localTime(j.created_at))}">${relTime(j.created_at, now)}</td>
+    <td title="${escapeHtml(localTime(j.started_at))}">${started(j, now)}</td>
     <td title="${escapeHtml(localTime(fin))}">${fin ? relTime(fin, now) : ""}${took ? ` <span class="muted">(${took})</span>` : ""}</td>
     <td class="num">${j.line_count.toLocaleString()}</td>
   </tr>`;
+}
+
+// started says when a job's attempt started and, while it runs, for how
+// long it has been running.
+function started(j, now) {
+  if (!j.started_at || j.state === "queued") return "";
+  const running = j.state === "running" ? ` <span class="muted">(running ${duration(now - Date.parse(j.started_at))})</span>` : "";
+  return relTime(j.started_at, now) + running;
 }
 
 function filtersChanged() {

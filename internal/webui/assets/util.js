@@ -117,10 +117,11 @@ export function ended(job) {
 }
 
 // confirmButton makes btn ask for a second click instead of a dialog: quick
-// to confirm, hard to hit by accident. The second click within 4 s runs
-// action (the button is disabled meanwhile); onError gets its failure. It
-// returns disarm, which puts the button back to label.
-export function confirmButton(btn, label, action, onError) {
+// to confirm, hard to hit by accident. The first click shows ask; the
+// second within 4 s runs action (the button is disabled meanwhile);
+// onError gets its failure. It returns disarm, which puts the button back
+// to label.
+export function confirmButton(btn, label, action, onError, ask = "Click again to cancel") {
   let timer = null;
   const disarm = () => {
     clearTimeout(timer);
@@ -130,7 +131,7 @@ export function confirmButton(btn, label, action, onError) {
   btn.addEventListener("click", async () => {
     if (!btn.classList.contains("armed")) {
       btn.classList.add("armed");
-      btn.textContent = "Click again to cancel";
+      btn.textContent = ask;
       timer = setTimeout(disarm, 4000);
       return;
     }
@@ -147,34 +148,51 @@ export function confirmButton(btn, label, action, onError) {
   return disarm;
 }
 
-// livePages runs a list shown a page at a time, newest first: fetchPage(cursor)
-// gives {items, next}, render(items) draws them. The first page is the live
-// one, refreshed every 2 s (every 10 s while the tab is hidden); Older and
-// Newer walk back and forth, keeping the cursors of the pages before the one
-// shown. It returns first(), which goes back to the live page (after a
-// filter changed).
-export function livePages(fetchPage, render) {
+// autoRefresh runs load() now and again every 2 s (every 10 s while the tab
+// is hidden) as long as live() says so, showing its failure in #error and
+// the time of the last success in #updated. It returns refresh, which
+// loads at once (and restarts the timer).
+export function autoRefresh(load, live = () => true) {
   const REFRESH_MS = 2000;
   const $ = (sel) => document.querySelector(sel);
-  let back = [];
-  let cursor = "";
-  let next = "";
   let timer = null;
   async function refresh() {
     clearTimeout(timer);
     try {
-      const page = await fetchPage(cursor);
-      next = page.next || "";
-      $("#older").disabled = !next;
-      $("#newer").disabled = !cursor;
-      render(page.items);
+      await load();
       $("#error").textContent = "";
       $("#updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
     } catch (e) {
       $("#error").textContent = e.message;
     }
-    if (!cursor) timer = setTimeout(refresh, document.hidden ? REFRESH_MS * 5 : REFRESH_MS);
+    if (live()) timer = setTimeout(refresh, document.hidden ? REFRESH_MS * 5 : REFRESH_MS);
   }
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && live()) refresh();
+  });
+  whoami()
+    .catch(() => {})
+    .then(refresh);
+  return refresh;
+}
+
+// livePages runs a list shown a page at a time, newest first: fetchPage(cursor)
+// gives {items, next}, render(items) draws them. The first page is the live
+// one, refreshed as autoRefresh does; Older and Newer walk back and forth,
+// keeping the cursors of the pages before the one shown. It returns first(),
+// which goes back to the live page (after a filter changed).
+export function livePages(fetchPage, render) {
+  const $ = (sel) => document.querySelector(sel);
+  let back = [];
+  let cursor = "";
+  let next = "";
+  const refresh = autoRefresh(async () => {
+    const page = await fetchPage(cursor);
+    next = page.next || "";
+    $("#older").disabled = !next;
+    $("#newer").disabled = !cursor;
+    render(page.items);
+  }, () => !cursor);
   $("#older").addEventListener("click", () => {
     back.push(cursor);
     cursor = next;
@@ -184,12 +202,6 @@ export function livePages(fetchPage, render) {
     cursor = back.pop() || "";
     refresh();
   });
-  document.addEventListener("visibilitychange", () => {
-    if (!document.hidden && !cursor) refresh();
-  });
-  whoami()
-    .catch(() => {})
-    .then(refresh);
   return {
     first() {
       back = [];

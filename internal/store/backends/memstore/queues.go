@@ -84,4 +84,3 @@ func (s *Store) QueuePaused(_ context.Context, name string) (bool, error) {
 	_, ok := s.paused[name]
 	return ok, nil
 }
-

@@ -1,0 +1,41 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	"connectrpc.com/connect"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+// Queues returns every queue, by name, with its jobs queued and running
+// now, those that ended within window, its oldest waiting job and the
+// workers polling it.
+func (c *Client) Queues(ctx context.Context) (queues []*spoolv1.Queue, window time.Duration, err error) {
+	resp, err := c.qs.ListQueues(ctx, connect.NewRequest(&spoolv1.ListQueuesRequest{}))
+	if err != nil {
+		return nil, 0, wrap(err)
+	}
+	return resp.Msg.GetQueues(), time.Duration(resp.Msg.GetWindowSeconds()) * time.Second, nil
+}
+
+// PauseQueue stops workers from taking the queue's jobs; running jobs go
+// on. Needs an admin key.
+func (c *Client) PauseQueue(ctx context.Context, name string) (*spoolv1.Queue, error) {
+	resp, err := c.qs.PauseQueue(ctx, connect.NewRequest(&spoolv1.PauseQueueRequest{Name: name}))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp.Msg.GetQueue(), nil
+}
+
+// ResumeQueue lets workers take a paused queue's jobs again. Needs an
+// admin key.
+func (c *Client) ResumeQueue(ctx context.Context, name string) (*spoolv1.Queue, error) {
+	resp, err := c.qs.ResumeQueue(ctx, connect.NewRequest(&spoolv1.ResumeQueueRequest{Name: name}))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return resp.Msg.GetQueue(), nil
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/jobjson"
+)
+
+func newQueuesCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "queues",
+		Short: "Show the queues: what waits, runs and ended in each; pause and resume them",
+		Long: `Show every queue with its jobs queued and running now, the jobs that succeeded,
+failed or were cancelled in the last 24 hours, how long its oldest job has waited and
+how many workers poll it (through the server asked, in the last minute).`,
+		Example: `  spool queues
+  spool queues pause builds
+  spool queues resume builds`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			queues, window, err := c.Queues(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(e.out, jobjson.QueueListView(&spoolv1.ListQueuesResponse{Queues: queues, WindowSeconds: int32(window / time.Second)}))
+			}
+			if len(queues) == 0 {
+				fmt.Fprintln(e.out, "no queues yet: a queue appears with its first job (spool submit -q NAME -- CMD)")
+				return nil
+			}
+			now := time.Now()
+			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(tw, "QUEUE\tSTATE\tQUEUED\tRUNNING\tSUCCEEDED %s\tFAILED %s\tOLDEST WAITING\tWORKERS\n", window, window)
+			for _, q := range queues {
+				state := "active"
+				if q.GetPaused() {
+					state = "paused " + ago(q.GetPausedAt().AsTime(), now)
+				}
+				failed := q.GetFailed()
+				fails := fmt.Sprint(failed)
+				if n := q.GetCancelled(); n > 0 {
+					fails += fmt.Sprintf(" (+%d cancelled)", n)
+				}
+				oldest := "-"
+				if t := q.GetOldestQueuedAt(); t != nil {
+					oldest = duration(now.Sub(t.AsTime()).Truncate(time.Second))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", q.GetName(), state, q.GetQueued(), q.GetRunning(),
+					q.GetSucceeded(), fails, oldest, q.GetWorkers())
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(newQueuePauseCmd(e, true), newQueuePauseCmd(e, false))
+	return cmd
+}
+
+// newQueuePauseCmd is spool queues pause (or, with pause false, resume).
+func newQueuePauseCmd(e *env, pause bool) *cobra.Command {
+	use, short, done := "resume QUEUE", "Let workers take a paused queue's jobs again", "resumed: workers take its jobs again"
+	if pause {
+		use, short, done = "pause QUEUE", "Stop workers from taking a queue's jobs; running jobs go on", "paused: workers take none of its jobs until spool queues resume"
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return completeQueues(cmd.Context(), e, args, pause)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			set := c.ResumeQueue
+			if pause {
+				set = c.PauseQueue
+			}
+			q, err := set(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.out, "queue %s %s", q.GetName(), done)
+			if pause && q.GetRunning() > 0 {
+				fmt.Fprintf(e.out, " (%d running go on)", q.GetRunning())
+			}
+			fmt.Fprintln(e.out)
+			return nil
+		},
+	}
+}
+
+// completeQueues offers the queues that pause (or resume) would change.
+func completeQueues(ctx context.Context, e *env, args []string, pause bool) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c, err := e.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	queues, _, err := c.Queues(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, q := range queues {
+		if q.GetPaused() != pause {
+			out = append(out, q.GetName())
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,223 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/memstore"
+	"github.com/spool-run/spool/internal/store/storekit"
+	"github.com/spool-run/spool/internal/token"
+)
+
+// operator is a core over an in-memory store, without keys, whose clock
+// the test moves.
+type operator struct {
+	s     *Service
+	st    *memstore.Store
+	ctx   context.Context
+	shift atomic.Int64 // nanoseconds added to the store's clock
+}
+
+func newOperator(t *testing.T) *operator {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Auth.Disabled = true
+	cfg.Jobs.RetentionDays = 1
+	signer, err := token.NewSigner(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &operator{st: memstore.New(), ctx: WithCredentials(context.Background(), Credentials{Host: "localhost"})}
+	o.s = New(Options{Store: o.st, Config: cfg, Signer: signer,
+		Clock: func() time.Time { return storekit.Now().Add(time.Duration(o.shift.Load())) }})
+	return o
+}
+
+func (o *operator) enqueue(t *testing.T, queue string) *spoolv1.Job {
+	t.Helper()
+	resp, err := o.s.EnqueueJob(o.ctx, &spoolv1.EnqueueJobRequest{Queue: queue, Params: &spoolv1.JobParams{Argv: []string{"make", "test"}}, Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetJob()
+}
+
+func (o *operator) dequeue(t *testing.T, queue string, wait int32) []*spoolv1.JobLease {
+	t.Helper()
+	resp, err := o.s.DequeueJobs(o.ctx, &spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: 1, WaitSeconds: wait, WorkerId: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetLeases()
+}
+
+// run leases queue's next job and completes it with exit code.
+func (o *operator) run(t *testing.T, queue string, exit int32) *spoolv1.Job {
+	t.Helper()
+	ls := o.dequeue(t, queue, 0)
+	if len(ls) != 1 {
+		t.Fatalf("%d leases, want 1", len(ls))
+	}
+	resp, err := o.s.CompleteJob(o.ctx, &spoolv1.CompleteJobRequest{TaskToken: ls[0].GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: exit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetJob()
+}
+
+// A paused queue gives no worker a job, also one that was waiting when the
+// pause came (the lease the store granted it is handed back), and a resume
+// on this server wakes the waiting worker at once.
+func TestPauseStopsLeases(t *testing.T) {
+	o := newOperator(t)
+	if _, err := o.s.PauseQueue(o.ctx, &spoolv1.PauseQueueRequest{Name: "builds"}); err != nil {
+		t.Fatal(err)
+	}
+	j := o.enqueue(t, "builds")
+	if ls := o.dequeue(t, "builds", 0); len(ls) != 0 {
+		t.Fatalf("a paused queue gave %d jobs", len(ls))
+	}
+	// A lease granted while the pause was being written goes back.
+	ls, err := o.st.Dequeue(o.ctx, store.DequeueRequest{Queue: "builds", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("store dequeue: %d, %v", len(ls), err)
+	}
+	kept, err := o.s.handBackPaused(o.ctx, "builds", ls)
+	if err != nil || len(kept) != 0 {
+		t.Fatalf("handBackPaused kept %d leases, %v", len(kept), err)
+	}
+	got, err := o.st.Get(o.ctx, j.GetJobId())
+	if err != nil || got.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || got.GetReleasedAttempts() != 1 {
+		t.Fatalf("the job handed back: %v, %v", got, err)
+	}
+
+	// A worker waiting on the paused queue gets the job as soon as it is
+	// resumed, well before its 20-second wait is over.
+	done := make(chan []*spoolv1.JobLease)
+	go func() { done <- o.dequeue(t, "builds", 20) }()
+	waitFor(t, "the worker to be polling", func() bool {
+		q := queueNamed(t, o, "builds")
+		return q.GetWorkers() == 1 && q.GetPaused()
+	})
+	resumed := time.Now()
+	if _, err := o.s.ResumeQueue(o.ctx, &spoolv1.ResumeQueueRequest{Name: "builds"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ls := <-done:
+		if len(ls) != 1 || ls[0].GetJob().GetJobId() != j.GetJobId() {
+			t.Fatalf("after the resume the waiting worker got %d leases", len(ls))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the waiting worker still has nothing %s after the resume", time.Since(resumed))
+	}
+}
+
+func queueNamed(t *testing.T, o *operator, name string) *spoolv1.Queue {
+	t.Helper()
+	resp, err := o.s.ListQueues(o.ctx, &spoolv1.ListQueuesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range resp.GetQueues() {
+		if q.GetName() == name {
+			return q
+		}
+	}
+	return nil
+}
+
+// waitFor polls cond (a state of another goroutine, which has no signal
+// to wait on) until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 500 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("gave up waiting for %s", what)
+}
+
+// Rerun copies the command, queue and budgets, links both ways, repeats
+// with a request id, and refuses what cannot run again.
+func TestRerun(t *testing.T) {
+	o := newOperator(t)
+	o.enqueue(t, "ci")
+	old := o.run(t, "ci", 0)
+	resp, err := o.s.RerunJob(o.ctx, &spoolv1.RerunJobRequest{JobId: old.GetJobId(), RequestId: "again-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nj := resp.GetJob()
+	if nj.GetRerunOf() != old.GetJobId() || nj.GetQueue() != "ci" || nj.GetRetries() != 2 || nj.GetParams().GetArgv()[1] != "test" ||
+		nj.GetState() != spoolv1.JobState_JOB_STATE_QUEUED {
+		t.Fatalf("the rerun: %v", nj)
+	}
+	again, err := o.s.RerunJob(o.ctx, &spoolv1.RerunJobRequest{JobId: old.GetJobId(), RequestId: "again-1"})
+	if err != nil || again.GetJob().GetJobId() != nj.GetJobId() {
+		t.Fatalf("a repeat with the same request id: %v, %v", again.GetJob(), err)
+	}
+	if got, _ := o.st.Get(o.ctx, old.GetJobId()); len(got.GetReruns()) != 1 || got.GetReruns()[0] != nj.GetJobId() {
+		t.Fatalf("the old job's reruns: %v", got.GetReruns())
+	}
+	_, err = o.s.RerunJob(o.ctx, &spoolv1.RerunJobRequest{JobId: nj.GetJobId()})
+	if !errors.Is(err, spool.ErrConflict) {
+		t.Errorf("rerun of a queued job: %v, want ErrConflict", err)
+	}
+	_, err = o.s.RerunJob(o.ctx, &spoolv1.RerunJobRequest{JobId: "0195f3c2-0000-7000-8000-000000000000"})
+	if !errors.Is(err, spool.ErrNotFound) {
+		t.Errorf("rerun of a missing job: %v", err)
+	}
+	rejected, err := o.s.EnqueueJob(o.ctx, &spoolv1.EnqueueJobRequest{Queue: "ci", RejectReason: "not a job spec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.s.RerunJob(o.ctx, &spoolv1.RerunJobRequest{JobId: rejected.GetJob().GetJobId()})
+	if !errors.Is(err, spool.ErrInvalidArgument) {
+		t.Errorf("rerun of a rejected job: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// The retention sweeper deletes the jobs that ended longer ago than
+// jobs.retention_days, and nothing else.
+func TestRetentionSweep(t *testing.T) {
+	o := newOperator(t)
+	for range 3 {
+		o.enqueue(t, "ci")
+	}
+	ok := o.run(t, "ci", 0)
+	bad := o.run(t, "ci", 1) // retried: queued again
+	cancelled, err := o.s.CancelJob(o.ctx, &spoolv1.CancelJobRequest{JobId: bad.GetJobId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := o.s.SweepRetention(o.ctx); err != nil || n != 0 {
+		t.Fatalf("a sweep the day the jobs ended deleted %d, %v", n, err)
+	}
+	o.shift.Store(int64(25 * time.Hour))
+	if n, err := o.s.SweepRetention(o.ctx); err != nil || n != 2 {
+		t.Fatalf("a sweep a day later deleted %d jobs, %v; want the 2 that ended", n, err)
+	}
+	for _, id := range []string{ok.GetJobId(), cancelled.GetJob().GetJobId()} {
+		if _, err := o.st.Get(o.ctx, id); !errors.Is(err, spool.ErrNotFound) {
+			t.Errorf("job %s after the sweep: %v", id, err)
+		}
+	}
+	if q := queueNamed(t, o, "ci"); q.GetQueued() != 1 {
+		t.Errorf("the queued job went too: %v", q)
+	}
+	o.s.cfg.Jobs.RetentionDays = 0
+	o.shift.Store(int64(1000 * 24 * time.Hour))
+	if n, err := o.s.SweepRetention(o.ctx); err != nil || n != 0 {
+		t.Errorf("retention 0 deleted %d, %v", n, err)
+	}
+}

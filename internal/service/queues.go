@@ -1,0 +1,234 @@
+package service
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// RecentWindow is how far back a queue's succeeded, failed and cancelled
+// jobs count.
+const RecentWindow = 24 * time.Hour
+
+// pollerWindow is how long a worker counts as polling a queue after it last
+// asked for its jobs: longer than a long poll (20 s) and a worker's pause
+// between polls.
+const pollerWindow = time.Minute
+
+// pollers remembers which workers asked this server for which queue's jobs,
+// and when. Each server knows only its own workers: a queue's count is of
+// the workers polling the server asked.
+type pollers struct {
+	mu   sync.Mutex
+	seen map[string]map[string]time.Time // queue -> worker -> last poll
+	// resumed is closed and replaced when a queue is resumed here, so a
+	// worker waiting out a pause takes the queue's jobs at once.
+	resumed chan struct{}
+}
+
+// polled records that worker asked for queue's jobs at now.
+func (p *pollers) polled(queue, worker string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen == nil {
+		p.seen = map[string]map[string]time.Time{}
+	}
+	ws := p.seen[queue]
+	if ws == nil {
+		ws = map[string]time.Time{}
+		p.seen[queue] = ws
+	}
+	ws[worker] = now
+}
+
+// counts returns how many workers polled each queue since now-pollerWindow,
+// forgetting the older ones.
+func (p *pollers) counts(now time.Time) map[string]int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int32{}
+	for q, ws := range p.seen {
+		for w, at := range ws {
+			if now.Sub(at) > pollerWindow {
+				delete(ws, w)
+			}
+		}
+		if len(ws) == 0 {
+			delete(p.seen, q)
+			continue
+		}
+		out[q] = int32(len(ws))
+	}
+	return out
+}
+
+// resumeSignal returns a channel closed at the next resume on this server.
+func (p *pollers) resumeSignal() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resumed == nil {
+		p.resumed = make(chan struct{})
+	}
+	return p.resumed
+}
+
+// wakeResumed wakes the workers waiting out a pause here.
+func (p *pollers) wakeResumed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resumed != nil {
+		close(p.resumed)
+		p.resumed = nil
+	}
+}
+
+// ListQueues returns every queue the caller may see, by name: what waits
+// and runs in it, what ended in the last RecentWindow, whether it is
+// paused and how many workers poll it.
+func (s *Service) ListQueues(ctx context.Context, _ *spoolv1.ListQueuesRequest) (*spoolv1.ListQueuesResponse, error) {
+	caller, err := s.authorize(ctx, PermRead, "")
+	if err != nil {
+		return nil, err
+	}
+	now := storekit.Now()
+	stats, err := s.store.QueueStats(ctx, now.Add(-RecentWindow))
+	if err != nil {
+		return nil, s.fail(ctx, "ListQueues", err)
+	}
+	workers := s.pollers.counts(now)
+	byName := map[string]*spoolv1.Queue{}
+	for _, st := range stats {
+		byName[st.Name] = queueMessage(st)
+	}
+	// A queue workers wait on before any job names it is a queue too.
+	for name := range workers {
+		if byName[name] == nil {
+			byName[name] = &spoolv1.Queue{Name: name}
+		}
+	}
+	resp := &spoolv1.ListQueuesResponse{WindowSeconds: int32(RecentWindow / time.Second)}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		if !caller.mayUse(name) {
+			continue
+		}
+		q := byName[name]
+		q.Workers = workers[name]
+		resp.Queues = append(resp.Queues, q)
+	}
+	return resp, nil
+}
+
+// queueMessage is a store's counts as the API shows them.
+func queueMessage(st store.QueueStats) *spoolv1.Queue {
+	q := &spoolv1.Queue{Name: st.Name, Paused: st.Paused, Queued: st.Queued, Running: st.Running,
+		Succeeded: st.Succeeded, Failed: st.Failed, Cancelled: st.Cancelled}
+	if st.Paused {
+		q.PausedAt = timestamppb.New(st.PausedAt)
+	}
+	if !st.OldestQueued.IsZero() {
+		q.OldestQueuedAt = timestamppb.New(st.OldestQueued)
+	}
+	return q
+}
+
+// PauseQueue stops workers from taking a queue's jobs: from the moment it
+// returns, no lease of the queue reaches a worker (a lease the store was
+// granting meanwhile is handed back at once). Running jobs go on.
+func (s *Service) PauseQueue(ctx context.Context, m *spoolv1.PauseQueueRequest) (*spoolv1.PauseQueueResponse, error) {
+	q, err := s.setPaused(ctx, "PauseQueue", m.GetName(), true)
+	if err != nil {
+		return nil, err
+	}
+	return &spoolv1.PauseQueueResponse{Queue: q}, nil
+}
+
+// ResumeQueue lets workers take a paused queue's jobs again.
+func (s *Service) ResumeQueue(ctx context.Context, m *spoolv1.ResumeQueueRequest) (*spoolv1.ResumeQueueResponse, error) {
+	q, err := s.setPaused(ctx, "ResumeQueue", m.GetName(), false)
+	if err != nil {
+		return nil, err
+	}
+	s.pollers.wakeResumed()
+	return &spoolv1.ResumeQueueResponse{Queue: q}, nil
+}
+
+// setPaused pauses or resumes a queue and returns it as it is now.
+func (s *Service) setPaused(ctx context.Context, op, name string, paused bool) (*spoolv1.Queue, error) {
+	caller, err := s.authorize(ctx, PermOperate, name)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return nil, invalid("name is required: the queue to pause or resume")
+	}
+	queue, err := checkQueue(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.SetQueuePaused(ctx, queue, paused, storekit.Now()); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	what := "queue resumed"
+	if paused {
+		what = "queue paused"
+	}
+	s.audit(ctx, caller, what, "queue", queue)
+	resp, err := s.ListQueues(ctx, &spoolv1.ListQueuesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range resp.GetQueues() {
+		if q.GetName() == queue {
+			return q, nil
+		}
+	}
+	return &spoolv1.Queue{Name: queue, Paused: paused}, nil
+}
+
+// waitUnpaused waits while queue is paused, up to wait, and reports
+// whether the queue may be leased from now. A resume on this server ends
+// the wait at once; one on another server is seen at the next poll.
+func (s *Service) waitUnpaused(ctx context.Context, queue string, wait time.Duration) (bool, error) {
+	resumed := s.pollers.resumeSignal()
+	paused, err := s.store.QueuePaused(ctx, queue)
+	if err != nil || !paused {
+		return err == nil, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-resumed:
+		paused, err = s.store.QueuePaused(ctx, queue)
+		return err == nil && !paused, err
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false, nil
+}
+
+// handBackPaused hands back leases granted while their queue was being
+// paused, so a pause, once acknowledged, lets no new job start. It
+// returns the leases to keep.
+func (s *Service) handBackPaused(ctx context.Context, queue string, leases []store.Lease) ([]store.Lease, error) {
+	if len(leases) == 0 {
+		return leases, nil
+	}
+	paused, err := s.store.QueuePaused(ctx, queue)
+	if err != nil || !paused {
+		return leases, err
+	}
+	for _, l := range leases {
+		if _, err := s.store.Release(context.WithoutCancel(ctx), l.LeaseRef, false, "its queue was paused as it was leased"); err != nil {
+			s.log.WarnContext(ctx, "could not hand back a job of a paused queue; it runs when its lease ends", "job_id", l.JobID, "error", err)
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,141 @@
+package browsertest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	"github.com/chromedp/chromedp"
+
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/wire"
+	"github.com/spool-run/spool/spooltest"
+)
+
+// The operator's pages: queues with their counts and pause buttons, and the
+// job page's rerun button and elapsed time.
+
+// queueRow is the text of the named queue's row on the queues page, cell
+// by cell, joined with "|".
+func queueRow(name string) string {
+	return `[...document.querySelectorAll("#queues tr")].map(r => [...r.cells].map(c => c.textContent.trim()).join("|")).find(r => r.startsWith("` + name + `|")) || ""`
+}
+
+// The queues page shows each queue's counts and pauses and resumes it: a
+// paused queue gives its jobs to no worker.
+func TestQueuesPagePausesAndResumes(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	ctx := context.Background()
+	for range 3 {
+		if _, _, err := c.Submit(ctx, client.Submission{Queue: "builds", Argv: []string{"make"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := spooltest.LeaseJob(t, srv, "builds")
+	l.Begin()
+	l.End(0)
+	spooltest.LeaseJob(t, srv, "builds").Begin() // one runs
+
+	b := signedIn(t, srv)
+	b.do(t, "open the queues page", chromedp.Navigate(srv.URL+"/queues"))
+	b.waitFor(t, "the builds row", queueRow("builds")+` !== ""`)
+	cells := strings.Split(eval[string](t, b, queueRow("builds")), "|")
+	// Queue, state, queued, running, succeeded, failed, cancelled, oldest, workers, button.
+	if len(cells) != 10 || cells[1] != "active" || cells[2] != "1" || cells[3] != "1" || cells[4] != "1" || cells[5] != "0" || cells[9] != "Pause" {
+		t.Fatalf("builds row: %q", cells)
+	}
+	if cells[7] == "" || cells[8] != "1" {
+		t.Errorf("oldest waiting %q, workers %q; want an age and the worker that polled", cells[7], cells[8])
+	}
+	t.Logf("screenshot of the queues page: %s", artifact(t, "queues-page.png", b.screenshot(t)))
+
+	pause := `#queues button[data-queue="builds"]`
+	b.do(t, "click Pause", chromedp.Click(chromedp.CSS(pause)))
+	if got := b.text(t, pause); got != "Click again to pause" {
+		t.Fatalf("after one click the button reads %q; a pause needs a second click", got)
+	}
+	b.do(t, "click again", chromedp.Click(chromedp.CSS(pause)))
+	b.waitFor(t, "the queue paused", queueRow("builds")+`.split("|")[1] === "paused"`)
+	qs, _, err := c.Queues(ctx)
+	if err != nil || !paused(qs, "builds") {
+		t.Fatalf("the server does not have builds paused: %v", err)
+	}
+	if ls, _, err := c.JobsPage(ctx, &spoolv1.ListJobsRequest{Queue: "builds", States: []spoolv1.JobState{spoolv1.JobState_JOB_STATE_QUEUED}}); err != nil || len(ls) != 1 {
+		t.Fatalf("queued jobs of the paused queue: %d, %v", len(ls), err)
+	}
+	if ls := dequeueNow(t, srv, "builds"); len(ls) != 0 {
+		t.Fatalf("a worker got %d jobs of a paused queue", len(ls))
+	}
+
+	b.do(t, "click Resume", chromedp.Click(chromedp.CSS(pause)))
+	b.waitFor(t, "the queue active again", queueRow("builds")+`.split("|")[1] === "active"`)
+	if ls := dequeueNow(t, srv, "builds"); len(ls) != 1 {
+		t.Fatalf("after resuming a worker got %d jobs, want the waiting one", len(ls))
+	}
+}
+
+func paused(qs []*spoolv1.Queue, name string) bool {
+	for _, q := range qs {
+		if q.GetName() == name {
+			return q.GetPaused()
+		}
+	}
+	return false
+}
+
+// dequeueNow asks for a queue's jobs as a worker does, without waiting.
+func dequeueNow(t *testing.T, srv *spooltest.Server, queue string) []*spoolv1.JobLease {
+	t.Helper()
+	rpc, err := wire.Dial(srv.URL, wire.Options{APIKey: srv.AdminKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rpc.DequeueJobs(context.Background(), connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: 10, VisibilityTimeoutSeconds: 60}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Msg.GetLeases()
+}
+
+// A running job shows how long it has been running; once finished, Rerun
+// makes a new job and opens it, and each page links the other.
+func TestJobPageRerun(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	ctx := context.Background()
+	if _, _, err := c.Submit(ctx, client.Submission{Queue: "ci", Argv: []string{"make", "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	l := spooltest.LeaseJob(t, srv, "ci")
+	l.Begin()
+	l.Write(spooltest.Seq(1, 3)...)
+
+	b := signedIn(t, srv)
+	b.do(t, "open the running job", chromedp.Navigate(srv.URL+"/jobs/"+l.JobID()))
+	b.waitFor(t, "the elapsed time", `(document.getElementById("fact-elapsed") || {}).textContent !== undefined`)
+	first := b.text(t, "#fact-elapsed")
+	b.waitFor(t, "the elapsed time to count up", `document.getElementById("fact-elapsed").textContent !== "`+first+`"`)
+	if !b.has(t, "#rerun[hidden]") {
+		t.Error("a running job offers Rerun")
+	}
+	l.End(1)
+	b.waitFor(t, "the Rerun button", `!document.getElementById("rerun").hidden`)
+	b.do(t, "click Rerun", chromedp.Click(chromedp.CSS("#rerun")))
+	b.waitFor(t, "the new job's page", `location.pathname !== "/jobs/`+l.JobID()+`" && document.getElementById("rerun-line").textContent.startsWith("Rerun of ")`)
+	newID := strings.TrimPrefix(eval[string](t, b, `location.pathname`), "/jobs/")
+	j, err := c.Job(ctx, newID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.GetRerunOf() != l.JobID() || strings.Join(j.GetParams().GetArgv(), " ") != "make test" || j.GetQueue() != "ci" {
+		t.Fatalf("the new job: rerun_of %q, argv %q, queue %q", j.GetRerunOf(), j.GetParams().GetArgv(), j.GetQueue())
+	}
+	if got := b.text(t, "#command"); got != "make test" {
+		t.Errorf("the new job's page shows %q", got)
+	}
+	b.do(t, "follow the link to the old job", chromedp.Click(chromedp.CSS("#rerun-line a")))
+	b.waitFor(t, "the old job's page with its rerun", `location.pathname === "/jobs/`+l.JobID()+`" && document.getElementById("rerun-line").textContent === "Rerun as `+newID+`."`)
+}
