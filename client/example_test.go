@@ -90,6 +90,67 @@ func ExampleClient_Job_notFound() {
 	// Output: true
 }
 
+// Run a failed job again, then tidy up: the old job goes with its log.
+func ExampleClient_Rerun() {
+	url, key, stop := exampleSpool()
+	defer stop()
+	ctx := context.Background()
+	c, err := client.New(url, client.WithAPIKey(key))
+	if err != nil {
+		log.Fatal(err)
+	}
+	first, _, err := c.Submit(ctx, client.Submission{Script: "echo flaky; exit 1"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// A job must have finished to be run again (or it is spool.ErrConflict).
+	s := c.Events(ctx, first.GetJobId(), client.StreamOptions{Follow: true})
+	for _, err := range s.All() {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	again, err := c.Rerun(ctx, first.GetJobId(), "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("rerun of the first:", again.GetRerunOf() == first.GetJobId())
+	if err := c.Delete(ctx, first.GetJobId()); err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.Job(ctx, first.GetJobId())
+	fmt.Println("first deleted:", errors.Is(err, spool.ErrNotFound))
+	// Output:
+	// rerun of the first: true
+	// first deleted: true
+}
+
+// Pause a queue for maintenance: its jobs wait, and no worker takes them
+// until it is resumed.
+func ExampleClient_PauseQueue() {
+	url, key, stop := exampleSpool()
+	defer stop()
+	ctx := context.Background()
+	c, err := client.New(url, client.WithAPIKey(key))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.PauseQueue(ctx, "deploys"); err != nil {
+		log.Fatal(err)
+	}
+	if _, _, err := c.Submit(ctx, client.Submission{Queue: "deploys", Argv: []string{"./deploy.sh"}}); err != nil {
+		log.Fatal(err)
+	}
+	queues, _, err := c.Queues(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, q := range queues {
+		fmt.Printf("%s paused=%v queued=%d running=%d\n", q.GetName(), q.GetPaused(), q.GetQueued(), q.GetRunning())
+	}
+	// Output: deploys paused=true queued=1 running=0
+}
+
 // An admin gives a build machine a key that may only run jobs of the
 // "builds" queue. The secret is shown once; the server keeps its hash.
 func ExampleClient_CreateKey() {
