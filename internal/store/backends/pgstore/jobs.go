@@ -188,19 +188,27 @@ func settle(ctx context.Context, tx pgx.Tx, r *sqlrows.Row, o storekit.Outcome, 
 
 // AddNote implements store.JobStore.
 func (s *Store) AddNote(ctx context.Context, id, note string) (*spoolv1.Job, error) {
+	return s.edit(ctx, id, sqlrows.AddNote(note))
+}
+
+// AddRerun implements store.JobStore.
+func (s *Store) AddRerun(ctx context.Context, id, rerunID string) (*spoolv1.Job, error) {
+	return s.edit(ctx, id, sqlrows.AddRerun(rerunID))
+}
+
+// edit changes a job's bookkeeping with fn, its row locked, and writes it
+// back with the COMMIT; when fn changed nothing, nothing is written and
+// nobody woken.
+func (s *Store) edit(ctx context.Context, id string, fn sqlrows.Edit) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
-		r, err := getRow(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		storekit.AddNote(r.Job, note)
-		if _, err := tx.Exec(ctx, `UPDATE jobs SET book = $1, updated_at = $2 WHERE job_id = $3`,
-			sqlrows.Marshal(storekit.Bookkeeping(r.Job)), storekit.Now().UnixMicro(), id); err != nil {
-			return pgErr(err, "add a note to job %s", id)
-		}
-		n.job(id)
+	err := s.writeRow(ctx, id, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		out = r.Job
+		if !fn(r.Job) {
+			return nil
+		}
+		q, args := sqlrows.WriteEdit(r.Job)
+		w.Queue(sqlrows.Dollar(q), args...)
+		n.job(id)
 		return nil
 	})
 	return out, err

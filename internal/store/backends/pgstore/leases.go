@@ -33,7 +33,7 @@ var leaseReady = `WITH ready AS (
 		WHERE queue = $1 AND state = $2 AND (run_after IS NULL OR run_after <= $3)
 		ORDER BY created_at, job_id LIMIT $4
 		FOR UPDATE SKIP LOCKED)
-	UPDATE jobs SET state = $5, attempt = attempt + 1, lease_id = gen_random_uuid()::text, lease_expires_at = $6, updated_at = $3
+	UPDATE jobs SET state = $5, attempt = attempt + 1, lease_id = gen_random_uuid()::text, lease_expires_at = $6, updated_at = $3, started_at = $3
 	WHERE job_id IN (SELECT job_id FROM ready)
 	RETURNING ` + sqlrows.JobCols
 

@@ -50,3 +50,11 @@ func Plan(s *Store, q string, args ...any) (string, error) { return plan(s, q, a
 
 // SeenQuery is the query of which of n event ids a source has accepted.
 func SeenQuery(n int) string { return seenQuery(n) }
+
+// Pragma reads an integer pragma (page_count, freelist_count, auto_vacuum)
+// of the store's database.
+func Pragma(s *Store, name string) (int64, error) {
+	var v int64
+	err := s.r.QueryRow("PRAGMA " + name).Scan(&v)
+	return v, err
+}

@@ -163,19 +163,33 @@ func settle(ctx context.Context, tx *sql.Tx, r *sqlrows.Row, o storekit.Outcome,
 
 // AddNote implements store.JobStore.
 func (s *Store) AddNote(ctx context.Context, id, note string) (*spoolv1.Job, error) {
+	return s.edit(ctx, id, sqlrows.AddNote(note))
+}
+
+// AddRerun implements store.JobStore.
+func (s *Store) AddRerun(ctx context.Context, id, rerunID string) (*spoolv1.Job, error) {
+	return s.edit(ctx, id, sqlrows.AddRerun(rerunID))
+}
+
+// edit changes a job's bookkeeping with fn and writes it back, in one
+// transaction; when fn changed nothing, nothing is written and nobody
+// woken.
+func (s *Store) edit(ctx context.Context, id string, fn sqlrows.Edit) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
 	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
 		r, err := getRow(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		storekit.AddNote(r.Job, note)
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET book = ?, updated_at = ? WHERE job_id = ?`,
-			sqlrows.Marshal(storekit.Bookkeeping(r.Job)), storekit.Now().UnixMicro(), id); err != nil {
-			return fmt.Errorf("sqlite: add a note to job %s: %w", id, err)
+		out = r.Job
+		if !fn(r.Job) {
+			return nil
+		}
+		q, args := sqlrows.WriteEdit(r.Job)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("sqlite: edit job %s: %w", id, err)
 		}
 		n.job(id)
-		out = r.Job
 		return nil
 	})
 	return out, err

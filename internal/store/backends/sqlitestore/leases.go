@@ -50,8 +50,8 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 		}
 		expires := now.Add(req.LeaseDuration)
 		for _, id := range ids {
-			r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, attempt = attempt + 1, lease_id = ?, lease_expires_at = ?, updated_at = ?
-				WHERE job_id = ? RETURNING `+sqlrows.JobCols, sqlrows.Running, storekit.NewLeaseID(), expires.UnixMicro(), now.UnixMicro(), id))
+			r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, attempt = attempt + 1, lease_id = ?, lease_expires_at = ?, updated_at = ?, started_at = ?
+				WHERE job_id = ? RETURNING `+sqlrows.JobCols, sqlrows.Running, storekit.NewLeaseID(), expires.UnixMicro(), now.UnixMicro(), now.UnixMicro(), id))
 			if err != nil {
 				return fmt.Errorf("sqlite: lease job %s: %w", id, err)
 			}

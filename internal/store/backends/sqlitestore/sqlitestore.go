@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -38,6 +40,10 @@ type Options struct {
 	// write is on disk before it is acknowledged) or "normal" (faster; the
 	// last writes may be lost on power failure, never on a crash).
 	Synchronous string
+	// Log, when set, hears of the long work Open may do: the one-time
+	// conversion of a database made before ReclaimSpace (see
+	// incrementalVacuum).
+	Log *slog.Logger
 }
 
 // Store is the SQLite JobStore.
@@ -52,7 +58,7 @@ type Store struct {
 var _ store.JobStore = (*Store)(nil)
 
 // Open opens (creating if needed) the database at path and brings its
-// schema up to date.
+// schema up to date, and its vacuum mode (see incrementalVacuum).
 func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	sync := opt.Synchronous
 	switch sync {
@@ -83,6 +89,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
+	if err := incrementalVacuum(ctx, w, path, opt.Log); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("prepare database %s: %w", path, err)
+	}
 	if err := migrate(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("prepare database %s: %w", path, err)
@@ -95,6 +105,58 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	return &Store{path: path, w: w, r: r}, nil
+}
+
+// autoVacuumIncremental is PRAGMA auto_vacuum's value for INCREMENTAL.
+const autoVacuumIncremental = 2
+
+// incrementalVacuum puts the database in auto_vacuum=INCREMENTAL mode, in
+// which it keeps what ReclaimSpace needs to give free pages back a few at
+// a time; in the default mode (NONE) deleted rows leave free pages that
+// only a VACUUM of the whole file returns. The pragma alone sets the mode
+// only on a file with no page written yet, and the journal_mode(WAL) of
+// every connection has already written the first page of a new one; on
+// any other file it says what the next VACUUM is to apply. So the file is
+// rewritten by VACUUM: at no cost while it holds no table, and once for a
+// database made by an older spool, which takes about as long as copying
+// the file and needs as much free disk again, so it is logged.
+func incrementalVacuum(ctx context.Context, db *sql.DB, path string, log *slog.Logger) error {
+	mode := func() (int, error) {
+		var m int
+		err := db.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&m)
+		return m, err
+	}
+	m, err := mode()
+	if err != nil || m == autoVacuumIncremental {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
+		return fmt.Errorf("set auto_vacuum: %w", err)
+	}
+	if m, err = mode(); err != nil || m == autoVacuumIncremental {
+		return err
+	}
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&tables); err != nil {
+		return err
+	}
+	start := time.Now()
+	if log != nil && tables > 0 {
+		log.Info("converting the SQLite database to incremental vacuum, once: it is rewritten whole, which may take a while", "path", path)
+	}
+	if _, err := db.ExecContext(ctx, `VACUUM`); err != nil {
+		return fmt.Errorf("convert to auto_vacuum=INCREMENTAL (VACUUM; it needs as much free disk as the database takes): %w", err)
+	}
+	if m, err = mode(); err != nil {
+		return err
+	}
+	if m != autoVacuumIncremental {
+		return fmt.Errorf("auto_vacuum is %d after VACUUM, want %d (INCREMENTAL)", m, autoVacuumIncremental)
+	}
+	if log != nil && tables > 0 {
+		log.Info("converted the SQLite database to incremental vacuum", "path", path, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

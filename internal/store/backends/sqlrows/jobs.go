@@ -16,7 +16,7 @@ import (
 
 // JobCols are the columns ScanJob reads, in order.
 const JobCols = `job_id, queue, state, request_id, created_at, updated_at, attempt, max_attempts,
-	cancel_requested, lease_id, lease_expires_at, next_sequence, next_line, params, execution, result, retries, book`
+	cancel_requested, lease_id, lease_expires_at, next_sequence, next_line, params, execution, result, retries, book, started_at`
 
 // Job states as stored.
 const (
@@ -50,12 +50,12 @@ func ScanJob(sc Scanner) (*Row, error) {
 		reqID, leaseID              sql.NullString
 		created, updated            int64
 		cancel                      bool
-		expires                     sql.NullInt64
+		expires, started            sql.NullInt64
 		r                           Row
 		params, exec, results, book []byte
 	)
 	err := sc.Scan(&j.JobId, &j.Queue, &state, &reqID, &created, &updated, &j.Attempt, &j.MaxAttempts,
-		&cancel, &leaseID, &expires, &r.Head.NextSequence, &r.Head.NextLine, &params, &exec, &results, &j.Retries, &book)
+		&cancel, &leaseID, &expires, &r.Head.NextSequence, &r.Head.NextLine, &params, &exec, &results, &j.Retries, &book, &started)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +63,9 @@ func ScanJob(sc Scanner) (*Row, error) {
 	j.RequestId = reqID.String
 	j.CreatedAt = timestamppb.New(time.UnixMicro(created))
 	j.UpdatedAt = timestamppb.New(time.UnixMicro(updated))
+	if started.Valid {
+		j.StartedAt = timestamppb.New(time.UnixMicro(started.Int64))
+	}
 	j.CancelRequested = cancel
 	j.LastSequence = r.Head.NextSequence - 1
 	j.LineCount = r.Head.NextLine - 1
@@ -100,8 +103,8 @@ func ScanJob(sc Scanner) (*Row, error) {
 // InsertNewJob creates a job (InsertJobArgs); a key in use (its id, its
 // request id, its source's open job) is an error.
 const InsertNewJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result,
-	attempt, lease_id, source)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	attempt, lease_id, source, book, started_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // InsertJob is InsertNewJob unless the job's request id is taken; then it
 // does nothing, and the caller reads the first job back.
@@ -111,18 +114,27 @@ const InsertJob = InsertNewJob + ` ON CONFLICT (request_id) DO NOTHING`
 // result only when it is rejected (failed from the start), and running
 // only when it is external: then on attempt 1 under store.ExternalLease,
 // with its source and no lease expiry (NULL, which no comparison with a
-// time matches, so no expiry sweep or grace ever selects it).
+// time matches, so no expiry sweep or grace ever selects it). The
+// bookkeeping is written only when the job is born with some (a rerun
+// names the job it runs again); an external job starts when it is
+// created, every other one at its first lease.
 func InsertJobArgs(j *spoolv1.Job) []any {
-	var result, leaseID, source any
+	var result, leaseID, source, book, started any
 	if j.Result != nil {
 		result = Marshal(j.Result)
 	}
 	if ext := j.GetParams().GetExternal(); ext != nil {
 		leaseID, source = store.ExternalLease, ext.GetSource()
 	}
+	if b := Marshal(storekit.Bookkeeping(j)); len(b) > 0 {
+		book = b
+	}
+	if j.StartedAt != nil {
+		started = Micros(j.StartedAt.AsTime())
+	}
 	return []any{j.JobId, j.Queue, int32(j.State), NullIfEmpty(j.RequestId), Micros(j.CreatedAt.AsTime()), Micros(j.UpdatedAt.AsTime()),
 		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries, result,
-		j.Attempt, leaseID, source}
+		j.Attempt, leaseID, source, book, started}
 }
 
 // MoveHead moves a job's log head after its log grew: arguments
@@ -209,4 +221,33 @@ func NextCursor(out []*spoolv1.Job, limit int) ([]*spoolv1.Job, string) {
 	out = out[:limit]
 	last := out[limit-1]
 	return out, storekit.Cursor{CreatedAt: last.CreatedAt.AsTime(), JobID: last.JobId}.Encode()
+}
+
+// An Edit changes a job's bookkeeping (storekit.Bookkeeping) and, if it
+// says so, its updated_at, and reports whether it changed anything:
+// nothing is written when it did not.
+type Edit func(j *spoolv1.Job) bool
+
+// AddNote is the Edit of store.JobStore.AddNote: a note is a change of the
+// job's, so it moves updated_at.
+func AddNote(note string) Edit {
+	return func(j *spoolv1.Job) bool {
+		storekit.AddNote(j, note)
+		j.UpdatedAt = timestamppb.New(storekit.Now())
+		return true
+	}
+}
+
+// AddRerun is the Edit of store.JobStore.AddRerun. A link says what
+// happened to another job, not to this one: updated_at stays, so
+// retention still counts from the job's end.
+func AddRerun(rerunID string) Edit {
+	return func(j *spoolv1.Job) bool { return storekit.AddRerun(j, rerunID) }
+}
+
+// WriteEdit is the statement that stores an edited job's bookkeeping and
+// updated_at.
+func WriteEdit(j *spoolv1.Job) (string, []any) {
+	return `UPDATE jobs SET book = ?, updated_at = ? WHERE job_id = ?`,
+		[]any{Marshal(storekit.Bookkeeping(j)), Micros(j.UpdatedAt.AsTime()), j.JobId}
 }

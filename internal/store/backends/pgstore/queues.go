@@ -1,0 +1,61 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+)
+
+var (
+	queueCounts       = sqlrows.Dollar(sqlrows.QueueCounts)
+	selectQueuePaused = sqlrows.Dollar(sqlrows.SelectQueuePaused)
+)
+
+// QueueStats implements store.QueueStore: the grouped count of the jobs
+// and the paused queues (sqlrows.QueueCounts, PausedQueues) in one round
+// trip.
+func (s *Store) QueueStats(ctx context.Context, since time.Time) ([]store.QueueStats, error) {
+	b := &pgx.Batch{}
+	b.Queue(queueCounts, sqlrows.Micros(since))
+	b.Queue(sqlrows.PausedQueues)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var t sqlrows.QueueTally
+	for _, add := range []func(sqlrows.Rows) error{t.AddCounts, t.AddPaused} {
+		rows, err := br.Query()
+		if err == nil {
+			err = add(rows)
+			rows.Close()
+		}
+		if err != nil {
+			return nil, pgErr(err, "count the jobs of each queue")
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, pgErr(err, "count the jobs of each queue")
+	}
+	return t.Stats(), nil
+}
+
+// SetQueuePaused implements store.QueueStore in one statement. Servers
+// that pause one queue at once all succeed; the first time stays.
+func (s *Store) SetQueuePaused(ctx context.Context, name string, paused bool, at time.Time) error {
+	q, args := sqlrows.SetQueuePaused(name, paused, at)
+	if _, err := s.pool.Exec(ctx, sqlrows.Dollar(q), args...); err != nil {
+		return pgErr(err, "pause or resume queue %q", name)
+	}
+	return nil
+}
+
+// QueuePaused implements store.QueueStore.
+func (s *Store) QueuePaused(ctx context.Context, name string) (bool, error) {
+	var paused bool
+	if err := s.pool.QueryRow(ctx, selectQueuePaused, name).Scan(&paused); err != nil {
+		return false, pgErr(err, "is queue %q paused", name)
+	}
+	return paused, nil
+}

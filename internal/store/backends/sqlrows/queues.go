@@ -1,0 +1,122 @@
+package sqlrows
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// How the SQL stores keep their queues: a queue is a name the jobs carry,
+// with no row of its own until it is paused; a paused queue is a row of
+// queues (name, paused_at), removed when it is resumed.
+
+// FinalStates are the final states as stored, written out in the
+// statements here and in the predicate of the partial index jobs_ended
+// (WHERE state IN (3, 4, 5)) alike: a database uses a partial index only
+// for a query whose terms imply its predicate, which SQLite sees only
+// when a term is the predicate itself.
+var FinalStates = fmt.Sprintf("%d, %d, %d", spoolv1.JobState_JOB_STATE_SUCCEEDED, spoolv1.JobState_JOB_STATE_FAILED, spoolv1.JobState_JOB_STATE_CANCELLED)
+
+// QueueCounts counts each queue's jobs by state: all of those queued or
+// running, and those that ended at or after a time (argument: since,
+// Unix micros), with the oldest created_at of each group. Each arm of the
+// OR is a search of an index leading with state: the jobs waiting or
+// running through one of those that index all jobs, the ended ones
+// through jobs_ended from since on, so the jobs that ended before it, which soon are nearly
+// all, cost nothing.
+var QueueCounts = fmt.Sprintf(`SELECT queue, state, count(*), min(created_at) FROM jobs
+	WHERE state IN (%d, %d) OR (state IN (%s) AND updated_at >= ?)
+	GROUP BY queue, state`, Queued, Running, FinalStates)
+
+// PausedQueues reads the paused queues and since when.
+const PausedQueues = `SELECT name, paused_at FROM queues`
+
+// SelectQueuePaused says whether a queue is paused (argument: name): one
+// search of the primary key of queues.
+const SelectQueuePaused = `SELECT EXISTS (SELECT 1 FROM queues WHERE name = ?)`
+
+// SetQueuePaused is the statement that pauses a queue at at, keeping the
+// time of a pause already in place, or resumes it.
+func SetQueuePaused(name string, paused bool, at time.Time) (string, []any) {
+	if !paused {
+		return `DELETE FROM queues WHERE name = ?`, []any{name}
+	}
+	return `INSERT INTO queues (name, paused_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, []any{name, Micros(at)}
+}
+
+// QueueTally gathers QueueStats from the rows of QueueCounts and
+// PausedQueues, read in either order.
+type QueueTally struct {
+	byName map[string]*store.QueueStats
+}
+
+func (t *QueueTally) queue(name string) *store.QueueStats {
+	if t.byName == nil {
+		t.byName = map[string]*store.QueueStats{}
+	}
+	q := t.byName[name]
+	if q == nil {
+		q = &store.QueueStats{Name: name}
+		t.byName[name] = q
+	}
+	return q
+}
+
+// AddCounts adds rows of QueueCounts. The caller closes rows.
+func (t *QueueTally) AddCounts(rows Rows) error {
+	for rows.Next() {
+		var (
+			name          string
+			state         int32
+			count, oldest int64
+		)
+		if err := rows.Scan(&name, &state, &count, &oldest); err != nil {
+			return err
+		}
+		q := t.queue(name)
+		switch spoolv1.JobState(state) {
+		case spoolv1.JobState_JOB_STATE_QUEUED:
+			q.Queued, q.OldestQueued = count, time.UnixMicro(oldest).UTC()
+		case spoolv1.JobState_JOB_STATE_RUNNING:
+			q.Running = count
+		case spoolv1.JobState_JOB_STATE_SUCCEEDED:
+			q.Succeeded = count
+		case spoolv1.JobState_JOB_STATE_FAILED:
+			q.Failed = count
+		case spoolv1.JobState_JOB_STATE_CANCELLED:
+			q.Cancelled = count
+		}
+	}
+	return rows.Err()
+}
+
+// AddPaused adds rows of PausedQueues. The caller closes rows.
+func (t *QueueTally) AddPaused(rows Rows) error {
+	for rows.Next() {
+		var (
+			name string
+			at   int64
+		)
+		if err := rows.Scan(&name, &at); err != nil {
+			return err
+		}
+		q := t.queue(name)
+		q.Paused, q.PausedAt = true, time.UnixMicro(at).UTC()
+	}
+	return rows.Err()
+}
+
+// Stats are the queues gathered, by name. They are sorted here, not by
+// the database, whose order of text follows its collation: every store
+// then lists queues in the same (byte) order.
+func (t *QueueTally) Stats() []store.QueueStats {
+	out := make([]store.QueueStats, 0, len(t.byName))
+	for _, name := range slices.Sorted(maps.Keys(t.byName)) {
+		out = append(out, *t.byName[name])
+	}
+	return out
+}

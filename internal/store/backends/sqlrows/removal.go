@@ -1,0 +1,68 @@
+package sqlrows
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// EndedBefore is the query of up to n final jobs whose last change is
+// before t, oldest first, and its arguments. It has one arm per final
+// state: the oldest n of that state, a range of jobs_ended (state,
+// updated_at) read in order from its start. The database merges the arms
+// (or sorts their at most 3n rows), so a call reads about n entries of
+// each state however many jobs wait to be swept, and none of the jobs
+// still queued or running. Each arm has its own ORDER BY and LIMIT
+// because PostgreSQL does not carry the outer ones into the arms of a
+// UNION whose arms have WHERE terms; and each repeats the index's
+// predicate beside its own state, because SQLite uses a partial index
+// only for a query with a term that is its predicate.
+func EndedBefore(t time.Time, n int) (string, []any) {
+	var arms []string
+	var args []any
+	for _, st := range []spoolv1.JobState{spoolv1.JobState_JOB_STATE_SUCCEEDED, spoolv1.JobState_JOB_STATE_FAILED, spoolv1.JobState_JOB_STATE_CANCELLED} {
+		arms = append(arms, fmt.Sprintf(`SELECT job_id, updated_at FROM (SELECT job_id, updated_at FROM jobs
+			WHERE state IN (%s) AND state = %d AND updated_at < ? ORDER BY updated_at LIMIT ?) AS ended_%d`, FinalStates, st, st))
+		args = append(args, Micros(t), n)
+	}
+	return strings.Join(arms, " UNION ALL ") + ` ORDER BY updated_at LIMIT ?`, append(args, n)
+}
+
+// CollectEndedBefore reads the ids of EndedBefore's rows. The caller
+// closes rows.
+func CollectEndedBefore(rows Rows) ([]string, error) {
+	var ids []string
+	for rows.Next() {
+		var (
+			id      string
+			updated int64
+		)
+		if err := rows.Scan(&id, &updated); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// DeleteJob are the statements that remove a job and everything stored for
+// it (each takes the job id), run in the transaction that found it final
+// (Deletable): its log, its accepted events (an external job's, found by
+// accepted_job_line), and its row, with which its request id goes.
+var DeleteJob = []string{
+	DeleteLog,
+	`DELETE FROM accepted WHERE job_id = ?`,
+	`DELETE FROM jobs WHERE job_id = ?`,
+}
+
+// Deletable refuses to delete a job that has not finished.
+func Deletable(j *spoolv1.Job) error {
+	if !spool.IsFinal(j.GetState()) {
+		return storekit.NotFinished(j.GetJobId(), j.GetState())
+	}
+	return nil
+}
