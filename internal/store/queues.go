@@ -32,7 +32,7 @@ type QueueStats struct {
 	// Jobs queued (including those waiting out a retry's backoff) and
 	// running now.
 	Queued, Running int64
-	// Jobs that ended since the time asked for.
+	// Jobs that ended (became final) at or after the time asked for.
 	Succeeded, Failed, Cancelled int64
 	// OldestQueued is the created_at of the oldest queued job (zero when
 	// none is queued).

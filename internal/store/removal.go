@@ -16,8 +16,8 @@ type RemovalStore interface {
 	// spool.ErrNotFound everywhere. A job still queued or running is
 	// spool.ErrConflict; an unknown one spool.ErrNotFound.
 	DeleteJob(ctx context.Context, jobID string) error
-	// EndedBefore returns the ids of up to limit final jobs whose last
-	// change (updated_at) is before t, oldest first where the backend can
+	// EndedBefore returns the ids of up to limit final jobs that ended
+	// (became final) before t, oldest end first where the backend can
 	// order them. A backend may return fewer than limit, even none, while
 	// more remain (it bounds the work of one call); callers delete what
 	// they got and ask again.

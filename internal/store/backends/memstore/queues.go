@@ -10,7 +10,8 @@ import (
 	"github.com/spool-run/spool/internal/store"
 )
 
-// QueueStats implements store.QueueStore.
+// QueueStats implements store.QueueStore; a final job counts as ended
+// since by its end (endedAt), not its last change.
 func (s *Store) QueueStats(_ context.Context, since time.Time) ([]store.QueueStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -30,7 +31,7 @@ func (s *Store) QueueStats(_ context.Context, since time.Time) ([]store.QueueSta
 	for _, r := range s.created {
 		j := r.job
 		q := get(j.Queue)
-		ended := !j.UpdatedAt.AsTime().Before(since)
+		ended := !endedAt(j).Before(since)
 		switch j.State {
 		case spoolv1.JobState_JOB_STATE_QUEUED:
 			q.Queued++

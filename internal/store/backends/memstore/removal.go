@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -40,22 +41,37 @@ func (s *Store) DeleteJob(_ context.Context, id string) error {
 	return nil
 }
 
-// EndedBefore implements store.RemovalStore.
+// EndedBefore implements store.RemovalStore, by each job's end (endedAt).
 func (s *Store) EndedBefore(_ context.Context, t time.Time, limit int) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ended []*record
 	for _, r := range s.jobs {
-		if spool.IsFinal(r.job.State) && r.job.UpdatedAt.AsTime().Before(t) {
+		if spool.IsFinal(r.job.State) && endedAt(r.job).Before(t) {
 			ended = append(ended, r)
 		}
 	}
 	slices.SortFunc(ended, func(a, b *record) int {
-		return cmp.Or(a.job.UpdatedAt.AsTime().Compare(b.job.UpdatedAt.AsTime()), cmp.Compare(a.job.JobId, b.job.JobId))
+		return cmp.Or(endedAt(a.job).Compare(endedAt(b.job)), cmp.Compare(a.job.JobId, b.job.JobId))
 	})
 	ids := make([]string, 0, min(len(ended), limit))
 	for _, r := range ended[:min(len(ended), limit)] {
 		ids = append(ids, r.job.JobId)
 	}
 	return ids, nil
+}
+
+// endedAt is when a final job ended, which this store keeps no column
+// for: its result's finished_at. Every way a job becomes final gives it a
+// result with one (storekit: Outcome.Apply stores the outcome's result,
+// and Completed, Released, Expired, CancelledResult and NewJobRecord for a
+// rejected job all set it), so unlike updated_at it does not move when a
+// note is added afterwards. It is the store's clock at the end except
+// after a completion whose worker reported its own finished_at, which is
+// kept as given. updated_at stands in should a final job have none.
+func endedAt(j *spoolv1.Job) time.Time {
+	if f := j.GetResult().GetFinishedAt(); f != nil {
+		return f.AsTime()
+	}
+	return j.GetUpdatedAt().AsTime()
 }

@@ -2,10 +2,13 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
 	"io/fs"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
@@ -75,4 +78,50 @@ func Plan(s *Store, q string, args ...any) (string, error) {
 		return err
 	})
 	return strings.Join(steps, "\n"), err
+}
+
+// EndedAt reads a job's ended_at column; ok is false when it is NULL.
+func EndedAt(s *Store, id string) (micros int64, ok bool, err error) {
+	var v sql.NullInt64
+	err = s.pool.QueryRow(context.Background(), `SELECT ended_at FROM jobs WHERE job_id = $1`, id).Scan(&v)
+	return v.Int64, v.Valid, err
+}
+
+// HOTUpdates runs q (an UPDATE of jobs) in a transaction it then rolls
+// back, and returns how many of the rows it updated were heap-only (HOT):
+// changed in place, with no new entry in any index.
+func HOTUpdates(s *Store, q string, args ...any) (int64, error) {
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, q, args...); err != nil {
+		return 0, err
+	}
+	var n int64
+	err = tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_hot_updated('jobs'::regclass)`).Scan(&n)
+	return n, err
+}
+
+// MigrateTo applies the store's migrations to the database at url up to
+// version, as an older spool left it.
+func MigrateTo(url string, version int64) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub)
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(context.Background(), version)
+	return err
 }

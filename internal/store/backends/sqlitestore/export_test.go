@@ -1,7 +1,11 @@
 package sqlitestore
 
 import (
+	"context"
+	"database/sql"
 	"strings"
+
+	"github.com/pressly/goose/v3"
 
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
@@ -57,4 +61,22 @@ func Pragma(s *Store, name string) (int64, error) {
 	var v int64
 	err := s.r.QueryRow("PRAGMA " + name).Scan(&v)
 	return v, err
+}
+
+// EndedAt reads a job's ended_at column; ok is false when it is NULL.
+func EndedAt(s *Store, id string) (micros int64, ok bool, err error) {
+	var v sql.NullInt64
+	err = s.r.QueryRow(`SELECT ended_at FROM jobs WHERE job_id = ?`, id).Scan(&v)
+	return v.Int64, v.Valid, err
+}
+
+// MigrateTo applies the store's migrations to db up to version, as an
+// older spool left its database.
+func MigrateTo(db *sql.DB, version int64) error {
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"))
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(context.Background(), version)
+	return err
 }

@@ -18,12 +18,14 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlitestore"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows/sqlrowstest"
 )
 
 // The reads of QueueStats and EndedBefore are searches of indexes, so
 // neither reads every job: the jobs waiting or running through an index
-// leading with state, the ended ones through jobs_ended from the time
-// asked for, and EndedBefore's in its order, the limit of each state.
+// leading with state, the ended ones through jobs_ended (state, ended_at)
+// from the time asked for, and EndedBefore's in its order of end, the
+// limit of each state.
 func TestQueueAndRetentionReadsIndexes(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
 	defer s.Close()
@@ -36,7 +38,7 @@ func TestQueueAndRetentionReadsIndexes(t *testing.T) {
 		switch {
 		case strings.HasPrefix(step, "SCAN"):
 			t.Errorf("QueueCounts scans a table:\n%s", plan)
-		case step == "SEARCH jobs USING INDEX jobs_ended (state=? AND updated_at>?)":
+		case step == "SEARCH jobs USING INDEX jobs_ended (state=? AND ended_at>?)":
 			ended = true
 		case strings.HasPrefix(step, "SEARCH jobs USING") && strings.Contains(step, "(state=?)"):
 			open = true
@@ -58,7 +60,7 @@ func TestQueueAndRetentionReadsIndexes(t *testing.T) {
 		switch {
 		case strings.HasPrefix(step, "SCAN jobs"):
 			t.Errorf("EndedBefore scans the jobs:\n%s", plan)
-		case step == "SEARCH jobs USING INDEX jobs_ended (state=? AND updated_at<?)":
+		case step == "SEARCH jobs USING INDEX jobs_ended (state=? AND ended_at<?)":
 			arms++
 			if i+1 < len(steps) && strings.Contains(steps[i+1], "TEMP B-TREE") {
 				t.Errorf("EndedBefore sorts the range it searches:\n%s", plan)
@@ -67,6 +69,57 @@ func TestQueueAndRetentionReadsIndexes(t *testing.T) {
 	}
 	if arms != 3 {
 		t.Errorf("EndedBefore:\n%s\nwant 3 searches of jobs_ended", plan)
+	}
+}
+
+// TestEndedAt: ended_at is written by the writes that end a job, and only
+// by those (sqlrowstest.CheckEndedAt).
+func TestEndedAt(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
+	defer s.Close()
+	sqlrowstest.CheckEndedAt(t, s, func(id string) (int64, bool, error) { return sqlitestore.EndedAt(s, id) })
+}
+
+// TestMigrationEndsFinalJobs: the jobs of a database from before ended_at
+// get their last change as their end if they are final, and none if not,
+// and EndedBefore finds them by it.
+func TestMigrationEndsFinalJobs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spool.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitestore.MigrateTo(db, 6); err != nil {
+		t.Fatal(err)
+	}
+	updated := map[string]int64{"succeeded": 1000, "failed": 2000, "cancelled": 3000, "queued": 500, "running": 600}
+	state := map[string]spoolv1.JobState{"succeeded": spoolv1.JobState_JOB_STATE_SUCCEEDED, "failed": spoolv1.JobState_JOB_STATE_FAILED,
+		"cancelled": spoolv1.JobState_JOB_STATE_CANCELLED, "queued": spoolv1.JobState_JOB_STATE_QUEUED, "running": spoolv1.JobState_JOB_STATE_RUNNING}
+	for id, at := range updated {
+		if _, err := db.Exec(`INSERT INTO jobs (job_id, queue, state, created_at, updated_at, max_attempts, params, execution) VALUES (?, 'q', ?, 1, ?, 1, x'', x'')`,
+			id, int32(state[id]), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, path)
+	defer s.Close()
+	for id, at := range updated {
+		ended, ok, err := sqlitestore.EndedAt(s, id)
+		switch final := id != "queued" && id != "running"; {
+		case err != nil:
+			t.Fatal(err)
+		case final && (!ok || ended != at):
+			t.Errorf("job %s after the migration: ended_at %d (set: %v), want %d", id, ended, ok, at)
+		case !final && ok:
+			t.Errorf("job %s after the migration: ended_at %d, want NULL", id, ended)
+		}
+	}
+	ids, err := s.EndedBefore(context.Background(), time.UnixMicro(2500), 10)
+	if err != nil || strings.Join(ids, " ") != "succeeded failed" {
+		t.Fatalf("EndedBefore after the migration: %v, %v; want succeeded failed", ids, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -103,8 +104,8 @@ func ScanJob(sc Scanner) (*Row, error) {
 // InsertNewJob creates a job (InsertJobArgs); a key in use (its id, its
 // request id, its source's open job) is an error.
 const InsertNewJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result,
-	attempt, lease_id, source, book, started_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	attempt, lease_id, source, book, started_at, ended_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // InsertJob is InsertNewJob unless the job's request id is taken; then it
 // does nothing, and the caller reads the first job back.
@@ -117,7 +118,8 @@ const InsertJob = InsertNewJob + ` ON CONFLICT (request_id) DO NOTHING`
 // time matches, so no expiry sweep or grace ever selects it). The
 // bookkeeping is written only when the job is born with some (a rerun
 // names the job it runs again); an external job starts when it is
-// created, every other one at its first lease.
+// created, every other one at its first lease. A rejected job ends as it
+// is created, so it has its ended_at from the start.
 func InsertJobArgs(j *spoolv1.Job) []any {
 	var result, leaseID, source, book, started any
 	if j.Result != nil {
@@ -134,7 +136,23 @@ func InsertJobArgs(j *spoolv1.Job) []any {
 	}
 	return []any{j.JobId, j.Queue, int32(j.State), NullIfEmpty(j.RequestId), Micros(j.CreatedAt.AsTime()), Micros(j.UpdatedAt.AsTime()),
 		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries, result,
-		j.Attempt, leaseID, source, book, started}
+		j.Attempt, leaseID, source, book, started, EndedAt(j.State, j.UpdatedAt.AsTime())}
+}
+
+// EndedAt is the ended_at a write that leaves a job in state st at now
+// stores: now when st is final, else NULL. ended_at is when the job
+// became final, the time retention and QueueStats count from. It is
+// written only by the writes that change the state, never by the many
+// that only move updated_at (a log append, a note), so those leave every
+// index of the row alone: in PostgreSQL they stay heap-only (HOT)
+// updates, which jobs_ended on updated_at would have prevented. A job
+// that left a final state (none does today) gets NULL again, so the
+// column never holds an end the job no longer has.
+func EndedAt(st spoolv1.JobState, now time.Time) any {
+	if !spool.IsFinal(st) {
+		return nil
+	}
+	return Micros(now)
 }
 
 // MoveHead moves a job's log head after its log grew: arguments
@@ -144,7 +162,10 @@ const MoveHead = `UPDATE jobs SET next_sequence = ?, next_line = ?, updated_at =
 // Settle applies a lease's outcome to r's job and returns the statement
 // that writes it. keepLease keeps the lease handle (after a final
 // Complete, so a repeat is recognised); otherwise a job leaves RUNNING
-// without one.
+// without one. Every write that ends a job already in the store (a
+// completion, an expiry, a release or a cancel that ends it) is this
+// one, so it alone sets ended_at (EndedAt) besides the insert of a
+// rejected job.
 func Settle(r *Row, o storekit.Outcome, keepLease bool, now time.Time) (string, []any) {
 	o.Apply(r.Job, now)
 	var runAfter any
@@ -155,11 +176,12 @@ func Settle(r *Row, o storekit.Outcome, keepLease bool, now time.Time) (string, 
 	if r.Job.Result != nil {
 		result = Marshal(r.Job.Result)
 	}
-	q := `UPDATE jobs SET state = ?, result = ?, book = ?, run_after = ?, updated_at = ?, lease_expires_at = NULL`
+	q := `UPDATE jobs SET state = ?, result = ?, book = ?, run_after = ?, updated_at = ?, ended_at = ?, lease_expires_at = NULL`
 	if !keepLease {
 		q += `, lease_id = NULL`
 	}
-	return q + ` WHERE job_id = ?`, []any{int32(o.State), result, Marshal(storekit.Bookkeeping(r.Job)), runAfter, Micros(now), r.Job.JobId}
+	return q + ` WHERE job_id = ?`, []any{int32(o.State), result, Marshal(storekit.Bookkeeping(r.Job)), runAfter, Micros(now),
+		EndedAt(o.State, now), r.Job.JobId}
 }
 
 // ListQuery is the query of up to n jobs of a listing, newest first. It has
@@ -239,8 +261,8 @@ func AddNote(note string) Edit {
 }
 
 // AddRerun is the Edit of store.JobStore.AddRerun. A link says what
-// happened to another job, not to this one: updated_at stays, so
-// retention still counts from the job's end.
+// happened to another job, not to this one: updated_at stays. (Retention
+// counts from ended_at, which no edit touches.)
 func AddRerun(rerunID string) Edit {
 	return func(j *spoolv1.Job) bool { return storekit.AddRerun(j, rerunID) }
 }

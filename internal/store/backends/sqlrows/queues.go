@@ -22,14 +22,14 @@ import (
 var FinalStates = fmt.Sprintf("%d, %d, %d", spoolv1.JobState_JOB_STATE_SUCCEEDED, spoolv1.JobState_JOB_STATE_FAILED, spoolv1.JobState_JOB_STATE_CANCELLED)
 
 // QueueCounts counts each queue's jobs by state: all of those queued or
-// running, and those that ended at or after a time (argument: since,
-// Unix micros), with the oldest created_at of each group. Each arm of the
-// OR is a search of an index leading with state: the jobs waiting or
-// running through one of those that index all jobs, the ended ones
-// through jobs_ended from since on, so the jobs that ended before it, which soon are nearly
-// all, cost nothing.
+// running, and those that ended (ended_at) at or after a time (argument:
+// since, Unix micros), with the oldest created_at of each group. Each arm
+// of the OR is a search of an index leading with state: the jobs waiting
+// or running through one of those that index all jobs, the ended ones
+// through jobs_ended from since on, so the jobs that ended before it,
+// which soon are nearly all, cost nothing.
 var QueueCounts = fmt.Sprintf(`SELECT queue, state, count(*), min(created_at) FROM jobs
-	WHERE state IN (%d, %d) OR (state IN (%s) AND updated_at >= ?)
+	WHERE state IN (%d, %d) OR (state IN (%s) AND ended_at >= ?)
 	GROUP BY queue, state`, Queued, Running, FinalStates)
 
 // PausedQueues reads the paused queues and since when.
