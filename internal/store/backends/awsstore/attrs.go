@@ -121,6 +121,8 @@ type update struct {
 	set    []string
 	remove []string
 	add    []string
+	// bumped: the update adds to rev, a change watchers wake for.
+	bumped bool
 }
 
 func newUpdate(e *expr) *update { return &update{e: e} }
@@ -143,10 +145,16 @@ func (u *update) Remove(attrs ...string) *update {
 	return u
 }
 
+// Add adds val to a number attribute, or its members to a set.
+func (u *update) Add(attr string, val types.AttributeValue) *update {
+	u.add = append(u.add, u.e.n(attr)+" "+u.e.v(val))
+	return u
+}
+
 // BumpRev adds one to the job's change counter.
 func (u *update) BumpRev() *update {
-	u.add = append(u.add, u.e.n(aRev)+" "+u.e.v(num(1)))
-	return u
+	u.bumped = true
+	return u.Add(aRev, num(1))
 }
 
 func (u *update) String() string {

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Config is the AWS backend's configuration, embedded in the server's
@@ -49,6 +51,12 @@ type Config struct {
 	// EventsTTLDays is how long stored events are kept (default 30).
 	// DynamoDB deletes expired items within a few days of expiry.
 	EventsTTLDays int `yaml:"events_ttl_days"`
+	// JobTTL, when above 0, is how long a final job is kept after its
+	// last change: every write that makes a job final gives its item a
+	// ttl that far on, so DynamoDB deletes jobs nobody sweeps. 0 keeps
+	// them. The server sets it from its jobs retention setting, so it has
+	// no key of its own in the configuration file.
+	JobTTL time.Duration `yaml:"-"`
 
 	// WatchPollInterval is how often the jobs followed on this server are
 	// checked for changes made through other servers (default 250ms).
@@ -161,6 +169,8 @@ func (c Config) Validate() error {
 		return fieldError("events_table", "must differ from jobs_table (%q)", c.JobsTable)
 	case c.EventsTTLDays < 1:
 		return fieldError("events_ttl_days", "must be at least 1, got %d", c.EventsTTLDays)
+	case c.JobTTL < 0:
+		return fmt.Errorf("store.aws: the jobs' time to live must not be negative, got %v", c.JobTTL)
 	case c.WatchPollInterval < 10*time.Millisecond:
 		return fieldError("watch_poll_interval", "must be at least 10ms, got %v", c.WatchPollInterval)
 	case c.MaxRetries < 0:
@@ -186,6 +196,16 @@ func (c Config) sqsName(queue string) (string, error) {
 // eventsTTL is how long events are kept.
 func (c Config) eventsTTL() time.Duration {
 	return time.Duration(c.EventsTTLDays) * 24 * time.Hour
+}
+
+// jobExpiry is the ttl of a job that became final (or last changed, once
+// final) at t; ok is false when jobs are kept (JobTTL 0). DynamoDB's TTL
+// counts in Unix seconds.
+func (c Config) jobExpiry(t time.Time) (ttl types.AttributeValue, ok bool) {
+	if c.JobTTL <= 0 {
+		return nil, false
+	}
+	return num(t.Add(c.JobTTL).Unix()), true
 }
 
 // endpoints returns each service's endpoint override ("" for none).

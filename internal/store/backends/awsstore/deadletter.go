@@ -140,6 +140,7 @@ func (s *Store) failQueued(ctx context.Context, r *jobRec, st spoolv1.JobState, 
 	}
 	e := newExpr()
 	u := newUpdate(e).Set(aState, num(int32(st))).Set(aResult, bin(b)).Set(aUpdatedAt, num(now.UnixMicro())).BumpRev()
+	s.expireFinal(u, now)
 	_, ok, err := s.updateJob(ctx, r.id(), u, and(isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))))
 	return ok, err
 }

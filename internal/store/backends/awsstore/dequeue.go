@@ -194,7 +194,9 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 // an earlier attempt's append becomes a hole, and the new attempt's log
 // continues after it: see doc.go on fencing.
 func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expires time.Time) (*store.Lease, error) {
+	now := storekit.Now()
 	e := newExpr()
+	// Each attempt starts when it is leased: started_at moves with it.
 	u := newUpdate(e).
 		Set(aState, num(int32(spoolv1.JobState_JOB_STATE_RUNNING))).
 		Set(aAttempt, num(r.attempt+1)).
@@ -202,13 +204,14 @@ func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expi
 		Set(aMessageID, str(msgID)).
 		Set(aLeaseExpires, num(expires.UnixMicro())).
 		Set(aLeasePart, str(leasePart)).
-		Set(aUpdatedAt, num(storekit.Now().UnixMicro())).
+		Set(aUpdatedAt, num(now.UnixMicro())).
+		Set(aStartedAt, num(now.UnixMicro())).
 		BumpRev()
 	cond := []string{isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))}
 	if r.state == spoolv1.JobState_JOB_STATE_RUNNING {
 		// Taking over an expired lease: only if nobody extended it.
 		cond = append(cond, e.eq(aLeaseExpires, num(r.leaseExpires.UnixMicro())),
-			e.n(aLeaseExpires)+" <= "+e.v(num(storekit.Now().UnixMicro())))
+			e.n(aLeaseExpires)+" <= "+e.v(num(now.UnixMicro())))
 	}
 	if r.res == nil {
 		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")")

@@ -10,13 +10,18 @@
 //
 // The jobs table holds one item per job, keyed by job_id: its fixed part
 // (params, execution config with the job's own batching config, ...) as a
-// protobuf, and its state, attempt, lease, result and log head as plain
-// attributes. Three indexes: by-queue (queue + created_key) and by-time
-// (a constant partition + created_key) list jobs newest first; leases
-// (sparse: only running jobs) finds expired leases. The same table holds
-// one request marker per request_id (key "request#" + SHA-256 of it), API
-// keys (see keys.go), scatter records (see Scatters) and the records of
-// the sources of ingested logs (see Ingesting logs of other programs).
+// protobuf, and its state, attempt, lease, started_at, result and log head
+// as plain attributes. What lease endings, notes and rerun links change
+// (counters, retry time, cancel reason, notes, rerun_of and reruns) is one
+// protobuf, book (storekit.Bookkeeping); a new job has one only when it is
+// a rerun, for its rerun_of. Three indexes: by-queue (queue + created_key)
+// and by-time (a constant partition + created_key) list jobs newest first;
+// leases (sparse: only running jobs) finds expired leases. The same table
+// holds one request marker per request_id (key "request#" + SHA-256 of
+// it), API keys (see keys.go), scatter records (see Scatters), the records
+// of the sources of ingested logs (see Ingesting logs of other programs),
+// and the queue registry and pauses (see Queues). With a jobs retention,
+// final jobs and request markers carry ttl (see Retention).
 //
 // The events table holds one item per stored event, keyed by job_id +
 // sequence (a batch is one item, at its first sequence): end_seq,
@@ -51,7 +56,9 @@
 // is dropped (poison); running under a current lease, it is a duplicate and
 // is hidden until that lease ends; otherwise the job is leased by a
 // conditional UpdateItem on the attempt it was read with, so of two
-// receivers of one message only one wins. The lease id is the message's
+// receivers of one message only one wins; the same UpdateItem sets
+// started_at, so each attempt starts when it is leased (an external job's
+// item is written with its creation time). The lease id is the message's
 // receipt handle. A lease always ends no later than the message's
 // visibility (it is measured from before the receive, and restarted when a
 // receive was slow), so SQS does not redeliver a message whose lease is
@@ -259,4 +266,121 @@
 // markers are nearly all of it. A delivery of events stored before costs
 // the job and marker reads alone. Opening a job adds a read and a write
 // of the record and a write of the job.
+//
+// # Queues
+//
+// A pause is a jobs-table item, key "queue#" + the queue's name, kind
+// "queue", with paused_at (Unix microseconds), written with
+// if_not_exists(paused_at) so pausing again keeps the first time; resuming
+// deletes it. QueuePaused, asked before every lease, is one strongly
+// consistent GetItem of it (one read unit), so a pause holds from the
+// next lease on every server.
+//
+// Which queues exist is kept in the queue registry, one jobs-table item
+// (key "queues#registry") holding the names as a string set: each Store
+// adds a queue (ADD, so adding twice is harmless) the first time it
+// enqueues into it or opens an external job in it, before the job is
+// written, and SetQueuePaused adds the queue it pauses. Nothing is
+// scanned to find queues, and the registry costs one write per queue and
+// server start. (It is one item, so at most some thousands of queue names:
+// past DynamoDB's 400 KB a registration fails, which Enqueue logs and goes
+// on.) QueueStats reads it, adds the configured queues and those this
+// Store has looked up (which jobs made before the registry existed may
+// name), reads their pause items with BatchGetItem, and leaves out the
+// queues with neither a job nor a pause.
+//
+// Each queue is then counted from one walk of its by-queue index, newest
+// first, projecting job_id, created_key and state (the index holds state,
+// so no job is read for it): queued and running jobs are counted, the
+// oldest queued one's created_at is its created_key's, and a final job
+// created at or after since counts as ended since (a job ends after it is
+// created). When it ended (its result's finished_at) is not in the index,
+// so the final jobs created in the hour before since (statsEndedMargin)
+// are read (BatchGetItem) to see whether they ended since; older ones are
+// taken as ended before. SQS's ApproximateNumberOfMessages and
+// ...NotVisible were the alternative, and were not used: they are
+// estimates, and they are wrong even in a small store, since a queued job
+// cancelled keeps its message until a receiver drops it, and a retry
+// waiting out its backoff has an invisible message, as a running job has.
+//
+// The walk reads at most statsScan (5,000) index entries per queue and
+// call, about 1 MB or 70 read units; the counts are exact (up to the
+// index's replication lag, milliseconds) while that holds all of a
+// queue's open jobs and those that ended since, which in a fresh store, or
+// one whose queues are worked through, it does. The bounds accepted at
+// scale: past 5,000 jobs newer than a queue's oldest open one, the counts
+// are those of its newest 5,000 jobs (a backlog larger than that shows as
+// 5,000 queued, and oldest_queued as the oldest of them); a job that ended
+// since but was created more than an hour before since is not counted as
+// ended. Exact counts of any backlog would need a sparse index of the
+// open jobs (an attribute set only while a job is queued or running, as
+// lease_part is for leases): every open job read, no finished one. It was
+// left out because adding an index to existing tables needs a migration
+// (UpdateTable, and a backfill of the open jobs).
+//
+// # Deleting jobs
+//
+// DeleteJob refuses a job not final (storekit.NotFinished: spool.ErrConflict)
+// and, having no transactions, deletes in an order that a crash anywhere
+// leaves retryable: the external job's entry in its source's record (out
+// of the ids it lists and, if it is the newest, out of newest, on
+// condition of the record's version: a record naming a job that does not
+// exist would otherwise have it written again, as for an opening cut
+// short, and sourceJob reads the record once more before doing so); the
+// markers of the events it accepted that still name it (found through
+// Accepted, read with BatchGetItem and deleted with BatchWriteItem: a
+// marker of a missing job counts as none anyway, so this frees space) and
+// its accepted events; its log's items (a keys-only query of its
+// partition, deleted 25 a call); its request marker, on condition that it
+// still names the job; and the job item last, on condition that it is a
+// job in the final state read. Until then the job is there, final, and
+// another DeleteJob does it all again. Watchers here wake at once; on
+// other servers their poll finds the job gone.
+//
+// EndedBefore(t) queries the by-time index oldest first below
+// created_key t (a job created at or after t cannot have ended before it),
+// filtered to final states in DynamoDB, and reads the final ones found
+// (BatchGetItem, strongly consistent) to check that they ended (their
+// result's finished_at; updated_at, which a note moves, is not the end)
+// before t.
+// One call does at most endedRounds (5) queries of endedScan (200)
+// entries. Each Store remembers the entry its last call examined last and
+// goes on from there, starting over from the oldest once it reaches t: a
+// front of old jobs that are not to go (a paused queue's backlog) longer
+// than a call's work would otherwise hide every ended job behind it from
+// the sweeper forever. Ids come oldest created first, a good enough
+// stand-in for oldest ended.
+//
+// # Retention
+//
+// The retention sweeper (EndedBefore and DeleteJob) needs a server to run;
+// DynamoDB's TTL does not. With Config.JobTTL (set by the server from its
+// jobs retention; 0 keeps jobs), every write that makes a job final
+// (Complete, Release, a settled expiry or dead letter, Cancel of a queued
+// job, an ended external job, a job rejected at Enqueue) sets the item's
+// ttl to that moment plus JobTTL, in Unix seconds, and nothing moves it
+// after (a note changes updated_at, not when the job ended): DynamoDB
+// deletes a job about when the sweeper would have. Jobs that are not
+// final have no ttl, and jobs made final while JobTTL was 0 never get one
+// (the sweeper deletes those).
+// Provision, and deploy/aws/spool.yaml, turn TTL on for both tables on the
+// same attribute name (dynalite cannot: Provision notes it).
+//
+// DynamoDB deletes what expired late (typically within days) and in no
+// order, with none of DeleteJob's care, so what points at a job must not
+// bring it back:
+//
+//   - A request marker gets ttl = its job's created_at plus JobTTL, never
+//     later than the job's own, and a marker past its ttl counts as gone:
+//     Enqueue's conditional PutItem replaces it (attribute_not_exists OR
+//     ttl < now). Its job is gone or going; the price is that a request id
+//     repeated more than JobTTL after its job was created, while that job
+//     still runs, makes a second job.
+//   - A source's record is kept (it carries the source's job count and
+//     ids). When the job it names as newest is missing and was created
+//     more than JobTTL ago, it expired: the source has no open job and the
+//     next events open one. (A job whose opening was cut short is written
+//     from the record within moments, so one that old never was.)
+//   - Events and accepted-event markers keep their own ttl
+//     (EventsTTLDays), and a marker whose job is missing counts as none.
 package awsstore

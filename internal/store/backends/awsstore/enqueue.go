@@ -38,6 +38,8 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	if err != nil {
 		return nil, false, err
 	}
+	// Before the job exists, so QueueStats never misses a queue with jobs.
+	s.register(ctx, nj.Queue)
 	job := storekit.NewJobRecord(nj, storekit.Now())
 	if nj.RequestID != "" {
 		mine, err := s.putMarker(ctx, job)
@@ -70,6 +72,11 @@ func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job) (
 	if err != nil {
 		return nil, err
 	}
+	if spool.IsFinal(job.GetState()) { // rejected: final from the start
+		if ttl, ok := s.cfg.jobExpiry(job.GetUpdatedAt().AsTime()); ok {
+			it[aJobTTL] = ttl
+		}
+	}
 	written, err := s.putIfAbsent(ctx, it)
 	if err != nil {
 		return nil, awsErr(err, "write job %s", job.GetJobId())
@@ -93,6 +100,13 @@ func markerKey(requestID string) item {
 
 // putMarker claims the job's request id. mine is false when another
 // enqueue claimed it first.
+//
+// With Config.JobTTL the marker expires JobTTL after the job's creation:
+// no later than the job, which expires JobTTL after it ends, so a marker
+// never outlives its job by its ttl. DynamoDB deletes expired items late
+// and in no order, so a marker past its ttl counts as gone, and is
+// replaced: its job has expired too (or, if it still runs JobTTL after
+// its creation, the request id no longer names it).
 func (s *Store) putMarker(ctx context.Context, job *spoolv1.Job) (mine bool, err error) {
 	b, err := marshal(job)
 	if err != nil {
@@ -104,12 +118,22 @@ func (s *Store) putMarker(ctx context.Context, job *spoolv1.Job) (mine bool, err
 	it[aTarget] = str(job.GetJobId())
 	it[aJob] = bin(b)
 	it[aMadeAt] = num(storekit.Now().UnixMicro())
-	written, err := s.putIfAbsent(ctx, it)
+	if ttl, ok := s.cfg.jobExpiry(job.GetCreatedAt().AsTime()); ok {
+		it[aJobTTL] = ttl
+	}
+	e := newExpr()
+	_, err = s.clients.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.cfg.JobsTable),
+		Item:                      it,
+		ConditionExpression:       aws.String("attribute_not_exists(" + e.n(aJobID) + ") OR " + e.n(aJobTTL) + " < " + e.v(num(time.Now().Unix()))),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
 	if err != nil {
 		return false, awsErr(err, "record request id %q", job.GetRequestId())
-	}
-	if !written {
-		return false, nil
 	}
 	return true, nil
 }

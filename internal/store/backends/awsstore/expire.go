@@ -24,7 +24,7 @@ func (s *Store) settleExpired(ctx context.Context, r *jobRec, now time.Time) (fi
 // endLease takes r's expired lease away, leaving the job as o says.
 func (s *Store) endLease(ctx context.Context, r *jobRec, o storekit.Outcome, now time.Time) (final, ok bool, err error) {
 	e := newExpr()
-	u, err := settle(e, r, o, false, now)
+	u, err := s.settle(e, r, o, false, now)
 	if err != nil {
 		return false, false, err
 	}

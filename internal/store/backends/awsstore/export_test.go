@@ -48,6 +48,12 @@ func MarkerKey(source, id string) map[string]dbtypes.AttributeValue {
 	return seenKey(sourceKeyOf(source), id)
 }
 
+// RequestMarkerKey is the key of a request id's marker, in the jobs
+// table.
+func RequestMarkerKey(requestID string) map[string]dbtypes.AttributeValue {
+	return markerKey(requestID)
+}
+
 // CrashAfterMarker makes Enqueue stop after writing its request marker,
 // returning err, as a server dying there would.
 func CrashAfterMarker(s *Store, err error) {
@@ -70,6 +76,14 @@ func Watching(s *Store) int { return s.watch.size() }
 // SetListScan shortens the work of one List call with a state filter: at
 // most rounds queries of perQuery index entries.
 func SetListScan(s *Store, perQuery, rounds int) { s.listScan, s.listRounds = perQuery, rounds }
+
+// SetStatsScan shortens the by-queue entries QueueStats examines per
+// queue.
+func SetStatsScan(s *Store, n int) { s.statsScan = n }
+
+// SetEndedScan shortens the work of one EndedBefore call: at most rounds
+// queries of perQuery by-time entries.
+func SetEndedScan(s *Store, perQuery, rounds int) { s.endedScan, s.endedRounds = perQuery, rounds }
 
 // AWSErr is awsErr.
 var AWSErr = awsErr

@@ -201,6 +201,9 @@ func TestIngestLongCallKeepsItsReservation(t *testing.T) {
 	cfg := awstest.Shared(t).NewConfig(t)
 	a, b := openStore(t, cfg), openStore(t, cfg)
 	const abandon = 500 * time.Millisecond
+	// Enough events that writing them takes well over 2*abandon (about
+	// 0.3 ms each here), even on a fast run.
+	const longEvents = 6000
 	awsstore.SetIngestTiming(a, abandon, time.Minute)
 	awsstore.SetIngestTiming(b, abandon, time.Minute)
 	src := newSource()
@@ -221,14 +224,14 @@ func TestIngestLongCallKeepsItsReservation(t *testing.T) {
 	}
 	long := make(chan result, 1)
 	go func() {
-		res, err := a.Ingest(context.Background(), ingestReq(src, rawEvents("long", 1, 4000)))
+		res, err := a.Ingest(context.Background(), ingestReq(src, rawEvents("long", 1, longEvents)))
 		long <- result{res, err, 0}
 	}()
 	at := <-reserved
 	short := ingestOK(t, b, src, rawEvents("short", 1, 10))
 	r := <-long
 	r.took = time.Since(at)
-	if r.err != nil || r.res.Accepted != 4000 {
+	if r.err != nil || r.res.Accepted != longEvents {
 		t.Fatalf("the long call: accepted %d, %v", r.res.Accepted, r.err)
 	}
 	if short.Accepted != 10 {
@@ -238,7 +241,7 @@ func TestIngestLongCallKeepsItsReservation(t *testing.T) {
 		t.Fatalf("the long call wrote for only %v: too quick to show its reservation renewed (make it longer)", r.took)
 	}
 	t.Logf("the long call held its reservation for %v", r.took)
-	want := append(messagesOf(rawEvents("x", 1, 1)), messagesOf(rawEvents("long", 1, 4000))...)
+	want := append(messagesOf(rawEvents("x", 1, 1)), messagesOf(rawEvents("long", 1, longEvents))...)
 	wantLog(t, a, job.GetJobId(), append(want, messagesOf(rawEvents("short", 1, 10))...))
 }
 

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -19,6 +20,7 @@ type jobRec struct {
 	state        spoolv1.JobState
 	attempt      int32
 	updatedAt    time.Time
+	startedAt    time.Time // zero until the first lease
 	cancel       bool
 	result       *spoolv1.JobResult
 	book         *spoolv1.Job // storekit.Bookkeeping
@@ -47,7 +49,18 @@ var reservationAttrs = []string{aResSeq, aResLine, aResLease, aResAt}
 // written, belong to no acknowledged publish and readers skip them.
 type hole struct{ from, to int64 }
 
-func (r *jobRec) id() string    { return r.spec.GetJobId() }
+func (r *jobRec) id() string { return r.spec.GetJobId() }
+
+// endedAt is when a final job ended: its result's finished_at, which every
+// way of ending a job sets (storekit's outcomes, a rejection), and which,
+// unlike updated_at, a later note does not move. updated_at stands in for
+// a result without one.
+func (r *jobRec) endedAt() time.Time {
+	if f := r.result.GetFinishedAt(); f != nil {
+		return f.AsTime()
+	}
+	return r.updatedAt
+}
 func (r *jobRec) queue() string { return r.spec.GetQueue() }
 
 // external reports whether the job keeps the log of a program spool did
@@ -71,6 +84,9 @@ func (r *jobRec) view() *spoolv1.Job {
 	j.State = r.state
 	j.Attempt = r.attempt
 	j.UpdatedAt = timestamppb.New(r.updatedAt)
+	if !r.startedAt.IsZero() {
+		j.StartedAt = timestamppb.New(r.startedAt)
+	}
 	j.CancelRequested = r.cancel
 	j.Result = r.result
 	storekit.SetBookkeeping(j, r.book)
@@ -98,6 +114,9 @@ func decodeJob(it item) (*jobRec, error) {
 	r.state = spoolv1.JobState(n.get(aState))
 	r.attempt = int32(n.get(aAttempt))
 	r.updatedAt = time.UnixMicro(n.get(aUpdatedAt)).UTC()
+	if started := n.get(aStartedAt); started != 0 {
+		r.startedAt = time.UnixMicro(started).UTC()
+	}
 	r.leaseExpires = time.UnixMicro(n.get(aLeaseExpires)).UTC()
 	r.head = store.Head{NextSequence: n.get(aNextSeq), NextLine: n.get(aNextLine)}
 	r.rev = n.get(aRev)
@@ -149,7 +168,9 @@ func bookValue(j *spoolv1.Job) (types.AttributeValue, error) {
 	return bin(b), nil
 }
 
-// newJobItem is the item of a job just enqueued.
+// newJobItem is the item of a job just created. Only a job born final (a
+// rejected one) has a result and, with Config.JobTTL, a ttl, which the
+// caller adds.
 func newJobItem(j *spoolv1.Job) (item, error) {
 	spec, err := marshal(specOf(j))
 	if err != nil {
@@ -171,12 +192,24 @@ func newJobItem(j *spoolv1.Job) (item, error) {
 		aNextLine:   num(int64(1)),
 		aRev:        num(int64(1)),
 	}
+	if j.GetStartedAt() != nil { // an external job starts when created
+		it[aStartedAt] = num(j.GetStartedAt().AsTime().UnixMicro())
+	}
 	if j.GetResult() != nil { // a rejected job is failed from the start
 		res, err := marshal(j.GetResult())
 		if err != nil {
 			return nil, err
 		}
 		it[aResult] = bin(res)
+	}
+	// The bookkeeping of a new job is empty but for rerun_of, which only
+	// it holds (the spec is the fixed part the API was given).
+	if book := storekit.Bookkeeping(j); proto.Size(book) > 0 {
+		b, err := marshal(book)
+		if err != nil {
+			return nil, err
+		}
+		it[aBook] = bin(b)
 	}
 	return it, nil
 }
@@ -251,8 +284,9 @@ func decodeHoles(v types.AttributeValue) ([]hole, error) {
 
 // settle builds the update that writes a lease's outcome o into a job,
 // as computed from r: state, result, bookkeeping, and no lease (the lease
-// id stays when keepLease, for a repeated Complete).
-func settle(e *expr, r *jobRec, o storekit.Outcome, keepLease bool, now time.Time) (*update, error) {
+// id stays when keepLease, for a repeated Complete); a final job gets its
+// ttl.
+func (s *Store) settle(e *expr, r *jobRec, o storekit.Outcome, keepLease bool, now time.Time) (*update, error) {
 	j := r.view()
 	o.Apply(j, now)
 	book, err := bookValue(j)
@@ -261,6 +295,9 @@ func settle(e *expr, r *jobRec, o storekit.Outcome, keepLease bool, now time.Tim
 	}
 	u := newUpdate(e).Set(aState, num(int32(o.State))).Set(aBook, book).Set(aUpdatedAt, num(now.UnixMicro())).
 		Remove(aLeasePart, aLeaseExpires).BumpRev()
+	if spool.IsFinal(o.State) {
+		s.expireFinal(u, now)
+	}
 	if !keepLease {
 		u.Remove(aLeaseID)
 	}
@@ -274,4 +311,15 @@ func settle(e *expr, r *jobRec, o storekit.Outcome, keepLease bool, now time.Tim
 		u.Remove(aResult)
 	}
 	return u, nil
+}
+
+// expireFinal adds to u the ttl of a job that becomes final at at, when
+// final jobs expire (Config.JobTTL). Every write that makes a job final
+// calls it, and nothing changes the ttl after, so a final job's ttl is
+// its end plus JobTTL: DynamoDB drops it about when the retention sweeper
+// (EndedBefore) would.
+func (s *Store) expireFinal(u *update, at time.Time) {
+	if ttl, ok := s.cfg.jobExpiry(at); ok {
+		u.Set(aJobTTL, ttl)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -67,7 +68,7 @@ func (s *Store) updateJob(ctx context.Context, id string, u *update, cond string
 	if err != nil {
 		return nil, false, err
 	}
-	if len(u.add) > 0 {
+	if u.bumped {
 		s.watch.changed(id, r.rev)
 	}
 	return r, true, nil
@@ -107,6 +108,7 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, er
 			}
 			u.Set(aState, num(int32(spoolv1.JobState_JOB_STATE_CANCELLED))).Set(aResult, bin(res)).
 				Set(aUpdatedAt, num(now.UnixMicro())).Remove(aLeaseID).BumpRev()
+			s.expireFinal(u, now)
 			cond = and(e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt)))
 		case r.state == spoolv1.JobState_JOB_STATE_RUNNING && !r.cancel:
 			j := r.view()
@@ -132,22 +134,45 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, er
 	return nil, errBusy(id)
 }
 
-// AddNote implements store.JobStore: the notes are read, added to and
-// written back on condition that the job did not change meanwhile.
+// AddNote implements store.JobStore. A note is a change of the job's:
+// updated_at moves (but not a final job's end, nor its ttl).
 func (s *Store) AddNote(ctx context.Context, id, note string) (*spoolv1.Job, error) {
+	return s.editBook(ctx, id, func(j *spoolv1.Job) bool {
+		storekit.AddNote(j, note)
+		j.UpdatedAt = timestamppb.New(storekit.Now())
+		return true
+	})
+}
+
+// AddRerun implements store.JobStore. A link is not a change of the job's
+// own: updated_at stays, so retention still counts from the job's end.
+func (s *Store) AddRerun(ctx context.Context, id, rerunID string) (*spoolv1.Job, error) {
+	return s.editBook(ctx, id, func(j *spoolv1.Job) bool { return storekit.AddRerun(j, rerunID) })
+}
+
+// editBook changes the bookkeeping of a job (see storekit.Bookkeeping)
+// with fn, which reports whether it changed anything and may move
+// j.UpdatedAt too. The book is read, changed and written back on condition
+// that the job did not change meanwhile; a change bumps rev.
+func (s *Store) editBook(ctx context.Context, id string, fn func(j *spoolv1.Job) bool) (*spoolv1.Job, error) {
 	for range raceRounds {
 		r, err := s.getJob(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		j := r.view()
-		storekit.AddNote(j, note)
+		if !fn(j) {
+			return j, nil
+		}
 		book, err := bookValue(j)
 		if err != nil {
 			return nil, err
 		}
 		e := newExpr()
-		u := newUpdate(e).Set(aBook, book).Set(aUpdatedAt, num(storekit.Now().UnixMicro())).BumpRev()
+		u := newUpdate(e).Set(aBook, book).BumpRev()
+		if at := j.GetUpdatedAt().AsTime(); !at.Equal(r.updatedAt) {
+			u.Set(aUpdatedAt, num(at.UnixMicro()))
+		}
 		done, ok, err := s.updateJob(ctx, id, u, and(isJob(e), e.eq(aRev, num(r.rev))))
 		if err != nil {
 			return nil, err

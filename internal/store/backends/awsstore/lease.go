@@ -88,7 +88,7 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 		// (SameCompletion); a retry's next attempt gets a lease of its own.
 		final := spool.IsFinal(o.State)
 		e := newExpr()
-		u, err := settle(e, r, o, final, now)
+		u, err := s.settle(e, r, o, final, now)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +126,7 @@ func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bo
 		now := storekit.Now()
 		o := storekit.Released(r.view(), countAttempt, reason, now)
 		e := newExpr()
-		u, err := settle(e, r, o, false, now)
+		u, err := s.settle(e, r, o, false, now)
 		if err != nil {
 			return nil, err
 		}

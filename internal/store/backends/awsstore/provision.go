@@ -54,7 +54,7 @@ const (
 
 // Provision creates what the store needs, leaving what exists in place, so
 // it can run again safely: both tables with their indexes (and TTL on
-// events where the endpoint supports it), and for each of cfg.QueueNames
+// both where the endpoint supports it), and for each of cfg.QueueNames
 // without a configured URL, its SQS queue and dead-letter queue. It is what
 // `spool aws init` runs; deploy/aws/spool.yaml does the same with
 // CloudFormation.
@@ -147,11 +147,35 @@ func lsiDefs(d []types.LocalSecondaryIndexDescription) []types.LocalSecondaryInd
 	return out
 }
 
-// enableTTL turns on expiry by the ttl attribute of the events table. An
-// endpoint without TTL support (dynalite) gets a note, not a failure: every
-// item still carries ttl, so turning TTL on later expires old events too.
+// enableTTL turns on expiry by the ttl attribute of both tables: events
+// always carry it, and final jobs and request markers do with
+// Config.JobTTL. An endpoint without TTL support (dynalite) gets a note,
+// not a failure: the items still carry ttl, so turning TTL on later
+// expires the old ones too.
 func (s *Store) enableTTL(ctx context.Context) (note string, err error) {
-	table := aws.String(s.cfg.EventsTable)
+	var lacking []string
+	code := ""
+	for _, name := range []string{s.cfg.JobsTable, s.cfg.EventsTable} {
+		c, err := s.enableTableTTL(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		if c != "" {
+			lacking, code = append(lacking, name), c
+		}
+	}
+	if len(lacking) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("this DynamoDB endpoint cannot enable TTL on %s (%s): events and expired jobs will not be deleted here. "+
+		"Every event (and, with a jobs retention, every final job) carries a %q attribute, so enabling TTL on it later (aws dynamodb update-time-to-live) expires them too.",
+		strings.Join(lacking, " and "), code, aTTL), nil
+}
+
+// enableTableTTL turns on TTL by the ttl attribute on one table. It
+// returns the error code of an endpoint that cannot ("" when on).
+func (s *Store) enableTableTTL(ctx context.Context, name string) (missing string, err error) {
+	table := aws.String(name)
 	d, err := s.clients.db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: table})
 	if err == nil {
 		switch d.TimeToLiveDescription.TimeToLiveStatus {
@@ -167,9 +191,7 @@ func (s *Store) enableTTL(ctx context.Context) (note string, err error) {
 		return "", nil
 	}
 	if code := errorCode(err); code == "" || strings.Contains(code, "Throttl") {
-		return "", awsErr(err, "enable TTL on DynamoDB table %s", s.cfg.EventsTable)
+		return "", awsErr(err, "enable TTL on DynamoDB table %s", name)
 	}
-	return fmt.Sprintf("this DynamoDB endpoint cannot enable TTL on %s (%s): events will not expire here. "+
-		"Every event carries a %q attribute, so enabling TTL on it later (aws dynamodb update-time-to-live) expires them too.",
-		s.cfg.EventsTable, errorCode(err), aTTL), nil
+	return errorCode(err), nil
 }

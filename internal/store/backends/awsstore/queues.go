@@ -21,10 +21,26 @@ type queueDir struct {
 	mu      sync.Mutex
 	urls    map[string]string        // spool queue -> SQS URL
 	pending map[string]chan struct{} // lookups in progress
+	// regd holds the queues this Store has put in the queue registry.
+	regd map[string]bool
 }
 
 func newQueueDir(s *Store) *queueDir {
-	return &queueDir{s: s, urls: map[string]string{}, pending: map[string]chan struct{}{}}
+	return &queueDir{s: s, urls: map[string]string{}, pending: map[string]chan struct{}{}, regd: map[string]bool{}}
+}
+
+// registered reports whether this Store has put queue in the registry.
+func (d *queueDir) registered(queue string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.regd[queue]
+}
+
+// setRegistered records that queue is in the registry.
+func (d *queueDir) setRegistered(queue string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.regd[queue] = true
 }
 
 // url returns the SQS queue URL of a spool queue. An unknown queue is

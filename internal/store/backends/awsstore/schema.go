@@ -19,11 +19,17 @@ const (
 	aState     = "state"      // N, spoolv1.JobState
 	aAttempt   = "attempt"    // N, attempts started
 	aUpdatedAt = "updated_at" // N, Unix microseconds
+	aStartedAt = "started_at" // N, Unix microseconds: the last lease's start (an external job's creation)
 	aCancel    = "cancel_requested"
 	aResult    = "result" // B, spoolv1.JobResult once final
 	// B, storekit.Bookkeeping: retried and released attempts, run_after,
-	// cancel reason, notes. Absent until a lease ends or a note is added.
+	// cancel reason, notes, rerun links. Absent until a lease ends or a
+	// note or link is added, unless the job is a rerun (rerun_of).
 	aBook = "book"
+	// aJobTTL is, with Config.JobTTL set, when DynamoDB may delete a final
+	// job (and, on a request marker, the marker): Unix seconds. The events
+	// table's ttl has the same name, so one TTL setting serves both.
+	aJobTTL = aTTL
 
 	// The current lease: the SQS receipt handle it was granted with, its
 	// message id and when it runs out. lease_part is set only while the job
@@ -128,4 +134,17 @@ const (
 	sourceKeyPrefix   = "source#"
 	seenKeyPrefix     = "seen#"
 	acceptedKeyPrefix = "accepted#"
+)
+
+// Queues (see doc.go, Queues). The registry, one jobs-table item, lists
+// every queue that has had a job or a pause; a paused queue has an item of
+// its own, under "queue#" + its name, which resuming deletes.
+const (
+	aNames    = "names"     // SS, on the registry: queue names
+	aPausedAt = "paused_at" // N, Unix microseconds, on a pause item: the first pause
+
+	kindQueues     = "queues"
+	kindQueue      = "queue"
+	queuesKey      = "queues#registry"
+	queueKeyPrefix = "queue#"
 )

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -87,11 +88,25 @@ func (s *Store) sourceJob(ctx context.Context, source string, k sourceKey) (*sou
 		s.sources.forget(k)
 	}
 	rec, err := s.getSource(ctx, k)
-	if err != nil || rec == nil {
-		return nil, nil, err
+	if err != nil || rec == nil || rec.newest == "" { // "": DeleteJob took the newest away
+		return rec, nil, err
 	}
 	r, err := s.getJob(ctx, rec.newest)
 	if errors.Is(err, spool.ErrNotFound) {
+		if s.expiredJob(rec.job) {
+			// DynamoDB's TTL deleted it, long ended: the source has no
+			// job, and the next one opens as after any ended job.
+			return rec, nil, nil
+		}
+		// DeleteJob takes a job out of the record before deleting it: if
+		// the record no longer names it, it was deleted after our read.
+		again, rerr := s.getSource(ctx, k)
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		if again == nil || again.newest != rec.newest {
+			return s.sourceJob(ctx, source, k)
+		}
 		// The call that opened it stopped between the record and the job:
 		// the record holds the whole job, so the item is written from it.
 		s.log.Warn("finishing the opening of an external job", "job", rec.newest)
@@ -109,10 +124,20 @@ func (s *Store) sourceJob(ctx context.Context, source string, k sourceKey) (*sou
 	return rec, r, nil
 }
 
+// expiredJob reports whether a job as created may have been deleted by
+// DynamoDB's TTL by now: it expires JobTTL after it ends, so no sooner
+// than JobTTL after its creation. (A job item written from its source's
+// record follows the record within moments, so a missing item that old
+// was never still to be written.)
+func (s *Store) expiredJob(created *spoolv1.Job) bool {
+	return s.cfg.JobTTL > 0 && time.Since(created.GetCreatedAt().AsTime()) > s.cfg.JobTTL
+}
+
 // openSourceJob opens the next job of a source from nj: a compare-and-set
 // of the record (so that of servers opening one at once, one wins), then
 // the job item. nil when another call changed the record first.
 func (s *Store) openSourceJob(ctx context.Context, source string, k sourceKey, rec *sourceRec, nj store.NewJob) (*jobRec, error) {
+	s.register(ctx, nj.Queue)
 	job := storekit.NewJobRecord(nj, storekit.Now())
 	var version int64
 	var ids []string

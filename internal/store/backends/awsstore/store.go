@@ -37,13 +37,16 @@ type Store struct {
 	// rollForwardAfter is the const of that name; tests shorten it.
 	rollForwardAfter time.Duration
 	// listScan and listRounds are the consts of those names; tests
-	// shorten them.
-	listScan, listRounds int
+	// shorten them. statsScan, endedScan and endedRounds too.
+	listScan, listRounds              int
+	statsScan, endedScan, endedRounds int
 	// abandonAfter and patience are ingestAbandonAfter and
 	// ingestPatience; tests shorten them.
 	abandonAfter, patience time.Duration
 	// sources remembers the job each source was last seen ingesting into.
 	sources openJobs
+	// sweep is where EndedBefore goes on from.
+	sweep sweepCursor
 
 	closeOnce sync.Once
 }
@@ -105,7 +108,8 @@ func open(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) erro
 // newStore assembles a Store on clients for cfg (defaults applied).
 func newStore(cfg Config, c clients) *Store {
 	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter,
-		listScan: listScan, listRounds: listRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience}
+		listScan: listScan, listRounds: listRounds,
+		statsScan: statsScan, endedScan: endedScan, endedRounds: endedRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience}
 	s.queues = newQueueDir(s)
 	s.watch = newWatcher(s)
 	return s

@@ -103,8 +103,10 @@ func TestTemplateMatchesProvision(t *testing.T) {
 		if !slices.Equal(idx, wantIdx) {
 			t.Errorf("%s indexes\n%v\nProvision has\n%v", name, idx, wantIdx)
 		}
-		if name == "EventsTable" && (p.TimeToLive == nil || !p.TimeToLive.Enabled || p.TimeToLive.AttributeName != "ttl") {
-			t.Errorf("events table has no TTL on ttl")
+		// Provision enables TTL on both tables (events always expire;
+		// final jobs do with a jobs retention).
+		if p.TimeToLive == nil || !p.TimeToLive.Enabled || p.TimeToLive.AttributeName != "ttl" {
+			t.Errorf("%s has no TTL on ttl", name)
 		}
 	}
 
