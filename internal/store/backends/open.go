@@ -33,11 +33,15 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.JobS
 	case "memory":
 		st = memstore.New()
 	case "sqlite":
-		st, err = openSQLite(ctx, cfg)
+		st, err = openSQLite(ctx, cfg, log)
 	case "postgres":
 		st, err = pgstore.Open(ctx, cfg.Store.Postgres, log)
 	case "aws":
-		st, err = awsstore.Open(ctx, cfg.Store.AWS)
+		aws := cfg.Store.AWS
+		// Finished jobs expire by DynamoDB's TTL too, so a table no
+		// server sweeps any more still sheds them.
+		aws.JobTTL = cfg.Jobs.Retention()
+		st, err = awsstore.Open(ctx, aws)
 	default:
 		return nil, fmt.Errorf("store.type %q is not supported", cfg.Store.Type)
 	}
@@ -84,7 +88,7 @@ func (s sqliteStore) Close() error {
 	return errors.Join(s.Store.Close(), s.lock.Close())
 }
 
-func openSQLite(ctx context.Context, cfg *config.Config) (store.JobStore, error) {
+func openSQLite(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.JobStore, error) {
 	path := cfg.Store.SQLite.Path
 	if path == "" {
 		path = filepath.Join(cfg.Server.DataDir, "spool.db")
@@ -93,7 +97,7 @@ func openSQLite(ctx context.Context, cfg *config.Config) (store.JobStore, error)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Synchronous: cfg.Store.SQLite.Synchronous})
+	st, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Synchronous: cfg.Store.SQLite.Synchronous, Log: log})
 	if err != nil {
 		lock.Close()
 		return nil, err
