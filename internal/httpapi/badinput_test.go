@@ -77,7 +77,7 @@ func TestBadInput(t *testing.T) {
 		{"GET", "/api/v1/scatters?cursor=not-a-cursor", 400, "cursor"},
 		{"GET", "/api/v1/scatters/" + unknown + "/batches?from=-1", 400, "from"},
 		{"GET", "/api/v1/nothing", 404, "openapi.yaml"},
-		{"PUT", "/api/v1/jobs/" + id, 405, "DELETE, GET"},
+		{"PUT", "/api/v1/jobs/" + id, 405, "GET, DELETE"},
 		{"DELETE", "/api/v1/jobs/" + unknown, 404, unknown},
 		{"POST", "/api/v1/jobs/" + unknown + "/rerun", 404, unknown},
 		{"POST", "/api/v1/queues/%ff/pause", 400, "queue"},

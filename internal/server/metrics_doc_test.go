@@ -66,8 +66,12 @@ func TestMetricsDocServer(t *testing.T) {
 		}
 	}
 
-	// A job the test plays the worker of: enqueued, leased, output, done.
+	// A job the test plays the worker of: enqueued, leased, output, done;
+	// another, deleted once done.
 	spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
+	if err := srv.Client().Delete(ctx, spooltest.RunJob(t, srv).GetJobId()); err != nil {
+		t.Fatal(err)
+	}
 
 	// Work that cannot run, recorded failed from the start.
 	if _, err := c.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{RejectReason: "not a job spec"})); err != nil {

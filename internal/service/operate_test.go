@@ -27,9 +27,15 @@ type operator struct {
 
 func newOperator(t *testing.T) *operator {
 	t.Helper()
+	return newOperatorKeeping(t, 1)
+}
+
+// newOperatorKeeping is newOperator with jobs.retention_days set to days.
+func newOperatorKeeping(t *testing.T, days int) *operator {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Auth.Disabled = true
-	cfg.Jobs.RetentionDays = 1
+	cfg.Jobs.RetentionDays = days
 	signer, err := token.NewSigner(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -215,9 +221,11 @@ func TestRetentionSweep(t *testing.T) {
 	if q := queueNamed(t, o, "ci"); q.GetQueued() != 1 {
 		t.Errorf("the queued job went too: %v", q)
 	}
-	o.s.cfg.Jobs.RetentionDays = 0
-	o.shift.Store(int64(1000 * 24 * time.Hour))
-	if n, err := o.s.SweepRetention(o.ctx); err != nil || n != 0 {
+	keep := newOperatorKeeping(t, 0)
+	keep.enqueue(t, "ci")
+	keep.run(t, "ci", 0)
+	keep.shift.Store(int64(1000 * 24 * time.Hour))
+	if n, err := keep.s.SweepRetention(keep.ctx); err != nil || n != 0 {
 		t.Errorf("retention 0 deleted %d, %v", n, err)
 	}
 }

@@ -68,7 +68,7 @@ const (
 // ago, until ctx ends; with retention 0 it returns at once. Every server
 // may run it: deleting a job twice finds it gone.
 func (s *Service) RunRetention(ctx context.Context) {
-	if s.cfg.Jobs.Retention() <= 0 {
+	if s.retention <= 0 {
 		return
 	}
 	s.sweep(ctx, retentionInterval, "deleted jobs past retention", s.SweepRetention)
@@ -77,10 +77,10 @@ func (s *Service) RunRetention(ctx context.Context) {
 // SweepRetention runs one round of the retention sweeper now and returns
 // how many jobs it deleted.
 func (s *Service) SweepRetention(ctx context.Context) (int, error) {
-	if s.cfg.Jobs.Retention() <= 0 {
+	if s.retention <= 0 {
 		return 0, nil
 	}
-	cut := s.clock().Add(-s.cfg.Jobs.Retention())
+	cut := s.clock().Add(-s.retention)
 	deleted := 0
 	for deleted < retentionRound {
 		ids, err := s.store.EndedBefore(ctx, cut, retentionBatch)

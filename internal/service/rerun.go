@@ -76,7 +76,7 @@ func rerunnable(j *spoolv1.Job) error {
 	case j.GetParams().GetScatter() != nil:
 		return invalid("job %s is part of scatter %s: submit the scatter again instead",
 			j.GetJobId(), j.GetParams().GetScatter().GetScatterId())
-	case len(j.GetParams().GetArgv()) == 0:
+	case len(j.GetParams().GetArgv()) == 0 && j.GetParams().GetScript() == "":
 		return invalid("job %s was never runnable (it has no command): it cannot be run again", j.GetJobId())
 	}
 	return nil

@@ -58,12 +58,15 @@ type Options struct {
 
 // Service is the application core. Its methods are safe for concurrent use.
 type Service struct {
-	store   store.JobStore
-	clock   func() time.Time
-	signer  *token.Signer
-	cfg     *config.Config
-	log     *slog.Logger
-	metrics *metrics
+	store store.JobStore
+	clock func() time.Time
+	// retention is jobs.retention_days, read once: the sweeper runs beside
+	// everything else for the server's whole life.
+	retention time.Duration
+	signer    *token.Signer
+	cfg       *config.Config
+	log       *slog.Logger
+	metrics   *metrics
 	// watchers counts live followers, reported to publishing workers.
 	watchers watchers
 	touched  touches
@@ -87,7 +90,7 @@ func New(o Options) *Service {
 	if o.Clock == nil {
 		o.Clock = storekit.Now
 	}
-	s := &Service{store: o.Store, clock: o.Clock, signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
+	s := &Service{store: o.Store, clock: o.Clock, retention: o.Config.Jobs.Retention(), signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
 	s.scatters.init()
 	if ws, ok := o.Store.(store.WatchSharer); ok {

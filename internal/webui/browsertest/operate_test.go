@@ -20,7 +20,7 @@ import (
 // queueRow is the text of the named queue's row on the queues page, cell
 // by cell, joined with "|".
 func queueRow(name string) string {
-	return `[...document.querySelectorAll("#queues tr")].map(r => [...r.cells].map(c => c.textContent.trim()).join("|")).find(r => r.startsWith("` + name + `|")) || ""`
+	return `([...document.querySelectorAll("#queues tr")].map(r => [...r.cells].map(c => c.textContent.trim()).join("|")).find(r => r.startsWith("` + name + `|")) || "")`
 }
 
 // The queues page shows each queue's counts and pauses and resumes it: a
