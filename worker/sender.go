@@ -85,7 +85,7 @@ func (s *sender) handBack() *handBack {
 // run sends until the outbox is drained (nil), the lease is lost
 // (errLeaseLost), or ctx ends (its error; the outbox stays on disk).
 func (s *sender) run(ctx context.Context) error {
-	bo := backoff.New(100*time.Millisecond, 15*time.Second)
+	bo := newPauses()
 	for {
 		c, err := s.ob.Next(ctx, publishMaxEvents, publishMaxBytes)
 		switch {
@@ -158,7 +158,7 @@ func (s *sender) run(ctx context.Context) error {
 }
 
 // releaseJob hands the job back.
-func (s *sender) releaseJob(ctx context.Context, bo *backoff.Backoff, hb *handBack) error {
+func (s *sender) releaseJob(ctx context.Context, bo *pauses, hb *handBack) error {
 	return s.retry(ctx, bo, "hand the job back", func() error {
 		_, err := s.w.rpc.ReleaseJob(ctx, connect.NewRequest(&spoolv1.ReleaseJobRequest{TaskToken: s.token, Reason: hb.reason, CountAttempt: hb.count}))
 		return err
@@ -243,7 +243,7 @@ func leaseGone(err error) bool {
 
 // retry calls fn until it succeeds, the lease is lost (errLeaseLost), the
 // request is refused (InvalidArgument, returned), or ctx ends.
-func (s *sender) retry(ctx context.Context, bo *backoff.Backoff, what string, fn func() error) error {
+func (s *sender) retry(ctx context.Context, bo *pauses, what string, fn func() error) error {
 	warned := false
 	for {
 		err := fn()
@@ -252,7 +252,7 @@ func (s *sender) retry(ctx context.Context, bo *backoff.Backoff, what string, fn
 			if warned {
 				s.log.Info("server reachable again; output is flowing", "what", what)
 			}
-			bo.Reset()
+			bo.reset()
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -265,8 +265,35 @@ func (s *sender) retry(ctx context.Context, bo *backoff.Backoff, what string, fn
 			s.log.Warn("cannot reach the server; output is kept on disk and retried", "what", what, "error", err)
 			warned = true
 		}
-		if err := bo.Wait(ctx); err != nil {
+		if err := backoff.Sleep(ctx, bo.after(err)); err != nil {
 			return err
 		}
 	}
+}
+
+// pauses are how long the sender waits before it tries again. While the
+// server cannot be reached (restarting, a network blip) it tries again
+// within a second, jittered, so output held on disk flows again within a
+// second of the server's return; only a server that says "slow down"
+// (ResourceExhausted) makes it back off for longer, up to 15 s.
+type pauses struct {
+	away, slowDown *backoff.Backoff
+}
+
+func newPauses() *pauses {
+	return &pauses{away: backoff.New(100*time.Millisecond, time.Second), slowDown: backoff.New(time.Second, 15*time.Second)}
+}
+
+// after returns the pause after a failure with err.
+func (p *pauses) after(err error) time.Duration {
+	if connect.CodeOf(err) == connect.CodeResourceExhausted {
+		return p.slowDown.Delay()
+	}
+	return p.away.Delay()
+}
+
+// reset starts both over, after a success.
+func (p *pauses) reset() {
+	p.away.Reset()
+	p.slowDown.Reset()
 }
