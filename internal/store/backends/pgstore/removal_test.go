@@ -88,17 +88,13 @@ func TestMigrationEndsFinalJobs(t *testing.T) {
 	if err := pgstore.MigrateTo(url, 3); err != nil {
 		t.Fatal(err)
 	}
-	updated := map[string]int64{"succeeded": 1000, "failed": 2000, "cancelled": 3000, "queued": 500, "running": 600}
-	state := map[string]spoolv1.JobState{"succeeded": spoolv1.JobState_JOB_STATE_SUCCEEDED, "failed": spoolv1.JobState_JOB_STATE_FAILED,
-		"cancelled": spoolv1.JobState_JOB_STATE_CANCELLED, "queued": spoolv1.JobState_JOB_STATE_QUEUED, "running": spoolv1.JobState_JOB_STATE_RUNNING}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, at := range updated {
-		if _, err := conn.Exec(ctx, `INSERT INTO jobs (job_id, queue, state, created_at, updated_at, max_attempts, params, execution)
-			VALUES ($1, 'q', $2, 1, $3, 1, '\x'::bytea, '\x'::bytea)`, id, int32(state[id]), at); err != nil {
+	for _, j := range sqlrowstest.OldJobs {
+		if _, err := conn.Exec(ctx, sqlrows.Dollar(sqlrowstest.InsertOldJob), j.Args()...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,19 +102,5 @@ func TestMigrationEndsFinalJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := open(t, url)
-	for id, at := range updated {
-		ended, ok, err := pgstore.EndedAt(s, id)
-		switch final := id != "queued" && id != "running"; {
-		case err != nil:
-			t.Fatal(err)
-		case final && (!ok || ended != at):
-			t.Errorf("job %s after the migration: ended_at %d (set: %v), want %d", id, ended, ok, at)
-		case !final && ok:
-			t.Errorf("job %s after the migration: ended_at %d, want NULL", id, ended)
-		}
-	}
-	ids, err := s.EndedBefore(ctx, time.UnixMicro(2500), 10)
-	if err != nil || strings.Join(ids, " ") != "succeeded failed" {
-		t.Fatalf("EndedBefore after the migration: %v, %v; want succeeded failed", ids, err)
-	}
+	sqlrowstest.CheckMigratedEnds(t, s, func(id string) (int64, bool, error) { return pgstore.EndedAt(s, id) })
 }

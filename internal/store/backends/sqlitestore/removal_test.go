@@ -92,12 +92,8 @@ func TestMigrationEndsFinalJobs(t *testing.T) {
 	if err := sqlitestore.MigrateTo(db, 6); err != nil {
 		t.Fatal(err)
 	}
-	updated := map[string]int64{"succeeded": 1000, "failed": 2000, "cancelled": 3000, "queued": 500, "running": 600}
-	state := map[string]spoolv1.JobState{"succeeded": spoolv1.JobState_JOB_STATE_SUCCEEDED, "failed": spoolv1.JobState_JOB_STATE_FAILED,
-		"cancelled": spoolv1.JobState_JOB_STATE_CANCELLED, "queued": spoolv1.JobState_JOB_STATE_QUEUED, "running": spoolv1.JobState_JOB_STATE_RUNNING}
-	for id, at := range updated {
-		if _, err := db.Exec(`INSERT INTO jobs (job_id, queue, state, created_at, updated_at, max_attempts, params, execution) VALUES (?, 'q', ?, 1, ?, 1, x'', x'')`,
-			id, int32(state[id]), at); err != nil {
+	for _, j := range sqlrowstest.OldJobs {
+		if _, err := db.Exec(sqlrowstest.InsertOldJob, j.Args()...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,21 +102,7 @@ func TestMigrationEndsFinalJobs(t *testing.T) {
 	}
 	s := open(t, path)
 	defer s.Close()
-	for id, at := range updated {
-		ended, ok, err := sqlitestore.EndedAt(s, id)
-		switch final := id != "queued" && id != "running"; {
-		case err != nil:
-			t.Fatal(err)
-		case final && (!ok || ended != at):
-			t.Errorf("job %s after the migration: ended_at %d (set: %v), want %d", id, ended, ok, at)
-		case !final && ok:
-			t.Errorf("job %s after the migration: ended_at %d, want NULL", id, ended)
-		}
-	}
-	ids, err := s.EndedBefore(context.Background(), time.UnixMicro(2500), 10)
-	if err != nil || strings.Join(ids, " ") != "succeeded failed" {
-		t.Fatalf("EndedBefore after the migration: %v, %v; want succeeded failed", ids, err)
-	}
+	sqlrowstest.CheckMigratedEnds(t, s, func(id string) (int64, bool, error) { return sqlitestore.EndedAt(s, id) })
 }
 
 // fill stores n finished jobs of q, each with a log of about size bytes
