@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -227,5 +228,23 @@ func TestRetentionSweep(t *testing.T) {
 	keep.shift.Store(int64(1000 * 24 * time.Hour))
 	if n, err := keep.s.SweepRetention(keep.ctx); err != nil || n != 0 {
 		t.Errorf("retention 0 deleted %d, %v", n, err)
+	}
+}
+
+// The workers seen polling are forgotten a minute after their last poll,
+// also on a server nobody asks for its queues.
+func TestPollersForgetOldPolls(t *testing.T) {
+	var p pollers
+	start := time.Now()
+	for i := range 1000 {
+		p.polled(fmt.Sprintf("q%d", i), "w", start)
+	}
+	p.polled("q0", "w", start.Add(30*time.Second))
+	p.polled("late", "w", start.Add(2*time.Minute))
+	if n := len(p.seen); n != 1 {
+		t.Fatalf("%d queues remembered after a poll two minutes later, want only the late one", n)
+	}
+	if got := p.counts(start.Add(2 * time.Minute)); len(got) != 1 || got["late"] != 1 {
+		t.Fatalf("counts: %v", got)
 	}
 }

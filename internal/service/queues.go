@@ -29,6 +29,10 @@ const pollerWindow = time.Minute
 type pollers struct {
 	mu   sync.Mutex
 	seen map[string]map[string]time.Time // queue -> worker -> last poll
+	// pruned is when the polls older than pollerWindow were last
+	// forgotten: a server nobody asks for its queues still keeps only the
+	// last minute's workers, whatever names they send.
+	pruned time.Time
 	// resumed is closed and replaced when a queue is resumed here, so a
 	// worker waiting out a pause takes the queue's jobs at once.
 	resumed chan struct{}
@@ -47,14 +51,13 @@ func (p *pollers) polled(queue, worker string, now time.Time) {
 		p.seen[queue] = ws
 	}
 	ws[worker] = now
+	if now.Sub(p.pruned) > pollerWindow {
+		p.prune(now)
+	}
 }
 
-// counts returns how many workers polled each queue since now-pollerWindow,
-// forgetting the older ones.
-func (p *pollers) counts(now time.Time) map[string]int32 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := map[string]int32{}
+// prune forgets the polls older than pollerWindow; p.mu is held.
+func (p *pollers) prune(now time.Time) {
 	for q, ws := range p.seen {
 		for w, at := range ws {
 			if now.Sub(at) > pollerWindow {
@@ -63,8 +66,19 @@ func (p *pollers) counts(now time.Time) map[string]int32 {
 		}
 		if len(ws) == 0 {
 			delete(p.seen, q)
-			continue
 		}
+	}
+	p.pruned = now
+}
+
+// counts returns how many workers polled each queue since now-pollerWindow,
+// forgetting the older ones.
+func (p *pollers) counts(now time.Time) map[string]int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.prune(now)
+	out := map[string]int32{}
+	for q, ws := range p.seen {
 		out[q] = int32(len(ws))
 	}
 	return out
