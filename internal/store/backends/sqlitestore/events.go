@@ -17,7 +17,7 @@ import (
 // items inserted and the head moved, in one transaction.
 func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
 	var head store.Head
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := appendable(ctx, tx, ref)
 		if err != nil {
 			return err

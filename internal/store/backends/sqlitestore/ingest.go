@@ -29,7 +29,7 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 		return store.IngestResult{}, err
 	}
 	var in sqlrows.Ingest
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		open, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, sqlrows.SelectOpenJob, req.Source))
 		if errors.Is(err, sql.ErrNoRows) {
 			open, err = nil, nil
@@ -138,7 +138,7 @@ func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.Job
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := getRow(ctx, tx, jobID)
 		if err != nil {
 			return err

@@ -43,7 +43,7 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 		out     *spoolv1.Job
 		created bool
 	)
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		res, err := tx.ExecContext(ctx, sqlrows.InsertJob, sqlrows.InsertJobArgs(j)...)
 		if primaryKeyTaken(err) {
 			r, err := getRow(ctx, tx, j.JobId)
@@ -112,7 +112,7 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]*spoolv1.Job, s
 // Cancel implements store.JobStore.
 func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := getRow(ctx, tx, id)
 		if err != nil {
 			return err
@@ -176,7 +176,7 @@ func (s *Store) AddRerun(ctx context.Context, id, rerunID string) (*spoolv1.Job,
 // woken.
 func (s *Store) edit(ctx context.Context, id string, fn sqlrows.Edit) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := getRow(ctx, tx, id)
 		if err != nil {
 			return err

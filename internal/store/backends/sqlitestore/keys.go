@@ -16,7 +16,7 @@ import (
 
 // CreateKey implements store.KeyStore.
 func (s *Store) CreateKey(ctx context.Context, k store.KeyRecord) error {
-	return s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		res, err := tx.ExecContext(ctx, sqlrows.InsertKey, sqlrows.InsertKeyArgs(k)...)
 		if err != nil {
 			return fmt.Errorf("sqlite: create key: %w", err)
@@ -61,7 +61,7 @@ func (s *Store) ListKeys(ctx context.Context) ([]*spoolv1.Key, error) {
 // RevokeKey implements store.KeyStore.
 func (s *Store) RevokeKey(ctx context.Context, name string, at time.Time) (*spoolv1.Key, error) {
 	var out *spoolv1.Key
-	err := s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		k, err := sqlrows.ScanKey(tx.QueryRowContext(ctx, `UPDATE keys SET revoked_at = coalesce(revoked_at, ?) WHERE name = ? RETURNING `+sqlrows.KeyCols,
 			at.UnixMicro(), name))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -78,7 +78,7 @@ func (s *Store) RevokeKey(ctx context.Context, name string, at time.Time) (*spoo
 
 // TouchKey implements store.KeyStore.
 func (s *Store) TouchKey(ctx context.Context, hash string, at time.Time) error {
-	return s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		_, err := tx.ExecContext(ctx, `UPDATE keys SET last_used_at = ? WHERE hash = ?`, at.UnixMicro(), hash)
 		return err
 	})

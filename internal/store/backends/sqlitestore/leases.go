@@ -25,7 +25,7 @@ func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.
 // the oldest queued jobs are leased.
 func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
 	var out []store.Lease
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		now := storekit.Now()
 		if _, err := expire(ctx, tx, n, now, "queue = ? AND ", req.Queue); err != nil {
 			return err
@@ -100,7 +100,7 @@ func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time, cond strin
 // ExpireLeases implements store.JobStore.
 func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	var k int
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		var err error
 		k, err = expire(ctx, tx, n, storekit.Now(), "")
 		return err
@@ -133,7 +133,7 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 		expires time.Time
 		cancel  bool
 	)
-	err := s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		// The common case in one statement; the read below only explains
 		// a refusal.
 		expires = storekit.Now().Add(d)
@@ -156,7 +156,7 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 // Complete implements store.JobStore.
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := current(ctx, tx, ref)
 		if r != nil && storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
 			out = r.Job
@@ -182,7 +182,7 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 // Release implements store.JobStore.
 func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bool, reason string) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := current(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -202,7 +202,7 @@ func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bo
 // GraceLeases implements store.LeaseGracer.
 func (s *Store) GraceLeases(ctx context.Context, until time.Time) (int, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE state = ? AND lease_expires_at < ?`,
 			until.UnixMicro(), sqlrows.Running, until.UnixMicro())
 		if err != nil {

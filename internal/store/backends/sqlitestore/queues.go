@@ -39,7 +39,7 @@ func (s *Store) query(ctx context.Context, what string, collect func(sqlrows.Row
 
 // SetQueuePaused implements store.QueueStore.
 func (s *Store) SetQueuePaused(ctx context.Context, name string, paused bool, at time.Time) error {
-	return s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		q, args := sqlrows.SetQueuePaused(name, paused, at)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("sqlite: pause or resume queue %q: %w", name, err)

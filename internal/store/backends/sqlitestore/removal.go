@@ -16,7 +16,7 @@ var _ store.SpaceReclaimer = (*Store)(nil)
 // job's state is checked and its log, accepted events and row deleted
 // (sqlrows.DeleteJob). Its followers are woken to find it gone.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	return s.write(ctx, func(tx *sql.Tx, n *notes) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := getRow(ctx, tx, id)
 		if err != nil {
 			return err

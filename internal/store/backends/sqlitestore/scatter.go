@@ -22,7 +22,7 @@ func (s *Store) CreateScatter(ctx context.Context, rec *store.ScatterRecord, bat
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		// The record first: an id in use is found before any batch is
 		// written.
 		res, err := tx.ExecContext(ctx, sqlrows.InsertScatter, id, rec.Active, blob)
@@ -97,7 +97,7 @@ func (s *Store) UpdateScatter(ctx context.Context, rec *store.ScatterRecord) err
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(tx *sql.Tx, _ *notes) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		res, err := tx.ExecContext(ctx, sqlrows.UpdateScatter, rec.Active, blob, id, rec.Version)
 		if err != nil {
 			return fmt.Errorf("sqlite: update scatter %s: %w", id, err)

@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -53,6 +55,14 @@ type Store struct {
 	r     *sql.DB // readers
 	hub   notify.Hub
 	polls storekit.Polls
+
+	// The writer (groupcommit.go): writes go to it, and it makes them a
+	// group at a time until quit is closed.
+	writes     chan *pendingWrite
+	quit       chan struct{}
+	closeOnce  sync.Once
+	writerDone chan struct{}
+	commits    atomic.Int64 // transactions the writer made, for tests
 }
 
 var _ store.JobStore = (*Store)(nil)
@@ -104,7 +114,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	return &Store{path: path, w: w, r: r}, nil
+	s := &Store{path: path, w: w, r: r, writes: make(chan *pendingWrite), quit: make(chan struct{}), writerDone: make(chan struct{})}
+	go s.writer()
+	return s, nil
 }
 
 // autoVacuumIncremental is PRAGMA auto_vacuum's value for INCREMENTAL.
@@ -170,6 +182,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // Close implements store.JobStore.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.quit) })
+	<-s.writerDone
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -200,27 +214,6 @@ func (n *notes) settled(j *spoolv1.Job, o storekit.Outcome) {
 	if o.State == spoolv1.JobState_JOB_STATE_QUEUED {
 		n.queue(j.GetQueue())
 	}
-}
-
-// write runs fn in a write transaction and wakes the noted watchers after
-// it commits.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, n *notes) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	var n notes
-	if err := fn(tx, &n); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	for _, k := range n {
-		storekit.Wake(&s.hub, &s.polls, k)
-	}
-	return nil
 }
 
 func mustSub(fsys embed.FS, dir string) fs.FS {
