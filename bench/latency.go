@@ -12,8 +12,11 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
-// latency is a distribution's p50 and p99.
-type latency struct{ p50, p99 time.Duration }
+// latency is a distribution's p50 and p99, and the job measured.
+type latency struct {
+	p50, p99 time.Duration
+	jobID    string
+}
 
 func (l latency) String() string {
 	return fmt.Sprintf("%s / %s", round(l.p50), round(l.p99))
@@ -56,7 +59,7 @@ func liveLatency(ctx context.Context, submit, follow *client.Client, self string
 		return latency{}, fmt.Errorf("followed %d lines of %d", len(samples), count)
 	}
 	slices.Sort(samples)
-	return latency{p50: samples[len(samples)/2], p99: samples[len(samples)*99/100]}, nil
+	return latency{p50: samples[len(samples)/2], p99: samples[len(samples)*99/100], jobID: job.GetJobId()}, nil
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

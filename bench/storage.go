@@ -16,12 +16,9 @@ func storage(ctx context.Context, cl *demo.Local, self string) (per1000 float64,
 	if err != nil {
 		return 0, 0, err
 	}
-	items := 0
-	for _, err := range cl.Server.Store().Read(ctx, store.ReadRequest{JobID: id, FromSequence: 1}) {
-		if err != nil {
-			return 0, 0, err
-		}
-		items++
+	items, err := storedItems(ctx, cl, id)
+	if err != nil {
+		return 0, 0, err
 	}
 	stats := &store.ReadStats{}
 	for _, err := range cl.Server.Store().Read(ctx, store.ReadRequest{JobID: id, FromLine: 9000, Stats: stats}) {
@@ -30,6 +27,19 @@ func storage(ctx context.Context, cl *demo.Local, self string) (per1000 float64,
 		}
 	}
 	return float64(items) / 10, stats.ItemsRead, nil
+}
+
+// storedItems counts the items a job's log is stored in: the writes it
+// took.
+func storedItems(ctx context.Context, cl *demo.Local, jobID string) (int, error) {
+	items := 0
+	for _, err := range cl.Server.Store().Read(ctx, store.ReadRequest{JobID: jobID, FromSequence: 1}) {
+		if err != nil {
+			return 0, err
+		}
+		items++
+	}
+	return items, nil
 }
 
 // runJob submits a job and waits for it to succeed.

@@ -19,7 +19,7 @@ const (
 	DefaultMaxBatchBytes          = 256 << 10
 	DefaultPlaybackIntervalMillis = 50
 	DefaultQuickDelay             = 50 * time.Millisecond
-	DefaultWatchedInterval        = 200 * time.Millisecond
+	DefaultWatchedInterval        = 20 * time.Millisecond
 )
 
 // OutputConfig configures an OutputBatcher.
