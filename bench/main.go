@@ -44,6 +44,7 @@ func main() {
 	queueOnly := flag.Bool("queue", false, "measure only the queue alone, on each store (with -cpuprofile: where its time goes)")
 	scatterOnly := flag.Bool("scatter", false, "measure only a scatter (start and run), on each store")
 	consumerOnly := flag.Bool("consumer", false, "measure only the Kafka consumer: batches against one message at a time (kfake in process)")
+	noopOnly := flag.Bool("noop", false, "measure only no-op jobs (`true`, 20 slots) against the rate this machine starts processes")
 	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.Parse()
@@ -58,9 +59,9 @@ func main() {
 		runConsumerBench()
 		return
 	}
-	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, scatterItems: 100_000, scatterBatch: 100, ingestDeliveries: 10}
+	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, noopJobs: 1000, scatterItems: 100_000, scatterBatch: 100, ingestDeliveries: 10}
 	if *quick {
-		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, scatterItems: 5000, scatterBatch: 100, ingestDeliveries: 2}
+		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, noopJobs: 200, scatterItems: 5000, scatterBatch: 100, ingestDeliveries: 2}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -84,6 +85,12 @@ func main() {
 	}
 	if *ingestOnly {
 		if err := compareIngest(ctx, sz, log); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *noopOnly {
+		if err := compareNoop(ctx, sz.noopJobs, log); err != nil {
 			fail(err)
 		}
 		return
@@ -119,6 +126,10 @@ func main() {
 		fail(err)
 	}
 	if err := compareIngest(ctx, sz, log); err != nil {
+		fail(err)
+	}
+	fmt.Println()
+	if err := compareNoop(ctx, sz.noopJobs, log); err != nil {
 		fail(err)
 	}
 }
@@ -159,6 +170,7 @@ type sizes struct {
 	jobs, linesPerJob        int
 	slowSeconds, fastSeconds int
 	queueJobs                int
+	noopJobs                 int
 	// A scatter of scatterItems items in batches of scatterBatch.
 	scatterItems, scatterBatch int
 	// Firehose deliveries of 1,000 events sent per log stream.

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/demo"
+)
+
+// noopSlots is how many jobs the worker runs at once in the no-op
+// measurement, and how many processes the baseline starts at once.
+const noopSlots = 20
+
+// compareNoop measures the whole overhead of a job: n jobs that run
+// `true`, all waiting for a worker with noopSlots slots, against the
+// rate at which this machine starts and waits for `true` itself,
+// noopSlots at a time, measured just before. The ratio is the share of
+// the machine's process-start rate spool keeps.
+func compareNoop(ctx context.Context, n int, log *slog.Logger) error {
+	procs, err := processStartRate(ctx, n)
+	if err != nil {
+		return err
+	}
+	cl, err := demo.StartLocal(ctx, demo.LocalOptions{Concurrency: noopSlots, Log: log})
+	if err != nil {
+		return err
+	}
+	defer cl.Stop()
+	jobs, err := noopJobRate(ctx, cl, n)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("no-op jobs (`true`), %d slots: %6.0f jobs/s; the machine starts %6.0f processes/s %d at a time: %.0f%% of it\n",
+		noopSlots, jobs, procs, noopSlots, 100*jobs/procs)
+	return nil
+}
+
+// processStartRate starts and waits for n `true` processes, noopSlots at
+// a time, and returns how many it ran a second.
+func processStartRate(ctx context.Context, n int) (float64, error) {
+	work := make(chan struct{})
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	start := time.Now()
+	for range noopSlots {
+		wg.Go(func() {
+			for range work {
+				if err := exec.CommandContext(ctx, "true").Run(); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for range n {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
+	return float64(n) / sinceStart(start), firstErr
+}
+
+// noopJobRate submits n jobs that run `true` to a paused queue, then
+// resumes it and returns how many ended a second from the resume to the
+// last end: the worker's and the server's work per job, not the submits'.
+func noopJobRate(ctx context.Context, cl *demo.Local, n int) (float64, error) {
+	const queue = "default" // the one the local worker polls
+	if _, err := cl.Client.PauseQueue(ctx, queue); err != nil {
+		return 0, err
+	}
+	ids := make([]string, n)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				j, _, err := cl.Client.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}})
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				ids[i] = j.GetJobId()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	start := time.Now()
+	if _, err := cl.Client.ResumeQueue(ctx, queue); err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := waitDone(ctx, cl.Client, id); err != nil {
+			return 0, err
+		}
+	}
+	return float64(n) / sinceStart(start), nil
+}
