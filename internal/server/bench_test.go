@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/spooltest"
 )
 
 // BenchmarkRoundTrip measures whole job round trips through the API on the
@@ -58,4 +61,52 @@ func roundTrips(b *testing.B, c *api, workers int) {
 	close(jobs)
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkReadWholeLog reads all 10,000 lines of a finished job through
+// the API, as a client replaying a log does: over Connect (StreamEvents,
+// what client.ReadLog and spool logs use) and over REST (one page of
+// 10,000 lines).
+//
+//	go test -run '^$' -bench ReadWholeLog ./internal/server/
+func BenchmarkReadWholeLog(b *testing.B) {
+	srv := start(b)
+	job := spooltest.RunJob(b, srv, spooltest.Seq(1, 10_000)...)
+	c := newClient(b, srv)
+	ctx := context.Background()
+	b.Run("connect", func(b *testing.B) {
+		for range b.N {
+			lines := 0
+			for ev, err := range c.Events(ctx, job.GetJobId(), client.StreamOptions{}).All() {
+				if err != nil {
+					b.Fatal(err)
+				}
+				if ev.GetOutputData() != nil {
+					lines++
+				}
+			}
+			if lines != 10_000 {
+				b.Fatalf("read %d lines", lines)
+			}
+		}
+	})
+	b.Run("rest", func(b *testing.B) {
+		url := srv.URL + "/api/v1/jobs/" + job.GetJobId() + "/logs?limit=10000"
+		for range b.N {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			req.Header.Set("Authorization", "Bearer "+srv.AdminKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var page struct {
+				Events []json.RawMessage `json:"events"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&page)
+			resp.Body.Close()
+			if err != nil || len(page.Events) != 10_000 {
+				b.Fatalf("read %d lines: %v", len(page.Events), err)
+			}
+		}
+	})
 }
