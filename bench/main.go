@@ -35,9 +35,15 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "emit" {
-		emit(os.Args[2:])
-		return
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "emit":
+			emit(os.Args[2:])
+			return
+		case "serve":
+			serve(os.Args[2:])
+			return
+		}
 	}
 	quick := flag.Bool("quick", false, "smaller runs (a smoke test, not figures to quote)")
 	pgURL := flag.String("postgres", defaultPostgres(), "PostgreSQL server to compare with (a database is created on it for the run); empty: SQLite only")
@@ -45,6 +51,7 @@ func main() {
 	scatterOnly := flag.Bool("scatter", false, "measure only a scatter (start and run), on each store")
 	consumerOnly := flag.Bool("consumer", false, "measure only the Kafka consumer: batches against one message at a time (kfake in process)")
 	noopOnly := flag.Bool("noop", false, "measure only no-op jobs (`true`, 20 slots) against the rate this machine starts processes")
+	goalsOnly := flag.Bool("goals", false, "measure only the goals table: every performance goal, spool's figure and its baseline")
 	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.Parse()
@@ -59,9 +66,11 @@ func main() {
 		runConsumerBench()
 		return
 	}
-	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, noopJobs: 1000, scatterItems: 100_000, scatterBatch: 100, ingestDeliveries: 10}
+	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, noopJobs: 1000, scatterItems: 100_000, scatterBatch: 100, ingestDeliveries: 10,
+		goalFewJobs: 20, goalManyJobs: 1000, goalManyBaseline: 100, goalLines: 10_000}
 	if *quick {
-		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, noopJobs: 200, scatterItems: 5000, scatterBatch: 100, ingestDeliveries: 2}
+		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, noopJobs: 200, scatterItems: 5000, scatterBatch: 100, ingestDeliveries: 2,
+			goalFewJobs: 4, goalManyJobs: 40, goalManyBaseline: 10, goalLines: 2000}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -89,11 +98,20 @@ func main() {
 		}
 		return
 	}
+	if *goalsOnly {
+		if err := runGoals(ctx, sz, log); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *noopOnly {
 		if err := compareNoop(ctx, sz.noopJobs, log); err != nil {
 			fail(err)
 		}
 		return
+	}
+	if err := runGoals(ctx, sz, log); err != nil {
+		fail(err)
 	}
 	var results [2]result
 	for i, batched := range []bool{true, false} {
@@ -126,10 +144,6 @@ func main() {
 		fail(err)
 	}
 	if err := compareIngest(ctx, sz, log); err != nil {
-		fail(err)
-	}
-	fmt.Println()
-	if err := compareNoop(ctx, sz.noopJobs, log); err != nil {
 		fail(err)
 	}
 }
@@ -175,6 +189,9 @@ type sizes struct {
 	scatterItems, scatterBatch int
 	// Firehose deliveries of 1,000 events sent per log stream.
 	ingestDeliveries int
+	// The goals table: goalFewJobs and goalManyJobs jobs of goalLines
+	// lines; the per-line baseline of the second runs goalManyBaseline.
+	goalFewJobs, goalManyJobs, goalManyBaseline, goalLines int
 }
 
 // result is one configuration's figures.

@@ -31,7 +31,7 @@ func compareNoop(ctx context.Context, n int, log *slog.Logger) error {
 		return err
 	}
 	defer cl.Stop()
-	jobs, err := noopJobRate(ctx, cl, n)
+	jobs, err := noopJobRate(ctx, cl.Client, n)
 	if err != nil {
 		return err
 	}
@@ -72,9 +72,9 @@ func processStartRate(ctx context.Context, n int) (float64, error) {
 // noopJobRate submits n jobs that run `true` to a paused queue, then
 // resumes it and returns how many ended a second from the resume to the
 // last end: the worker's and the server's work per job, not the submits'.
-func noopJobRate(ctx context.Context, cl *demo.Local, n int) (float64, error) {
+func noopJobRate(ctx context.Context, c *client.Client, n int) (float64, error) {
 	const queue = "default" // the one the local worker polls
-	if _, err := cl.Client.PauseQueue(ctx, queue); err != nil {
+	if _, err := c.PauseQueue(ctx, queue); err != nil {
 		return 0, err
 	}
 	ids := make([]string, n)
@@ -86,7 +86,7 @@ func noopJobRate(ctx context.Context, cl *demo.Local, n int) (float64, error) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				j, _, err := cl.Client.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}})
+				j, _, err := c.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}})
 				if err != nil {
 					mu.Lock()
 					firstErr = err
@@ -102,11 +102,11 @@ func noopJobRate(ctx context.Context, cl *demo.Local, n int) (float64, error) {
 		return 0, firstErr
 	}
 	start := time.Now()
-	if _, err := cl.Client.ResumeQueue(ctx, queue); err != nil {
+	if _, err := c.ResumeQueue(ctx, queue); err != nil {
 		return 0, err
 	}
 	for _, id := range ids {
-		if err := waitDone(ctx, cl.Client, id); err != nil {
+		if err := waitDone(ctx, c, id); err != nil {
 			return 0, err
 		}
 	}

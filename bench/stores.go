@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,21 +171,31 @@ func measureStore(ctx context.Context, cl *demo.Local, self string, sz sizes, pg
 // loops, the queue measurements run at once.
 const queueClients = 16
 
+// queueRun is what runQueue measured: jobs/s over the whole, and how
+// long each submit took while leases and completions went on beside it.
+type queueRun struct {
+	perSecond float64
+	submits   []time.Duration
+}
+
 // runQueue enqueues n jobs with submit and leases and completes them with
 // take (which returns how many it completed), each from queueClients
-// goroutines at once, and returns jobs/s over the whole.
-func runQueue(n int, submit func() error, take func() (int, error)) (float64, error) {
+// goroutines at once.
+func runQueue(n int, submit func() error, take func() (int, error)) (queueRun, error) {
 	start := time.Now()
 	var submitted, done atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*queueClients)
-	for range queueClients {
+	took := make([][]time.Duration, queueClients)
+	for i := range queueClients {
 		wg.Go(func() {
 			for submitted.Add(1) <= int64(n) {
+				t := time.Now()
 				if err := submit(); err != nil {
 					errs <- err
 					return
 				}
+				took[i] = append(took[i], time.Since(t))
 			}
 		})
 		wg.Go(func() {
@@ -201,25 +212,36 @@ func runQueue(n int, submit func() error, take func() (int, error)) (float64, er
 	wg.Wait()
 	close(errs)
 	if err := errors.Join(collect(errs)...); err != nil {
-		return 0, err
+		return queueRun{}, err
 	}
-	return float64(n) / sinceStart(start), nil
+	return queueRun{perSecond: float64(n) / sinceStart(start), submits: slices.Concat(took...)}, nil
 }
 
 // queueAlone enqueues n jobs, then leases (ten at a time) and completes
 // them, all through the API with nothing run, and returns jobs/s: the
 // queue's own cost, apart from starting processes.
 func queueAlone(ctx context.Context, cl *demo.Local, n int) (float64, error) {
-	rpc, err := wire.Dial(cl.Server.URL(), wire.Options{APIKey: cl.Config.Auth.AdminKey})
+	r, err := queueThrough(ctx, cl.Server.URL(), cl.Config.Auth.AdminKey, n, 10)
+	return r.perSecond, err
+}
+
+// queueThrough is queueAlone on the server at url, leasing up to maxJobs
+// jobs a call.
+func queueThrough(ctx context.Context, url, key string, n, maxJobs int) (queueRun, error) {
+	rpc, err := wire.Dial(url, wire.Options{APIKey: key})
 	if err != nil {
-		return 0, err
+		return queueRun{}, err
+	}
+	c, err := client.New(url, client.WithAPIKey(key))
+	if err != nil {
+		return queueRun{}, err
 	}
 	queue := "bench-queue-" + randomHex()
 	return runQueue(n, func() error {
-		_, _, err := cl.Client.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}})
+		_, _, err := c.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}})
 		return err
 	}, func() (int, error) {
-		resp, err := rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: 10, WaitSeconds: 1,
+		resp, err := rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: int32(maxJobs), WaitSeconds: 1,
 			VisibilityTimeoutSeconds: 60, WorkerId: "bench"}))
 		if err != nil {
 			return 0, err
@@ -254,7 +276,7 @@ func storeAlone(ctx context.Context, pg bool, db string, n int, log *slog.Logger
 	defer st.Close()
 	queue := "bench-store-" + randomHex()
 	exec := cfg.ExecutionConfig()
-	return runQueue(n, func() error {
+	r, err := runQueue(n, func() error {
 		_, _, err := st.Enqueue(ctx, store.NewJob{Queue: queue, Params: &spoolv1.JobParams{Argv: []string{"true"}}, Execution: exec, MaxAttempts: 1})
 		return err
 	}, func() (int, error) {
@@ -269,6 +291,7 @@ func storeAlone(ctx context.Context, pg bool, db string, n int, log *slog.Logger
 		}
 		return len(ls), nil
 	})
+	return r.perSecond, err
 }
 
 func collect(ch <-chan error) []error {

@@ -1,0 +1,458 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+// The goals spool's performance is held to on a 2-CPU machine with the
+// embedded SQLite store (synchronous=full).
+const (
+	goalLinesPerSecond = 1_000_000
+	goalServerRSS      = 64 << 20
+	goalQueuePerSecond = 5_000
+	goalEnqueueP99     = 5 * time.Millisecond
+	goalNoopShare      = 0.80
+	goalLiveP99        = 50 * time.Millisecond
+	goalFewerWrites    = 40
+	goalReadLog        = 5 * time.Millisecond
+	goalCatchUp        = time.Second
+)
+
+// goalRow is one row of the goals table: spool's figure, the baseline it
+// is compared with in the same run, the goal, and whether it is met.
+type goalRow struct {
+	measure, spool, baseline, goal string
+	met                            bool
+}
+
+func printGoal(g goalRow) {
+	verdict := "not yet"
+	switch {
+	case g.measure == "":
+		verdict = ""
+	case g.met:
+		verdict = "met"
+	}
+	fmt.Printf("%-50s %-22s %-34s %-24s %s\n", g.measure, g.spool, g.baseline, g.goal, verdict)
+}
+
+// runGoals measures and prints each row of the goals table as it is done.
+// Every server runs in a process of its own, with the worker in this one,
+// so a server's memory is its own and it can be killed and restarted.
+// The baselines: the same work stored a line at a time (max_batch_size 1),
+// leased one job a call, or the processes this machine starts itself.
+func runGoals(ctx context.Context, sz sizes, log *slog.Logger) error {
+	fmt.Printf("goals: servers in processes of their own on the embedded SQLite store (synchronous=full)\n\n")
+	printGoal(goalRow{spool: "spool", baseline: "baseline (same run)", goal: "goal"})
+	steps := []func() ([]goalRow, error){
+		func() ([]goalRow, error) {
+			return linesGoal(ctx, sz.goalFewJobs, sz.goalLines, 20, sz.goalFewJobs, false, log)
+		},
+		func() ([]goalRow, error) {
+			return linesGoal(ctx, sz.goalManyJobs, sz.goalLines, 12, sz.goalManyBaseline, true, log)
+		},
+		func() ([]goalRow, error) { return queueGoal(ctx, sz.queueJobs, log) },
+		func() ([]goalRow, error) { return noopGoal(ctx, sz.noopJobs, log) },
+		func() ([]goalRow, error) { return liveAndReadGoals(ctx, sz, log) },
+		func() ([]goalRow, error) { return catchUpGoal(ctx) },
+	}
+	for _, step := range steps {
+		rows, err := step()
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			printGoal(r)
+		}
+	}
+	fmt.Println()
+	return nil
+}
+
+// linesGoal runs jobs jobs of lines lines on slots slots, then baselineJobs
+// of them stored a line at a time, and reports lines/s (and, with rss, the
+// server's peak memory).
+func linesGoal(ctx context.Context, jobs, lines, slots, baselineJobs int, rss bool, log *slog.Logger) ([]goalRow, error) {
+	rate, peak, err := remoteLines(ctx, jobs, lines, slots, false, log)
+	if err != nil {
+		return nil, err
+	}
+	baseRate, basePeak, err := remoteLines(ctx, baselineJobs, lines, slots, true, log)
+	if err != nil {
+		return nil, err
+	}
+	of := ""
+	if baselineJobs != jobs {
+		of = fmt.Sprintf(" (%d jobs)", baselineJobs)
+	}
+	rows := []goalRow{{
+		measure:  fmt.Sprintf("lines/s, %s jobs x %s lines, %d slots", thousands(float64(jobs)), thousands(float64(lines)), slots),
+		spool:    thousands(rate),
+		baseline: fmt.Sprintf("per line%s: %s (%.1fx)", of, thousands(baseRate), rate/baseRate),
+		goal:     ">= " + thousands(goalLinesPerSecond),
+		met:      rate >= goalLinesPerSecond,
+	}}
+	if rss {
+		rows = append(rows, goalRow{
+			measure:  "  the server's peak RSS in that run",
+			spool:    mib(peak),
+			baseline: fmt.Sprintf("per line%s: %s", of, mib(basePeak)),
+			goal:     "<= " + mib(goalServerRSS),
+			met:      peak > 0 && peak <= goalServerRSS,
+		})
+	}
+	return rows, nil
+}
+
+// thousands formats a figure rounded to a whole number, with commas.
+func thousands(f float64) string {
+	s := strconv.FormatFloat(math.Round(f), 'f', 0, 64)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "(unknown)"
+	}
+	return fmt.Sprintf("%.0f MB", float64(b)/(1<<20))
+}
+
+// remoteLines runs jobs jobs printing lines lines each as fast as they can
+// on a fresh server and a worker with slots slots, and returns lines/s
+// from the first submit to the last end, and the server's peak RSS.
+func remoteLines(ctx context.Context, jobs, lines, slots int, perLine bool, log *slog.Logger) (float64, int64, error) {
+	r, err := startRemote(ctx, slots, perLine, log)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer r.stop()
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	ids, err := submitAll(ctx, r.Client, jobs, client.Submission{Argv: []string{self, "emit", "-count", itoa(lines)}})
+	if err != nil {
+		return 0, 0, err
+	}
+	done := 0
+	stopProgress := progress(func() string { return fmt.Sprintf("%d of %d jobs done", done, jobs) })
+	defer stopProgress()
+	for _, id := range ids {
+		if err := waitDone(ctx, r.Client, id); err != nil {
+			return 0, 0, err
+		}
+		done++
+	}
+	return float64(jobs*lines) / sinceStart(start), r.peakRSS(), nil
+}
+
+// submitAll submits n copies of s from 8 goroutines at once and returns
+// the jobs' ids.
+func submitAll(ctx context.Context, c *client.Client, n int, s client.Submission) ([]string, error) {
+	ids := make([]string, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for w := range errs {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				j, _, err := c.Submit(ctx, s)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				ids[i] = j.GetJobId()
+			}
+		})
+	}
+	wg.Wait()
+	return ids, errors.Join(errs...)
+}
+
+// progress prints what status says on stderr every second, on one line,
+// until the returned function is called; it clears the line then. It
+// prints nothing when stderr is not a terminal.
+func progress(status func() string) func() {
+	if fi, err := os.Stderr.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				fmt.Fprint(os.Stderr, "\r\033[K")
+				return
+			case <-t.C:
+				fmt.Fprintf(os.Stderr, "\r\033[K  %s", status())
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// queueGoal measures the queue alone through the API, leasing ten jobs a
+// call, and one job a call as the baseline, each on a fresh server.
+func queueGoal(ctx context.Context, n int, log *slog.Logger) ([]goalRow, error) {
+	var runs [2]queueRun
+	for i, maxJobs := range []int{10, 1} {
+		r, err := startRemote(ctx, 0, false, log)
+		if err != nil {
+			return nil, err
+		}
+		runs[i], err = queueThrough(ctx, r.url, r.key, n, maxJobs)
+		if stopErr := r.stop(); err == nil {
+			err = stopErr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	b, u := runs[0], runs[1]
+	bp50, bp99 := percentiles(b.submits)
+	up50, up99 := percentiles(u.submits)
+	return []goalRow{{
+		measure:  fmt.Sprintf("queue alone: jobs/s, %d jobs, %d clients", n, queueClients),
+		spool:    thousands(b.perSecond),
+		baseline: "one job a lease: " + thousands(u.perSecond),
+		goal:     ">= " + thousands(goalQueuePerSecond),
+		met:      b.perSecond >= goalQueuePerSecond,
+	}, {
+		measure:  "  enqueue p50 / p99 under that load",
+		spool:    latency{p50: bp50, p99: bp99}.String(),
+		baseline: "one job a lease: " + latency{p50: up50, p99: up99}.String(),
+		goal:     "p99 <= " + goalEnqueueP99.String(),
+		met:      bp99 <= goalEnqueueP99,
+	}}, nil
+}
+
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	s := slices.Sorted(slices.Values(d))
+	return s[len(s)/2], s[len(s)*99/100]
+}
+
+// noopGoal measures no-op jobs against the processes this machine starts.
+func noopGoal(ctx context.Context, n int, log *slog.Logger) ([]goalRow, error) {
+	procs, err := processStartRate(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	r, err := startRemote(ctx, noopSlots, false, log)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := noopJobRate(ctx, r.Client, n)
+	if stopErr := r.stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []goalRow{{
+		measure:  fmt.Sprintf("no-op jobs (`true`), %d slots, %d jobs", noopSlots, n),
+		spool:    fmt.Sprintf("%s jobs/s (%.0f%%)", thousands(jobs), 100*jobs/procs),
+		baseline: fmt.Sprintf("machine: %s processes/s", thousands(procs)),
+		goal:     fmt.Sprintf(">= %.0f%% of the machine", 100*goalNoopShare),
+		met:      jobs >= goalNoopShare*procs,
+	}}, nil
+}
+
+// liveFigures are one server's live and read figures.
+type liveFigures struct {
+	slow      latency
+	fastPer1k float64 // stored items per 1,000 lines, followed at 10,000 lines/s
+	readWhole time.Duration
+	readLines int
+}
+
+// liveAndReadGoals measures live latency, the writes of a followed fast
+// job, and reading a whole finished log, batched and stored a line at a
+// time.
+func liveAndReadGoals(ctx context.Context, sz sizes, log *slog.Logger) ([]goalRow, error) {
+	var figs [2]liveFigures
+	for i, perLine := range []bool{false, true} {
+		var err error
+		if figs[i], err = liveAndRead(ctx, sz, perLine, log); err != nil {
+			return nil, err
+		}
+	}
+	b, u := figs[0], figs[1]
+	return []goalRow{{
+		measure:  "live p50 / p99, a watched job at 10 lines/s",
+		spool:    b.slow.String(),
+		baseline: "per line: " + u.slow.String(),
+		goal:     "p99 <= " + goalLiveP99.String(),
+		met:      b.slow.p99 <= goalLiveP99,
+	}, {
+		measure:  "writes per 1,000 lines, watched at 10,000 lines/s",
+		spool:    fmt.Sprintf("%.1f (%.0fx fewer)", b.fastPer1k, 1000/b.fastPer1k),
+		baseline: fmt.Sprintf("per line: %.1f", u.fastPer1k),
+		goal:     fmt.Sprintf(">= %dx fewer than lines", goalFewerWrites),
+		met:      1000/b.fastPer1k >= goalFewerWrites,
+	}, {
+		measure:  fmt.Sprintf("read all %s lines of a finished job (Connect)", thousands(float64(b.readLines))),
+		spool:    round(b.readWhole).String(),
+		baseline: "stored per line: " + round(u.readWhole).String(),
+		goal:     "<= " + goalReadLog.String(),
+		met:      b.readWhole <= goalReadLog,
+	}}, nil
+}
+
+func liveAndRead(ctx context.Context, sz sizes, perLine bool, log *slog.Logger) (liveFigures, error) {
+	var f liveFigures
+	r, err := startRemote(ctx, 1, perLine, log)
+	if err != nil {
+		return f, err
+	}
+	defer r.stop()
+	self, err := os.Executable()
+	if err != nil {
+		return f, err
+	}
+	if f.slow, err = liveLatency(ctx, r.Client, r.Client, self, 10, 10*sz.slowSeconds); err != nil {
+		return f, fmt.Errorf("latency at 10 lines/s: %w", err)
+	}
+	fast, err := liveLatency(ctx, r.Client, r.Client, self, 10000, 10000*sz.fastSeconds)
+	if err != nil {
+		return f, fmt.Errorf("latency at 10,000 lines/s: %w", err)
+	}
+	items, err := countItems(ctx, r.Client, fast.jobID)
+	if err != nil {
+		return f, err
+	}
+	f.fastPer1k = float64(items) * 1000 / float64(10000*sz.fastSeconds)
+	f.readLines = sz.goalLines
+	id, err := runJob(ctx, r.Client, client.Submission{Argv: []string{self, "emit", "-count", itoa(f.readLines)}})
+	if err != nil {
+		return f, err
+	}
+	f.readWhole, err = readWhole(ctx, r.Client, id, f.readLines)
+	return f, err
+}
+
+// countItems counts the stored items of a job's log: the writes it took.
+func countItems(ctx context.Context, c *client.Client, id string) (int, error) {
+	n := 0
+	for _, err := range c.Events(ctx, id, client.StreamOptions{}).Batches() {
+		if err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// readWhole reads a finished job's whole log, line by line as a client
+// sees it, 21 times, and returns the median time of a read.
+func readWhole(ctx context.Context, c *client.Client, id string, lines int) (time.Duration, error) {
+	took := make([]time.Duration, 21)
+	for i := range took {
+		start := time.Now()
+		log, err := c.ReadLog(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		took[i] = time.Since(start)
+		if got := countOutput(log); got != lines {
+			return 0, fmt.Errorf("read %d lines of %d", got, lines)
+		}
+	}
+	p50, _ := percentiles(took)
+	return p50, nil
+}
+
+// catchUpGoal kills the server while a job writes output, lets the job
+// end while the server is away, starts the server again and measures how
+// long until the job's output is all stored and the job is finished.
+func catchUpGoal(ctx context.Context) ([]goalRow, error) {
+	const lines = 2000
+	// The worker warns while the server is away, as it should; here that
+	// is the point, not news.
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	r, err := startRemote(ctx, 1, false, quiet)
+	if err != nil {
+		return nil, err
+	}
+	defer r.stop()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	job, _, err := r.Client.Submit(ctx, client.Submission{Argv: []string{self, "emit", "-count", itoa(lines), "-rate", "2000"}})
+	if err != nil {
+		return nil, err
+	}
+	// Wait for the first line, so the job is running when the server goes.
+	for _, err := range r.Client.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true}).All() {
+		if err != nil {
+			return nil, err
+		}
+		break
+	}
+	r.killServer()
+	time.Sleep(2 * time.Second) // the job ends while the server is away
+	if err := r.restartServer(); err != nil {
+		return nil, err
+	}
+	back := time.Now()
+	for {
+		j, err := r.Client.Job(ctx, job.GetJobId())
+		if err == nil && spool.IsFinal(j.GetState()) {
+			break
+		}
+		if time.Since(back) > time.Minute {
+			return nil, fmt.Errorf("job %s did not finish within a minute of the server coming back (%v)", job.GetJobId(), err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	caughtUp := time.Since(back)
+	log2, err := r.Client.ReadLog(ctx, job.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	if got := countOutput(log2); got != lines {
+		return nil, fmt.Errorf("after the restart the job has %d lines of %d", got, lines)
+	}
+	return []goalRow{{
+		measure:  "output caught up after the server comes back",
+		spool:    round(caughtUp).String(),
+		baseline: "-",
+		goal:     "<= " + goalCatchUp.String(),
+		met:      caughtUp <= goalCatchUp,
+	}}, nil
+}
+
+func countOutput(log []*spoolv1.JobEvent) int {
+	n := 0
+	for _, ev := range log {
+		if ev.GetOutputData() != nil {
+			n++
+		}
+	}
+	return n
+}
