@@ -5,7 +5,7 @@ GO        ?= go
 TOOL      := $(GO) tool -modfile=tools/go.mod
 FUZZTIME  ?= 10s
 
-.PHONY: all build test deps lint vet staticcheck buflint check-generated generate unit fuzz bench demo clean
+.PHONY: all build test deps lint vet staticcheck buflint check-generated generate unit fuzz bench bench-go demo clean
 
 all: build
 
@@ -48,8 +48,15 @@ unit:
 fuzz:
 	@./scripts/fuzz.sh $(FUZZTIME)
 
+## bench: the goals table: every performance goal, spool's figure and its
+## baseline measured in the same run (about 4 minutes on 2 CPUs)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	$(GO) run ./bench -goals
+
+## bench-go: the go test benchmarks of the hot paths, six runs each, in the
+## format benchstat compares (save two runs' output and `benchstat old new`)
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 demo:
 	$(GO) run ./cmd/spool demo

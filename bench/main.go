@@ -1,9 +1,11 @@
-// Command bench measures what output batching buys, batched (the server's
-// defaults) against unbatched (max_batch_size=1) in the same run, on the
-// embedded SQLite store, then the SQLite store against PostgreSQL, and
-// prints the ratios:
+// Command bench measures spool against its performance goals and against
+// baselines in the same run, then what output batching buys, batched (the
+// server's defaults) against unbatched (max_batch_size=1), on the embedded
+// SQLite store, then the SQLite store against PostgreSQL, and prints the
+// ratios:
 //
-//	go run ./bench                    # about two minutes on 2 CPUs
+//	go run ./bench                    # everything: about six minutes on 2 CPUs
+//	go run ./bench -goals             # the goals table alone (what `make bench` runs)
 //	go run ./bench -quick             # smaller, for a smoke test
 //	go run ./bench -postgres URL      # compare with the PostgreSQL server at URL
 //	go run ./bench -postgres ''       # SQLite only
