@@ -50,28 +50,42 @@ func printGoal(g goalRow) {
 	fmt.Printf("%-50s %-22s %-34s %-24s %s\n", g.measure, g.spool, g.baseline, g.goal, verdict)
 }
 
+// goalStep measures a group of rows.
+type goalStep struct {
+	name string
+	run  func() ([]goalRow, error)
+}
+
 // runGoals measures and prints each row of the goals table as it is done.
 // Every server runs in a process of its own, with the worker in this one,
 // so a server's memory is its own and it can be killed and restarted.
 // The baselines: the same work stored a line at a time (max_batch_size 1),
 // leased one job a call, or the processes this machine starts itself.
-func runGoals(ctx context.Context, sz sizes, log *slog.Logger) error {
+// With only set, it runs only that group of rows (lines, many, queue,
+// noop, live or catchup).
+func runGoals(ctx context.Context, sz sizes, only string, log *slog.Logger) error {
 	fmt.Printf("goals: servers in processes of their own on the embedded SQLite store (synchronous=full)\n\n")
 	printGoal(goalRow{spool: "spool", baseline: "baseline (same run)", goal: "goal"})
-	steps := []func() ([]goalRow, error){
-		func() ([]goalRow, error) {
+	steps := []goalStep{
+		{"lines", func() ([]goalRow, error) {
 			return linesGoal(ctx, sz.goalFewJobs, sz.goalLines, 20, sz.goalFewJobs, false, log)
-		},
-		func() ([]goalRow, error) {
+		}},
+		{"many", func() ([]goalRow, error) {
 			return linesGoal(ctx, sz.goalManyJobs, sz.goalLines, 12, sz.goalManyBaseline, true, log)
-		},
-		func() ([]goalRow, error) { return queueGoal(ctx, sz.queueJobs, log) },
-		func() ([]goalRow, error) { return noopGoal(ctx, sz.noopJobs, log) },
-		func() ([]goalRow, error) { return liveAndReadGoals(ctx, sz, log) },
-		func() ([]goalRow, error) { return catchUpGoal(ctx) },
+		}},
+		{"queue", func() ([]goalRow, error) { return queueGoal(ctx, sz.queueJobs, log) }},
+		{"noop", func() ([]goalRow, error) { return noopGoal(ctx, sz.noopJobs, log) }},
+		{"live", func() ([]goalRow, error) { return liveAndReadGoals(ctx, sz, log) }},
+		{"catchup", func() ([]goalRow, error) { return catchUpGoal(ctx) }},
+	}
+	if only != "" && !slices.ContainsFunc(steps, func(s goalStep) bool { return s.name == only }) {
+		return fmt.Errorf("-goal %q: there is no such group of rows (lines, many, queue, noop, live, catchup)", only)
 	}
 	for _, step := range steps {
-		rows, err := step()
+		if only != "" && step.name != only {
+			continue
+		}
+		rows, err := step.run()
 		if err != nil {
 			return err
 		}

@@ -54,8 +54,10 @@ func main() {
 	consumerOnly := flag.Bool("consumer", false, "measure only the Kafka consumer: batches against one message at a time (kfake in process)")
 	noopOnly := flag.Bool("noop", false, "measure only no-op jobs (`true`, 20 slots) against the rate this machine starts processes")
 	goalsOnly := flag.Bool("goals", false, "measure only the goals table: every performance goal, spool's figure and its baseline")
+	goal := flag.String("goal", "", "with -goals: only these rows: lines, many, queue, noop, live or catchup")
 	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
+	flag.StringVar(&serverProfiles, "server-cpuprofiles", "", "with -goals: each server process writes its CPU profile to this directory (server-1.pprof, ... in the order they start)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -101,7 +103,7 @@ func main() {
 		return
 	}
 	if *goalsOnly {
-		if err := runGoals(ctx, sz, log); err != nil {
+		if err := runGoals(ctx, sz, *goal, log); err != nil {
 			fail(err)
 		}
 		return
@@ -112,7 +114,7 @@ func main() {
 		}
 		return
 	}
-	if err := runGoals(ctx, sz, log); err != nil {
+	if err := runGoals(ctx, sz, "", log); err != nil {
 		fail(err)
 	}
 	var results [2]result

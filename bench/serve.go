@@ -34,7 +34,15 @@ func serve(args []string) {
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
 	key := fs.String("key", "", "admin key")
 	perLine := fs.Bool("per-line", false, "store each line on its own (max_batch_size 1): the per-line baseline")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this server to this file")
 	_ = fs.Parse(args)
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		defer stop()
+	}
 	cfg := config.Default()
 	cfg.Server.Addr = *addr
 	cfg.Server.DataDir = *dir
@@ -61,6 +69,13 @@ func serve(args []string) {
 		fail(err)
 	}
 }
+
+// serverProfiles, when set, is the directory where every server process
+// writes its CPU profile, numbered in the order they start.
+var (
+	serverProfiles string
+	serverStarts   int
+)
 
 // remote is a server in a process of its own ("serve") and a worker in
 // this one, in a temporary directory.
@@ -120,6 +135,10 @@ func (r *remote) startServer(addr string) error {
 	args := []string{"serve", "-dir", filepath.Join(r.dir, "server"), "-addr", addr, "-key", r.key}
 	if r.perLine {
 		args = append(args, "-per-line")
+	}
+	if serverProfiles != "" {
+		serverStarts++
+		args = append(args, "-cpuprofile", filepath.Join(serverProfiles, fmt.Sprintf("server-%d.pprof", serverStarts)))
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
