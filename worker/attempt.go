@@ -18,6 +18,29 @@ import (
 	"github.com/spool-run/spool/internal/outbox"
 )
 
+// quickJob is how long an attempt's sender and heartbeat wait, at its
+// start, for a command that ends at once. Such a command's events and
+// result then go in one CompleteJob, with no heartbeat, instead of a
+// publish of PROCESS_START, another of the rest, and a heartbeat the
+// server writes: the calls a short job costs, and the lease, just granted,
+// needs no renewal yet. It is no longer than the flush interval of a
+// followed job, so someone following a longer one sees no difference.
+const quickJob = 20 * time.Millisecond
+
+// awaitQuickEnd waits up to quickJob for the command to end (ended, then
+// true: the end is in the outbox), or until ctx ends.
+func awaitQuickEnd(ctx context.Context, ended <-chan struct{}) bool {
+	t := time.NewTimer(quickJob)
+	defer t.Stop()
+	select {
+	case <-ended:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
 // pipeDrain is how long output may keep arriving after the command exits
 // (from processes that escaped its group) before the pipes, or the
 // terminal, are closed.
@@ -35,6 +58,10 @@ type attempt struct {
 	// lines orders lines between the two output streams: each read's lines
 	// go to the outbox, then to the batcher, in the same order for both.
 	lines sync.Mutex
+
+	// ended is closed once the command is over and how it ended is in the
+	// outbox (or the worker was killed).
+	ended chan struct{}
 
 	mu      sync.Mutex
 	proc    *process

@@ -29,6 +29,12 @@ const heartbeatSlack = 10 * time.Second
 func (a *attempt) heartbeat(ctx context.Context) {
 	interval := time.Duration(cmp.Or(a.lease.GetHeartbeatIntervalSeconds(), a.job.GetExecutionConfig().GetHeartbeatIntervalSeconds(), 30)) * time.Second
 	bo := backoff.New(500*time.Millisecond, interval)
+	// A command that ends at once needs no heartbeat: nothing can stop it
+	// any more, and the lease, just granted, holds until the next renewal
+	// is due, by when its output is normally delivered.
+	if awaitQuickEnd(ctx, a.ended) && backoff.Sleep(ctx, interval) != nil {
+		return
+	}
 	var watched, cancelled bool
 	for {
 		wait := interval

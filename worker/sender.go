@@ -40,6 +40,14 @@ type sender struct {
 	token string
 	log   *slog.Logger
 
+	// completeTakesEvents: the server that leased the job stores events
+	// sent with CompleteJob, so the last ones go with the result.
+	completeTakesEvents bool
+	// quick, when set, is closed once the attempt's command has ended: the
+	// first read waits for it up to quickJob, so that a short job's
+	// events and result are read, and sent, together.
+	quick <-chan struct{}
+
 	// skipThrough: events ending at or before this sequence are already
 	// stored (a reopened outbox resends from its oldest segment).
 	skipThrough int64
@@ -85,6 +93,9 @@ func (s *sender) handBack() *handBack {
 // run sends until the outbox is drained (nil), the lease is lost
 // (errLeaseLost), or ctx ends (its error; the outbox stays on disk).
 func (s *sender) run(ctx context.Context) error {
+	if s.quick != nil {
+		awaitQuickEnd(ctx, s.quick)
+	}
 	bo := newPauses()
 	for {
 		c, err := s.ob.Next(ctx, publishMaxEvents, publishMaxBytes)
@@ -109,6 +120,19 @@ func (s *sender) run(ctx context.Context) error {
 			return err
 		}
 		evs := s.pending(c.Events)
+		if c.Result != nil && len(evs) > 0 && s.refused == nil && s.completeTakesEvents {
+			done, err := s.completeWith(ctx, bo, c.Result, evs)
+			if err != nil {
+				return err
+			}
+			if done {
+				s.ob.Ack(c)
+				continue
+			}
+			// Refused: the calls one at a time below say whether the
+			// output or the result was refused, and whether output the
+			// server did not store can still be delivered.
+		}
 		if len(evs) > 0 && s.refused == nil {
 			err := s.retry(ctx, bo, "publish output", func() error {
 				resp, err := s.w.rpc.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: s.token, Events: evs}))
@@ -119,6 +143,8 @@ func (s *sender) run(ctx context.Context) error {
 			})
 			switch {
 			case errors.Is(err, errLeaseLost):
+				// Counted here: read again, the chunk would be counted twice.
+				s.ob.Ack(c)
 				return s.undelivered(ctx, evs)
 			case connect.CodeOf(err) == connect.CodeInvalidArgument:
 				// A bug or a config the store cannot hold: retrying will
@@ -155,6 +181,35 @@ func (s *sender) run(ctx context.Context) error {
 		}
 		s.ob.Ack(c)
 	}
+}
+
+// completeWith sends the attempt's result with its last events in one
+// CompleteJob. It reports whether that ended the attempt on the server;
+// when it did not (the server refused the call, or, being older than the
+// lease said, did not store the events), the events and the result are to
+// be sent one call at a time. Its only error is ctx's.
+func (s *sender) completeWith(ctx context.Context, bo *pauses, res *spoolv1.JobResult, evs []*spoolv1.JobEvent) (done bool, err error) {
+	var job *spoolv1.Job
+	err = s.retry(ctx, bo, "complete the job", func() error {
+		resp, err := s.w.rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: s.token, Result: res, Events: evs}))
+		if err == nil {
+			job = resp.Msg.GetJob()
+		}
+		return err
+	})
+	switch {
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case err != nil:
+		s.log.Info("the server refused the result with the job's last output; sending them one at a time", "error", err)
+		return false, nil
+	case job.GetLastSequence() < events.EndSequence(evs[len(evs)-1]):
+		// Only a server that ignores events sent with a completion answers
+		// so: what they say is lost must be reported, never silent.
+		s.log.Error("the server did not store the output sent with the job's result", "last_sequence", job.GetLastSequence())
+		return false, nil
+	}
+	return true, nil
 }
 
 // releaseJob hands the job back.

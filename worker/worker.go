@@ -404,13 +404,31 @@ func (w *Worker) spoolWritable(ctx context.Context) bool {
 	}
 }
 
-// start runs a leased job in the background; its slot is taken. A job
-// leased while the spool directory cannot be written goes straight back.
+// start runs a leased job in the background; its slot is taken. The
+// outbox is created in the job's own goroutine: creating it is a few file
+// system calls, and on the poll loop they would delay every next lease.
 func (w *Worker) start(lease *spoolv1.JobLease) {
+	w.running.Add(1)
+	w.sending.Add(1)
+	go func() {
+		defer w.sending.Done()
+		a := w.open(lease)
+		if a == nil {
+			<-w.slots
+			w.running.Done()
+			return
+		}
+		w.run(a)
+	}()
+}
+
+// open makes the attempt of a leased job, with its outbox. It returns nil
+// when the job is not to run: handed back because the spool directory
+// cannot be written, or left because the worker was killed.
+func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
 	if err := w.spool.check(); err != nil {
-		<-w.slots
 		w.abandonLeases([]*spoolv1.JobLease{lease}, "its worker's spool directory cannot be written")
-		return
+		return nil
 	}
 	job := lease.GetJob()
 	log := w.log.With("job_id", job.GetJobId(), "attempt", job.GetAttempt())
@@ -419,28 +437,33 @@ func (w *Worker) start(lease *spoolv1.JobLease) {
 		Token: lease.GetTaskToken(), Server: w.cfg.Server, Created: time.Now(),
 		Batch: outbox.BatchLimits{MaxLines: int(b.GetMaxBatchSize()), MaxBytes: b.GetMaxBatchBytes(), PlaybackMillis: b.GetPlaybackIntervalMillis()}})
 	if err != nil {
-		<-w.slots
 		w.spool.broke(err)
 		log.Error("cannot create the job's outbox; handing the job back", "error", err)
 		w.abandonLeases([]*spoolv1.JobLease{lease}, "its worker could not create the job's outbox: "+err.Error())
-		return
+		return nil
 	}
-	a := &attempt{w: w, lease: lease, job: job, log: log, ob: ob}
+	a := &attempt{w: w, lease: lease, job: job, log: log, ob: ob, ended: make(chan struct{})}
 	a.out = batcher.NewOutput(batcher.OutputConfig{Batching: job.GetExecutionConfig().GetBatching()},
 		lease.GetNextSequence(), job.GetAttempt(), w.clock, a.emit)
+	// Kill stops the attempts it finds; one it can no longer find must not
+	// start its command. Its outbox stays, as a crash leaves it.
 	w.mu.Lock()
-	w.attempts[a] = struct{}{}
+	killed := w.isKilled()
+	if !killed {
+		w.attempts[a] = struct{}{}
+	}
 	w.mu.Unlock()
-	w.running.Add(1)
-	w.sending.Add(1)
-	go w.run(a)
+	if killed {
+		_ = ob.Close()
+		return nil
+	}
+	return a
 }
 
 // run is one attempt from start to acknowledged completion (or hand-back).
 func (w *Worker) run(a *attempt) {
-	defer w.sending.Done()
-	snd := &sender{w: w, ob: a.ob, token: a.lease.GetTaskToken(), log: a.log,
-		onWatched: a.out.SetWatched, onLost: a.leaseLost, onRefused: func(err error) { a.stop(err.Error()) }}
+	snd := &sender{w: w, ob: a.ob, token: a.lease.GetTaskToken(), log: a.log, completeTakesEvents: a.lease.GetCompleteTakesEvents(),
+		quick: a.ended, onWatched: a.out.SetWatched, onLost: a.leaseLost, onRefused: func(err error) { a.stop(err.Error()) }}
 	sent := make(chan error, 1)
 	go func() { sent <- snd.run(w.sendCtx) }()
 	hbCtx, stopHeartbeat := context.WithCancel(w.sendCtx)
@@ -488,6 +511,7 @@ func (w *Worker) run(a *attempt) {
 			a.log.Error("cannot record the job's result", "error", err)
 		}
 	}
+	close(a.ended)
 	err := <-sent
 	switch {
 	case err == nil && !lost && !retry:

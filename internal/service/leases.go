@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,6 +76,7 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 			// at the one stored with the job: the configuration may have
 			// changed since the job was enqueued.
 			HeartbeatIntervalSeconds: int32(s.heartbeatInterval(lease) / time.Second),
+			CompleteTakesEvents:      true,
 		})
 		s.log.InfoContext(ctx, "job leased", "job_id", l.JobID, "attempt", l.Attempt, "worker", m.GetWorkerId())
 		if b := l.Job.GetParams().GetScatter(); b != nil && !b.GetGather() && l.Attempt == 1 {
@@ -139,7 +141,10 @@ func (s *Service) Heartbeat(ctx context.Context, m *spoolv1.UpdateJobVisibilityR
 		Watched: watched, HeartbeatIntervalSeconds: int32(interval / time.Second)}, nil
 }
 
-// CompleteJob records how an attempt ended and makes the job final.
+// CompleteJob records how an attempt ended and makes the job final. The
+// attempt's last events, when the request carries them, are appended first,
+// as PublishEvents appends them: the worker saves a round trip, and the job
+// is never final without the output before its result.
 func (s *Service) CompleteJob(ctx context.Context, m *spoolv1.CompleteJobRequest) (*spoolv1.CompleteJobResponse, error) {
 	ref, err := s.lease(ctx, "CompleteJob", m.GetTaskToken())
 	if err != nil {
@@ -154,6 +159,23 @@ func (s *Service) CompleteJob(ctx context.Context, m *spoolv1.CompleteJobRequest
 	}
 	if err := checkOutput(res.GetOutput()); err != nil {
 		return nil, err
+	}
+	evs := m.GetEvents()
+	if len(evs) > maxEventsPerPublish {
+		return nil, invalid("events: %d in one call; send at most %d", len(evs), maxEventsPerPublish)
+	}
+	if len(evs) > 0 {
+		_, err := s.store.Append(ctx, ref, evs)
+		switch {
+		case err == nil:
+			s.metrics.eventsPublished(ctx, evs)
+		case !errors.Is(err, spool.ErrStaleLease):
+			return nil, s.fail(ctx, "CompleteJob", err)
+		}
+		// A stale lease may be this very completion, repeated after its
+		// answer was lost: the job is final by this lease, so the first
+		// call stored these events before it. Complete recognises that
+		// repeat and refuses any other stale lease.
 	}
 	job, err := s.store.Complete(ctx, ref, res)
 	if err != nil {

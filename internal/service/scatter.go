@@ -28,8 +28,9 @@ const (
 	// MaxScatterRequestBytes: CreateScatter carries every batch.
 	MaxScatterRequestBytes = 256 << 20
 	// MaxCompleteRequestBytes: CompleteJob carries the job's result
-	// document (at most spool.MaxResultBytes) beside the usual fields.
-	MaxCompleteRequestBytes = spool.MaxResultBytes + MaxRequestBytes
+	// document (at most spool.MaxResultBytes) and the attempt's last
+	// events, as many as a publish may carry.
+	MaxCompleteRequestBytes = spool.MaxResultBytes + MaxPublishRequestBytes
 )
 
 // CreateScatter checks a scatter, stores it with its batches and wakes this

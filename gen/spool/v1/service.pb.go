@@ -772,8 +772,13 @@ type JobLease struct {
 	// lease length, so a changed configuration never lets a healthy lease run
 	// out between two heartbeats.
 	HeartbeatIntervalSeconds int32 `protobuf:"varint,6,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3" json:"heartbeat_interval_seconds,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// The server stores the events a CompleteJobRequest carries: the worker
+	// may send the attempt's last events with its result, in one call,
+	// instead of publishing them first. Unset (a server that predates it,
+	// and would drop them), every event goes through PublishEvents.
+	CompleteTakesEvents bool `protobuf:"varint,7,opt,name=complete_takes_events,json=completeTakesEvents,proto3" json:"complete_takes_events,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *JobLease) Reset() {
@@ -846,6 +851,13 @@ func (x *JobLease) GetHeartbeatIntervalSeconds() int32 {
 		return x.HeartbeatIntervalSeconds
 	}
 	return 0
+}
+
+func (x *JobLease) GetCompleteTakesEvents() bool {
+	if x != nil {
+		return x.CompleteTakesEvents
+	}
+	return false
 }
 
 type DequeueJobsResponse struct {
@@ -1038,9 +1050,19 @@ func (x *UpdateJobVisibilityResponse) GetHeartbeatIntervalSeconds() int32 {
 }
 
 type CompleteJobRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskToken     string                 `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
-	Result        *JobResult             `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TaskToken string                 `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
+	Result    *JobResult             `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// The attempt's last events, not yet published, in sequence order (at
+	// most as many, and as large, as one PublishEvents takes). They are
+	// stored as PublishEvents stores them, under the same lease checks,
+	// before the result: a job is never final without the output before its
+	// result. Events already stored are skipped, so a repeated call changes
+	// nothing. When the lease is stale the call is refused
+	// (FailedPrecondition) and does not say whether the events were stored
+	// first; PublishEvents with them tells. Send events only to a server
+	// whose JobLease.complete_takes_events is set: an older one ignores them.
+	Events        []*JobEvent `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1085,6 +1107,13 @@ func (x *CompleteJobRequest) GetTaskToken() string {
 func (x *CompleteJobRequest) GetResult() *JobResult {
 	if x != nil {
 		return x.Result
+	}
+	return nil
+}
+
+func (x *CompleteJobRequest) GetEvents() []*JobEvent {
+	if x != nil {
+		return x.Events
 	}
 	return nil
 }
@@ -1766,7 +1795,7 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\bmax_jobs\x18\x02 \x01(\x05R\amaxJobs\x12!\n" +
 	"\fwait_seconds\x18\x03 \x01(\x05R\vwaitSeconds\x12<\n" +
 	"\x1avisibility_timeout_seconds\x18\x04 \x01(\x05R\x18visibilityTimeoutSeconds\x12\x1b\n" +
-	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\x90\x02\n" +
+	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\xc4\x02\n" +
 	"\bJobLease\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\x1d\n" +
 	"\n" +
@@ -1774,7 +1803,8 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\rnext_sequence\x18\x03 \x01(\x03R\fnextSequence\x12\x1b\n" +
 	"\tnext_line\x18\x04 \x01(\x03R\bnextLine\x12D\n" +
 	"\x10lease_expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12<\n" +
-	"\x1aheartbeat_interval_seconds\x18\x06 \x01(\x05R\x18heartbeatIntervalSeconds\"A\n" +
+	"\x1aheartbeat_interval_seconds\x18\x06 \x01(\x05R\x18heartbeatIntervalSeconds\x122\n" +
+	"\x15complete_takes_events\x18\a \x01(\bR\x13completeTakesEvents\"A\n" +
 	"\x13DequeueJobsResponse\x12*\n" +
 	"\x06leases\x18\x01 \x03(\v2\x12.spool.v1.JobLeaseR\x06leases\"\xb6\x01\n" +
 	"\x1aUpdateJobVisibilityRequest\x12\x1d\n" +
@@ -1787,11 +1817,12 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x10lease_expires_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12)\n" +
 	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\x12\x18\n" +
 	"\awatched\x18\x03 \x01(\bR\awatched\x12<\n" +
-	"\x1aheartbeat_interval_seconds\x18\x04 \x01(\x05R\x18heartbeatIntervalSeconds\"`\n" +
+	"\x1aheartbeat_interval_seconds\x18\x04 \x01(\x05R\x18heartbeatIntervalSeconds\"\x8c\x01\n" +
 	"\x12CompleteJobRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12+\n" +
-	"\x06result\x18\x02 \x01(\v2\x13.spool.v1.JobResultR\x06result\"6\n" +
+	"\x06result\x18\x02 \x01(\v2\x13.spool.v1.JobResultR\x06result\x12*\n" +
+	"\x06events\x18\x03 \x03(\v2\x12.spool.v1.JobEventR\x06events\"6\n" +
 	"\x13CompleteJobResponse\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"o\n" +
 	"\x11ReleaseJobRequest\x12\x1d\n" +
@@ -1918,47 +1949,48 @@ var file_spool_v1_service_proto_depIdxs = []int32{
 	13, // 9: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
 	32, // 10: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	33, // 11: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
-	30, // 12: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
-	30, // 13: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
-	30, // 14: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
-	34, // 15: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
-	32, // 16: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
-	35, // 17: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	34, // 18: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	30, // 19: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
-	0,  // 20: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
-	2,  // 21: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
-	4,  // 22: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
-	6,  // 23: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
-	8,  // 24: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
-	10, // 25: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
-	12, // 26: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
-	15, // 27: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
-	17, // 28: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
-	19, // 29: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
-	21, // 30: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
-	23, // 31: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	27, // 32: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
-	25, // 33: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 34: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 35: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	5,  // 36: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	7,  // 37: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	9,  // 38: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
-	11, // 39: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
-	14, // 40: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	16, // 41: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	18, // 42: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	20, // 43: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
-	22, // 44: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
-	24, // 45: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	28, // 46: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
-	26, // 47: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	34, // [34:48] is the sub-list for method output_type
-	20, // [20:34] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	34, // 12: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
+	30, // 13: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
+	30, // 14: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
+	30, // 15: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
+	34, // 16: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
+	32, // 17: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
+	35, // 18: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
+	34, // 19: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	30, // 20: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	0,  // 21: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
+	2,  // 22: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
+	4,  // 23: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
+	6,  // 24: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
+	8,  // 25: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
+	10, // 26: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
+	12, // 27: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
+	15, // 28: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
+	17, // 29: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
+	19, // 30: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
+	21, // 31: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
+	23, // 32: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
+	27, // 33: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
+	25, // 34: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 35: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 36: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	5,  // 37: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	7,  // 38: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	9,  // 39: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
+	11, // 40: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
+	14, // 41: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	16, // 42: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	18, // 43: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	20, // 44: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	22, // 45: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	24, // 46: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	28, // 47: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
+	26, // 48: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	35, // [35:49] is the sub-list for method output_type
+	21, // [21:35] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_service_proto_init() }

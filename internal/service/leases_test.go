@@ -1,0 +1,119 @@
+package service
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+)
+
+// lastEvents are an attempt's PROCESS_START and PROCESS_END, from the
+// lease's first sequence on.
+func lastEvents(l *spoolv1.JobLease) []*spoolv1.JobEvent {
+	seq, attempt := l.GetNextSequence(), l.GetJob().GetAttempt()
+	return []*spoolv1.JobEvent{
+		{Sequence: seq, Attempt: attempt, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_START,
+			EventData: &spoolv1.JobEvent_ProcessStart{ProcessStart: &spoolv1.ProcessStartEvent{Command: "make test"}}},
+		{Sequence: seq + 1, Attempt: attempt, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_END,
+			EventData: &spoolv1.JobEvent_ProcessEnd{ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: 0}}},
+	}
+}
+
+// storedLog is the sequences and attempts of a job's stored events.
+func storedLog(t *testing.T, o *operator, jobID string) (seqs []int64, attempts []int32) {
+	t.Helper()
+	for ev, err := range o.st.Read(o.ctx, store.ReadRequest{JobID: jobID}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs, attempts = append(seqs, ev.GetSequence()), append(attempts, ev.GetAttempt())
+	}
+	return seqs, attempts
+}
+
+func leaseOne(t *testing.T, o *operator) *spoolv1.JobLease {
+	t.Helper()
+	ls := o.dequeue(t, "builds", 0)
+	if len(ls) != 1 {
+		t.Fatalf("%d leases, want 1", len(ls))
+	}
+	return ls[0]
+}
+
+// A completion that carries the attempt's last events stores them before
+// the result, once: repeated after a lost answer, it changes nothing.
+func TestCompleteJobStoresItsEventsOnce(t *testing.T) {
+	o := newOperator(t)
+	j := o.enqueue(t, "builds")
+	l := leaseOne(t, o)
+	if !l.GetCompleteTakesEvents() {
+		t.Fatal("the lease does not say the server takes events with a completion")
+	}
+	req := &spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}, Events: lastEvents(l)}
+	for i := range 2 {
+		resp, err := o.s.CompleteJob(o.ctx, req)
+		if err != nil {
+			t.Fatalf("completion %d: %v", i+1, err)
+		}
+		if got := resp.GetJob(); got.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || got.GetLastSequence() != l.GetNextSequence()+1 {
+			t.Fatalf("completion %d: job %v, want SUCCEEDED with its last sequence %d", i+1, got, l.GetNextSequence()+1)
+		}
+	}
+	seqs, _ := storedLog(t, o, j.GetJobId())
+	if len(seqs) != 2 || seqs[0] != l.GetNextSequence() || seqs[1] != l.GetNextSequence()+1 {
+		t.Fatalf("stored sequences %v, want %d and %d once each", seqs, l.GetNextSequence(), l.GetNextSequence()+1)
+	}
+}
+
+// A stale lease's completion is refused with its events once a later
+// attempt owns the job: its events would land in that attempt's log.
+func TestStaleCompletionsEventsAreRefused(t *testing.T) {
+	o := newOperator(t)
+	j := o.enqueue(t, "builds")
+	first := leaseOne(t, o)
+	if _, err := o.s.ReleaseJob(o.ctx, &spoolv1.ReleaseJobRequest{TaskToken: first.GetTaskToken(), Reason: "stopping"}); err != nil {
+		t.Fatal(err)
+	}
+	second := leaseOne(t, o)
+	_, err := o.s.CompleteJob(o.ctx, &spoolv1.CompleteJobRequest{TaskToken: first.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}, Events: lastEvents(first)})
+	if !errors.Is(err, spool.ErrStaleLease) {
+		t.Fatalf("the stale attempt's completion: %v, want a stale lease", err)
+	}
+	if seqs, _ := storedLog(t, o, j.GetJobId()); len(seqs) != 0 {
+		t.Fatalf("stored sequences %v of a stale attempt, want none", seqs)
+	}
+	// The attempt that owns the job completes it, events and all.
+	if _, err := o.s.CompleteJob(o.ctx, &spoolv1.CompleteJobRequest{TaskToken: second.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}, Events: lastEvents(second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, attempts := storedLog(t, o, j.GetJobId()); len(attempts) != 2 || attempts[0] != 2 || attempts[1] != 2 {
+		t.Fatalf("stored events of attempts %v, want attempt 2's two", attempts)
+	}
+}
+
+// A lease that ran out with no later attempt started may still deliver its
+// output, as PublishEvents may: the completion stores the events, and only
+// the result is refused.
+func TestLapsedCompletionStillDeliversOutput(t *testing.T) {
+	o := newOperator(t)
+	j := o.enqueue(t, "builds")
+	l := leaseOne(t, o)
+	if _, err := o.s.ReleaseJob(o.ctx, &spoolv1.ReleaseJobRequest{TaskToken: l.GetTaskToken(), Reason: "stopping"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.s.CompleteJob(o.ctx, &spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}, Events: lastEvents(l)})
+	if !errors.Is(err, spool.ErrStaleLease) {
+		t.Fatalf("completion of a released attempt: %v, want a stale lease", err)
+	}
+	if seqs, _ := storedLog(t, o, j.GetJobId()); len(seqs) != 2 {
+		t.Fatalf("stored sequences %v, want the attempt's 2 events", seqs)
+	}
+	got, err := o.st.Get(o.ctx, j.GetJobId())
+	if err != nil || got.GetState() != spoolv1.JobState_JOB_STATE_QUEUED {
+		t.Fatalf("job after a refused result: %v, %v; want it queued", got, err)
+	}
+}
