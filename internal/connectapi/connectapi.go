@@ -12,10 +12,12 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpcreflect"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/internal/wire"
 )
@@ -161,11 +163,15 @@ func (h handler) StreamEvents(ctx context.Context, req *connect.Request[spoolv1.
 	if err := stream.Send(nil); err != nil {
 		return err
 	}
-	for ev, err := range feed.Events(ctx) {
+	for st, err := range feed.Stored(ctx) {
+		var res *spoolv1.StreamEventsResponse
+		if err == nil {
+			res, err = eventResponse(st)
+		}
 		if err != nil {
 			return apierr.Connect(err)
 		}
-		if err := stream.Send(&spoolv1.StreamEventsResponse{Event: ev}); err != nil {
+		if err := stream.Send(res); err != nil {
 			return err
 		}
 	}
@@ -173,6 +179,29 @@ func (h handler) StreamEvents(ctx context.Context, req *connect.Request[spoolv1.
 		return stream.Send(&spoolv1.StreamEventsResponse{FinishedJob: job})
 	}
 	return nil
+}
+
+// responseEvent is the number of StreamEventsResponse's event field.
+var responseEvent = (&spoolv1.StreamEventsResponse{}).ProtoReflect().Descriptor().Fields().ByName("event").Number()
+
+// eventResponse is the StreamEventsResponse carrying a stored event.
+//
+// An event the reader gets as it was stored goes as its stored bytes,
+// without being decoded: they are the JobEvent's protobuf, so written as
+// the response's event field (its tag, their length, them) they are what
+// encoding the decoded event would write. The response holds them as an
+// unknown field, which protobuf encoding copies as it is; the JSON codec
+// decodes them first (see jsonCodec.Marshal).
+func eventResponse(st *events.Stored) (*spoolv1.StreamEventsResponse, error) {
+	raw := st.Proto()
+	if raw == nil {
+		ev, err := st.Event()
+		return &spoolv1.StreamEventsResponse{Event: ev}, err
+	}
+	field := protowire.AppendTag(make([]byte, 0, protowire.SizeTag(responseEvent)+protowire.SizeBytes(len(raw))), responseEvent, protowire.BytesType)
+	res := &spoolv1.StreamEventsResponse{}
+	res.ProtoReflect().SetUnknown(protowire.AppendBytes(field, raw))
+	return res, nil
 }
 
 // logCalls logs every unary call at debug level.

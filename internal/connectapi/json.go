@@ -31,10 +31,23 @@ type jsonCodec struct{ name string }
 
 func (c jsonCodec) Name() string { return c.name }
 
+// Marshal writes a message's JSON. JSON has no place for unknown fields, so
+// a message holding some (a stored event passed on undecoded: see
+// eventResponse) is decoded into its fields first.
 func (c jsonCodec) Marshal(v any) ([]byte, error) {
 	m, ok := v.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a protobuf message", v)
+	}
+	if len(m.ProtoReflect().GetUnknown()) > 0 {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		m = m.ProtoReflect().New().Interface()
+		if err := proto.Unmarshal(b, m); err != nil {
+			return nil, err
+		}
 	}
 	return protojson.Marshal(m)
 }

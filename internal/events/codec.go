@@ -59,6 +59,15 @@ func Encode(ev *spoolv1.JobEvent) ([]byte, error) {
 
 // Decode parses a payload written by Encode.
 func Decode(b []byte) (*spoolv1.JobEvent, error) {
+	body, err := unwrap(b)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshal(body)
+}
+
+// unwrap returns the JobEvent protobuf a payload holds, decompressed.
+func unwrap(b []byte) ([]byte, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrCorrupt)
 	}
@@ -74,6 +83,11 @@ func Decode(b []byte) (*spoolv1.JobEvent, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown format %d", ErrCorrupt, b[0])
 	}
+	return body, nil
+}
+
+// unmarshal decodes a JobEvent protobuf.
+func unmarshal(body []byte) (*spoolv1.JobEvent, error) {
 	ev := &spoolv1.JobEvent{}
 	if err := proto.Unmarshal(body, ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)

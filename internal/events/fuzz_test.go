@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 // FuzzDecode: stored payloads from a corrupt or hostile store never panic
@@ -26,6 +28,46 @@ func FuzzDecode(f *testing.F) {
 		ev2, err := Decode(again)
 		if err != nil || !proto.Equal(ev, ev2) {
 			t.Fatalf("round trip differs: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeStored: reading a stored payload as far as its header never
+// panics, and whenever the payload decodes in full, the header agrees
+// with the decoded event, and so do the bytes kept and the event decoded
+// from them.
+func FuzzDecodeStored(f *testing.F) {
+	for _, ev := range storedSamples() {
+		b, _ := Encode(ev)
+		f.Add(b)
+		raw, _ := proto.Marshal(ev)
+		f.Add(append([]byte{formatProto}, raw...))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, stErr := DecodeStored(b)
+		ev, err := Decode(b)
+		if err != nil {
+			if stErr == nil {
+				// The lines are checked only when decoded.
+				if _, err := st.Event(); err == nil {
+					t.Fatal("decodes as a stored event but not as an event")
+				}
+			}
+			return
+		}
+		if stErr != nil {
+			t.Fatalf("decodes as an event but not as a stored event: %v", stErr)
+		}
+		if st.Header != HeaderOf(ev) {
+			t.Fatalf("header %+v, event's %+v", st.Header, HeaderOf(ev))
+		}
+		got, err := st.Event()
+		if err != nil || !proto.Equal(got, ev) {
+			t.Fatalf("stored event decodes differently: %v", err)
+		}
+		again := &spoolv1.JobEvent{}
+		if err := proto.Unmarshal(st.Proto(), again); err != nil || !proto.Equal(again, ev) {
+			t.Fatalf("stored bytes decode differently: %v", err)
 		}
 	})
 }

@@ -83,14 +83,8 @@ func BatchFloor(from, maxBatchSize int64) int64 {
 // it starts there or later, nil when it ends before, or a new batch holding
 // the tail. ev is not modified.
 func TrimBefore(ev *spoolv1.JobEvent, seq int64) *spoolv1.JobEvent {
-	if ev.GetSequence() >= seq {
-		return ev
-	}
-	if EndSequence(ev) < seq {
-		return nil
-	}
-	// Only a batch spans several sequences.
-	return sliceBatch(ev, int(seq-ev.GetSequence()))
+	skip, keep := HeaderOf(ev).fromSequence(seq)
+	return cut(ev, skip, keep)
 }
 
 // TrimBeforeLine returns the part of ev at or after output line line: ev
@@ -98,18 +92,44 @@ func TrimBefore(ev *spoolv1.JobEvent, seq int64) *spoolv1.JobEvent {
 // from a line only yields such events when they follow line-1), nil when its
 // lines end before, or a new batch holding the tail. ev is not modified.
 func TrimBeforeLine(ev *spoolv1.JobEvent, line int64) *spoolv1.JobEvent {
-	n := LineCount(ev)
-	if n == 0 {
-		return ev
-	}
-	first := FirstLine(ev)
+	skip, keep := HeaderOf(ev).fromLine(line)
+	return cut(ev, skip, keep)
+}
+
+// fromSequence says what of an event is at or after sequence seq: all of
+// it (skip 0), none (keep false), or all but its first skip lines (only a
+// batch spans several sequences).
+func (h Header) fromSequence(seq int64) (skip int64, keep bool) {
 	switch {
-	case first >= line:
-		return ev
-	case first+n-1 < line:
-		return nil
+	case h.Sequence >= seq:
+		return 0, true
+	case h.EndSequence < seq:
+		return 0, false
 	}
-	return sliceBatch(ev, int(line-first))
+	return seq - h.Sequence, true
+}
+
+// fromLine says what of an event is at or after output line line, as
+// fromSequence does for a sequence.
+func (h Header) fromLine(line int64) (skip int64, keep bool) {
+	switch {
+	case h.LineCount == 0 || h.FirstLine >= line:
+		return 0, true
+	case h.FirstLine+h.LineCount-1 < line:
+		return 0, false
+	}
+	return line - h.FirstLine, true
+}
+
+// cut applies what fromSequence or fromLine said to ev.
+func cut(ev *spoolv1.JobEvent, skip int64, keep bool) *spoolv1.JobEvent {
+	switch {
+	case !keep:
+		return nil
+	case skip == 0:
+		return ev
+	}
+	return sliceBatch(ev, int(skip))
 }
 
 // sliceBatch returns a copy of batch ev without its first k lines.

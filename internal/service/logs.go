@@ -98,9 +98,59 @@ func (f *Feed) Close() { f.release() }
 // sequence it got, here after the restart or on another server.
 func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
 	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		for st, err := range f.stored(ctx) {
+			var evs []*spoolv1.JobEvent
+			if err == nil {
+				evs, err = f.expand(ctx, st)
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Stored yields what Events yields as stored events, for an entrance that
+// can send a batch the reader gets whole as the bytes it was stored as
+// (events.Stored.Proto) instead of decoding and encoding it again. Events
+// cut from a batch (the first, or lines when unpacking) carry no such
+// bytes.
+func (f *Feed) Stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
+	return func(yield func(*events.Stored, error) bool) {
+		for st, err := range f.stored(ctx) {
+			if err != nil || !f.unpack {
+				if !yield(st, err) || err != nil {
+					return
+				}
+				continue
+			}
+			evs, err := f.expand(ctx, st)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, ev := range evs {
+				if !yield(events.StoredOf(ev), nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// stored yields the store's feed, before any unpacking, until the server
+// drains or the reader's key stops working.
+func (f *Feed) stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
+	return func(yield func(*events.Stored, error) bool) {
 		feedCtx, stop := f.s.untilDrain(ctx)
 		defer stop()
-		for ev, err := range f.f.Events(feedCtx) {
+		for st, err := range f.f.Stored(feedCtx) {
 			if err != nil {
 				if f.s.draining() && ctx.Err() == nil {
 					err = errDraining
@@ -114,19 +164,24 @@ func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
 				yield(nil, err)
 				return
 			}
-			if !f.unpack {
-				if !yield(ev, nil) {
-					return
-				}
-				continue
-			}
-			for _, e := range events.Unpack(ev) {
-				if !yield(e, nil) {
-					return
-				}
+			if !yield(st, nil) {
+				return
 			}
 		}
 	}
+}
+
+// expand decodes a stored event into what the reader gets of it: the
+// event, or one event per line when unpacking.
+func (f *Feed) expand(ctx context.Context, st *events.Stored) ([]*spoolv1.JobEvent, error) {
+	ev, err := st.Event()
+	if err != nil {
+		return nil, f.s.fail(ctx, "StreamEvents", err)
+	}
+	if !f.unpack {
+		return []*spoolv1.JobEvent{ev}, nil
+	}
+	return events.Unpack(ev), nil
 }
 
 // recheckEvery is how long a feed goes on reading with the key it was

@@ -23,6 +23,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/events"
 )
 
 // JobStore is spool's storage: a queue of jobs, the jobs' records and each
@@ -84,6 +85,11 @@ type JobStore interface {
 	// to that item and yields every item it fetched, untrimmed: callers trim
 	// (see Trim). Batches carry their first_line.
 	Read(ctx context.Context, r ReadRequest) iter.Seq2[*spoolv1.JobEvent, error]
+	// ReadStored is Read yielding the items as stored, decoded only as far
+	// as their headers (events.Stored): what a reader that passes most
+	// items on whole reads. Read is ReadStored with each item decoded
+	// (storekit.Decoded).
+	ReadStored(ctx context.Context, r ReadRequest) iter.Seq2[*events.Stored, error]
 	// Watch returns a channel closed at the next change to the job's log or
 	// state after the call. Callers take it before reading, so a change
 	// between the read and the wait is never missed. The watch lasts until

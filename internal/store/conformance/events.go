@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
@@ -291,6 +293,62 @@ func testReadInterleaved(t *testing.T, b Backend) {
 	// Line numbers skip the critical event: line 101 is sequence 103.
 	if d := evs[53].GetOutputData(); evs[53].GetSequence() != 103 || d.GetLineNumber() != 101 {
 		t.Fatalf("after the error: sequence %d line %d, want 103 and line 101", evs[53].GetSequence(), d.GetLineNumber())
+	}
+}
+
+// testReadStored: ReadStored yields the items Read yields, each with the
+// header of its event and, when it carries its stored bytes, bytes that
+// decode to it; a feed cuts a batch it starts inside, and the part it
+// yields carries no stored bytes.
+func testReadStored(t *testing.T, b Backend) {
+	s := open(t, b)
+	l := runningJob(t, s, newJob(newQueue()))
+	appendAll(t, s, l.LeaseRef, []*spoolv1.JobEvent{
+		startEvent(1),
+		batchEvent(2, numbered(1, 50)...),
+		errorEvent(52, "test error"),
+		batchEvent(53, numbered(51, 100)...),
+		endEvent(103, 1),
+	})
+	ctx := context.Background()
+	for _, r := range []store.ReadRequest{
+		{JobID: l.JobID, FromSequence: 1},
+		{JobID: l.JobID, FromSequence: 60},
+		{JobID: l.JobID, FromLine: 75, Limit: 1},
+	} {
+		want, _ := readItems(t, s, r)
+		var got []*events.Stored
+		for st, err := range s.ReadStored(ctx, r) {
+			if err != nil {
+				t.Fatalf("ReadStored: %v", err)
+			}
+			got = append(got, st)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("from %d, line %d: ReadStored yields %d items, Read %d", r.FromSequence, r.FromLine, len(got), len(want))
+		}
+		for i, st := range got {
+			ev, err := st.Event()
+			if err != nil || !proto.Equal(ev, want[i]) || st.Header != events.HeaderOf(want[i]) {
+				t.Fatalf("item %d: %+v (%v), Read yields %v", i, st.Header, err, want[i])
+			}
+			if raw := st.Proto(); raw != nil {
+				dec := &spoolv1.JobEvent{}
+				if err := proto.Unmarshal(raw, dec); err != nil || !proto.Equal(dec, want[i]) {
+					t.Fatalf("item %d: stored bytes decode to %v (%v), want %v", i, dec, err, want[i])
+				}
+			}
+		}
+	}
+	var fed []*events.Stored
+	for st, err := range storekit.NewFeed(s, storekit.FeedRequest{JobID: l.JobID, FromSequence: 30}).Stored(ctx) {
+		if err != nil {
+			t.Fatalf("feed: %v", err)
+		}
+		fed = append(fed, st)
+	}
+	if len(fed) != 4 || fed[0].Proto() != nil || fed[0].Sequence != 30 || fed[0].LineCount != 22 || fed[1].Sequence != 52 {
+		t.Fatalf("feed from inside the first batch: %d items, the first %+v", len(fed), fed[0].Header)
 	}
 }
 

@@ -197,9 +197,10 @@ type countingReads struct {
 	stats store.ReadStats
 }
 
-func (c *countingReads) Read(ctx context.Context, r store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
+// ReadStored is what a feed reads through.
+func (c *countingReads) ReadStored(ctx context.Context, r store.ReadRequest) iter.Seq2[*events.Stored, error] {
 	r.Stats = &c.stats
-	return c.JobStore.Read(ctx, r)
+	return c.JobStore.ReadStored(ctx, r)
 }
 
 // testFeedReadsWhatItUses: a feed whose reader stops early has fetched

@@ -62,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 		{"ReadFromBatchBoundaries", testReadFromBatchBoundaries},
 		{"ReadVariableBatchSizes", testReadVariableSizes},
 		{"ReadInterleavedCriticalEvents", testReadInterleaved},
+		{"ReadStoredMatchesRead", testReadStored},
 		{"NewAttemptContinuesTheLog", testNewAttemptContinues},
 		{"FeedStoredThenLive", testFeedStoredThenLive},
 		{"FeedManyFollowersAndSlowReader", testFeedManyFollowers},

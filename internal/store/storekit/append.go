@@ -2,6 +2,7 @@ package storekit
 
 import (
 	"fmt"
+	"iter"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -235,15 +236,31 @@ func newItem(ev *spoolv1.JobEvent, attempt int32, head store.Head, lim store.Lim
 	return it, nil
 }
 
-// ItemFromPayload rebuilds an item's event from its stored payload, checking
-// it is the one the keys describe.
-func ItemFromPayload(payload []byte, seq int64) (*spoolv1.JobEvent, error) {
-	ev, err := events.Decode(payload)
+// ItemFromPayload reads an item's stored payload (as far as its header:
+// see events.Stored), checking it is the one the keys describe.
+func ItemFromPayload(payload []byte, seq int64) (*events.Stored, error) {
+	st, err := events.DecodeStored(payload)
 	if err != nil {
 		return nil, fmt.Errorf("event %d: %w", seq, err)
 	}
-	if ev.GetSequence() != seq {
-		return nil, fmt.Errorf("event stored at sequence %d says it is %d: %w", seq, ev.GetSequence(), events.ErrCorrupt)
+	if st.Sequence != seq {
+		return nil, fmt.Errorf("event stored at sequence %d says it is %d: %w", seq, st.Sequence, events.ErrCorrupt)
 	}
-	return ev, nil
+	return st, nil
+}
+
+// Decoded yields the events of stored items as messages: a store's Read in
+// terms of its ReadStored.
+func Decoded(items iter.Seq2[*events.Stored, error]) iter.Seq2[*spoolv1.JobEvent, error] {
+	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		for st, err := range items {
+			var ev *spoolv1.JobEvent
+			if err == nil {
+				ev, err = st.Event()
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
 }

@@ -64,7 +64,14 @@ func (f *Feed) Finished() *spoolv1.Job { return f.finished }
 // trimmed to the requested start; see events.Unpack for one line per event.
 // A missing job is an ErrNotFound error.
 func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
-	return func(yield func(*spoolv1.JobEvent, error) bool) {
+	return Decoded(f.Stored(ctx))
+}
+
+// Stored yields what Events yields as stored events: a batch yielded whole
+// keeps the bytes it was stored as (events.Stored.Proto), and one the
+// request cuts is decoded and cut.
+func (f *Feed) Stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
+	return func(yield func(*events.Stored, error) bool) {
 		c := feedCursor{next: max(1, f.r.FromSequence), line: f.r.FromLine}
 		for f.round(ctx, &c, yield) {
 		}
@@ -81,7 +88,7 @@ type feedCursor struct {
 // job that is not final, waits for the next change; again says to go round
 // once more. The round's watch ends with it, so the store keeps nothing
 // for a feed that has stopped.
-func (f *Feed) round(ctx context.Context, c *feedCursor, yield func(*spoolv1.JobEvent, error) bool) (again bool) {
+func (f *Feed) round(ctx context.Context, c *feedCursor, yield func(*events.Stored, error) bool) (again bool) {
 	watchCtx, unwatch := context.WithCancel(ctx)
 	defer unwatch()
 	changed := f.s.Watch(watchCtx, f.r.JobID)
@@ -114,7 +121,7 @@ func (f *Feed) round(ctx context.Context, c *feedCursor, yield func(*spoolv1.Job
 
 // readStored yields what is stored from c, in pages that start at one item
 // and double up to the feed's cap; ok is false when the feed must stop.
-func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*spoolv1.JobEvent, error) bool) (ok bool) {
+func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*events.Stored, error) bool) (ok bool) {
 	maxPage := f.r.MaxPage
 	if maxPage <= 0 || maxPage > MaxFeedPage {
 		maxPage = MaxFeedPage
@@ -123,7 +130,7 @@ func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*spoolv
 	for page := 1; ; page = min(2*page, maxPage) {
 		req.Limit = page
 		read := 0
-		for ev, err := range f.s.Read(ctx, req) {
+		for st, err := range f.s.ReadStored(ctx, req) {
 			if err != nil {
 				yield(nil, err)
 				return false
@@ -131,20 +138,12 @@ func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*spoolv
 			read++
 			// The next page starts after this item, whether or not any
 			// of it is yielded.
-			req.FromSequence, req.FromLine = events.EndSequence(ev)+1, 0
-			if c.line > 0 {
-				ev = events.TrimBeforeLine(ev, c.line)
-			} else {
-				ev = events.TrimBefore(ev, c.next)
+			req.FromSequence, req.FromLine = st.EndSequence+1, 0
+			if st, err = f.cut(st, c); err != nil {
+				yield(nil, err)
+				return false
 			}
-			if ev == nil {
-				continue
-			}
-			c.next, c.line = events.EndSequence(ev)+1, 0
-			if ev = f.filter(ev); ev == nil {
-				continue
-			}
-			if !yield(ev, nil) {
+			if st != nil && !yield(st, nil) {
 				return false
 			}
 		}
@@ -154,15 +153,31 @@ func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*spoolv
 	}
 }
 
+// cut returns what of a stored item the feed yields from c (nil: none of
+// it), and moves c past the item.
+func (f *Feed) cut(st *events.Stored, c *feedCursor) (*events.Stored, error) {
+	var err error
+	if c.line > 0 {
+		st, err = st.TrimBeforeLine(c.line)
+	} else {
+		st, err = st.TrimBefore(c.next)
+	}
+	if err != nil || st == nil {
+		return nil, err
+	}
+	c.next, c.line = st.EndSequence+1, 0
+	return f.filter(st)
+}
+
 // filter applies the time and type filters.
-func (f *Feed) filter(ev *spoolv1.JobEvent) *spoolv1.JobEvent {
-	if len(f.r.Types) > 0 && !wantsType(f.r.Types, ev.GetEventType()) {
-		return nil
+func (f *Feed) filter(st *events.Stored) (*events.Stored, error) {
+	if len(f.r.Types) > 0 && !wantsType(f.r.Types, st.Type) {
+		return nil, nil
 	}
 	if !f.r.FromTime.IsZero() {
-		return events.TrimBeforeTime(ev, f.r.FromTime)
+		return st.TrimBeforeTime(f.r.FromTime)
 	}
-	return ev
+	return st, nil
 }
 
 func wantsType(types []spoolv1.EventType, t spoolv1.EventType) bool {

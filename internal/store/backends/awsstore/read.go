@@ -20,7 +20,12 @@ import (
 // also stops at 1 MB).
 const readPage = 100
 
-// Read implements store.JobStore. It reads the job first, strongly
+// Read implements store.JobStore: ReadStored, decoded.
+func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
+	return storekit.Decoded(s.ReadStored(ctx, req))
+}
+
+// ReadStored implements store.JobStore. It reads the job first, strongly
 // consistently: its committed head bounds the read (items past it belong
 // to an append not yet committed) and its holes are skipped. Then:
 //
@@ -41,8 +46,8 @@ const readPage = 100
 // ReadStats counts every event item DynamoDB returned, including the index
 // lookup and anything skipped; the job item is not an event and is not
 // counted.
-func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return func(yield func(*spoolv1.JobEvent, error) bool) {
+func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2[*events.Stored, error] {
+	return func(yield func(*events.Stored, error) bool) {
 		r, err := s.getJob(ctx, req.JobID)
 		if errors.Is(err, spool.ErrNotFound) {
 			return // unknown jobs have empty logs
@@ -124,7 +129,7 @@ func (s *Store) seekLine(ctx context.Context, r *jobRec, req store.ReadRequest) 
 // readFrom queries the committed log from sequence from and yields its
 // items, skipping holes; when inside is set and no item starts at from,
 // the item holding from comes first.
-func (s *Store) readFrom(ctx context.Context, r *jobRec, req store.ReadRequest, from int64, inside bool, yield func(*spoolv1.JobEvent, error) bool) {
+func (s *Store) readFrom(ctx context.Context, r *jobRec, req store.ReadRequest, from int64, inside bool, yield func(*events.Stored, error) bool) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(s.cfg.EventsTable),

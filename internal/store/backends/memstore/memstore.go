@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/notify"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -402,9 +403,15 @@ func (s *Store) Append(_ context.Context, ref store.LeaseRef, evs []*spoolv1.Job
 	return r.head, nil
 }
 
-// Read implements store.JobStore.
-func (s *Store) Read(_ context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return func(yield func(*spoolv1.JobEvent, error) bool) {
+// Read implements store.JobStore: ReadStored, decoded.
+func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
+	return storekit.Decoded(s.ReadStored(ctx, req))
+}
+
+// ReadStored implements store.JobStore. The store keeps messages, so its
+// items carry no stored bytes: readers encode them.
+func (s *Store) ReadStored(_ context.Context, req store.ReadRequest) iter.Seq2[*events.Stored, error] {
+	return func(yield func(*events.Stored, error) bool) {
 		s.mu.Lock()
 		r, ok := s.jobs[req.JobID]
 		var items []storekit.Item
@@ -427,7 +434,7 @@ func (s *Store) Read(_ context.Context, req store.ReadRequest) iter.Seq2[*spoolv
 			if req.Stats != nil {
 				req.Stats.ItemsRead++
 			}
-			if !yield(it.Event, nil) {
+			if !yield(events.StoredOf(it.Event), nil) {
 				return
 			}
 		}

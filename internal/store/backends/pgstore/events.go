@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -121,12 +122,17 @@ func itemColumns(items []storekit.Item) columns {
 	return c
 }
 
-// Read implements store.JobStore: one query seeks to where the read starts
+// Read implements store.JobStore: ReadStored, decoded.
+func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
+	return storekit.Decoded(s.ReadStored(ctx, req))
+}
+
+// ReadStored implements store.JobStore: one query seeks to where the read starts
 // (by primary key to the item holding FromSequence, or with
 // events_seek_line to the first item after line FromLine-1), then pages
 // follow by sequence.
-func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return func(yield func(*spoolv1.JobEvent, error) bool) {
+func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2[*events.Stored, error] {
+	return func(yield func(*events.Stored, error) bool) {
 		var from int64
 		var err error
 		if req.FromLine > 0 {
@@ -143,20 +149,20 @@ func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoo
 			yield(nil, pgErr(err, "seek in the log of job %s", req.JobID))
 			return
 		}
-		sqlrows.ReadPages(req, from, func(from int64, n int) ([]*spoolv1.JobEvent, error) {
+		sqlrows.ReadPages(req, from, func(from int64, n int) ([]*events.Stored, error) {
 			return s.readPage(ctx, req.JobID, from, n)
 		}, yield)
 	}
 }
 
 // readPage reads up to n items starting at sequence from.
-func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*spoolv1.JobEvent, error) {
+func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*events.Stored, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, payload FROM events WHERE job_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, jobID, from, n)
 	if err != nil {
 		return nil, pgErr(err, "read events of job %s", jobID)
 	}
 	defer rows.Close()
-	var out []*spoolv1.JobEvent
+	var out []*events.Stored
 	for rows.Next() {
 		var (
 			seq     int64

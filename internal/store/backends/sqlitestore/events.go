@@ -8,6 +8,7 @@ import (
 	"iter"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -76,12 +77,17 @@ func insertItems(ctx context.Context, tx *sql.Tx, jobID string, items []storekit
 	return nil
 }
 
-// Read implements store.JobStore. The first query seeks with the primary
+// Read implements store.JobStore: ReadStored, decoded.
+func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
+	return storekit.Decoded(s.ReadStored(ctx, req))
+}
+
+// ReadStored implements store.JobStore. The first query seeks with the primary
 // key to the item holding FromSequence (the last item starting at or before
 // it: sequences have no gaps), or with events_seek_line to the first item
 // after line FromLine-1; later pages continue after the last sequence read.
-func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return func(yield func(*spoolv1.JobEvent, error) bool) {
+func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2[*events.Stored, error] {
+	return func(yield func(*events.Stored, error) bool) {
 		from := req.FromSequence
 		if req.FromLine > 0 {
 			err := s.r.QueryRowContext(ctx, `SELECT seq FROM events WHERE job_id = ? AND seek_line >= ? ORDER BY seek_line, seq LIMIT 1`,
@@ -101,20 +107,20 @@ func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoo
 				return
 			}
 		}
-		sqlrows.ReadPages(req, from, func(from int64, n int) ([]*spoolv1.JobEvent, error) {
+		sqlrows.ReadPages(req, from, func(from int64, n int) ([]*events.Stored, error) {
 			return s.readPage(ctx, req.JobID, from, n)
 		}, yield)
 	}
 }
 
 // readPage reads up to n items starting at sequence from.
-func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*spoolv1.JobEvent, error) {
+func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*events.Stored, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT seq, payload FROM events WHERE job_id = ? AND seq >= ? ORDER BY seq LIMIT ?`, jobID, from, n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events of job %s: %w", jobID, err)
 	}
 	defer rows.Close()
-	var out []*spoolv1.JobEvent
+	var out []*events.Stored
 	for rows.Next() {
 		var (
 			seq     int64

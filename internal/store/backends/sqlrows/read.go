@@ -1,7 +1,7 @@
 package sqlrows
 
 import (
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -13,7 +13,7 @@ const ReadPage = 128
 // ReadPages yields r's items from sequence from (where the store's seek put
 // the read), fetching up to ReadPage at a time with fetch, each page after
 // the last sequence of the one before, until a short page or r.Limit.
-func ReadPages(r store.ReadRequest, from int64, fetch func(from int64, n int) ([]*spoolv1.JobEvent, error), yield func(*spoolv1.JobEvent, error) bool) {
+func ReadPages(r store.ReadRequest, from int64, fetch func(from int64, n int) ([]*events.Stored, error), yield func(*events.Stored, error) bool) {
 	yielded := 0
 	for {
 		page := ReadPage
@@ -37,6 +37,6 @@ func ReadPages(r store.ReadRequest, from int64, fetch func(from int64, n int) ([
 		if len(evs) < page || (r.Limit > 0 && yielded >= r.Limit) {
 			return
 		}
-		from = evs[len(evs)-1].GetSequence() + 1
+		from = evs[len(evs)-1].Sequence + 1
 	}
 }
