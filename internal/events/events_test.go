@@ -88,3 +88,15 @@ func TestTrimAndUnpack(t *testing.T) {
 		t.Fatal("BatchFloor")
 	}
 }
+
+// A stored batch whose sequences claim more lines than it holds is corrupt;
+// trimming it must not crash the server that reads it.
+func TestTrimCorruptBatch(t *testing.T) {
+	ev := batch(10, 5, 2, true)
+	ev.GetOutputBatch().EndSequence = 20 // claims 11 lines, holds 2
+	for _, trimmed := range []*spoolv1.JobEvent{TrimBefore(ev, 15), TrimBeforeLine(ev, 12)} {
+		if n := len(trimmed.GetOutputBatch().GetOutputs()); n != 0 {
+			t.Fatalf("trimmed past its lines: %d left", n)
+		}
+	}
+}

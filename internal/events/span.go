@@ -132,9 +132,12 @@ func cut(ev *spoolv1.JobEvent, skip int64, keep bool) *spoolv1.JobEvent {
 	return sliceBatch(ev, int(skip))
 }
 
-// sliceBatch returns a copy of batch ev without its first k lines.
+// sliceBatch returns a copy of batch ev without its first k lines. A
+// corrupt batch whose sequences claim more lines than it holds loses them
+// all rather than crash its reader.
 func sliceBatch(ev *spoolv1.JobEvent, k int) *spoolv1.JobEvent {
 	b := ev.GetOutputBatch()
+	k = min(k, len(b.GetOutputs()))
 	out := proto.CloneOf(ev)
 	nb := out.GetOutputBatch()
 	nb.Outputs = nb.Outputs[k:]
