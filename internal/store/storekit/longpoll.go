@@ -40,7 +40,7 @@ type Polls struct {
 type turns struct {
 	users int // polls under way (guarded by Polls.mu)
 
-	asking sync.Mutex // held while a poll asks the store
+	asking sync.Mutex // held while a poll asks the store, unless it is busy
 
 	mu       sync.Mutex
 	sleeping int           // polls waiting for a wake-up
@@ -162,10 +162,19 @@ func (t *turns) waker() <-chan struct{} {
 }
 
 // ask calls lease unless the last answer found the queue drained, less
-// than recent ago, with no Ready since the question was asked.
+// than recent ago, with no Ready since the question was asked. While the
+// last answer found the queue busy (it filled its request), polls ask side
+// by side instead of in turn: there are jobs for each, and their leases,
+// made together, share the store's commits (the stores lease safely side
+// by side, as the servers sharing one do).
 func (t *turns) ask(recent time.Duration, limit int, lease func() ([]store.Lease, error)) ([]store.Lease, error) {
-	t.asking.Lock()
-	defer t.asking.Unlock()
+	t.mu.Lock()
+	busy := !t.at.IsZero() && !t.drained
+	t.mu.Unlock()
+	if !busy {
+		t.asking.Lock()
+		defer t.asking.Unlock()
+	}
 	t.mu.Lock()
 	if t.drained && t.asked == t.changes && time.Since(t.at) < recent {
 		t.mu.Unlock()

@@ -2,6 +2,7 @@ package storekit_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,4 +113,41 @@ func TestIdlePollsShareTheTimer(t *testing.T) {
 	if most := 1 + int64(elapsed/(interval/2)); q.asked.Load() > most {
 		t.Errorf("%d idle polls asked %d times in %v, want at most %d", polls, q.asked.Load(), elapsed, most)
 	}
+}
+
+// While the last answer filled its request, the queue is busy: polls ask
+// side by side, so their leases can share the store's commits. Each lease
+// here waits until the other is under way too; taking turns, the first
+// would wait for good.
+func TestBusyQueuePollsAskSideBySide(t *testing.T) {
+	t.Parallel()
+	var p storekit.Polls
+	defer storekit.Hold(&p, "q")() // as the other polls of a busy queue would
+	req := store.DequeueRequest{Queue: "q", Max: 10, Wait: time.Second}
+	full := func() ([]store.Lease, error) { return make([]store.Lease, 10), nil }
+	if _, err := p.Dequeue(context.Background(), req, full); err != nil {
+		t.Fatal(err)
+	}
+	var asking atomic.Int64
+	both := make(chan struct{})
+	lease := func() ([]store.Lease, error) {
+		if asking.Add(1) == 2 {
+			close(both)
+		}
+		select {
+		case <-both:
+			return full()
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the polls of a busy queue asked one at a time")
+		}
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := p.Dequeue(context.Background(), req, lease); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }
