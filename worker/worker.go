@@ -406,8 +406,15 @@ func (w *Worker) spoolWritable(ctx context.Context) bool {
 
 // start runs a leased job in the background; its slot is taken. The
 // outbox is created in the job's own goroutine: creating it is a few file
-// system calls, and on the poll loop they would delay every next lease.
+// system calls, and on the poll loop they would delay every next lease. A
+// job leased while the spool directory cannot be written goes straight
+// back, before the poll loop goes on to say it takes no jobs.
 func (w *Worker) start(lease *spoolv1.JobLease) {
+	if err := w.spool.check(); err != nil {
+		w.abandonLeases([]*spoolv1.JobLease{lease}, "its worker's spool directory cannot be written")
+		<-w.slots
+		return
+	}
 	w.running.Add(1)
 	w.sending.Add(1)
 	go func() {
@@ -423,13 +430,9 @@ func (w *Worker) start(lease *spoolv1.JobLease) {
 }
 
 // open makes the attempt of a leased job, with its outbox. It returns nil
-// when the job is not to run: handed back because the spool directory
-// cannot be written, or left because the worker was killed.
+// when the job is not to run: handed back because its outbox cannot be
+// created, or left because the worker was killed.
 func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
-	if err := w.spool.check(); err != nil {
-		w.abandonLeases([]*spoolv1.JobLease{lease}, "its worker's spool directory cannot be written")
-		return nil
-	}
 	job := lease.GetJob()
 	log := w.log.With("job_id", job.GetJobId(), "attempt", job.GetAttempt())
 	b := job.GetExecutionConfig().GetBatching()
