@@ -369,18 +369,6 @@ func liveAndRead(ctx context.Context, sz sizes, perLine bool, log *slog.Logger) 
 	return f, err
 }
 
-// countItems counts the stored items of a job's log: the writes it took.
-func countItems(ctx context.Context, c *client.Client, id string) (int, error) {
-	n := 0
-	for _, err := range c.Events(ctx, id, client.StreamOptions{}).Batches() {
-		if err != nil {
-			return 0, err
-		}
-		n++
-	}
-	return n, nil
-}
-
 // readWhole reads a finished job's whole log, line by line as a client
 // sees it, 21 times, and returns the median time of a read.
 func readWhole(ctx context.Context, c *client.Client, id string, lines int) (time.Duration, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -58,8 +57,8 @@ func liveLatency(ctx context.Context, submit, follow *client.Client, self string
 	if len(samples) != count {
 		return latency{}, fmt.Errorf("followed %d lines of %d", len(samples), count)
 	}
-	slices.Sort(samples)
-	return latency{p50: samples[len(samples)/2], p99: samples[len(samples)*99/100], jobID: job.GetJobId()}, nil
+	p50, p99 := percentiles(samples)
+	return latency{p50: p50, p99: p99, jobID: job.GetJobId()}, nil
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

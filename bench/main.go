@@ -224,7 +224,7 @@ func measure(ctx context.Context, cl *demo.Local, self string, sz sizes) (result
 	if r.fast, err = liveLatency(ctx, cl.Client, cl.Client, self, 10000, 10000*sz.fastSeconds); err != nil {
 		return r, fmt.Errorf("latency at 10,000 lines/s: %w", err)
 	}
-	items, err := storedItems(ctx, cl, r.fast.jobID)
+	items, err := countItems(ctx, cl.Client, r.fast.jobID)
 	if err != nil {
 		return r, fmt.Errorf("latency at 10,000 lines/s: %w", err)
 	}

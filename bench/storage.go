@@ -16,7 +16,7 @@ func storage(ctx context.Context, cl *demo.Local, self string) (per1000 float64,
 	if err != nil {
 		return 0, 0, err
 	}
-	items, err := storedItems(ctx, cl, id)
+	items, err := countItems(ctx, cl.Client, id)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -29,17 +29,16 @@ func storage(ctx context.Context, cl *demo.Local, self string) (per1000 float64,
 	return float64(items) / 10, stats.ItemsRead, nil
 }
 
-// storedItems counts the items a job's log is stored in: the writes it
-// took.
-func storedItems(ctx context.Context, cl *demo.Local, jobID string) (int, error) {
-	items := 0
-	for _, err := range cl.Server.Store().Read(ctx, store.ReadRequest{JobID: jobID, FromSequence: 1}) {
+// countItems counts the stored items of a job's log: the writes it took.
+func countItems(ctx context.Context, c *client.Client, id string) (int, error) {
+	n := 0
+	for _, err := range c.Events(ctx, id, client.StreamOptions{}).Batches() {
 		if err != nil {
 			return 0, err
 		}
-		items++
+		n++
 	}
-	return items, nil
+	return n, nil
 }
 
 // runJob submits a job and waits for it to succeed.
