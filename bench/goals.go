@@ -37,12 +37,14 @@ const (
 type goalRow struct {
 	measure, spool, baseline, goal string
 	met                            bool
+	// info: a figure for reference, with no goal of its own.
+	info bool
 }
 
 func printGoal(g goalRow) {
 	verdict := "not yet"
 	switch {
-	case g.measure == "":
+	case g.measure == "" || g.info:
 		verdict = ""
 	case g.met:
 		verdict = "met"
@@ -63,20 +65,20 @@ type goalStep struct {
 // leased one job a call, or the processes this machine starts itself.
 // With only set, it runs only that group of rows (lines, many, queue,
 // noop, live or catchup).
-func runGoals(ctx context.Context, sz sizes, only string, log *slog.Logger) error {
+func runGoals(ctx context.Context, job emitter, sz sizes, only string, log *slog.Logger) error {
 	fmt.Printf("goals: servers in processes of their own on the embedded SQLite store (synchronous=full)\n\n")
 	printGoal(goalRow{spool: "spool", baseline: "baseline (same run)", goal: "goal"})
 	steps := []goalStep{
 		{"lines", func() ([]goalRow, error) {
-			return linesGoal(ctx, sz.goalFewJobs, sz.goalLines, 20, sz.goalFewJobs, false, log)
+			return linesGoal(ctx, job, sz.goalFewJobs, sz.goalLines, 20, sz.goalFewJobs, false, log)
 		}},
 		{"many", func() ([]goalRow, error) {
-			return linesGoal(ctx, sz.goalManyJobs, sz.goalLines, 12, sz.goalManyBaseline, true, log)
+			return linesGoal(ctx, job, sz.goalManyJobs, sz.goalLines, 12, sz.goalManyBaseline, true, log)
 		}},
 		{"queue", func() ([]goalRow, error) { return queueGoal(ctx, sz.queueJobs, log) }},
 		{"noop", func() ([]goalRow, error) { return noopGoal(ctx, sz.noopJobs, log) }},
-		{"live", func() ([]goalRow, error) { return liveAndReadGoals(ctx, sz, log) }},
-		{"catchup", func() ([]goalRow, error) { return catchUpGoal(ctx) }},
+		{"live", func() ([]goalRow, error) { return liveAndReadGoals(ctx, job, sz, log) }},
+		{"catchup", func() ([]goalRow, error) { return catchUpGoal(ctx, job) }},
 	}
 	if only != "" && !slices.ContainsFunc(steps, func(s goalStep) bool { return s.name == only }) {
 		return fmt.Errorf("-goal %q: there is no such group of rows (lines, many, queue, noop, live, catchup)", only)
@@ -100,15 +102,20 @@ func runGoals(ctx context.Context, sz sizes, only string, log *slog.Logger) erro
 // linesGoal runs jobs jobs of lines lines on slots slots, then baselineJobs
 // of them stored a line at a time, and reports lines/s (and, with rss, the
 // server's peak memory).
-func linesGoal(ctx context.Context, jobs, lines, slots, baselineJobs int, rss bool, log *slog.Logger) ([]goalRow, error) {
-	rate, peak, err := remoteLines(ctx, jobs, lines, slots, false, log)
+func linesGoal(ctx context.Context, job emitter, jobs, lines, slots, baselineJobs int, rss bool, log *slog.Logger) ([]goalRow, error) {
+	rate, peak, err := remoteLines(ctx, job, jobs, lines, slots, false, log)
 	if err != nil {
 		return nil, err
 	}
-	baseRate, basePeak, err := remoteLines(ctx, baselineJobs, lines, slots, true, log)
+	baseRate, basePeak, err := remoteLines(ctx, job, baselineJobs, lines, slots, true, log)
 	if err != nil {
 		return nil, err
 	}
+	jobsPerSecond, err := processRate(ctx, jobs, slots, job.lines(lines))
+	if err != nil {
+		return nil, err
+	}
+	machine := jobsPerSecond * float64(lines)
 	of := ""
 	if baselineJobs != jobs {
 		of = fmt.Sprintf(" (%d jobs)", baselineJobs)
@@ -129,6 +136,12 @@ func linesGoal(ctx context.Context, jobs, lines, slots, baselineJobs int, rss bo
 			met:      peak > 0 && peak <= goalServerRSS,
 		})
 	}
+	rows = append(rows, goalRow{
+		measure:  "  the same jobs into a pipe, without spool",
+		spool:    thousands(machine),
+		baseline: fmt.Sprintf("spool: %.0f%% of it", 100*rate/machine),
+		info:     true,
+	})
 	return rows, nil
 }
 
@@ -151,18 +164,14 @@ func mib(b int64) string {
 // remoteLines runs jobs jobs printing lines lines each as fast as they can
 // on a fresh server and a worker with slots slots, and returns lines/s
 // from the first submit to the last end, and the server's peak RSS.
-func remoteLines(ctx context.Context, jobs, lines, slots int, perLine bool, log *slog.Logger) (float64, int64, error) {
+func remoteLines(ctx context.Context, job emitter, jobs, lines, slots int, perLine bool, log *slog.Logger) (float64, int64, error) {
 	r, err := startRemote(ctx, slots, perLine, log)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer r.stop()
-	self, err := os.Executable()
-	if err != nil {
-		return 0, 0, err
-	}
 	start := time.Now()
-	ids, err := submitAll(ctx, r.Client, jobs, client.Submission{Argv: []string{self, "emit", "-count", itoa(lines)}})
+	ids, err := submitAll(ctx, r.Client, jobs, client.Submission{Argv: job.lines(lines)})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -307,11 +316,11 @@ type liveFigures struct {
 // liveAndReadGoals measures live latency, the writes of a followed fast
 // job, and reading a whole finished log, batched and stored a line at a
 // time.
-func liveAndReadGoals(ctx context.Context, sz sizes, log *slog.Logger) ([]goalRow, error) {
+func liveAndReadGoals(ctx context.Context, job emitter, sz sizes, log *slog.Logger) ([]goalRow, error) {
 	var figs [2]liveFigures
 	for i, perLine := range []bool{false, true} {
 		var err error
-		if figs[i], err = liveAndRead(ctx, sz, perLine, log); err != nil {
+		if figs[i], err = liveAndRead(ctx, job, sz, perLine, log); err != nil {
 			return nil, err
 		}
 	}
@@ -337,21 +346,17 @@ func liveAndReadGoals(ctx context.Context, sz sizes, log *slog.Logger) ([]goalRo
 	}}, nil
 }
 
-func liveAndRead(ctx context.Context, sz sizes, perLine bool, log *slog.Logger) (liveFigures, error) {
+func liveAndRead(ctx context.Context, job emitter, sz sizes, perLine bool, log *slog.Logger) (liveFigures, error) {
 	var f liveFigures
 	r, err := startRemote(ctx, 1, perLine, log)
 	if err != nil {
 		return f, err
 	}
 	defer r.stop()
-	self, err := os.Executable()
-	if err != nil {
-		return f, err
-	}
-	if f.slow, err = liveLatency(ctx, r.Client, r.Client, self, 10, 10*sz.slowSeconds); err != nil {
+	if f.slow, err = liveLatency(ctx, r.Client, r.Client, job, 10, 10*sz.slowSeconds); err != nil {
 		return f, fmt.Errorf("latency at 10 lines/s: %w", err)
 	}
-	fast, err := liveLatency(ctx, r.Client, r.Client, self, 10000, 10000*sz.fastSeconds)
+	fast, err := liveLatency(ctx, r.Client, r.Client, job, 10000, 10000*sz.fastSeconds)
 	if err != nil {
 		return f, fmt.Errorf("latency at 10,000 lines/s: %w", err)
 	}
@@ -361,7 +366,7 @@ func liveAndRead(ctx context.Context, sz sizes, perLine bool, log *slog.Logger) 
 	}
 	f.fastPer1k = float64(items) * 1000 / float64(10000*sz.fastSeconds)
 	f.readLines = sz.goalLines
-	id, err := runJob(ctx, r.Client, client.Submission{Argv: []string{self, "emit", "-count", itoa(f.readLines)}})
+	id, err := runJob(ctx, r.Client, client.Submission{Argv: job.lines(f.readLines)})
 	if err != nil {
 		return f, err
 	}
@@ -391,7 +396,7 @@ func readWhole(ctx context.Context, c *client.Client, id string, lines int) (tim
 // catchUpGoal kills the server while a job writes output, lets the job
 // end while the server is away, starts the server again and measures how
 // long until the job's output is all stored and the job is finished.
-func catchUpGoal(ctx context.Context) ([]goalRow, error) {
+func catchUpGoal(ctx context.Context, job emitter) ([]goalRow, error) {
 	const lines = 2000
 	// The worker warns while the server is away, as it should; here that
 	// is the point, not news.
@@ -401,16 +406,12 @@ func catchUpGoal(ctx context.Context) ([]goalRow, error) {
 		return nil, err
 	}
 	defer r.stop()
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	job, _, err := r.Client.Submit(ctx, client.Submission{Argv: []string{self, "emit", "-count", itoa(lines), "-rate", "2000"}})
+	submitted, _, err := r.Client.Submit(ctx, client.Submission{Argv: job.paced(lines, 2000, "0s")})
 	if err != nil {
 		return nil, err
 	}
 	// Wait for the first line, so the job is running when the server goes.
-	for _, err := range r.Client.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true}).All() {
+	for _, err := range r.Client.Events(ctx, submitted.GetJobId(), client.StreamOptions{Follow: true}).All() {
 		if err != nil {
 			return nil, err
 		}
@@ -423,17 +424,17 @@ func catchUpGoal(ctx context.Context) ([]goalRow, error) {
 	}
 	back := time.Now()
 	for {
-		j, err := r.Client.Job(ctx, job.GetJobId())
+		j, err := r.Client.Job(ctx, submitted.GetJobId())
 		if err == nil && spool.IsFinal(j.GetState()) {
 			break
 		}
 		if time.Since(back) > time.Minute {
-			return nil, fmt.Errorf("job %s did not finish within a minute of the server coming back (%v)", job.GetJobId(), err)
+			return nil, fmt.Errorf("job %s did not finish within a minute of the server coming back (%v)", submitted.GetJobId(), err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	caughtUp := time.Since(back)
-	log2, err := r.Client.ReadLog(ctx, job.GetJobId())
+	log2, err := r.Client.ReadLog(ctx, submitted.GetJobId())
 	if err != nil {
 		return nil, err
 	}

@@ -31,8 +31,8 @@ func round(d time.Duration) time.Duration {
 // liveLatency runs a job (submitted through submit) writing count lines at
 // rate lines/s while a client (follow) follows it, and measures, for each
 // line, the time from the process writing it to the follower receiving it.
-func liveLatency(ctx context.Context, submit, follow *client.Client, self string, rate, count int) (latency, error) {
-	job, _, err := submit.Submit(ctx, client.Submission{Argv: []string{self, "emit", "-count", itoa(count), "-rate", itoa(rate), "-warmup", "500ms"}})
+func liveLatency(ctx context.Context, submit, follow *client.Client, prog emitter, rate, count int) (latency, error) {
+	job, _, err := submit.Submit(ctx, client.Submission{Argv: prog.paced(count, rate, "500ms")})
 	if err != nil {
 		return latency{}, err
 	}
@@ -60,5 +60,3 @@ func liveLatency(ctx context.Context, submit, follow *client.Client, self string
 	p50, p99 := percentiles(samples)
 	return latency{p50: p50, p99: p99, jobID: job.GetJobId()}, nil
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -39,9 +39,6 @@ import (
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "emit":
-			emit(os.Args[2:])
-			return
 		case "serve":
 			serve(os.Args[2:])
 			return
@@ -76,13 +73,18 @@ func main() {
 		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, noopJobs: 200, scatterItems: 5000, scatterBatch: 100, ingestDeliveries: 2,
 			goalFewJobs: 4, goalManyJobs: 40, goalManyBaseline: 10, goalLines: 2000}
 	}
-	self, err := os.Executable()
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "spool-bench-job-*")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	job, err := buildEmitter(ctx, tmp)
 	if err != nil {
 		fail(err)
 	}
 	fmt.Printf("spool bench: %d CPUs, %s, embedded SQLite store; batched = the defaults (50 lines, 256 KiB, 2 s), unbatched = max_batch_size 1\n\n",
 		runtime.NumCPU(), runtime.Version())
-	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if *queueOnly {
 		if err := compareQueues(ctx, *pgURL, sz, log); err != nil {
@@ -103,7 +105,7 @@ func main() {
 		return
 	}
 	if *goalsOnly {
-		if err := runGoals(ctx, sz, *goal, log); err != nil {
+		if err := runGoals(ctx, job, sz, *goal, log); err != nil {
 			fail(err)
 		}
 		return
@@ -114,7 +116,7 @@ func main() {
 		}
 		return
 	}
-	if err := runGoals(ctx, sz, "", log); err != nil {
+	if err := runGoals(ctx, job, sz, "", log); err != nil {
 		fail(err)
 	}
 	var results [2]result
@@ -131,7 +133,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		r, err := measure(ctx, cl, self, sz)
+		r, err := measure(ctx, cl, job, sz)
 		_ = cl.Stop()
 		if err != nil {
 			fail(err)
@@ -140,7 +142,7 @@ func main() {
 	}
 	printTable(results[0], results[1], sz)
 	if *pgURL != "" {
-		if err := compareStores(ctx, self, *pgURL, sz, log); err != nil {
+		if err := compareStores(ctx, job, *pgURL, sz, log); err != nil {
 			fail(err)
 		}
 	}
@@ -209,19 +211,19 @@ type result struct {
 	fastItemsPer1000 float64
 }
 
-func measure(ctx context.Context, cl *demo.Local, self string, sz sizes) (result, error) {
+func measure(ctx context.Context, cl *demo.Local, job emitter, sz sizes) (result, error) {
 	var r result
 	var err error
-	if r.itemsPer1000, r.replayItems, err = storage(ctx, cl, self); err != nil {
+	if r.itemsPer1000, r.replayItems, err = storage(ctx, cl, job); err != nil {
 		return r, fmt.Errorf("storage: %w", err)
 	}
-	if r.linesPerSecond, err = throughput(ctx, cl, self, sz.jobs, sz.linesPerJob); err != nil {
+	if r.linesPerSecond, err = throughput(ctx, cl, job, sz.jobs, sz.linesPerJob); err != nil {
 		return r, fmt.Errorf("throughput: %w", err)
 	}
-	if r.slow, err = liveLatency(ctx, cl.Client, cl.Client, self, 10, 10*sz.slowSeconds); err != nil {
+	if r.slow, err = liveLatency(ctx, cl.Client, cl.Client, job, 10, 10*sz.slowSeconds); err != nil {
 		return r, fmt.Errorf("latency at 10 lines/s: %w", err)
 	}
-	if r.fast, err = liveLatency(ctx, cl.Client, cl.Client, self, 10000, 10000*sz.fastSeconds); err != nil {
+	if r.fast, err = liveLatency(ctx, cl.Client, cl.Client, job, 10000, 10000*sz.fastSeconds); err != nil {
 		return r, fmt.Errorf("latency at 10,000 lines/s: %w", err)
 	}
 	items, err := countItems(ctx, cl.Client, r.fast.jobID)

@@ -11,8 +11,8 @@ import (
 
 // storage runs a 10,000-line job and counts the items stored per 1,000
 // lines, and the items a read of lines 9,000-10,000 fetches.
-func storage(ctx context.Context, cl *demo.Local, self string) (per1000 float64, replay int, err error) {
-	id, err := runJob(ctx, cl.Client, client.Submission{Argv: []string{self, "emit", "-count", "10000"}})
+func storage(ctx context.Context, cl *demo.Local, job emitter) (per1000 float64, replay int, err error) {
+	id, err := runJob(ctx, cl.Client, client.Submission{Argv: job.lines(10000)})
 	if err != nil {
 		return 0, 0, err
 	}

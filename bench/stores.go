@@ -38,10 +38,10 @@ type storeResult struct {
 
 // compareStores measures the embedded SQLite store against PostgreSQL (a
 // database created for the run on the server at pgURL, dropped after).
-func compareStores(ctx context.Context, self, pgURL string, sz sizes, log *slog.Logger) error {
+func compareStores(ctx context.Context, job emitter, pgURL string, sz sizes, log *slog.Logger) error {
 	var results []storeResult
 	err := eachStore(ctx, pgURL, sz, log, func(pg bool, alone float64, cl *demo.Local) error {
-		r, err := measureStore(ctx, cl, self, sz, pg, log)
+		r, err := measureStore(ctx, cl, job, sz, pg, log)
 		r.storeJobsPerSecond = alone
 		results = append(results, r)
 		return err
@@ -132,16 +132,16 @@ func storeConfig(pg bool, db string) func(*config.Config) {
 	}
 }
 
-func measureStore(ctx context.Context, cl *demo.Local, self string, sz sizes, pg bool, log *slog.Logger) (storeResult, error) {
+func measureStore(ctx context.Context, cl *demo.Local, job emitter, sz sizes, pg bool, log *slog.Logger) (storeResult, error) {
 	var r storeResult
 	var err error
 	if r.queueJobsPerSecond, err = queueAlone(ctx, cl, sz.queueJobs); err != nil {
 		return r, fmt.Errorf("queue alone: %w", err)
 	}
-	if r.linesPerSecond, err = throughput(ctx, cl, self, sz.jobs, sz.linesPerJob); err != nil {
+	if r.linesPerSecond, err = throughput(ctx, cl, job, sz.jobs, sz.linesPerJob); err != nil {
 		return r, fmt.Errorf("ingest: %w", err)
 	}
-	if r.same, err = liveLatency(ctx, cl.Client, cl.Client, self, 10, 10*sz.slowSeconds); err != nil {
+	if r.same, err = liveLatency(ctx, cl.Client, cl.Client, job, 10, 10*sz.slowSeconds); err != nil {
 		return r, fmt.Errorf("latency through the same server: %w", err)
 	}
 	if !pg {
@@ -160,7 +160,7 @@ func measureStore(ctx context.Context, cl *demo.Local, self string, sz sizes, pg
 	if err != nil {
 		return r, err
 	}
-	if r.other, err = liveLatency(ctx, cl.Client, bc, self, 10, 10*sz.slowSeconds); err != nil {
+	if r.other, err = liveLatency(ctx, cl.Client, bc, job, 10, 10*sz.slowSeconds); err != nil {
 		return r, fmt.Errorf("latency through another server: %w", err)
 	}
 	r.hasOther = true

@@ -13,7 +13,7 @@ import (
 // throughput runs jobs at once, each printing lines as fast as it can, and
 // returns the lines per second from the first submit to the last job done:
 // capture, batching, the outbox, the API and the store, end to end.
-func throughput(ctx context.Context, cl *demo.Local, self string, jobs, lines int) (float64, error) {
+func throughput(ctx context.Context, cl *demo.Local, job emitter, jobs, lines int) (float64, error) {
 	start := time.Now()
 	var (
 		wg   sync.WaitGroup
@@ -22,7 +22,7 @@ func throughput(ctx context.Context, cl *demo.Local, self string, jobs, lines in
 	)
 	for range jobs {
 		wg.Go(func() {
-			_, err := runJob(ctx, cl.Client, client.Submission{Argv: []string{self, "emit", "-count", itoa(lines)}})
+			_, err := runJob(ctx, cl.Client, client.Submission{Argv: job.lines(lines)})
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
