@@ -29,7 +29,9 @@ const compressMin = 256
 const MaxDecodedBytes = 64 << 20
 
 var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	// One encoder per CPU: a worker encodes the batches of all its jobs
+	// at once.
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
 	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxDecodedBytes))
 )
 
@@ -68,6 +70,12 @@ func Decode(b []byte) (*spoolv1.JobEvent, error) {
 
 // unwrap returns the JobEvent protobuf a payload holds, decompressed.
 func unwrap(b []byte) ([]byte, error) {
+	return unwrapInto(b, nil)
+}
+
+// unwrapInto is unwrap decompressing into dst (appending to it) when the
+// payload is compressed; otherwise it returns the payload's own bytes.
+func unwrapInto(b, dst []byte) ([]byte, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrCorrupt)
 	}
@@ -76,7 +84,7 @@ func unwrap(b []byte) ([]byte, error) {
 	case formatProto:
 	case formatZstdProto:
 		var err error
-		body, err = zdec.DecodeAll(body, nil)
+		body, err = zdec.DecodeAll(body, dst)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}

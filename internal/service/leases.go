@@ -13,6 +13,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/token"
@@ -77,6 +78,7 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 			// changed since the job was enqueued.
 			HeartbeatIntervalSeconds: int32(s.heartbeatInterval(lease) / time.Second),
 			CompleteTakesEvents:      true,
+			TakesEncodedEvents:       true,
 		})
 		s.log.InfoContext(ctx, "job leased", "job_id", l.JobID, "attempt", l.Attempt, "worker", m.GetWorkerId())
 		if b := l.Job.GetParams().GetScatter(); b != nil && !b.GetGather() && l.Attempt == 1 {
@@ -160,9 +162,9 @@ func (s *Service) CompleteJob(ctx context.Context, m *spoolv1.CompleteJobRequest
 	if err := checkOutput(res.GetOutput()); err != nil {
 		return nil, err
 	}
-	evs := m.GetEvents()
-	if len(evs) > maxEventsPerPublish {
-		return nil, invalid("events: %d in one call; send at most %d", len(evs), maxEventsPerPublish)
+	evs, err := published(m.GetEvents(), m.GetEncodedEvents())
+	if err != nil {
+		return nil, err
 	}
 	if len(evs) > 0 {
 		_, err := s.store.Append(ctx, ref, evs)
@@ -194,9 +196,9 @@ func (s *Service) PublishEvents(ctx context.Context, m *spoolv1.PublishEventsReq
 	if err != nil {
 		return nil, err
 	}
-	evs := m.GetEvents()
-	if len(evs) > maxEventsPerPublish {
-		return nil, invalid("events: %d in one call; send at most %d", len(evs), maxEventsPerPublish)
+	evs, err := published(m.GetEvents(), m.GetEncodedEvents())
+	if err != nil {
+		return nil, err
 	}
 	head, err := s.store.Append(ctx, ref, evs)
 	if err != nil {
@@ -205,6 +207,30 @@ func (s *Service) PublishEvents(ctx context.Context, m *spoolv1.PublishEventsReq
 	s.metrics.eventsPublished(ctx, evs)
 	return &spoolv1.PublishEventsResponse{LastSequence: head.NextSequence - 1, LineCount: head.NextLine - 1,
 		Watched: s.watchers.watched(ref.JobID)}, nil
+}
+
+// published is what a publish or a completion carries, as messages or
+// encoded: an encoded event is read as far as its summary, and stored as
+// it came when the store finds it complete.
+func published(msgs []*spoolv1.JobEvent, encoded [][]byte) ([]events.Published, error) {
+	switch n := len(msgs) + len(encoded); {
+	case len(msgs) > 0 && len(encoded) > 0:
+		return nil, invalid("events and encoded_events: send one or the other in a call, not both")
+	case n > maxEventsPerPublish:
+		return nil, invalid("events: %d in one call; send at most %d", n, maxEventsPerPublish)
+	}
+	if len(encoded) == 0 {
+		return events.Messages(msgs...), nil
+	}
+	out := make([]events.Published, len(encoded))
+	for i, b := range encoded {
+		p, err := events.ParseEncoded(b)
+		if err != nil {
+			return nil, invalid("encoded_events[%d]: %v", i, err)
+		}
+		out[i] = p
+	}
+	return out, nil
 }
 
 // ReleaseJob hands a leased job back to its queue at once (a stopping

@@ -54,7 +54,7 @@ func (ls *logStore) job(t *testing.T, lines []events.Line, running bool) string 
 	seq := l.Head.NextSequence
 	for len(lines) > 0 {
 		n := min(len(lines), ls.s.cfg.Execution.Batching.MaxBatchSize)
-		if _, err := ls.st.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{events.Batch{Sequence: seq, Lines: lines[:n]}.Event()}); err != nil {
+		if _, err := ls.st.Append(ctx, l.LeaseRef, events.Messages(events.Batch{Sequence: seq, Lines: lines[:n]}.Event())); err != nil {
 			t.Fatal(err)
 		}
 		seq += int64(n)

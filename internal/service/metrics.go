@@ -68,10 +68,10 @@ func (sm *metrics) jobFinished(ctx context.Context, j *spoolv1.Job) {
 	sm.finished.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", j.GetQueue()), attribute.String("state", spool.StateName(j.GetState()))))
 }
 
-func (sm *metrics) eventsPublished(ctx context.Context, evs []*spoolv1.JobEvent) {
+func (sm *metrics) eventsPublished(ctx context.Context, evs []events.Published) {
 	var lines int64
 	for _, ev := range evs {
-		lines += events.LineCount(ev)
+		lines += ev.LineCount
 	}
 	sm.published.Add(ctx, int64(len(evs)))
 	sm.lines.Add(ctx, lines)

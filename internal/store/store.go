@@ -77,8 +77,9 @@ type JobStore interface {
 
 	// Append adds events to a job's log under a lease: see
 	// storekit.PlanAppend for the rules, which every store applies
-	// atomically with storekit.CheckAppend.
-	Append(ctx context.Context, l LeaseRef, evs []*spoolv1.JobEvent) (Head, error)
+	// atomically with storekit.CheckAppend. Events published encoded are
+	// stored as they came when they carry their attempt and line numbers.
+	Append(ctx context.Context, l LeaseRef, evs []events.Published) (Head, error)
 	// Read yields the stored items of a job's log in sequence order, starting
 	// with the item that contains r.FromSequence (or, with r.FromLine, the
 	// first item holding anything after line r.FromLine-1). It seeks straight

@@ -777,8 +777,12 @@ type JobLease struct {
 	// instead of publishing them first. Unset (a server that predates it,
 	// and would drop them), every event goes through PublishEvents.
 	CompleteTakesEvents bool `protobuf:"varint,7,opt,name=complete_takes_events,json=completeTakesEvents,proto3" json:"complete_takes_events,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The server takes PublishEventsRequest.encoded_events and
+	// CompleteJobRequest.encoded_events. Unset (an older server, which would
+	// drop them), events go as messages.
+	TakesEncodedEvents bool `protobuf:"varint,8,opt,name=takes_encoded_events,json=takesEncodedEvents,proto3" json:"takes_encoded_events,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *JobLease) Reset() {
@@ -856,6 +860,13 @@ func (x *JobLease) GetHeartbeatIntervalSeconds() int32 {
 func (x *JobLease) GetCompleteTakesEvents() bool {
 	if x != nil {
 		return x.CompleteTakesEvents
+	}
+	return false
+}
+
+func (x *JobLease) GetTakesEncodedEvents() bool {
+	if x != nil {
+		return x.TakesEncodedEvents
 	}
 	return false
 }
@@ -1062,7 +1073,10 @@ type CompleteJobRequest struct {
 	// (FailedPrecondition) and does not say whether the events were stored
 	// first; PublishEvents with them tells. Send events only to a server
 	// whose JobLease.complete_takes_events is set: an older one ignores them.
-	Events        []*JobEvent `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	Events []*JobEvent `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	// The same events encoded, as PublishEventsRequest.encoded_events: send
+	// events or encoded_events, not both.
+	EncodedEvents [][]byte `protobuf:"bytes,4,rep,name=encoded_events,json=encodedEvents,proto3" json:"encoded_events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1114,6 +1128,13 @@ func (x *CompleteJobRequest) GetResult() *JobResult {
 func (x *CompleteJobRequest) GetEvents() []*JobEvent {
 	if x != nil {
 		return x.Events
+	}
+	return nil
+}
+
+func (x *CompleteJobRequest) GetEncodedEvents() [][]byte {
+	if x != nil {
+		return x.EncodedEvents
 	}
 	return nil
 }
@@ -1390,7 +1411,16 @@ type PublishEventsRequest struct {
 	TaskToken string                 `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
 	// Events in sequence order, continuing the job's log (or repeating events
 	// already stored, which is a no-op).
-	Events        []*JobEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	Events []*JobEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	// The same, encoded as the server stores them: each a format byte (0:
+	// the JobEvent protobuf follows; 1: it follows compressed with zstd, one
+	// frame), then the bytes. An event that carries the lease's attempt and
+	// its line numbers (a batch's first_line, a line's line_number: the
+	// lease's next_line on) is stored as it came, without being decoded
+	// again; one that leaves them 0 is numbered by the server. Send events or
+	// encoded_events, not both, and encoded_events only to a server whose
+	// JobLease.takes_encoded_events is set: an older one ignores them.
+	EncodedEvents [][]byte `protobuf:"bytes,3,rep,name=encoded_events,json=encodedEvents,proto3" json:"encoded_events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1435,6 +1465,13 @@ func (x *PublishEventsRequest) GetTaskToken() string {
 func (x *PublishEventsRequest) GetEvents() []*JobEvent {
 	if x != nil {
 		return x.Events
+	}
+	return nil
+}
+
+func (x *PublishEventsRequest) GetEncodedEvents() [][]byte {
+	if x != nil {
+		return x.EncodedEvents
 	}
 	return nil
 }
@@ -1795,7 +1832,7 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\bmax_jobs\x18\x02 \x01(\x05R\amaxJobs\x12!\n" +
 	"\fwait_seconds\x18\x03 \x01(\x05R\vwaitSeconds\x12<\n" +
 	"\x1avisibility_timeout_seconds\x18\x04 \x01(\x05R\x18visibilityTimeoutSeconds\x12\x1b\n" +
-	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\xc4\x02\n" +
+	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\xf6\x02\n" +
 	"\bJobLease\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\x1d\n" +
 	"\n" +
@@ -1804,7 +1841,8 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\tnext_line\x18\x04 \x01(\x03R\bnextLine\x12D\n" +
 	"\x10lease_expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12<\n" +
 	"\x1aheartbeat_interval_seconds\x18\x06 \x01(\x05R\x18heartbeatIntervalSeconds\x122\n" +
-	"\x15complete_takes_events\x18\a \x01(\bR\x13completeTakesEvents\"A\n" +
+	"\x15complete_takes_events\x18\a \x01(\bR\x13completeTakesEvents\x120\n" +
+	"\x14takes_encoded_events\x18\b \x01(\bR\x12takesEncodedEvents\"A\n" +
 	"\x13DequeueJobsResponse\x12*\n" +
 	"\x06leases\x18\x01 \x03(\v2\x12.spool.v1.JobLeaseR\x06leases\"\xb6\x01\n" +
 	"\x1aUpdateJobVisibilityRequest\x12\x1d\n" +
@@ -1817,12 +1855,13 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x10lease_expires_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12)\n" +
 	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\x12\x18\n" +
 	"\awatched\x18\x03 \x01(\bR\awatched\x12<\n" +
-	"\x1aheartbeat_interval_seconds\x18\x04 \x01(\x05R\x18heartbeatIntervalSeconds\"\x8c\x01\n" +
+	"\x1aheartbeat_interval_seconds\x18\x04 \x01(\x05R\x18heartbeatIntervalSeconds\"\xb3\x01\n" +
 	"\x12CompleteJobRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12+\n" +
 	"\x06result\x18\x02 \x01(\v2\x13.spool.v1.JobResultR\x06result\x12*\n" +
-	"\x06events\x18\x03 \x03(\v2\x12.spool.v1.JobEventR\x06events\"6\n" +
+	"\x06events\x18\x03 \x03(\v2\x12.spool.v1.JobEventR\x06events\x12%\n" +
+	"\x0eencoded_events\x18\x04 \x03(\fR\rencodedEvents\"6\n" +
 	"\x13CompleteJobResponse\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"o\n" +
 	"\x11ReleaseJobRequest\x12\x1d\n" +
@@ -1839,11 +1878,12 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x06events\x18\x03 \x01(\x03R\x06events\x12\x17\n" +
 	"\akept_at\x18\x04 \x01(\tR\x06keptAt\"<\n" +
 	"\x19ReportUndeliveredResponse\x12\x1f\n" +
-	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"a\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"\x88\x01\n" +
 	"\x14PublishEventsRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12*\n" +
-	"\x06events\x18\x02 \x03(\v2\x12.spool.v1.JobEventR\x06events\"u\n" +
+	"\x06events\x18\x02 \x03(\v2\x12.spool.v1.JobEventR\x06events\x12%\n" +
+	"\x0eencoded_events\x18\x03 \x03(\fR\rencodedEvents\"u\n" +
 	"\x15PublishEventsResponse\x12#\n" +
 	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\x12\x1d\n" +
 	"\n" +

@@ -1,12 +1,14 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spool-run/spool"
@@ -75,7 +77,7 @@ func testAppend(t *testing.T, b Backend) {
 	ctx := context.Background()
 	l := runningJob(t, s, newJob(newQueue()))
 	first := []*spoolv1.JobEvent{startEvent(1), batchEvent(2, numbered(1, 50)...)}
-	h, err := s.Append(ctx, l.LeaseRef, first)
+	h, err := s.Append(ctx, l.LeaseRef, events.Messages(first...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +86,12 @@ func testAppend(t *testing.T, b Backend) {
 	}
 	// Re-sending (all of it, or a part) changes nothing.
 	for _, again := range [][]*spoolv1.JobEvent{first, first[1:], first[:1]} {
-		if h2, err := s.Append(ctx, l.LeaseRef, again); err != nil || h2 != h {
+		if h2, err := s.Append(ctx, l.LeaseRef, events.Messages(again...)); err != nil || h2 != h {
 			t.Fatalf("re-sent events: head %+v err %v, want %+v and no error", h2, err, h)
 		}
 	}
 	// A repeat may be followed by new events in the same call.
-	h, err = s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{first[1], batchEvent(52, "51", "52")})
+	h, err = s.Append(ctx, l.LeaseRef, events.Messages(first[1], batchEvent(52, "51", "52")))
 	if err != nil || h.NextSequence != 54 || h.NextLine != 53 {
 		t.Fatalf("repeat + new: head %+v err %v", h, err)
 	}
@@ -124,11 +126,84 @@ func testAppend(t *testing.T, b Backend) {
 		"no stream":          {noStream(batchEvent(54, "x"))},
 	}
 	for name, evs := range bad {
-		_, err := s.Append(ctx, l.LeaseRef, evs)
+		_, err := s.Append(ctx, l.LeaseRef, events.Messages(evs...))
 		wantErr(t, err, spool.ErrInvalidArgument, "append with "+name)
 	}
 	if j2 := get(t, s, l.JobID); j2.GetLastSequence() != 53 {
 		t.Fatalf("refused appends changed the log: last_sequence %d", j2.GetLastSequence())
+	}
+}
+
+// testAppendEncoded: events published encoded, with their attempt and line
+// numbers filled in as a worker fills them, are stored byte for byte; one
+// that leaves them to the server is numbered like a message; one whose
+// numbers disagree with the log is refused; a repeat is a no-op.
+func testAppendEncoded(t *testing.T, b Backend) {
+	s := open(t, b)
+	ctx := context.Background()
+	l := runningJob(t, s, newJob(newQueue()))
+	// Each event's fields are sent last first: a store that encoded the
+	// event again would write them in order, so bytes kept as sent show.
+	sentBody := func(ev *spoolv1.JobEvent) []byte {
+		raw, _ := proto.MarshalOptions{Deterministic: true}.Marshal(ev)
+		var fields [][]byte
+		for len(raw) > 0 {
+			_, _, n := protowire.ConsumeField(raw)
+			fields, raw = append(fields, raw[:n]), raw[n:]
+		}
+		slices.Reverse(fields)
+		return bytes.Join(fields, nil)
+	}
+	encode := func(ev *spoolv1.JobEvent) events.Published {
+		t.Helper()
+		p, err := events.ParseEncoded(append([]byte{0}, sentBody(ev)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	start := withAttempt(startEvent(1), 1)
+	complete := withAttempt(withFirstLine(batchEvent(2, numbered(1, 50)...), 1), 1)
+	sent := []events.Published{encode(start), encode(complete)}
+	h, err := s.Append(ctx, l.LeaseRef, sent)
+	if err != nil || h != (store.Head{NextSequence: 52, NextLine: 51}) {
+		t.Fatalf("append encoded: head %+v, %v", h, err)
+	}
+	if h2, err := s.Append(ctx, l.LeaseRef, sent); err != nil || h2 != h {
+		t.Fatalf("re-sent encoded events: head %+v, %v", h2, err)
+	}
+	unnumbered := encode(batchEvent(52, "51", "52"))
+	if h, err = s.Append(ctx, l.LeaseRef, []events.Published{unnumbered}); err != nil || h.NextLine != 53 {
+		t.Fatalf("append encoded without line numbers: head %+v, %v", h, err)
+	}
+	for name, ev := range map[string]*spoolv1.JobEvent{
+		"a first_line the log is not at": withAttempt(withFirstLine(batchEvent(54, "x"), 60), 1),
+		"another attempt":                withAttempt(withFirstLine(batchEvent(54, "x"), 53), 2),
+		"a gap":                          withAttempt(withFirstLine(batchEvent(55, "x"), 53), 1),
+	} {
+		_, err := s.Append(ctx, l.LeaseRef, []events.Published{encode(ev)})
+		wantErr(t, err, spool.ErrInvalidArgument, "append encoded with "+name)
+	}
+	var stored []*events.Stored
+	for st, err := range s.ReadStored(ctx, store.ReadRequest{JobID: l.JobID, FromSequence: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, st)
+	}
+	if len(stored) != 3 {
+		t.Fatalf("%d items stored, want 3", len(stored))
+	}
+	for i, ev := range []*spoolv1.JobEvent{start, complete} {
+		if raw := stored[i].Proto(); raw != nil && !bytes.Equal(raw, sentBody(ev)) {
+			t.Fatalf("item %d was not stored as sent", i)
+		}
+		if got, err := stored[i].Event(); err != nil || !proto.Equal(got, ev) {
+			t.Fatalf("item %d reads back as %v, %v", i, got, err)
+		}
+	}
+	if got, _ := stored[2].Event(); got.GetOutputBatch().GetFirstLine() != 51 || got.GetAttempt() != 1 {
+		t.Fatalf("unnumbered batch stored with first_line %d attempt %d, want 51 and 1", got.GetOutputBatch().GetFirstLine(), got.GetAttempt())
 	}
 }
 
@@ -366,7 +441,7 @@ func testNewAttemptContinues(t *testing.T, b Backend) {
 	if l2.Attempt != 2 || l2.Head != (store.Head{NextSequence: 5, NextLine: 4}) {
 		t.Fatalf("attempt %d starts at %+v, want attempt 2 at sequence 5 line 4", l2.Attempt, l2.Head)
 	}
-	_, err := s.Append(ctx, l1.LeaseRef, []*spoolv1.JobEvent{batchEvent(5, "late")})
+	_, err := s.Append(ctx, l1.LeaseRef, events.Messages(batchEvent(5, "late")))
 	wantErr(t, err, spool.ErrStaleLease, "attempt 1 publishing after redelivery")
 	appendAll(t, s, l2.LeaseRef, []*spoolv1.JobEvent{startEvent(5), batchEvent(6, "b1", "b2"), endEvent(8, 0)})
 	if _, err := s.Complete(ctx, l2.LeaseRef, &spoolv1.JobResult{}); err != nil {

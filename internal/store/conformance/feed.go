@@ -70,7 +70,7 @@ func writeLines(t *testing.T, s store.JobStore, l store.Lease, h store.Head, n, 
 	for written := 0; written < n; {
 		k := min(size, n-written)
 		var err error
-		h, err = s.Append(context.Background(), l.LeaseRef, []*spoolv1.JobEvent{batchEvent(h.NextSequence, numbered(line, line+k-1)...)})
+		h, err = s.Append(context.Background(), l.LeaseRef, events.Messages(batchEvent(h.NextSequence, numbered(line, line+k-1)...)))
 		if err != nil {
 			t.Errorf("Append: %v", err)
 			return h
@@ -86,7 +86,7 @@ func writeLines(t *testing.T, s store.JobStore, l store.Lease, h store.Head, n, 
 
 func finish(t *testing.T, s store.JobStore, l store.Lease, h store.Head) {
 	t.Helper()
-	if _, err := s.Append(context.Background(), l.LeaseRef, []*spoolv1.JobEvent{endEvent(h.NextSequence, 0)}); err != nil {
+	if _, err := s.Append(context.Background(), l.LeaseRef, events.Messages(endEvent(h.NextSequence, 0))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Complete(context.Background(), l.LeaseRef, &spoolv1.JobResult{}); err != nil {
@@ -100,7 +100,7 @@ func finish(t *testing.T, s store.JobStore, l store.Lease, h store.Head) {
 func testFeedStoredThenLive(t *testing.T, b Backend) {
 	s := open(t, b)
 	l := runningJob(t, s, newJob(newQueue()))
-	h, err := s.Append(context.Background(), l.LeaseRef, []*spoolv1.JobEvent{startEvent(1)})
+	h, err := s.Append(context.Background(), l.LeaseRef, events.Messages(startEvent(1)))
 	if err != nil {
 		t.Fatal(err)
 	}

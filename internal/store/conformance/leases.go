@@ -8,6 +8,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -219,7 +220,7 @@ func testStaleLeases(t *testing.T, b Backend) {
 	for _, ref := range forged {
 		_, _, err := s.Heartbeat(ctx, ref, time.Minute)
 		wantErr(t, err, spool.ErrStaleLease, "heartbeat with a wrong lease")
-		_, err = s.Append(ctx, ref, []*spoolv1.JobEvent{startEvent(1)})
+		_, err = s.Append(ctx, ref, events.Messages(startEvent(1)))
 		wantErr(t, err, spool.ErrStaleLease, "append with a wrong lease")
 		_, err = s.Complete(ctx, ref, &spoolv1.JobResult{})
 		wantErr(t, err, spool.ErrStaleLease, "complete with a wrong lease")
@@ -257,7 +258,7 @@ func testComplete(t *testing.T, b Backend) {
 	if again.GetResult().GetExitCode() != 0 {
 		t.Fatal("a repeated Complete changed the result")
 	}
-	_, err = s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{startEvent(1)})
+	_, err = s.Append(ctx, l.LeaseRef, events.Messages(startEvent(1)))
 	wantErr(t, err, spool.ErrStaleLease, "append after Complete")
 	_, _, err = s.Heartbeat(ctx, l.LeaseRef, time.Minute)
 	wantErr(t, err, spool.ErrStaleLease, "heartbeat after Complete")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -157,7 +158,7 @@ func testAppendAfterExpiry(t *testing.T, b Backend) {
 	q := newQueue()
 	enqueue(t, s, newJob(q))
 	l1 := leaseOne(t, s, q, shortLease)
-	if _, err := s.Append(ctx, l1.LeaseRef, []*spoolv1.JobEvent{batchEvent(l1.Head.NextSequence, "1", "2")}); err != nil {
+	if _, err := s.Append(ctx, l1.LeaseRef, events.Messages(batchEvent(l1.Head.NextSequence, "1", "2"))); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(shortLease + 100*time.Millisecond)
@@ -165,7 +166,7 @@ func testAppendAfterExpiry(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	wantState(t, get(t, s, l1.JobID), spoolv1.JobState_JOB_STATE_QUEUED)
-	head, err := s.Append(ctx, l1.LeaseRef, []*spoolv1.JobEvent{batchEvent(l1.Head.NextSequence+2, "3")})
+	head, err := s.Append(ctx, l1.LeaseRef, events.Messages(batchEvent(l1.Head.NextSequence+2, "3")))
 	if err != nil {
 		t.Fatalf("late output of attempt 1 before attempt 2 started: %v", err)
 	}
@@ -176,6 +177,6 @@ func testAppendAfterExpiry(t *testing.T, b Backend) {
 	if l2.Attempt != 2 || l2.Head != head {
 		t.Fatalf("attempt 2 starts at %+v, want %+v", l2.Head, head)
 	}
-	_, err = s.Append(ctx, l1.LeaseRef, []*spoolv1.JobEvent{batchEvent(head.NextSequence, "4")})
+	_, err = s.Append(ctx, l1.LeaseRef, events.Messages(batchEvent(head.NextSequence, "4")))
 	wantErr(t, err, spool.ErrStaleLease, "attempt 1's output after attempt 2 started")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -48,7 +49,7 @@ func testDeleteJob(t *testing.T, b Backend) {
 	nj := newJob(q)
 	nj.RequestID = "delete-" + q
 	l := runningJob(t, s, nj)
-	if _, err := s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{batchEvent(l.Head.NextSequence, "1", "2", "3")}); err != nil {
+	if _, err := s.Append(ctx, l.LeaseRef, events.Messages(batchEvent(l.Head.NextSequence, "1", "2", "3"))); err != nil {
 		t.Fatal(err)
 	}
 	wantErr(t, s.DeleteJob(ctx, l.JobID), spool.ErrConflict, "deleting a running job")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -48,7 +49,7 @@ func RunShared(t *testing.T, sh Shared) {
 // repeat, and end when the job does.
 func testSharedFeed(t *testing.T, a, b store.JobStore) {
 	l := runningJob(t, a, newJob(newQueue()))
-	h, err := a.Append(context.Background(), l.LeaseRef, []*spoolv1.JobEvent{startEvent(1)})
+	h, err := a.Append(context.Background(), l.LeaseRef, events.Messages(startEvent(1)))
 	if err != nil {
 		t.Fatal(err)
 	}

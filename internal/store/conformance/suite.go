@@ -58,6 +58,7 @@ func Run(t *testing.T, b Backend) {
 		{"StaleLeasesRefused", testStaleLeases},
 		{"CompleteIdempotentAndFinal", testComplete},
 		{"AppendIdempotentAndChecked", testAppend},
+		{"AppendEncodedStoredAsSent", testAppendEncoded},
 		{"ReadSeeksByLineAndSequence", testReadSeek},
 		{"ReadFromBatchBoundaries", testReadFromBatchBoundaries},
 		{"ReadVariableBatchSizes", testReadVariableSizes},
@@ -280,7 +281,7 @@ func appendAll(t *testing.T, s store.JobStore, ref store.LeaseRef, evs []*spoolv
 	for len(evs) > 0 {
 		n := min(len(evs), 25)
 		var err error
-		h, err = s.Append(context.Background(), ref, evs[:n])
+		h, err = s.Append(context.Background(), ref, events.Messages(evs[:n]...))
 		if err != nil {
 			t.Fatalf("Append %d-%d: %v", evs[0].GetSequence(), evs[n-1].GetSequence(), err)
 		}

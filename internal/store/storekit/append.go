@@ -14,9 +14,12 @@ import (
 	"github.com/spool-run/spool/internal/store"
 )
 
-// Item is one event as a store keeps it: the event (with first_line and
-// attempt filled in), its encoded payload, and the keys readers seek by.
+// Item is one event as a store keeps it: its encoded payload, and the keys
+// readers seek by.
 type Item struct {
+	// Event is the event as a message when the store encoded it (with
+	// first_line and attempt filled in); nil for an event stored as it was
+	// published (events.Published).
 	Event       *spoolv1.JobEvent
 	Payload     []byte
 	Sequence    int64
@@ -79,15 +82,17 @@ const MaxProcessEventBytes = 1 << 20
 // starts exactly at the head; batches are consistent (start/end sequences,
 // timestamps), hold at most max_batch_size lines and max_batch_bytes bytes of
 // output, and fit the backend's item limit. Line numbers are assigned here:
-// a batch's first_line must be 0 (unset) or the head's next line.
-func PlanAppend(head store.Head, attempt int32, cfg *spoolv1.BatchingConfig, lim store.Limits, evs []*spoolv1.JobEvent) (AppendPlan, error) {
+// an event's first line (a batch's first_line, a line's line_number) must
+// be 0 (unset) or the head's next line. An encoded event that already
+// carries its attempt and line numbers is stored as it came.
+func PlanAppend(head store.Head, attempt int32, cfg *spoolv1.BatchingConfig, lim store.Limits, evs []events.Published) (AppendPlan, error) {
 	plan := AppendPlan{Head: head}
 	var prevEnd int64
 	for i, ev := range evs {
-		if err := checkEvent(ev, attempt, cfg); err != nil {
+		if err := checkEvent(ev.Summary, attempt, cfg); err != nil {
 			return AppendPlan{}, err
 		}
-		seq, end := ev.GetSequence(), events.EndSequence(ev)
+		seq, end := ev.Sequence, ev.EndSequence
 		if i > 0 && seq != prevEnd+1 {
 			return AppendPlan{}, apierr.Errorf(spool.ErrInvalidArgument, "events out of order: sequence %d follows %d", seq, prevEnd)
 		}
@@ -112,127 +117,109 @@ func PlanAppend(head store.Head, attempt int32, cfg *spoolv1.BatchingConfig, lim
 }
 
 // checkEvent validates one event on its own.
-func checkEvent(ev *spoolv1.JobEvent, attempt int32, cfg *spoolv1.BatchingConfig) error {
-	seq := ev.GetSequence()
+func checkEvent(s events.Summary, attempt int32, cfg *spoolv1.BatchingConfig) error {
+	seq := s.Sequence
 	if seq < 1 {
 		return apierr.Errorf(spool.ErrInvalidArgument, "event sequence must be at least 1, got %d", seq)
 	}
-	if ev.GetTimestamp() == nil {
+	if !s.HasTime {
 		return apierr.Errorf(spool.ErrInvalidArgument, "event %d has no timestamp", seq)
 	}
-	if a := ev.GetAttempt(); a != 0 && a != attempt {
+	if a := s.Attempt; a != 0 && a != attempt {
 		return apierr.Errorf(spool.ErrInvalidArgument, "event %d says attempt %d but the lease is for attempt %d", seq, a, attempt)
 	}
-	if !dataMatchesType(ev) {
-		return apierr.Errorf(spool.ErrInvalidArgument, "event %d: event_type %s does not match its data", seq, ev.GetEventType())
+	if s.Type == spoolv1.EventType_EVENT_TYPE_UNSPECIFIED || s.DataType != s.Type {
+		return apierr.Errorf(spool.ErrInvalidArgument, "event %d: event_type %s does not match its data", seq, s.Type)
 	}
-	if d := ev.GetOutputData(); d != nil {
-		if d.GetLineNumber() != 0 {
-			return apierr.Errorf(spool.ErrInvalidArgument, "event %d: line_number is assigned by the server; leave it 0", seq)
+	switch s.Type {
+	case spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA:
+		if max := cfg.GetMaxBatchBytes(); max > 0 && s.OutputBytes > max {
+			return apierr.Errorf(spool.ErrInvalidArgument, "event %d: a line of %d bytes; the job's max_batch_bytes is %d (split longer lines)", seq, s.OutputBytes, max)
 		}
-		if max := cfg.GetMaxBatchBytes(); max > 0 && int64(len(d.GetOutput())) > max {
-			return apierr.Errorf(spool.ErrInvalidArgument, "event %d: a line of %d bytes; the job's max_batch_bytes is %d (split longer lines)", seq, len(d.GetOutput()), max)
+	case spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH:
+		n := s.LineCount
+		switch {
+		case n == 0:
+			return apierr.Errorf(spool.ErrInvalidArgument, "batch %d has no outputs", seq)
+		case s.StartSequence != seq:
+			return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: start_sequence %d differs from the event's sequence", seq, s.StartSequence)
+		case s.EndSequence != seq+n-1:
+			return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: end_sequence is %d but %d outputs end at %d", seq, s.EndSequence, n, seq+n-1)
+		case s.Timestamps != 0 && int64(s.Timestamps) != n:
+			return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: %d timestamps for %d outputs", seq, s.Timestamps, n)
+		case cfg.GetMaxBatchSize() > 0 && n > int64(cfg.GetMaxBatchSize()):
+			return apierr.Errorf(spool.ErrInvalidArgument, "batch %d holds %d lines; the job's max_batch_size is %d", seq, n, cfg.GetMaxBatchSize())
+		case cfg.GetMaxBatchBytes() > 0 && s.OutputBytes > cfg.GetMaxBatchBytes():
+			return apierr.Errorf(spool.ErrInvalidArgument, "batch %d holds %d bytes of output; the job's max_batch_bytes is %d", seq, s.OutputBytes, cfg.GetMaxBatchBytes())
 		}
-		return checkStream(seq, d.GetStream())
-	}
-	b := ev.GetOutputBatch()
-	if b == nil {
+	default:
 		// Process events carry a little text (the command, an error); a
 		// bound keeps every stored item readable whatever it compresses to.
-		if n := proto.Size(ev); n > MaxProcessEventBytes {
-			return apierr.Errorf(spool.ErrInvalidArgument, "event %d (%s) is %d bytes; at most %d", seq, ev.GetEventType(), n, MaxProcessEventBytes)
+		if s.Size > MaxProcessEventBytes {
+			return apierr.Errorf(spool.ErrInvalidArgument, "event %d (%s) is %d bytes; at most %d", seq, s.Type, s.Size, MaxProcessEventBytes)
 		}
 		return nil
 	}
-	n := int64(len(b.GetOutputs()))
-	switch {
-	case n == 0:
-		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d has no outputs", seq)
-	case b.GetStartSequence() != seq:
-		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: start_sequence %d differs from the event's sequence", seq, b.GetStartSequence())
-	case b.GetEndSequence() != seq+n-1:
-		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: end_sequence is %d but %d outputs end at %d", seq, b.GetEndSequence(), n, seq+n-1)
-	case len(b.GetTimestamps()) != 0 && int64(len(b.GetTimestamps())) != n:
-		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d: %d timestamps for %d outputs", seq, len(b.GetTimestamps()), n)
-	case cfg.GetMaxBatchSize() > 0 && n > int64(cfg.GetMaxBatchSize()):
-		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d holds %d lines; the job's max_batch_size is %d", seq, n, cfg.GetMaxBatchSize())
-	case cfg.GetMaxBatchBytes() > 0 && events.OutputBytes(ev) > cfg.GetMaxBatchBytes():
-		return apierr.Errorf(spool.ErrInvalidArgument, "batch %d holds %d bytes of output; the job's max_batch_bytes is %d", seq, events.OutputBytes(ev), cfg.GetMaxBatchBytes())
+	if s.HasBadStream {
+		return apierr.Errorf(spool.ErrInvalidArgument, "event %d: output stream must be STDOUT or STDERR, got %s", seq, s.BadStream)
 	}
-	for _, o := range b.GetOutputs() {
-		if err := checkStream(seq, o.GetStream()); err != nil {
-			return err
+	return nil
+}
+
+// newItem fills in the server-assigned fields and encodes the event, or
+// takes an encoded event as it is when it already carries them.
+func newItem(p events.Published, attempt int32, head store.Head, lim store.Limits) (Item, error) {
+	seq := p.Sequence
+	if p.LineCount > 0 && p.FirstLine != 0 && p.FirstLine != head.NextLine {
+		what := "first_line"
+		if p.Type == spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA {
+			what = "line_number"
 		}
+		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "event %d: %s %d but the log's next line is %d", seq, what, p.FirstLine, head.NextLine)
 	}
-	return nil
-}
-
-// dataMatchesType reports whether the event's oneof holds the data its
-// event_type names.
-func dataMatchesType(ev *spoolv1.JobEvent) bool {
-	switch ev.GetEventType() {
-	case spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA:
-		return ev.GetOutputData() != nil
-	case spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH:
-		return ev.GetOutputBatch() != nil
-	case spoolv1.EventType_EVENT_TYPE_PROCESS_START:
-		return ev.GetProcessStart() != nil
-	case spoolv1.EventType_EVENT_TYPE_PROCESS_END:
-		return ev.GetProcessEnd() != nil
-	case spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR:
-		return ev.GetProcessError() != nil
-	}
-	return false
-}
-
-func checkStream(seq int64, s spoolv1.StreamType) error {
-	if s != spoolv1.StreamType_STREAM_TYPE_STDOUT && s != spoolv1.StreamType_STREAM_TYPE_STDERR {
-		return apierr.Errorf(spool.ErrInvalidArgument, "event %d: output stream must be STDOUT or STDERR, got %s", seq, s)
-	}
-	return nil
-}
-
-// newItem fills in the server-assigned fields and encodes the event.
-func newItem(ev *spoolv1.JobEvent, attempt int32, head store.Head, lim store.Limits) (Item, error) {
-	seq := ev.GetSequence()
-	if b := ev.GetOutputBatch(); b != nil && b.GetFirstLine() != 0 && b.GetFirstLine() != head.NextLine {
-		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "batch %d: first_line %d but the log's next line is %d", seq, b.GetFirstLine(), head.NextLine)
-	}
-	ev = proto.CloneOf(ev)
-	ev.Attempt = attempt
 	it := Item{
 		Sequence:    seq,
-		EndSequence: events.EndSequence(ev),
-		LineCount:   events.LineCount(ev),
-		Type:        ev.GetEventType(),
+		EndSequence: p.EndSequence,
+		LineCount:   p.LineCount,
+		Type:        p.Type,
 		Attempt:     attempt,
-		Time:        ev.GetTimestamp().AsTime(),
+		Time:        p.Time,
 		SeekLine:    head.NextLine,
 	}
 	if it.LineCount > 0 {
 		it.FirstLine = head.NextLine
 		it.SeekLine = head.NextLine + it.LineCount - 1
+	}
+	if payload := p.Payload(); payload != nil && p.Attempt == attempt && (p.LineCount == 0 || p.FirstLine == head.NextLine) {
+		it.Payload = payload
+	} else {
+		ev, err := p.Message()
+		if err != nil {
+			return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "%w", err)
+		}
+		ev = proto.CloneOf(ev)
+		ev.Attempt = attempt
 		switch d := ev.GetEventData().(type) {
 		case *spoolv1.JobEvent_OutputBatch:
 			d.OutputBatch.FirstLine = it.FirstLine
 		case *spoolv1.JobEvent_OutputData:
 			d.OutputData.LineNumber = it.FirstLine
 		}
+		if it.Payload, err = events.Encode(ev); err != nil {
+			return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "%w", err)
+		}
+		it.Event = ev
+		p.Size = proto.Size(ev)
 	}
 	// What a reader decodes must stay within what it may decode, whatever
 	// the payload compresses to: a log is always readable.
-	if n := proto.Size(ev); n > events.MaxDecodedBytes {
-		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "event %d is %d bytes before compression; at most %d", seq, n, events.MaxDecodedBytes)
+	if p.Size > events.MaxDecodedBytes {
+		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "event %d is %d bytes before compression; at most %d", seq, p.Size, events.MaxDecodedBytes)
 	}
-	payload, err := events.Encode(ev)
-	if err != nil {
-		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "%w", err)
-	}
-	if lim.MaxItemBytes > 0 && len(payload) > lim.MaxItemBytes {
+	if lim.MaxItemBytes > 0 && len(it.Payload) > lim.MaxItemBytes {
 		return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "event %d encodes to %d bytes; this store holds at most %d per item (lower max_batch_bytes)",
-			seq, len(payload), lim.MaxItemBytes)
+			seq, len(it.Payload), lim.MaxItemBytes)
 	}
-	it.Event, it.Payload = ev, payload
 	return it, nil
 }
 

@@ -34,14 +34,14 @@ func TestPlanAppendBoundsEveryEventKind(t *testing.T) {
 		"a batch": events.Batch{Sequence: 1, Lines: []events.Line{{Data: huge, Time: time.Now(), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT}}}.Event(),
 	}
 	for name, ev := range cases {
-		_, err := storekit.PlanAppend(store.NewHead(), 1, batching, store.Limits{MaxItemBytes: 4 << 20}, []*spoolv1.JobEvent{ev})
+		_, err := storekit.PlanAppend(store.NewHead(), 1, batching, store.Limits{MaxItemBytes: 4 << 20}, events.Messages(ev))
 		if !errors.Is(err, spool.ErrInvalidArgument) {
 			t.Errorf("%s of %d bytes: %v, want refused", name, len(huge), err)
 		}
 	}
 	// What fits is stored and decodes again.
 	ok := events.Batch{Sequence: 1, Lines: events.TextLines(time.Now(), "a", "b")}.Event()
-	plan, err := storekit.PlanAppend(store.NewHead(), 1, batching, store.Limits{MaxItemBytes: 4 << 20}, []*spoolv1.JobEvent{ok})
+	plan, err := storekit.PlanAppend(store.NewHead(), 1, batching, store.Limits{MaxItemBytes: 4 << 20}, events.Messages(ok))
 	if err != nil || len(plan.Items) != 1 {
 		t.Fatalf("a small batch: %v", err)
 	}

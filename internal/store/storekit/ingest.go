@@ -66,7 +66,7 @@ func PlanIngest(head store.Head, cfg *spoolv1.BatchingConfig, lim store.Limits, 
 		}
 	}
 	flushed()
-	plan, err := PlanAppend(head, 1, cfg, lim, evs)
+	plan, err := PlanAppend(head, 1, cfg, lim, events.Messages(evs...))
 	if err != nil {
 		return AppendPlan{}, nil, err
 	}
@@ -145,7 +145,7 @@ func StoredItems(evs []*spoolv1.JobEvent, lim store.Limits) ([]Item, error) {
 	items := make([]Item, len(evs))
 	for i, ev := range evs {
 		head := store.Head{NextSequence: ev.GetSequence(), NextLine: events.FirstLine(ev)}
-		it, err := newItem(ev, ev.GetAttempt(), head, lim)
+		it, err := newItem(events.PublishedOf(ev), ev.GetAttempt(), head, lim)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package awsstore
 
 import (
+	"github.com/spool-run/spool/internal/events"
 	"context"
 	"slices"
 	"time"
@@ -19,7 +20,7 @@ import (
 // reserve the range past the committed head with a conditional update
 // fenced by the lease, write the items with BatchWriteItem, commit the
 // head with another fenced update. Readers only see committed items.
-func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
+func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Published) (store.Head, error) {
 	for range raceRounds {
 		r, err := s.getJob(ctx, ref.JobID)
 		if err != nil {
@@ -58,12 +59,12 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.J
 
 // plan applies the append rules against the committed head and checks the
 // repeated events against what is stored.
-func (s *Store) plan(ctx context.Context, ref store.LeaseRef, r *jobRec, evs []*spoolv1.JobEvent) (storekit.AppendPlan, error) {
+func (s *Store) plan(ctx context.Context, ref store.LeaseRef, r *jobRec, evs []events.Published) (storekit.AppendPlan, error) {
 	plan, err := storekit.PlanAppend(r.head, ref.Attempt, r.spec.GetExecutionConfig().GetBatching(), s.Limits(), evs)
 	if err != nil {
 		// Events that continue an unfinished publish of this lease: it is
 		// still being stored (or died, and the worker will resend it).
-		if res := r.res; res != nil && res.lease == ref.LeaseID && len(evs) > 0 && evs[0].GetSequence() >= res.seq {
+		if res := r.res; res != nil && res.lease == ref.LeaseID && len(evs) > 0 && evs[0].Sequence >= res.seq {
 			return plan, apierr.Errorf(spool.ErrThrottled, "job %s: sequences %d-%d of this attempt are still being stored; retry",
 				ref.JobID, r.head.NextSequence, res.seq-1)
 		}

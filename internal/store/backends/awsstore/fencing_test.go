@@ -11,6 +11,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
@@ -37,7 +38,7 @@ func TestZombieAppendIsFenced(t *testing.T) {
 	})
 	zombieErr := make(chan error, 1)
 	go func() {
-		_, err := zombie.Append(ctx, l1.LeaseRef, []*spoolv1.JobEvent{batch(5, "z1")})
+		_, err := zombie.Append(ctx, l1.LeaseRef, events.Messages(batch(5, "z1")))
 		zombieErr <- err
 	}()
 	<-reserved
@@ -99,7 +100,7 @@ func TestRetriedPublishAfterCrash(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := running(t, s, newJob(newQueue()), time.Minute)
 			setHook(s, func(context.Context) error { return crash })
-			if _, err := s.Append(ctx, l.LeaseRef, evs); !errors.Is(err, crash) {
+			if _, err := s.Append(ctx, l.LeaseRef, events.Messages(evs...)); !errors.Is(err, crash) {
 				t.Fatalf("crashing append: %v", err)
 			}
 			setHook(s, nil)
@@ -109,14 +110,14 @@ func TestRetriedPublishAfterCrash(t *testing.T) {
 			// A worker restarted after the cut-off publish may resend a
 			// shorter prefix first: it is stored, and nothing of the old
 			// publish past it shows.
-			h, err := s.Append(ctx, l.LeaseRef, evs[:2])
+			h, err := s.Append(ctx, l.LeaseRef, events.Messages(evs[:2]...))
 			if err != nil || h != (store.Head{NextSequence: 52, NextLine: 51}) {
 				t.Fatalf("partial resend: head %+v, err %v", h, err)
 			}
 			if got := logOf(t, s, l.JobID); len(got) != 51 || got[50].GetOutputData().GetLineNumber() != 50 {
 				t.Fatalf("log after the partial resend has %d events", len(got))
 			}
-			h, err = s.Append(ctx, l.LeaseRef, evs)
+			h, err = s.Append(ctx, l.LeaseRef, events.Messages(evs...))
 			if err != nil || h != (store.Head{NextSequence: 62, NextLine: 61}) {
 				t.Fatalf("retry: head %+v, err %v", h, err)
 			}
@@ -124,7 +125,7 @@ func TestRetriedPublishAfterCrash(t *testing.T) {
 			if len(got) != 61 || got[60].GetOutputData().GetLineNumber() != 60 {
 				t.Fatalf("log after the retry has %d events", len(got))
 			}
-			if h, err := s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{endEvent(62)}); err != nil || h.NextSequence != 63 {
+			if h, err := s.Append(ctx, l.LeaseRef, events.Messages(endEvent(62))); err != nil || h.NextSequence != 63 {
 				t.Fatalf("append after the retry: %+v %v", h, err)
 			}
 		})
@@ -153,14 +154,14 @@ func TestSlowPublishAndItsRetry(t *testing.T) {
 	})
 	slow := make(chan error, 1)
 	go func() {
-		h, err := s.Append(ctx, l.LeaseRef, evs)
+		h, err := s.Append(ctx, l.LeaseRef, events.Messages(evs...))
 		if err == nil && h.NextSequence != 52 {
 			err = fmt.Errorf("head %+v", h)
 		}
 		slow <- err
 	}()
 	<-reserved
-	if h, err := s.Append(ctx, l.LeaseRef, evs); err != nil || h != (store.Head{NextSequence: 52, NextLine: 51}) {
+	if h, err := s.Append(ctx, l.LeaseRef, events.Messages(evs...)); err != nil || h != (store.Head{NextSequence: 52, NextLine: 51}) {
 		t.Fatalf("retry while the first call stalls: head %+v, err %v", h, err)
 	}
 	close(resume)

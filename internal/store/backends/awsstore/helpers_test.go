@@ -95,7 +95,7 @@ func appendAll(t testing.TB, s store.JobStore, ref store.LeaseRef, evs []*spoolv
 	for len(evs) > 0 {
 		k := min(len(evs), 25)
 		var err error
-		if h, err = s.Append(context.Background(), ref, evs[:k]); err != nil {
+		if h, err = s.Append(context.Background(), ref, events.Messages(evs[:k]...)); err != nil {
 			t.Fatalf("Append %d-%d: %v", evs[0].GetSequence(), evs[k-1].GetSequence(), err)
 		}
 		evs = evs[k:]

@@ -53,7 +53,7 @@ func TestLargestItemFits(t *testing.T) {
 	l := running(t, s, nj, time.Minute)
 
 	big := lineOfPayload(t, 1, 1, awsstore.MaxItemBytes)
-	if _, err := s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{big}); err != nil {
+	if _, err := s.Append(ctx, l.LeaseRef, events.Messages(big)); err != nil {
 		t.Fatalf("append of a %d-byte event: %v", awsstore.MaxItemBytes, err)
 	}
 	var got []*spoolv1.JobEvent
@@ -67,7 +67,7 @@ func TestLargestItemFits(t *testing.T) {
 		t.Fatal("the largest event did not come back whole")
 	}
 	tooBig := lineOfPayload(t, 2, 2, awsstore.MaxItemBytes+1)
-	if _, err := s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{tooBig}); !errors.Is(err, spool.ErrInvalidArgument) {
+	if _, err := s.Append(ctx, l.LeaseRef, events.Messages(tooBig)); !errors.Is(err, spool.ErrInvalidArgument) {
 		t.Fatalf("append of an event over the limit: %v, want invalid", err)
 	}
 }

@@ -50,14 +50,14 @@ func TestFeedAcrossReplicas(t *testing.T) {
 	for line <= 320 {
 		k := min(7, 321-line)
 		var err error
-		if h, err = a.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{batch(h.NextSequence, lines(line, line+k-1)...)}); err != nil {
+		if h, err = a.Append(ctx, l.LeaseRef, events.Messages(batch(h.NextSequence, lines(line, line+k-1)...))); err != nil {
 			t.Fatal(err)
 		}
 		line += k
 		time.Sleep(25 * time.Millisecond)
 	}
 	lastWrite := time.Now()
-	if _, err := a.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{endEvent(h.NextSequence)}); err != nil {
+	if _, err := a.Append(ctx, l.LeaseRef, events.Messages(endEvent(h.NextSequence))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{}); err != nil {

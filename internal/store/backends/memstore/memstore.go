@@ -370,7 +370,7 @@ func (s *Store) Release(_ context.Context, ref store.LeaseRef, countAttempt bool
 }
 
 // Append implements store.JobStore.
-func (s *Store) Append(_ context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
+func (s *Store) Append(_ context.Context, ref store.LeaseRef, evs []events.Published) (store.Head, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.jobs[ref.JobID]
@@ -408,8 +408,8 @@ func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoo
 	return storekit.Decoded(s.ReadStored(ctx, req))
 }
 
-// ReadStored implements store.JobStore. The store keeps messages, so its
-// items carry no stored bytes: readers encode them.
+// ReadStored implements store.JobStore: items are read from their payloads,
+// as a store on disk reads them.
 func (s *Store) ReadStored(_ context.Context, req store.ReadRequest) iter.Seq2[*events.Stored, error] {
 	return func(yield func(*events.Stored, error) bool) {
 		s.mu.Lock()
@@ -434,7 +434,8 @@ func (s *Store) ReadStored(_ context.Context, req store.ReadRequest) iter.Seq2[*
 			if req.Stats != nil {
 				req.Stats.ItemsRead++
 			}
-			if !yield(events.StoredOf(it.Event), nil) {
+			st, err := storekit.ItemFromPayload(it.Payload, it.Sequence)
+			if !yield(st, err) || err != nil {
 				return
 			}
 		}

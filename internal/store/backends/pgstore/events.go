@@ -21,7 +21,7 @@ const insertItems = `INSERT INTO events (job_id, seq, end_seq, seek_line, first_
 // Append implements store.JobStore: the job's row is locked while the lease
 // is checked and the publish planned; the items and the new head then go
 // with the COMMIT, in one round trip.
-func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
+func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Published) (store.Head, error) {
 	var head store.Head
 	err := s.writeRow(ctx, ref.JobID, func(q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		if err := storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {

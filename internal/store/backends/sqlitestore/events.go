@@ -16,7 +16,7 @@ import (
 
 // Append implements store.JobStore: lease check, plan, repeats checked,
 // items inserted and the head moved, in one transaction.
-func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []*spoolv1.JobEvent) (store.Head, error) {
+func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Published) (store.Head, error) {
 	var head store.Head
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := appendable(ctx, tx, ref)

@@ -131,7 +131,7 @@ func fill(t *testing.T, s *sqlitestore.Store, q string, n, size int) []string {
 				written += len(texts[i])
 			}
 			ev := events.Batch{Sequence: seq, Lines: events.TextLines(time.Now(), texts...)}.Event()
-			h, err := s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{ev})
+			h, err := s.Append(ctx, l.LeaseRef, events.Messages(ev))
 			if err != nil {
 				t.Fatal(err)
 			}

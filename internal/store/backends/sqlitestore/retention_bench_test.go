@@ -44,7 +44,7 @@ func BenchmarkRetentionSweep(b *testing.B) {
 		}
 		l := ls[0]
 		for seq := l.Head.NextSequence; seq < l.Head.NextSequence+200; seq += 50 {
-			if _, err := s.Append(ctx, l.LeaseRef, []*spoolv1.JobEvent{events.Batch{Sequence: seq, Lines: lines}.Event()}); err != nil {
+			if _, err := s.Append(ctx, l.LeaseRef, events.Messages(events.Batch{Sequence: seq, Lines: lines}.Event())); err != nil {
 				b.Fatal(err)
 			}
 		}
