@@ -1,8 +1,8 @@
 package awsstore
 
 import (
-	"github.com/spool-run/spool/internal/events"
 	"context"
+	"github.com/spool-run/spool/internal/events"
 	"slices"
 	"time"
 
