@@ -2,9 +2,10 @@ package awsstore
 
 import (
 	"context"
-	"github.com/spool-run/spool/internal/events"
 	"slices"
 	"time"
+
+	"github.com/spool-run/spool/internal/events"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
