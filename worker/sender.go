@@ -43,6 +43,10 @@ type sender struct {
 	// completeTakesEvents: the server that leased the job stores events
 	// sent with CompleteJob, so the last ones go with the result.
 	completeTakesEvents bool
+	// encoded: the server takes events encoded as it stores them (with
+	// their attempt and line numbers), and stores them without decoding
+	// them again.
+	encoded bool
 	// quick, when set, is closed once the attempt's command has ended: the
 	// first read waits for it up to quickJob, so that a short job's
 	// events and result are read, and sent, together.
@@ -120,8 +124,9 @@ func (s *sender) run(ctx context.Context) error {
 			return err
 		}
 		evs := s.pending(c.Events)
+		out := s.outgoing(evs)
 		if c.Result != nil && len(evs) > 0 && s.refused == nil && s.completeTakesEvents {
-			done, err := s.completeWith(ctx, bo, c.Result, evs)
+			done, err := s.completeWith(ctx, bo, c.Result, out)
 			if err != nil {
 				return err
 			}
@@ -135,7 +140,8 @@ func (s *sender) run(ctx context.Context) error {
 		}
 		if len(evs) > 0 && s.refused == nil {
 			err := s.retry(ctx, bo, "publish output", func() error {
-				resp, err := s.w.rpc.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: s.token, Events: evs}))
+				resp, err := s.w.publisher(out).PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: s.token,
+					Events: out.messages, EncodedEvents: out.encoded}))
 				if err == nil && s.onWatched != nil {
 					s.onWatched(resp.Msg.GetWatched())
 				}
@@ -188,10 +194,11 @@ func (s *sender) run(ctx context.Context) error {
 // when it did not (the server refused the call, or, being older than the
 // lease said, did not store the events), the events and the result are to
 // be sent one call at a time. Its only error is ctx's.
-func (s *sender) completeWith(ctx context.Context, bo *pauses, res *spoolv1.JobResult, evs []*spoolv1.JobEvent) (done bool, err error) {
+func (s *sender) completeWith(ctx context.Context, bo *pauses, res *spoolv1.JobResult, out outgoing) (done bool, err error) {
 	var job *spoolv1.Job
 	err = s.retry(ctx, bo, "complete the job", func() error {
-		resp, err := s.w.rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: s.token, Result: res, Events: evs}))
+		resp, err := s.w.publisher(out).CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: s.token, Result: res,
+			Events: out.messages, EncodedEvents: out.encoded}))
 		if err == nil {
 			job = resp.Msg.GetJob()
 		}
@@ -203,13 +210,46 @@ func (s *sender) completeWith(ctx context.Context, bo *pauses, res *spoolv1.JobR
 	case err != nil:
 		s.log.Info("the server refused the result with the job's last output; sending them one at a time", "error", err)
 		return false, nil
-	case job.GetLastSequence() < events.EndSequence(evs[len(evs)-1]):
+	case job.GetLastSequence() < out.last:
 		// Only a server that ignores events sent with a completion answers
 		// so: what they say is lost must be reported, never silent.
 		s.log.Error("the server did not store the output sent with the job's result", "last_sequence", job.GetLastSequence())
 		return false, nil
 	}
 	return true, nil
+}
+
+// outgoing is a chunk's events as they are sent: encoded, for a server
+// that takes them so, or as messages.
+type outgoing struct {
+	messages []*spoolv1.JobEvent
+	encoded  [][]byte
+	last     int64 // the last sequence the events cover
+}
+
+// outgoing prepares events to send. They are encoded once, however often
+// the call is retried.
+func (s *sender) outgoing(evs []*spoolv1.JobEvent) outgoing {
+	if len(evs) == 0 {
+		return outgoing{}
+	}
+	out := outgoing{last: events.EndSequence(evs[len(evs)-1])}
+	if s.encoded {
+		enc := make([][]byte, len(evs))
+		for i, ev := range evs {
+			b, err := events.Encode(ev)
+			if err != nil {
+				// Sent as a message, the server says what is wrong.
+				out.messages = evs
+				return out
+			}
+			enc[i] = b
+		}
+		out.encoded = enc
+		return out
+	}
+	out.messages = evs
+	return out
 }
 
 // releaseJob hands the job back.

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/outbox"
 )
 
@@ -33,11 +35,24 @@ type jobServer struct {
 	last         int64
 }
 
+// sent is the events a call carried, as messages or encoded (decoded here,
+// as the server would store them).
+func sent(msgs []*spoolv1.JobEvent, encoded [][]byte) []*spoolv1.JobEvent {
+	for _, b := range encoded {
+		ev, err := events.Decode(b)
+		if err != nil {
+			panic(err)
+		}
+		msgs = append(msgs, ev)
+	}
+	return msgs
+}
+
 func (f *jobServer) store(evs []*spoolv1.JobEvent) {
 	for _, ev := range evs {
 		if ev.GetSequence() > f.last {
 			f.stored[ev.GetSequence()]++
-			f.last = ev.GetSequence()
+			f.last = events.EndSequence(ev)
 		}
 	}
 }
@@ -59,7 +74,7 @@ func (f *jobServer) CompleteJob(_ context.Context, r *connect.Request[spoolv1.Co
 		return nil, err
 	}
 	if !f.dropsEvents {
-		f.store(r.Msg.GetEvents())
+		f.store(sent(r.Msg.GetEvents(), r.Msg.GetEncodedEvents()))
 	}
 	return connect.NewResponse(&spoolv1.CompleteJobResponse{Job: &spoolv1.Job{LastSequence: f.last}}), nil
 }
@@ -67,11 +82,12 @@ func (f *jobServer) CompleteJob(_ context.Context, r *connect.Request[spoolv1.Co
 func (f *jobServer) PublishEvents(_ context.Context, r *connect.Request[spoolv1.PublishEventsRequest]) (*connect.Response[spoolv1.PublishEventsResponse], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.publishes = append(f.publishes, r.Msg.GetEvents())
+	evs := sent(r.Msg.GetEvents(), r.Msg.GetEncodedEvents())
+	f.publishes = append(f.publishes, evs)
 	if err := next(&f.publishErrs); err != nil {
 		return nil, err
 	}
-	f.store(r.Msg.GetEvents())
+	f.store(evs)
 	return connect.NewResponse(&spoolv1.PublishEventsResponse{LastSequence: f.last}), nil
 }
 
@@ -106,6 +122,51 @@ func endedAttempt(t *testing.T, f *jobServer, takesEvents bool) *sender {
 	}
 	w := &Worker{cfg: Config{SpoolDir: dir}, rpc: f, log: slog.New(slog.DiscardHandler)}
 	return &sender{w: w, ob: ob, token: "token", log: w.log, completeTakesEvents: takesEvents}
+}
+
+// A server that takes encoded events gets the attempt's output encoded as
+// it stores it, numbered from the lease's next line, on the client that
+// does not compress requests again; one that does not gets messages on
+// the client that does.
+func TestOutputGoesEncodedWithLineNumbers(t *testing.T) {
+	for _, takesEncoded := range []bool{true, false} {
+		f, compressing := &jobServer{stored: map[int64]int{}}, &jobServer{stored: map[int64]int{}}
+		ob, err := outbox.Create(t.TempDir(), outbox.Header{JobID: "j1", Attempt: 3, Token: "token", FirstLine: 11})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := events.TextLines(time.UnixMilli(5), "a", "b", "c")
+		if err := ob.AppendLines(lines); err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.AppendBatch(events.Batch{Sequence: 4, Attempt: 3, Lines: lines}.Event()); err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.Finish(&spoolv1.JobResult{}); err != nil {
+			t.Fatal(err)
+		}
+		w := &Worker{rpc: f, compressing: compressing, log: slog.New(slog.DiscardHandler)}
+		s := &sender{w: w, ob: ob, token: "token", log: w.log, completeTakesEvents: true, encoded: takesEncoded}
+		if err := s.run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got, unused := f, compressing
+		if !takesEncoded {
+			got, unused = compressing, f
+		}
+		if len(unused.completes) != 0 || len(got.completes) != 1 {
+			t.Fatalf("takes encoded %v: %d completions on the right client, %d on the other", takesEncoded, len(got.completes), len(unused.completes))
+		}
+		c := got.completes[0]
+		if takesEncoded != (len(c.GetEncodedEvents()) == 1 && len(c.GetEvents()) == 0) {
+			t.Fatalf("takes encoded %v: sent %d encoded events and %d messages", takesEncoded, len(c.GetEncodedEvents()), len(c.GetEvents()))
+		}
+		b := sent(c.GetEvents(), c.GetEncodedEvents())[0]
+		if b.GetOutputBatch().GetFirstLine() != 11 || b.GetAttempt() != 3 || len(b.GetOutputBatch().GetOutputs()) != 3 {
+			t.Fatalf("takes encoded %v: batch sent with first_line %d, attempt %d, %d lines; want 11, 3 and 3",
+				takesEncoded, b.GetOutputBatch().GetFirstLine(), b.GetAttempt(), len(b.GetOutputBatch().GetOutputs()))
+		}
+	}
 }
 
 // storedOnce fails unless sequences 1 and 2 were each stored exactly once.

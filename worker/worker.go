@@ -117,11 +117,14 @@ func (c *Config) setDefaults() error {
 
 // Worker leases and runs jobs.
 type Worker struct {
-	cfg     Config
-	rpc     spoolv1connect.JobServiceClient
-	log     *slog.Logger
-	clock   batcher.Clock
-	metrics *workerMetrics
+	cfg Config
+	rpc spoolv1connect.JobServiceClient
+	// compressing is rpc with requests compressed, for events sent as
+	// messages (encoded events are compressed already); nil: rpc.
+	compressing spoolv1connect.JobServiceClient
+	log         *slog.Logger
+	clock       batcher.Clock
+	metrics     *workerMetrics
 
 	slots chan struct{} // one token per running command
 	spool spoolHealth
@@ -144,9 +147,24 @@ func New(cfg Config) (*Worker, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	// Workers publish batches of output: compressed, they cost a fraction
-	// of the bandwidth and the server's read budget.
-	rpc, err := wire.Dial(cfg.Server, wire.Options{HTTPClient: cfg.HTTPClient, Compress: true, APIKey: cfg.APIKey, CAFile: cfg.CAFile})
+	// Workers publish batches of output compressed: they cost a fraction
+	// of the bandwidth and the server's read budget. Encoded events are
+	// compressed one by one, as the server stores them; only events sent
+	// as messages (to a server that does not take encoded ones) need the
+	// request compressed.
+	opts := wire.Options{HTTPClient: cfg.HTTPClient, APIKey: cfg.APIKey, CAFile: cfg.CAFile}
+	rpc, err := wire.Dial(cfg.Server, opts)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	opts.Compress = true
+	if opts.HTTPClient == nil {
+		// Both clients share the connections.
+		if opts.HTTPClient, err = wire.HTTPClient(opts); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+	}
+	compressing, err := wire.Dial(cfg.Server, opts)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -155,7 +173,7 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-	w := &Worker{cfg: cfg, rpc: rpc, log: cfg.Logger, clock: batcher.SystemClock(), metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
+	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, log: cfg.Logger, clock: batcher.SystemClock(), metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
 		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
 	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	return w, nil
@@ -429,6 +447,15 @@ func (w *Worker) start(lease *spoolv1.JobLease) {
 	}()
 }
 
+// publisher is the client that sends out: requests of messages go
+// compressed.
+func (w *Worker) publisher(out outgoing) spoolv1connect.JobServiceClient {
+	if out.messages != nil && w.compressing != nil {
+		return w.compressing
+	}
+	return w.rpc
+}
+
 // open makes the attempt of a leased job, with its outbox. It returns nil
 // when the job is not to run: handed back because its outbox cannot be
 // created, or left because the worker was killed.
@@ -438,7 +465,8 @@ func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
 	b := job.GetExecutionConfig().GetBatching()
 	ob, err := outbox.Create(w.cfg.SpoolDir, outbox.Header{JobID: job.GetJobId(), Queue: job.GetQueue(), Attempt: job.GetAttempt(),
 		Token: lease.GetTaskToken(), Server: w.cfg.Server, Created: time.Now(),
-		Batch: outbox.BatchLimits{MaxLines: int(b.GetMaxBatchSize()), MaxBytes: b.GetMaxBatchBytes(), PlaybackMillis: b.GetPlaybackIntervalMillis()}})
+		Batch:     outbox.BatchLimits{MaxLines: int(b.GetMaxBatchSize()), MaxBytes: b.GetMaxBatchBytes(), PlaybackMillis: b.GetPlaybackIntervalMillis()},
+		FirstLine: lease.GetNextLine()})
 	if err != nil {
 		w.spool.broke(err)
 		log.Error("cannot create the job's outbox; handing the job back", "error", err)
@@ -466,7 +494,8 @@ func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
 // run is one attempt from start to acknowledged completion (or hand-back).
 func (w *Worker) run(a *attempt) {
 	snd := &sender{w: w, ob: a.ob, token: a.lease.GetTaskToken(), log: a.log, completeTakesEvents: a.lease.GetCompleteTakesEvents(),
-		quick: a.ended, onWatched: a.out.SetWatched, onLost: a.leaseLost, onRefused: func(err error) { a.stop(err.Error()) }}
+		encoded: a.lease.GetTakesEncodedEvents(),
+		quick:   a.ended, onWatched: a.out.SetWatched, onLost: a.leaseLost, onRefused: func(err error) { a.stop(err.Error()) }}
 	sent := make(chan error, 1)
 	go func() { sent <- snd.run(w.sendCtx) }()
 	hbCtx, stopHeartbeat := context.WithCancel(w.sendCtx)

@@ -214,7 +214,7 @@ what batching saved:
   items stored                     %6d   (%d output batches, plus the process start and end)
   items one per line would store   %6d   -> %.1fx fewer writes
   items read to replay %d+       %6d   for %d lines
-  bytes stored per byte of output  %6.2f   (batches are compressed with zstd)
+  bytes stored per byte of output  %6.2f   (batches are compressed with S2)
 `, f.Lines, f.StoredItems, f.OutputBatches, f.Unbatched, f.WriteReduction(), o.ReplayFrom, f.ReplayItemsRead, f.ReplayLines, f.BytesPerOutputByte())
 	tryIt(out, o)
 }

@@ -2,10 +2,12 @@ package events
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"google.golang.org/protobuf/proto"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -28,8 +30,8 @@ func TestEncodeCompressesWhenItHelps(t *testing.T) {
 	}
 	big := batch(1, 1, 50, true)
 	enc, err = Encode(big)
-	if err != nil || enc[0] != formatZstdProto {
-		t.Fatalf("50 similar lines: format %d err %v, want zstd", enc[0], err)
+	if err != nil || enc[0] != formatS2Proto {
+		t.Fatalf("50 similar lines: format %d err %v, want S2", enc[0], err)
 	}
 	raw, _ := proto.Marshal(big)
 	if len(enc) >= len(raw) {
@@ -44,8 +46,25 @@ func TestEncodeCompressesWhenItHelps(t *testing.T) {
 	}
 }
 
+// TestDecodesZstdItems: items stored compressed with zstd, as they were
+// before S2, read as they always did.
+func TestDecodesZstdItems(t *testing.T) {
+	ev := batch(1, 1, 50, true)
+	raw, _ := proto.Marshal(ev)
+	enc, _ := zstd.NewWriter(nil)
+	old := enc.EncodeAll(raw, []byte{formatZstdProto})
+	if got, err := Decode(old); err != nil || !proto.Equal(got, ev) {
+		t.Fatalf("zstd item: %v", err)
+	}
+	st, err := DecodeStored(old)
+	if err != nil || st.Header != HeaderOf(ev) || !bytes.Equal(st.Proto(), raw) {
+		t.Fatalf("zstd item read as stored: %+v, %v", st, err)
+	}
+}
+
 func TestDecodeRefusesGarbage(t *testing.T) {
-	for _, b := range [][]byte{nil, {9}, {formatZstdProto, 1, 2, 3}, {formatProto, 0xff, 0xff}} {
+	huge := binary.AppendUvarint([]byte{formatS2Proto}, MaxDecodedBytes+1)
+	for _, b := range [][]byte{nil, {9}, {formatZstdProto, 1, 2, 3}, {formatS2Proto, 1, 2, 3}, {formatProto, 0xff, 0xff}, huge} {
 		if _, err := Decode(b); err == nil {
 			t.Fatalf("Decode(%v) accepted garbage", b)
 		}

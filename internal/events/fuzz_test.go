@@ -16,6 +16,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte{formatZstdProto, 0x28, 0xb5, 0x2f, 0xfd})
+	f.Add([]byte{formatS2Proto, 0x80, 0x80, 0x80, 0x20})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ev, err := Decode(b)
 		if err != nil {

@@ -116,9 +116,18 @@ func (o *Outbox) claim(first int64, ev *spoolv1.JobEvent) (_ *spoolv1.JobEvent, 
 	o.pending = o.pending[n:]
 	b := ev.GetOutputBatch()
 	out := events.Batch{Sequence: ev.GetSequence(), Lines: lines, Attempt: ev.GetAttempt(),
-		PlaybackIntervalMillis: b.GetPlaybackIntervalMillis(), FirstLine: b.GetFirstLine()}.Event()
+		PlaybackIntervalMillis: b.GetPlaybackIntervalMillis(), FirstLine: o.lineNumber(first)}.Event()
 	out.Timestamp = ev.GetTimestamp()
 	return out, true, nil
+}
+
+// lineNumber is the line number of the attempt's line at index (from 0),
+// or 0 when the header does not say where the attempt's lines start.
+func (o *Outbox) lineNumber(index int64) int64 {
+	if o.header.FirstLine == 0 {
+		return 0
+	}
+	return o.header.FirstLine + index
 }
 
 // claimBytes is the output a batch record's lines hold (0 when they are no
@@ -151,6 +160,7 @@ func (o *Outbox) tail(maxEvents int, maxChunk int64) []*spoolv1.JobEvent {
 		var (
 			lines []events.Line
 			size  int64
+			first = o.lineNumber(o.pending[0].index)
 		)
 		for len(o.pending) > 0 && len(lines) < maxLines {
 			l := o.pending[0].line
@@ -160,7 +170,7 @@ func (o *Outbox) tail(maxEvents int, maxChunk int64) []*spoolv1.JobEvent {
 			lines, size = append(lines, l), size+int64(len(l.Data))
 			o.pending = o.pending[1:]
 		}
-		ev := events.Batch{Sequence: o.nextSeq, Lines: lines, Attempt: o.header.Attempt, PlaybackIntervalMillis: lim.PlaybackMillis}.Event()
+		ev := events.Batch{Sequence: o.nextSeq, Lines: lines, Attempt: o.header.Attempt, PlaybackIntervalMillis: lim.PlaybackMillis, FirstLine: first}.Event()
 		o.nextSeq += int64(len(lines))
 		out = append(out, ev)
 		total += size

@@ -49,6 +49,11 @@ type Header struct {
 	Created time.Time `json:"created"`
 	// Batch are the job's batching limits (see BatchLimits).
 	Batch BatchLimits `json:"batch"`
+	// FirstLine is the line number of the attempt's first output line (the
+	// lease's next_line): batches read back carry their line numbers, so
+	// the server stores them as they are sent. 0 in an outbox written
+	// before workers numbered their lines: the server numbers them then.
+	FirstLine int64 `json:"first_line,omitempty"`
 }
 
 // ErrBroken is returned by Next once everything readable has been read

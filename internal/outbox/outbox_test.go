@@ -254,3 +254,48 @@ func TestChunkBytes(t *testing.T) {
 		t.Fatalf("chunks %v, want %s", got, want)
 	}
 }
+
+// TestBatchesCarryLineNumbers: batches read back carry the line numbers
+// their lines have in the job's log, from the header's first line on, both
+// those the batcher wrote and those a sealed outbox batches itself; an
+// outbox whose header does not say leaves them 0 for the server.
+func TestBatchesCarryLineNumbers(t *testing.T) {
+	for _, first := range []int64{40, 0} {
+		h := header()
+		h.FirstLine, h.Batch = first, BatchLimits{MaxLines: 2}
+		o, err := Create(t.TempDir(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := events.TextLines(time.Now(), "a", "b", "c", "d", "e")
+		if err := o.AppendLines(lines); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.AppendBatch(events.Batch{Sequence: 3, Attempt: 2, Lines: lines[:2]}.Event()); err != nil {
+			t.Fatal(err)
+		}
+		o.Seal() // the batcher's last lines never made a batch
+		var got [][2]int64
+		ctx := context.Background()
+		for {
+			c, err := o.Next(ctx, 10, 1<<20)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range c.Events {
+				got = append(got, [2]int64{e.GetSequence(), e.GetOutputBatch().GetFirstLine()})
+			}
+			o.Ack(c)
+		}
+		want := [][2]int64{{3, first}, {5, first + 2}, {7, first + 4}}
+		if first == 0 {
+			want = [][2]int64{{3, 0}, {5, 0}, {7, 0}}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("header first line %d: (sequence, first_line) read back %v, want %v", first, got, want)
+		}
+	}
+}

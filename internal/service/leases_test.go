@@ -3,11 +3,14 @@ package service
 import (
 	"errors"
 	"testing"
+	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -115,5 +118,46 @@ func TestLapsedCompletionStillDeliversOutput(t *testing.T) {
 	got, err := o.st.Get(o.ctx, j.GetJobId())
 	if err != nil || got.GetState() != spoolv1.JobState_JOB_STATE_QUEUED {
 		t.Fatalf("job after a refused result: %v, %v; want it queued", got, err)
+	}
+}
+
+// Output published encoded, as workers send it, lands in the log as it
+// would as messages, numbered from the lease's next line; a call with
+// both kinds, or an encoded event that does not decode, is refused and
+// stores nothing.
+func TestPublishEncodedEvents(t *testing.T) {
+	o := newOperator(t)
+	j := o.enqueue(t, "builds")
+	l := leaseOne(t, o)
+	if !l.GetTakesEncodedEvents() {
+		t.Fatal("the lease does not say the server takes encoded events")
+	}
+	out := events.Batch{Sequence: l.GetNextSequence(), Attempt: l.GetJob().GetAttempt(), FirstLine: l.GetNextLine(),
+		Lines: events.TextLines(time.Now(), "compiling", "linking")}.Event()
+	enc, err := events.Encode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]*spoolv1.PublishEventsRequest{
+		"both kinds":      {TaskToken: l.GetTaskToken(), Events: []*spoolv1.JobEvent{out}, EncodedEvents: [][]byte{enc}},
+		"a corrupt event": {TaskToken: l.GetTaskToken(), EncodedEvents: [][]byte{enc, {2, 0xff}}},
+	} {
+		if _, err := o.s.PublishEvents(o.ctx, bad); !errors.Is(err, spool.ErrInvalidArgument) {
+			t.Fatalf("%s: %v, want refused", name, err)
+		}
+	}
+	resp, err := o.s.PublishEvents(o.ctx, &spoolv1.PublishEventsRequest{TaskToken: l.GetTaskToken(), EncodedEvents: [][]byte{enc}})
+	if err != nil || resp.GetLineCount() != l.GetNextLine()+1 {
+		t.Fatalf("publish: %v, %v; want %d lines", resp, err, l.GetNextLine()+1)
+	}
+	var got []*spoolv1.JobEvent
+	for ev, err := range o.st.Read(o.ctx, store.ReadRequest{JobID: j.GetJobId()}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev)
+	}
+	if len(got) != 1 || !proto.Equal(got[0], out) {
+		t.Fatalf("stored %v, want the batch as sent", got)
 	}
 }

@@ -26,7 +26,7 @@
 // The events table holds one item per stored event, keyed by job_id +
 // sequence (a batch is one item, at its first sequence): end_seq,
 // event_type (2 for OUTPUT_BATCH), attempt, payload (events.Encode: the
-// protobuf, zstd-compressed when that helps), ttl (Unix seconds, on every
+// protobuf, S2-compressed when that helps), ttl (Unix seconds, on every
 // item), and for output, first_line and last_line. The by-line local index
 // (job_id + last_line, output items only) makes reading from a line as
 // cheap as from a sequence. The same table holds scatters' batches (see
