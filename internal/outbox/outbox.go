@@ -16,8 +16,8 @@
 package outbox
 
 import (
-	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -205,19 +205,17 @@ func Open(dir string) (*Outbox, error) {
 // scanTail finds where a segment's valid records end and whether the last
 // one is the result.
 func scanTail(path string) (size int64, finished bool, err error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("outbox: %w", err)
 	}
-	defer f.Close()
-	r := bufio.NewReader(f)
 	for {
-		kind, _, n, err := readRecord(r)
+		kind, _, n, err := parseRecord(b[size:])
 		if err != nil {
-			return size, finished, nil // EOF or a torn tail: the valid part ends here
+			return size, finished, nil // the end, or a torn tail: the valid part ends here
 		}
 		size += int64(n)
 		finished = kind == kindResult
@@ -450,7 +448,15 @@ func (o *Outbox) dropReadSegments(seg int) {
 	}
 }
 
+// readAhead is how much of a segment one read takes in, at most (unless a
+// single record is larger).
+const readAhead = 1 << 20
+
 // read parses records of segment at.seg between at.off and limit.
+//
+// It reads them with one system call into a buffer of their own, and the
+// lines it keeps for their batches are parts of it: the buffer lives as
+// long as one of them waits to be sent, and nothing is copied per record.
 func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk, error) {
 	if o.rFile == nil || o.rSeg != at.seg {
 		if o.rFile != nil {
@@ -462,14 +468,32 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 		}
 		o.rFile, o.rSeg = f, at.seg
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(o.rFile, at.off, limit-at.off), 64<<10)
+	buf, err := o.readAt(at.off, min(limit-at.off, readAhead))
+	if err != nil {
+		return Chunk{}, err
+	}
 	c := Chunk{end: at}
 	var size int64
 	// fits says whether an event of cost bytes joins this chunk; one that
 	// does not is left for the next chunk, which reads it again from c.end.
 	fits := func(cost int64) bool { return len(c.Events) == 0 || size+cost <= maxBytes }
 	for len(c.Events) < maxEvents {
-		kind, payload, n, err := readRecord(r)
+		rest := buf[c.end.off-at.off:]
+		kind, payload, n, err := parseRecord(rest)
+		if errors.Is(err, errShort) {
+			switch {
+			case c.end.off+int64(max(n, len(rest)+1)) > limit:
+				err = errTorn // it goes on past what was written
+			case c.end.off > at.off:
+				return c, nil // the next read starts with it
+			default:
+				// A record larger than the read: read it whole.
+				if buf, err = o.readAt(at.off, min(limit-at.off, int64(max(n, len(rest)+binary.MaxVarintLen64)))); err != nil {
+					return Chunk{}, err
+				}
+				continue
+			}
+		}
 		if err == io.EOF || (errors.Is(err, errTorn) && o.Broken()) {
 			break // the end, or the record a failed write cut short
 		}
@@ -492,7 +516,7 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 				return Chunk{}, err
 			}
 			c.end.off += int64(n)
-			// The record's bytes are the reader's own: keep them.
+			// The buffer is the reader's own: keep the line in it.
 			o.pending = append(o.pending, pendingLine{index: index, seg: at.seg, line: l})
 			continue
 		case kindBatch:
@@ -527,6 +551,15 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 		c.Events = append(c.Events, ev)
 	}
 	return c, nil
+}
+
+// readAt reads n bytes of the segment being read at off.
+func (o *Outbox) readAt(off, n int64) ([]byte, error) {
+	buf := make([]byte, n)
+	if _, err := o.rFile.ReadAt(buf, off); err != nil {
+		return nil, fmt.Errorf("outbox %s: segment %d at %d: %w", o.dir, o.rSeg, off, err)
+	}
+	return buf, nil
 }
 
 // Broken reports whether a write failed: the outbox holds less than the

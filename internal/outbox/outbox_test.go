@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -185,19 +184,19 @@ func TestReopenAfterCrash(t *testing.T) {
 
 func TestReadRecordRejectsCorruption(t *testing.T) {
 	good := appendRecord(nil, kindEvent, []byte("payload"))
-	k, p, n, err := readRecord(bufio.NewReader(bytes.NewReader(good)))
+	k, p, n, err := parseRecord(good)
 	if err != nil || k != kindEvent || string(p) != "payload" || n != len(good) {
 		t.Fatalf("good record: %d %q %d %v", k, p, n, err)
 	}
 	bad := bytes.Clone(good)
 	bad[3] ^= 1
-	if _, _, _, err := readRecord(bufio.NewReader(bytes.NewReader(bad))); !errors.Is(err, errTorn) {
+	if _, _, _, err := parseRecord(bad); !errors.Is(err, errTorn) {
 		t.Fatalf("flipped bit: %v", err)
 	}
-	if _, _, _, err := readRecord(bufio.NewReader(bytes.NewReader(good[:len(good)-1]))); !errors.Is(err, errTorn) {
-		t.Fatalf("short record: %v", err)
+	if _, _, n, err := parseRecord(good[:len(good)-1]); !errors.Is(err, errShort) || n != len(good) {
+		t.Fatalf("short record: %d bytes, %v", n, err)
 	}
-	if _, _, _, err := readRecord(bufio.NewReader(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff, 0x7f}))); !errors.Is(err, errTorn) {
+	if _, _, _, err := parseRecord([]byte{0xff, 0xff, 0xff, 0xff, 0x7f}); !errors.Is(err, errTorn) {
 		t.Fatalf("huge length: %v", err)
 	}
 }
@@ -296,6 +295,60 @@ func TestBatchesCarryLineNumbers(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("header first line %d: (sequence, first_line) read back %v, want %v", first, got, want)
+		}
+	}
+}
+
+// TestReadsAcrossItsReadAhead: records are read a span at a time; one that
+// a span ends inside is read by the next, and one larger than a span is
+// read whole.
+func TestReadsAcrossItsReadAhead(t *testing.T) {
+	o, err := Create(t.TempDir(), header())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	add := func(texts ...string) {
+		lines := events.TextLines(time.Now(), texts...)
+		if err := o.AppendLines(lines); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.AppendBatch(events.Batch{Sequence: int64(len(want) + 1), Lines: lines}.Event()); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, texts...)
+	}
+	line := string(bytes.Repeat([]byte("x"), 1000))
+	for i := range 3000 {
+		add(fmt.Sprint(i, line))
+	}
+	add(string(bytes.Repeat([]byte("y"), readAhead+readAhead/2)))
+	add("last")
+	if err := o.Finish(&spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		c, err := o.Next(context.Background(), 64, 8<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range c.Events {
+			for _, out := range e.GetOutputBatch().GetOutputs() {
+				got = append(got, string(out.GetOutput()))
+			}
+		}
+		o.Ack(c)
+		if c.Result != nil {
+			break
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("read %d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("line %d differs (%d bytes, want %d)", i, len(got[i]), len(want[i]))
 		}
 	}
 }

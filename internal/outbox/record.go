@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,42 +37,46 @@ func appendRecord(dst []byte, kind byte, payload []byte) []byte {
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
-// readRecord reads one record. It returns io.EOF at a clean end, errTorn for
-// an incomplete or corrupt tail, and the bytes consumed.
-func readRecord(r *bufio.Reader) (kind byte, payload []byte, n int, err error) {
-	size, n, err := readLength(r)
+// parseRecord reads the record at the start of b. It returns io.EOF for an
+// empty b; errShort, with the record's whole length in n, when b holds only
+// its beginning (more of the file may hold the rest); errTorn for a corrupt
+// record. The payload is a part of b.
+func parseRecord(b []byte) (kind byte, payload []byte, n int, err error) {
+	if len(b) == 0 {
+		return 0, nil, 0, io.EOF
+	}
+	size, m, err := parseLength(b)
 	if err != nil {
 		return 0, nil, 0, err
 	}
-	body := make([]byte, size+4)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return 0, nil, 0, errTorn
+	n = m + int(size) + 4
+	if len(b) < n {
+		return 0, nil, n, errShort
 	}
-	n += len(body)
-	sum := binary.LittleEndian.Uint32(body[size:])
-	if crc32.Checksum(body[:size], castagnoli) != sum {
+	body := b[m : m+int(size)]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[m+int(size):n]) {
 		return 0, nil, 0, fmt.Errorf("%w: checksum mismatch", errTorn)
 	}
-	return body[0], body[1:size], n, nil
+	return body[0], body[1:], n, nil
 }
 
-// readLength reads a record's length prefix: a canonical uvarint (as
+// errShort: the bytes end inside a record.
+var errShort = errors.New("record continues past the bytes read")
+
+// parseLength reads a record's length prefix: a canonical uvarint (as
 // binary.AppendUvarint writes it) between 1 and maxRecord, and the bytes it
-// took.
-func readLength(r *bufio.Reader) (size uint64, n int, err error) {
+// took. Bytes that end inside it are errShort, with n 0.
+func parseLength(b []byte) (size uint64, n int, err error) {
 	var shift uint
 	for n < binary.MaxVarintLen64 {
-		b, err := r.ReadByte()
-		if err == io.EOF && n == 0 {
-			return 0, 0, io.EOF
+		if n == len(b) {
+			return 0, 0, errShort
 		}
-		if err != nil {
-			return 0, 0, errTorn
-		}
+		c := b[n]
 		n++
-		size |= uint64(b&0x7f) << shift
-		if b < 0x80 {
-			if (b == 0 && n > 1) || size == 0 || size > maxRecord {
+		size |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			if (c == 0 && n > 1) || size == 0 || size > maxRecord {
 				return 0, 0, errTorn
 			}
 			return size, n, nil
