@@ -88,21 +88,26 @@ func (a *attempt) onLines(lines []events.Line) {
 	}
 }
 
-// emit appends an event the batcher produced to the outbox: a batch as a
-// reference to its lines, already on disk; a process event whole. It runs
-// under the batcher's lock, so it must not call back into the batcher.
+// emit appends a process event the batcher produced to the outbox. It
+// runs under the batcher's lock, so it must not call back into the
+// batcher.
 func (a *attempt) emit(ev *spoolv1.JobEvent) {
 	if a.w.isKilled() {
 		return // the worker is gone: its outboxes stay as they are
 	}
-	var err error
-	if b := ev.GetOutputBatch(); b != nil {
-		a.w.metrics.batchLines.Record(context.Background(), int64(len(b.GetOutputs())))
-		err = a.ob.AppendBatch(ev)
-	} else {
-		err = a.ob.Append(ev)
+	if err := a.ob.Append(ev); err != nil {
+		a.spoolFailed(err)
 	}
-	if err != nil {
+}
+
+// emitBatch appends a batch the batcher produced to the outbox, as a
+// reference to its lines, already on disk. It runs as emit does.
+func (a *attempt) emitBatch(b events.Batch) {
+	if a.w.isKilled() {
+		return
+	}
+	a.w.metrics.batchLines.Record(context.Background(), int64(len(b.Lines)))
+	if err := a.ob.AppendBatch(b); err != nil {
 		a.spoolFailed(err)
 	}
 }

@@ -82,7 +82,7 @@ func (w *Worker) resumeOutboxes() error {
 // it the server did not store for that attempt is lost, and is reported and
 // kept; an outbox whose output all arrived is removed.
 func (w *Worker) settleLeftover(snd *sender, h outbox.Header) {
-	var left []*spoolv1.JobEvent
+	var left []outbox.Event
 	for {
 		c, err := snd.ob.Next(w.sendCtx, publishMaxEvents, publishMaxBytes)
 		if err != nil {
@@ -102,35 +102,26 @@ func (w *Worker) settleLeftover(snd *sender, h outbox.Header) {
 		_ = snd.ob.Close()
 		return
 	}
-	var lines, other int64
-	for _, ev := range left {
-		if events.EndSequence(ev) <= stored {
-			continue
-		}
-		if n := events.LineCount(ev); n > 0 {
-			lines += n
-		} else {
-			other++
-		}
-	}
-	if lines+other == 0 {
+	var lost tally
+	lost.add(left, stored)
+	if lost.lines+lost.other == 0 {
 		snd.log.Info("discarding output of an attempt that is over: the server has all of it")
 		_ = snd.ob.Remove()
 		return
 	}
-	_ = snd.keepLost(w.sendCtx, lines, other)
+	_ = snd.keepLost(w.sendCtx, lost.lines, lost.other)
 }
 
 // storedThrough is the last sequence the server stored for attempt
 // h.Attempt at or after the first of evs: its events form one run of the
 // log, which a later attempt continues.
-func (w *Worker) storedThrough(h outbox.Header, evs []*spoolv1.JobEvent) (int64, error) {
+func (w *Worker) storedThrough(h outbox.Header, evs []outbox.Event) (int64, error) {
 	if len(evs) == 0 {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(w.sendCtx, 30*time.Second)
 	defer cancel()
-	stream, err := w.rpc.StreamEvents(ctx, connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: h.JobID, FromSequence: evs[0].GetSequence()}))
+	stream, err := w.rpc.StreamEvents(ctx, connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: h.JobID, FromSequence: evs[0].Sequence()}))
 	if err != nil {
 		return 0, err
 	}

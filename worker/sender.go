@@ -15,7 +15,6 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/backoff"
-	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/outbox"
 )
 
@@ -229,18 +228,18 @@ type outgoing struct {
 
 // outgoing prepares events to send. They are encoded once, however often
 // the call is retried.
-func (s *sender) outgoing(evs []*spoolv1.JobEvent) outgoing {
+func (s *sender) outgoing(evs []outbox.Event) outgoing {
 	if len(evs) == 0 {
 		return outgoing{}
 	}
-	out := outgoing{last: events.EndSequence(evs[len(evs)-1])}
+	out := outgoing{last: evs[len(evs)-1].EndSequence()}
 	if s.encoded {
 		enc := make([][]byte, len(evs))
 		for i, ev := range evs {
-			b, err := events.Encode(ev)
+			b, err := ev.Encode()
 			if err != nil {
 				// Sent as a message, the server says what is wrong.
-				out.messages = evs
+				out.messages = outbox.Messages(evs)
 				return out
 			}
 			enc[i] = b
@@ -248,7 +247,7 @@ func (s *sender) outgoing(evs []*spoolv1.JobEvent) outgoing {
 		out.encoded = enc
 		return out
 	}
-	out.messages = evs
+	out.messages = outbox.Messages(evs)
 	return out
 }
 
@@ -264,21 +263,12 @@ func (s *sender) releaseJob(ctx context.Context, bo *pauses, hb *handBack) error
 // owns the job: the attempt is stopped, what is left in the outbox is
 // counted, the loss recorded on the job, and the outbox kept aside (not
 // resumed again) and named in a warning. Never silent.
-func (s *sender) undelivered(ctx context.Context, refused []*spoolv1.JobEvent) error {
+func (s *sender) undelivered(ctx context.Context, refused []outbox.Event) error {
 	if s.onLost != nil {
 		s.onLost("another attempt owns the job")
 	}
-	var lines, other int64
-	count := func(evs []*spoolv1.JobEvent) {
-		for _, ev := range evs {
-			if n := events.LineCount(ev); n > 0 {
-				lines += n
-			} else {
-				other++
-			}
-		}
-	}
-	count(refused)
+	var lost tally
+	lost.add(refused, 0)
 	for {
 		c, err := s.ob.Next(ctx, publishMaxEvents, publishMaxBytes)
 		if err != nil {
@@ -287,10 +277,27 @@ func (s *sender) undelivered(ctx context.Context, refused []*spoolv1.JobEvent) e
 			}
 			break
 		}
-		count(c.Events)
+		lost.add(c.Events, 0)
 		s.ob.Ack(c)
 	}
-	return s.keepLost(ctx, lines, other)
+	return s.keepLost(ctx, lost.lines, lost.other)
+}
+
+// tally counts output lines and other events that could not be delivered.
+type tally struct{ lines, other int64 }
+
+// add counts the events of evs that end after sequence stored.
+func (t *tally) add(evs []outbox.Event, stored int64) {
+	for _, ev := range evs {
+		if ev.EndSequence() <= stored {
+			continue
+		}
+		if n := ev.LineCount(); n > 0 {
+			t.lines += n
+		} else {
+			t.other++
+		}
+	}
 }
 
 // keepLost moves the outbox aside, reports the loss to the server, and
@@ -312,8 +319,8 @@ func (s *sender) keepLost(ctx context.Context, lines, other int64) error {
 }
 
 // pending drops events the server already has.
-func (s *sender) pending(evs []*spoolv1.JobEvent) []*spoolv1.JobEvent {
-	for len(evs) > 0 && events.EndSequence(evs[0]) <= s.skipThrough {
+func (s *sender) pending(evs []outbox.Event) []outbox.Event {
+	for len(evs) > 0 && evs[0].EndSequence() <= s.skipThrough {
 		evs = evs[1:]
 	}
 	return evs

@@ -139,7 +139,7 @@ func TestOutputGoesEncodedWithLineNumbers(t *testing.T) {
 		if err := ob.AppendLines(lines); err != nil {
 			t.Fatal(err)
 		}
-		if err := ob.AppendBatch(events.Batch{Sequence: 4, Attempt: 3, Lines: lines}.Event()); err != nil {
+		if err := ob.AppendBatch(events.Batch{Sequence: 4, Attempt: 3, Lines: lines}); err != nil {
 			t.Fatal(err)
 		}
 		if err := ob.Finish(&spoolv1.JobResult{}); err != nil {

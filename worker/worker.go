@@ -474,7 +474,7 @@ func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
 		return nil
 	}
 	a := &attempt{w: w, lease: lease, job: job, log: log, ob: ob, ended: make(chan struct{})}
-	a.out = batcher.NewOutput(batcher.OutputConfig{Batching: job.GetExecutionConfig().GetBatching()},
+	a.out = batcher.NewOutput(batcher.OutputConfig{Batching: job.GetExecutionConfig().GetBatching(), EmitBatch: a.emitBatch},
 		lease.GetNextSequence(), job.GetAttempt(), w.clock, a.emit)
 	// Kill stops the attempts it finds; one it can no longer find must not
 	// start its command. Its outbox stays, as a crash leaves it.

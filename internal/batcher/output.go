@@ -32,6 +32,11 @@ type OutputConfig struct {
 	// WatchedInterval: the flush interval while someone watches the job
 	// (0: DefaultWatchedInterval).
 	WatchedInterval time.Duration
+	// EmitBatch, when set, receives the batches instead of emit, as their
+	// descriptions (for a caller that never needs them as messages: the
+	// worker writes only a reference to their lines). It is called as
+	// emit is; the batch's Lines are valid only during the call.
+	EmitBatch func(events.Batch)
 }
 
 // core turns the job's config into the batching core's, filling defaults.
@@ -60,12 +65,13 @@ func orDefault[N int32 | int64 | time.Duration](v, def N) N {
 // sequence, so the sequences emitted are continuous from the first one,
 // with no gaps or repeats. All methods are safe for concurrent use.
 type OutputBatcher struct {
-	core     *Batcher[events.Line]
-	clock    Clock
-	emit     func(*spoolv1.JobEvent)
-	attempt  int32
-	playback int32
-	maxBytes int64
+	core      *Batcher[events.Line]
+	clock     Clock
+	emit      func(*spoolv1.JobEvent)
+	emitBatch func(events.Batch)
+	attempt   int32
+	playback  int32
+	maxBytes  int64
 
 	// Guarded by the core's lock: flushes and Do already run under it, so
 	// sequences are handed out in the order events are emitted.
@@ -84,13 +90,14 @@ func NewOutput(cfg OutputConfig, firstSequence int64, attempt int32, clock Clock
 	}
 	core := cfg.core()
 	o := &OutputBatcher{
-		clock:    clock,
-		emit:     emit,
-		attempt:  attempt,
-		playback: orDefault(cfg.Batching.GetPlaybackIntervalMillis(), DefaultPlaybackIntervalMillis),
-		maxBytes: core.MaxBytes,
-		next:     firstSequence,
-		stats:    OutputStats{Flushes: map[Reason]int64{}},
+		clock:     clock,
+		emit:      emit,
+		emitBatch: cfg.EmitBatch,
+		attempt:   attempt,
+		playback:  orDefault(cfg.Batching.GetPlaybackIntervalMillis(), DefaultPlaybackIntervalMillis),
+		maxBytes:  core.MaxBytes,
+		next:      firstSequence,
+		stats:     OutputStats{Flushes: map[Reason]int64{}},
 	}
 	o.core = New(core, clock, lineSize, o.flush)
 	return o
@@ -174,5 +181,10 @@ func (o *OutputBatcher) flush(lines []events.Line, r Reason) {
 	o.stats.Lines += int64(n)
 	o.stats.Bytes += size
 	o.stats.Flushes[r]++
-	o.emit(events.Batch{Sequence: start, Lines: lines, Attempt: o.attempt, PlaybackIntervalMillis: o.playback}.Event())
+	b := events.Batch{Sequence: start, Lines: lines, Attempt: o.attempt, PlaybackIntervalMillis: o.playback}
+	if o.emitBatch != nil {
+		o.emitBatch(b)
+		return
+	}
+	o.emit(b.Event())
 }

@@ -3,6 +3,7 @@ package batcher_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,6 +125,35 @@ func TestOutputBatchEvent(t *testing.T) {
 	}
 	if n := o.NextSequence(); n != 10 {
 		t.Fatalf("NextSequence = %d, want 10", n)
+	}
+}
+
+// TestOutputEmitBatch: with EmitBatch, batches come out as descriptions of
+// the events they would be, in order with the process events, which still
+// go to emit.
+func TestOutputEmitBatch(t *testing.T) {
+	clock := batchertest.NewClock(time.Time{})
+	s := &sink{}
+	o := batcher.NewOutput(batcher.OutputConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 2}, EmitBatch: func(b events.Batch) {
+		b.Lines = slices.Clone(b.Lines) // valid only during the call
+		s.emit(b.Event())
+	}}, 3, 2, clock, s.emit)
+	o.Line(events.Line{Data: []byte("a"), Stream: stdout})
+	o.Line(events.Line{Data: []byte("b"), Stream: stdout})
+	o.Line(events.Line{Data: []byte("c"), Stream: stderr})
+	o.Event(processEvent(spoolv1.EventType_EVENT_TYPE_PROCESS_END))
+	o.Close()
+	evs := s.take()
+	var got []string
+	for _, ev := range evs {
+		got = append(got, fmt.Sprintf("%d:%s:%d", ev.GetSequence(), ev.GetEventType(), len(ev.GetOutputBatch().GetOutputs())))
+	}
+	want := []string{"3:EVENT_TYPE_OUTPUT_BATCH:2", "5:EVENT_TYPE_OUTPUT_BATCH:1", "6:EVENT_TYPE_PROCESS_END:0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("emitted %v, want %v", got, want)
+	}
+	if b := evs[1].GetOutputBatch(); string(b.GetOutputs()[0].GetOutput()) != "c" || evs[1].GetAttempt() != 2 || b.GetEndSequence() != 5 {
+		t.Fatalf("second batch %v", evs[1])
 	}
 }
 

@@ -52,18 +52,24 @@ func Encode(ev *spoolv1.JobEvent) ([]byte, error) {
 		return nil, fmt.Errorf("encode event %d: %w", ev.GetSequence(), err)
 	}
 	*buf = raw[:0]
+	return compress(raw), nil
+}
+
+// compress makes a payload of a JobEvent protobuf: compressed with S2 when
+// that makes it smaller, copied as it is otherwise.
+func compress(raw []byte) []byte {
 	if len(raw) >= compressMin {
 		out := make([]byte, 1+s2.MaxEncodedLen(len(raw)))
 		z := s2.Encode(out[1:], raw)
 		if len(z) < len(raw) {
 			out[0] = formatS2Proto
-			return out[:1+len(z)], nil
+			return out[:1+len(z)]
 		}
 	}
 	out := make([]byte, 1+len(raw))
 	out[0] = formatProto
 	copy(out[1:], raw)
-	return out, nil
+	return out
 }
 
 // Decode parses a payload written by Encode.

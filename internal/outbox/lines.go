@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
@@ -62,12 +63,12 @@ func decodeLine(p []byte) (int64, events.Line, error) {
 
 // batch payload: uvarint index of its first line | the OUTPUT_BATCH event
 // without its outputs and timestamps.
-func appendBatchPayload(dst []byte, first int64, ev *spoolv1.JobEvent) ([]byte, error) {
-	b := ev.GetOutputBatch()
-	stripped := &spoolv1.JobEvent{Sequence: ev.GetSequence(), Timestamp: ev.GetTimestamp(), EventType: ev.GetEventType(), Attempt: ev.GetAttempt(),
+func appendBatchPayload(dst []byte, first int64, b events.Batch) ([]byte, error) {
+	n := int64(len(b.Lines))
+	stripped := &spoolv1.JobEvent{Sequence: b.Sequence, Timestamp: timestamppb.New(b.Lines[0].Time), EventType: spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH,
+		Attempt: b.Attempt,
 		EventData: &spoolv1.JobEvent_OutputBatch{OutputBatch: &spoolv1.OutputBatchEvent{
-			StartSequence: b.GetStartSequence(), EndSequence: b.GetEndSequence(), PlaybackIntervalMillis: b.GetPlaybackIntervalMillis(),
-			FirstLine: b.GetFirstLine(),
+			StartSequence: b.Sequence, EndSequence: b.Sequence + n - 1, PlaybackIntervalMillis: b.PlaybackIntervalMillis, FirstLine: b.FirstLine,
 		}}}
 	dst = binary.AppendUvarint(dst, uint64(first))
 	return proto.MarshalOptions{}.MarshalAppend(dst, stripped)
@@ -96,7 +97,7 @@ type pendingLine struct {
 // ok is false when its lines are no longer on disk: the batch was
 // acknowledged before the outbox was reopened (segments are only deleted
 // once all their lines are claimed and acknowledged), so it is skipped.
-func (o *Outbox) claim(first int64, ev *spoolv1.JobEvent) (_ *spoolv1.JobEvent, ok bool, err error) {
+func (o *Outbox) claim(first int64, ev *spoolv1.JobEvent) (_ events.Batch, ok bool, err error) {
 	n := ev.GetOutputBatch().GetEndSequence() - ev.GetOutputBatch().GetStartSequence() + 1
 	// Lines before the batch's first are claimed by batches whose records
 	// were deleted with their segment: drop them.
@@ -104,21 +105,21 @@ func (o *Outbox) claim(first int64, ev *spoolv1.JobEvent) (_ *spoolv1.JobEvent, 
 		o.pending = o.pending[1:]
 	}
 	if len(o.pending) == 0 || o.pending[0].index != first {
-		return nil, false, nil
+		return events.Batch{}, false, nil
 	}
 	if int64(len(o.pending)) < n {
-		return nil, false, fmt.Errorf("outbox %s: batch %d claims %d lines from %d; only %d are written", o.dir, ev.GetSequence(), n, first, len(o.pending))
+		return events.Batch{}, false, fmt.Errorf("outbox %s: batch %d claims %d lines from %d; only %d are written", o.dir, ev.GetSequence(), n, first, len(o.pending))
 	}
 	lines := make([]events.Line, n)
 	for i := range lines {
 		lines[i] = o.pending[i].line
 	}
 	o.pending = o.pending[n:]
-	b := ev.GetOutputBatch()
-	out := events.Batch{Sequence: ev.GetSequence(), Lines: lines, Attempt: ev.GetAttempt(),
-		PlaybackIntervalMillis: b.GetPlaybackIntervalMillis(), FirstLine: o.lineNumber(first)}.Event()
-	out.Timestamp = ev.GetTimestamp()
-	return out, true, nil
+	// The batch's time is the one recorded with it, to the nanosecond;
+	// its lines' are kept to the millisecond.
+	lines[0].Time = ev.GetTimestamp().AsTime()
+	return events.Batch{Sequence: ev.GetSequence(), Lines: lines, Attempt: ev.GetAttempt(),
+		PlaybackIntervalMillis: ev.GetOutputBatch().GetPlaybackIntervalMillis(), FirstLine: o.lineNumber(first)}, true, nil
 }
 
 // lineNumber is the line number of the attempt's line at index (from 0),
@@ -149,11 +150,11 @@ func (o *Outbox) claimBytes(first int64, ev *spoolv1.JobEvent) int64 {
 // tail batches the lines no batch record claimed, continuing the sequences
 // after the last event read, within the header's limits: at most maxEvents
 // batches and about maxBytes of output (at least one batch) at a time.
-func (o *Outbox) tail(maxEvents int, maxChunk int64) []*spoolv1.JobEvent {
+func (o *Outbox) tail(maxEvents int, maxChunk int64) []Event {
 	lim := o.header.Batch
 	maxLines, maxBytes := max(lim.MaxLines, 1), lim.MaxBytes
 	var (
-		out   []*spoolv1.JobEvent
+		out   []Event
 		total int64
 	)
 	for len(o.pending) > 0 && len(out) < maxEvents && (len(out) == 0 || total < maxChunk) {
@@ -170,9 +171,9 @@ func (o *Outbox) tail(maxEvents int, maxChunk int64) []*spoolv1.JobEvent {
 			lines, size = append(lines, l), size+int64(len(l.Data))
 			o.pending = o.pending[1:]
 		}
-		ev := events.Batch{Sequence: o.nextSeq, Lines: lines, Attempt: o.header.Attempt, PlaybackIntervalMillis: lim.PlaybackMillis, FirstLine: first}.Event()
+		b := events.Batch{Sequence: o.nextSeq, Lines: lines, Attempt: o.header.Attempt, PlaybackIntervalMillis: lim.PlaybackMillis, FirstLine: first}
 		o.nextSeq += int64(len(lines))
-		out = append(out, ev)
+		out = append(out, BatchEvent(b))
 		total += size
 	}
 	return out

@@ -63,7 +63,7 @@ var ErrBroken = errors.New("outbox: the spool directory could not be written")
 
 // Chunk is a run of records from the acknowledged position on.
 type Chunk struct {
-	Events []*spoolv1.JobEvent
+	Events []Event
 	// Result is set when the chunk reaches the final record.
 	Result *spoolv1.JobResult
 	end    pos
@@ -276,22 +276,22 @@ func (o *Outbox) AppendLines(lines []events.Line) error {
 	return o.written(kindLine)
 }
 
-// AppendBatch adds an OUTPUT_BATCH event whose lines were added before with
-// AppendLines: only its sequence and where its lines are go to disk.
-func (o *Outbox) AppendBatch(ev *spoolv1.JobEvent) error {
-	b := ev.GetOutputBatch()
-	n := int64(len(b.GetOutputs()))
+// AppendBatch adds a batch of lines added before with AppendLines, the
+// next ones no batch claimed: only its sequence and where its lines are go
+// to disk. Its lines are not kept.
+func (o *Outbox) AppendBatch(b events.Batch) error {
+	n := int64(len(b.Lines))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.writable(); err != nil {
 		return err
 	}
 	if n == 0 || o.claimed+n > o.nextLine {
-		return fmt.Errorf("outbox: batch %d claims %d lines, but only %d are written and unclaimed", ev.GetSequence(), n, o.nextLine-o.claimed)
+		return fmt.Errorf("outbox: batch %d claims %d lines, but only %d are written and unclaimed", b.Sequence, n, o.nextLine-o.claimed)
 	}
-	payload, err := appendBatchPayload(nil, o.claimed, ev)
+	payload, err := appendBatchPayload(nil, o.claimed, b)
 	if err != nil {
-		return fmt.Errorf("outbox: encode batch %d: %w", ev.GetSequence(), err)
+		return fmt.Errorf("outbox: encode batch %d: %w", b.Sequence, err)
 	}
 	o.buf = appendRecord(o.buf[:0], kindBatch, payload)
 	if err := o.write(); err != nil {
@@ -500,7 +500,7 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 		if err != nil {
 			return Chunk{}, fmt.Errorf("outbox %s: segment %d at %d: %w", o.dir, at.seg, c.end.off, err)
 		}
-		var ev *spoolv1.JobEvent
+		var ev Event
 		switch kind {
 		case kindResult:
 			c.end.off += int64(n)
@@ -529,12 +529,13 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 				return c, nil
 			}
 			c.end.off += int64(n)
-			var ok bool
-			if ev, ok, err = o.claim(first, marker); err != nil {
+			b, ok, err := o.claim(first, marker)
+			if err != nil {
 				return Chunk{}, err
 			} else if !ok {
 				continue
 			}
+			ev = BatchEvent(b)
 			size += cost
 		default:
 			if !fits(int64(n)) {
@@ -542,12 +543,13 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 			}
 			c.end.off += int64(n)
 			size += int64(n)
-			ev = &spoolv1.JobEvent{}
-			if err := proto.Unmarshal(payload, ev); err != nil {
+			msg := &spoolv1.JobEvent{}
+			if err := proto.Unmarshal(payload, msg); err != nil {
 				return Chunk{}, fmt.Errorf("outbox: event: %w", err)
 			}
+			ev = MessageEvent(msg)
 		}
-		o.nextSeq = events.EndSequence(ev) + 1
+		o.nextSeq = ev.EndSequence() + 1
 		c.Events = append(c.Events, ev)
 	}
 	return c, nil

@@ -38,7 +38,7 @@ func drain(t *testing.T, o *Outbox, maxEvents int) ([]int64, *spoolv1.JobResult)
 			t.Fatal(err)
 		}
 		for _, e := range c.Events {
-			seqs = append(seqs, e.GetSequence())
+			seqs = append(seqs, e.Sequence())
 		}
 		o.Ack(c)
 		if c.Result != nil {
@@ -241,7 +241,7 @@ func TestChunkBytes(t *testing.T) {
 		}
 		var seqs []int64
 		for _, e := range c.Events {
-			seqs = append(seqs, e.GetSequence())
+			seqs = append(seqs, e.Sequence())
 		}
 		got = append(got, seqs)
 		o.Ack(c)
@@ -270,7 +270,7 @@ func TestBatchesCarryLineNumbers(t *testing.T) {
 		if err := o.AppendLines(lines); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.AppendBatch(events.Batch{Sequence: 3, Attempt: 2, Lines: lines[:2]}.Event()); err != nil {
+		if err := o.AppendBatch(events.Batch{Sequence: 3, Attempt: 2, Lines: lines[:2]}); err != nil {
 			t.Fatal(err)
 		}
 		o.Seal() // the batcher's last lines never made a batch
@@ -285,7 +285,7 @@ func TestBatchesCarryLineNumbers(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, e := range c.Events {
-				got = append(got, [2]int64{e.GetSequence(), e.GetOutputBatch().GetFirstLine()})
+				got = append(got, [2]int64{e.Sequence(), e.Message().GetOutputBatch().GetFirstLine()})
 			}
 			o.Ack(c)
 		}
@@ -313,7 +313,7 @@ func TestReadsAcrossItsReadAhead(t *testing.T) {
 		if err := o.AppendLines(lines); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.AppendBatch(events.Batch{Sequence: int64(len(want) + 1), Lines: lines}.Event()); err != nil {
+		if err := o.AppendBatch(events.Batch{Sequence: int64(len(want) + 1), Lines: lines}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, texts...)
@@ -334,7 +334,7 @@ func TestReadsAcrossItsReadAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range c.Events {
-			for _, out := range e.GetOutputBatch().GetOutputs() {
+			for _, out := range e.Message().GetOutputBatch().GetOutputs() {
 				got = append(got, string(out.GetOutput()))
 			}
 		}
