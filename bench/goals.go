@@ -175,14 +175,11 @@ func remoteLines(ctx context.Context, job emitter, jobs, lines, slots int, perLi
 	if err != nil {
 		return 0, 0, err
 	}
-	done := 0
-	stopProgress := progress(func() string { return fmt.Sprintf("%d of %d jobs done", done, jobs) })
+	var done atomic.Int64
+	stopProgress := progress(func() string { return fmt.Sprintf("%d of %d jobs done", done.Load(), jobs) })
 	defer stopProgress()
-	for _, id := range ids {
-		if err := waitDone(ctx, r.Client, id); err != nil {
-			return 0, 0, err
-		}
-		done++
+	if err := waitAll(ctx, r.Client, ids, func() { done.Add(1) }); err != nil {
+		return 0, 0, err
 	}
 	return float64(jobs*lines) / sinceStart(start), r.peakRSS(), nil
 }

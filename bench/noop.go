@@ -115,10 +115,8 @@ func noopJobRate(ctx context.Context, c *client.Client, n int) (float64, error) 
 	if _, err := c.ResumeQueue(ctx, queue); err != nil {
 		return 0, err
 	}
-	for _, id := range ids {
-		if err := waitDone(ctx, c, id); err != nil {
-			return 0, err
-		}
+	if err := waitAll(ctx, c, ids, nil); err != nil {
+		return 0, err
 	}
 	return float64(n) / sinceStart(start), nil
 }

@@ -82,10 +82,8 @@ func measureScatter(ctx context.Context, cl *demo.Local, n, per int) (scatterRes
 		}
 		ids[i] = j.GetJobId()
 	}
-	for _, id := range ids {
-		if err := waitDone(ctx, cl.Client, id); err != nil {
-			return r, err
-		}
+	if err := waitAll(ctx, cl.Client, ids, nil); err != nil {
+		return r, err
 	}
 	r.jobsPerSecond = float64(len(ids)) / sinceStart(start)
 	return r, nil

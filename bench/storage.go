@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/demo"
@@ -48,6 +51,39 @@ func runJob(ctx context.Context, c *client.Client, s client.Submission) (string,
 		return "", err
 	}
 	return job.GetJobId(), waitDone(ctx, c, job.GetJobId())
+}
+
+// followers is how many jobs waitAll follows at once.
+const followers = 32
+
+// waitAll waits for every job of ids to succeed, following several at once
+// in the order given (so a measurement ends when the last job does, not a
+// stream's round trip per job later), and calls done after each.
+func waitAll(ctx context.Context, c *client.Client, ids []string, done func()) error {
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for range min(followers, len(ids)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(ids)); i = next.Add(1) - 1 {
+				err := waitDone(ctx, c, ids[i])
+				mu.Lock()
+				errs = append(errs, err)
+				if err == nil && done != nil {
+					done()
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // waitDone follows a job's events (none are kept) until it ends.

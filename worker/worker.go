@@ -206,7 +206,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-pollCtx.Done():
 		}
 	}()
-	refused := w.poll(pollCtx)
+	refused := w.pollAll(pollCtx, stopPolling)
 
 	w.log.Info("worker stopping: no new jobs; waiting for running ones", "running", w.count(), "grace", w.cfg.ShutdownGrace)
 	if !waitFor(&w.running, w.cfg.ShutdownGrace, w.killed) {
@@ -286,6 +286,32 @@ func (w *Worker) stopAll(why string, retry bool) {
 	}
 }
 
+// maxLeasesPerCall is the most jobs one DequeueJobs call leases.
+const maxLeasesPerCall = 10
+
+// pollAll runs a poll loop for every maxLeasesPerCall slots, so a worker
+// with many slots free fills them with calls side by side instead of one
+// after another. The first refusal stops them all.
+func (w *Worker) pollAll(ctx context.Context, stop context.CancelFunc) error {
+	n := (w.cfg.Concurrency + maxLeasesPerCall - 1) / maxLeasesPerCall
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			if errs[i] = w.poll(ctx); errs[i] != nil {
+				stop()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // poll leases jobs while there are free slots, until ctx ends or the
 // server refuses the worker's request as it is made (then it says why).
 func (w *Worker) poll(ctx context.Context) error {
@@ -302,7 +328,7 @@ func (w *Worker) poll(ctx context.Context) error {
 		}
 		free := 1
 	fill:
-		for free < min(w.cfg.Concurrency, 10) {
+		for free < min(w.cfg.Concurrency, maxLeasesPerCall) {
 			select {
 			case w.slots <- struct{}{}:
 				free++
