@@ -99,6 +99,9 @@ func runGoals(ctx context.Context, job emitter, sz sizes, only string, log *slog
 	return nil
 }
 
+// onlySpool skips the lines rows' baselines (-only-spool).
+var onlySpool bool
+
 // linesGoal runs jobs jobs of lines lines on slots slots, then baselineJobs
 // of them stored a line at a time, and reports lines/s (and, with rss, the
 // server's peak memory).
@@ -106,6 +109,10 @@ func linesGoal(ctx context.Context, job emitter, jobs, lines, slots, baselineJob
 	rate, peak, err := remoteLines(ctx, job, jobs, lines, slots, false, log)
 	if err != nil {
 		return nil, err
+	}
+	if onlySpool {
+		return []goalRow{{measure: fmt.Sprintf("lines/s, %s jobs x %s lines, %d slots", thousands(float64(jobs)), thousands(float64(lines)), slots),
+			spool: thousands(rate), baseline: "peak RSS " + mib(peak), info: true}}, nil
 	}
 	baseRate, basePeak, err := remoteLines(ctx, job, baselineJobs, lines, slots, true, log)
 	if err != nil {

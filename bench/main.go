@@ -54,6 +54,7 @@ func main() {
 	goal := flag.String("goal", "", "with -goals: only these rows: lines, many, queue, noop, live or catchup")
 	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
+	flag.BoolVar(&onlySpool, "only-spool", false, "with -goals -goal lines or many: spool's figures alone, without the baselines (for profiling and comparing builds)")
 	flag.StringVar(&serverProfiles, "server-cpuprofiles", "", "with -goals: each server process writes its CPU profile to this directory (server-1.pprof, ... in the order they start)")
 	flag.Parse()
 	if *cpuProfile != "" {

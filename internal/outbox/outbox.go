@@ -97,6 +97,11 @@ type Outbox struct {
 	acked pos // read position: everything before it is acknowledged
 	rFile *os.File
 	rSeg  int
+	// rBuf holds segment rSeg's bytes from rBufOff on, as last read: a
+	// chunk that takes only part of what was read leaves the rest for the
+	// next, which does not read it again.
+	rBuf    []byte
+	rBufOff int64
 	// Reader state: lines read that no batch record has claimed yet, the
 	// sequence after the last event read, and the oldest segment still on
 	// disk.
@@ -466,7 +471,7 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 		if err != nil {
 			return Chunk{}, fmt.Errorf("outbox: %w", err)
 		}
-		o.rFile, o.rSeg = f, at.seg
+		o.rFile, o.rSeg, o.rBuf = f, at.seg, nil
 	}
 	buf, err := o.readAt(at.off, min(limit-at.off, readAhead))
 	if err != nil {
@@ -555,12 +560,25 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 	return c, nil
 }
 
-// readAt reads n bytes of the segment being read at off.
+// readAt returns n bytes of the segment being read at off: from what the
+// last read left when it holds them, else read, with what it held of them
+// copied rather than read again.
 func (o *Outbox) readAt(off, n int64) ([]byte, error) {
+	have := o.rBuf
+	if off >= o.rBufOff && off <= o.rBufOff+int64(len(have)) {
+		have = have[off-o.rBufOff:]
+	} else {
+		have = nil
+	}
+	if int64(len(have)) >= n {
+		return have[:n], nil
+	}
 	buf := make([]byte, n)
-	if _, err := o.rFile.ReadAt(buf, off); err != nil {
+	copy(buf, have)
+	if _, err := o.rFile.ReadAt(buf[len(have):], off+int64(len(have))); err != nil {
 		return nil, fmt.Errorf("outbox %s: segment %d at %d: %w", o.dir, o.rSeg, off, err)
 	}
+	o.rBuf, o.rBufOff = buf, off
 	return buf, nil
 }
 
