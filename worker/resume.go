@@ -21,14 +21,17 @@ import (
 // Once the job has moved on, what the server did not store is counted,
 // recorded on the job, and kept aside: never silently dropped.
 func (w *Worker) resumeOutboxes() error {
-	dirs, err := outbox.List(w.cfg.SpoolDir)
+	paths, err := outbox.List(w.cfg.SpoolDir)
 	if err != nil {
 		return err
 	}
-	for _, dir := range dirs {
-		ob, err := outbox.Open(dir)
+	for _, path := range paths {
+		ob, err := outbox.Open(path)
+		if errors.Is(err, outbox.ErrEmpty) {
+			continue // made as its worker died: nothing was written to it
+		}
 		if err != nil {
-			w.log.Error("cannot reopen a leftover outbox; leaving it alone", "dir", dir, "error", err)
+			w.log.Error("cannot reopen a leftover outbox; leaving it alone", "outbox", path, "error", err)
 			continue
 		}
 		h := ob.Header()
@@ -66,7 +69,7 @@ func (w *Worker) resumeOutboxes() error {
 			// attempt was lost, so it counts against max_attempts.
 			snd.release("its worker was restarted; the command did not survive", true)
 		}
-		log.Info("resuming output left by a previous worker", "dir", dir)
+		log.Info("resuming output left by a previous worker", "outbox", path)
 		w.sending.Add(1)
 		go func() {
 			defer w.sending.Done()
@@ -87,7 +90,7 @@ func (w *Worker) settleLeftover(snd *sender, h outbox.Header) {
 		c, err := snd.ob.Next(w.sendCtx, publishMaxEvents, publishMaxBytes)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, outbox.ErrBroken) {
-				snd.log.Warn("cannot read a leftover outbox", "dir", snd.ob.Dir(), "error", err)
+				snd.log.Warn("cannot read a leftover outbox", "outbox", snd.ob.Path(), "error", err)
 				_ = snd.ob.Close()
 				return
 			}
@@ -98,7 +101,7 @@ func (w *Worker) settleLeftover(snd *sender, h outbox.Header) {
 	}
 	stored, err := w.storedThrough(h, left)
 	if err != nil {
-		snd.log.Warn("cannot learn what the server stored of a leftover attempt; keeping its output", "dir", snd.ob.Dir(), "error", err)
+		snd.log.Warn("cannot learn what the server stored of a leftover attempt; keeping its output", "outbox", snd.ob.Path(), "error", err)
 		_ = snd.ob.Close()
 		return
 	}

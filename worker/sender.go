@@ -305,8 +305,8 @@ func (t *tally) add(evs []outbox.Event, stored int64) {
 func (s *sender) keepLost(ctx context.Context, lines, other int64) error {
 	kept, err := s.ob.Keep(s.w.undeliveredDir())
 	if err != nil {
-		s.log.Error("cannot keep the undelivered output aside", "dir", s.ob.Dir(), "error", err)
-		kept = s.ob.Dir()
+		s.log.Error("cannot keep the undelivered output aside", "outbox", s.ob.Path(), "error", err)
+		kept = s.ob.Path()
 	}
 	host, _ := os.Hostname()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -576,7 +576,7 @@ func (w *Worker) run(a *attempt) {
 		a.log.Info("job finished", "exit_code", res.GetExitCode(), "error", res.GetError())
 	case errors.Is(err, errLeaseLost) || err == nil:
 	default:
-		a.log.Warn("job output left in the spool directory", "dir", a.ob.Dir(), "error", err)
+		a.log.Warn("job output left in the spool directory", "outbox", a.ob.Path(), "error", err)
 		_ = a.ob.Close()
 	}
 }

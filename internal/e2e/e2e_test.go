@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/outbox"
 	"github.com/spool-run/spool/internal/wire"
 	"github.com/spool-run/spool/spooltest"
 )
@@ -190,15 +190,14 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 	a.kill9(t)
 
 	// Attempt 1's token, from the outbox the dead worker left.
-	raw, err := os.ReadFile(filepath.Join(dirA, id+"-a1", "header.json"))
+	left, err := outbox.Open(filepath.Join(dirA, id+"-a1"))
 	if err != nil {
 		t.Fatalf("worker A left no outbox: %v", err)
 	}
-	var h struct {
-		Token string `json:"task_token"`
-	}
-	if err := json.Unmarshal(raw, &h); err != nil || h.Token == "" {
-		t.Fatalf("outbox header %s: %v", raw, err)
+	h := left.Header()
+	_ = left.Close()
+	if h.Token == "" {
+		t.Fatalf("outbox header %+v has no token", h)
 	}
 
 	startWorker(t, "worker B", url, t.TempDir())
@@ -398,7 +397,7 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 
 // segmentsHold reports whether an outbox segment under dir holds text.
 func segmentsHold(dir, text string) bool {
-	segs, _ := filepath.Glob(filepath.Join(dir, "*", "*.seg"))
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 	for _, p := range segs {
 		if b, _ := os.ReadFile(p); strings.Contains(string(b), text) {
 			return true

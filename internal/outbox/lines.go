@@ -108,7 +108,7 @@ func (o *Outbox) claim(first int64, ev *spoolv1.JobEvent) (_ events.Batch, ok bo
 		return events.Batch{}, false, nil
 	}
 	if int64(len(o.pending)) < n {
-		return events.Batch{}, false, fmt.Errorf("outbox %s: batch %d claims %d lines from %d; only %d are written", o.dir, ev.GetSequence(), n, first, len(o.pending))
+		return events.Batch{}, false, fmt.Errorf("outbox %s: batch %d claims %d lines from %d; only %d are written", o.path, ev.GetSequence(), n, first, len(o.pending))
 	}
 	lines := make([]events.Line, n)
 	for i := range lines {

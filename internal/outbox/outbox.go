@@ -3,8 +3,10 @@
 // so a worker does not lose output while the server is away or restarting,
 // nor when the worker itself is killed.
 //
-// An outbox is a directory: header.json (job, attempt, task token, batching
-// limits) and numbered segment files of framed, checksummed records. Lines
+// An outbox is numbered segment files of framed, checksummed records,
+// JOB-aATTEMPT.00000001.seg and on, in the spool directory; each segment
+// starts with the header (job, attempt, task token, batching limits), so
+// making an outbox costs one file, and any segment says whose it is. Lines
 // are written as they are read, then the batcher's batches and the process
 // events (lines.go explains how batches refer to their lines); one sender
 // reads from the acknowledged position, publishes, and acknowledges;
@@ -13,6 +15,10 @@
 // written without fsync: they survive the worker process dying (the page
 // cache keeps them), which is what matters here, since a machine that loses
 // power loses its running job too.
+//
+// Workers before this layout made an outbox a directory of its own, with
+// header.json and the segments inside; such outboxes are still found and
+// read (legacy.go).
 package outbox
 
 import (
@@ -24,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,13 +84,17 @@ type pos struct {
 // Outbox is one attempt's outbox. Append and Finish may be called from one
 // goroutine while another calls Next and Ack.
 type Outbox struct {
-	dir      string
+	// path names the outbox: segment n is path.NNNNNNNN.seg, or, for a
+	// legacy outbox, path is its directory.
+	path     string
+	legacy   bool
 	header   Header
 	segBytes int64
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced at every append
 	w        *os.File      // segment being written (nil once finished)
+	headed   bool          // w's header record is written
 	wSeg     int
 	wSize    int64
 	finished bool
@@ -110,41 +121,39 @@ type Outbox struct {
 	lowSeg  int
 }
 
-// Create makes a new outbox for an attempt under root.
+// ErrEmpty is Open's error for an outbox that holds nothing, not even its
+// header (its worker died as it was made): there is nothing to send, and
+// its file is removed.
+var ErrEmpty = errors.New("outbox: empty")
+
+// Create makes a new outbox for an attempt in the directory root.
 func Create(root string, h Header) (*Outbox, error) {
-	dir := filepath.Join(root, fmt.Sprintf("%s-a%d", h.JobID, h.Attempt))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("outbox: %w", err)
-	}
-	if err := writeHeader(dir, h); err != nil {
+	o := &Outbox{path: filepath.Join(root, fmt.Sprintf("%s-a%d", h.JobID, h.Attempt)), header: h, segBytes: DefaultSegmentBytes,
+		changed: make(chan struct{}), wSeg: 1, acked: pos{seg: 1}, lowSeg: 1}
+	if err := o.startSegment(1); err != nil {
 		return nil, err
 	}
-	o := &Outbox{dir: dir, header: h, segBytes: DefaultSegmentBytes, changed: make(chan struct{}), wSeg: 1, acked: pos{seg: 1}, lowSeg: 1}
-	f, err := os.OpenFile(o.segPath(1), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: %w", err)
-	}
-	o.w = f
 	return o, nil
 }
 
-func writeHeader(dir string, h Header) error {
-	b, err := json.MarshalIndent(h, "", "  ")
+// startSegment creates segment n as the one written. Its header record
+// goes to disk with the first records written to it: making an outbox
+// costs one file creation and no write of its own. A segment left empty (its
+// worker died before writing to it) is nothing to send.
+func (o *Outbox) startSegment(n int) error {
+	f, err := os.OpenFile(o.segPath(n), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("outbox header: %w", err)
+		return fmt.Errorf("outbox: %w", err)
 	}
-	tmp := filepath.Join(dir, "header.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("outbox header: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "header.json")); err != nil {
-		return fmt.Errorf("outbox header: %w", err)
-	}
+	o.w, o.wSeg, o.wSize, o.headed = f, n, 0, false
 	return nil
 }
 
-// List returns the outbox directories under root (left by a worker that
-// stopped before its outboxes were drained).
+// segSuffix ends a segment's file name: .NNNNNNNN.seg.
+var segSuffix = regexp.MustCompile(`\.([0-9]{8})\.seg$`)
+
+// List returns the outboxes in root (left by a worker that stopped before
+// they were drained), as Open takes them.
 func List(root string) ([]string, error) {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
@@ -153,29 +162,34 @@ func List(root string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
-	var dirs []string
+	var paths []string
 	for _, e := range entries {
-		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(root, e.Name(), "header.json")); err == nil {
-				dirs = append(dirs, filepath.Join(root, e.Name()))
-			}
+		p := filepath.Join(root, e.Name())
+		switch m := segSuffix.FindStringIndex(e.Name()); {
+		case e.IsDir() && isLegacy(p):
+			paths = append(paths, p)
+		case !e.IsDir() && m != nil:
+			paths = append(paths, p[:len(p)-len(e.Name())+m[0]])
 		}
 	}
-	return dirs, nil
+	slices.Sort(paths)
+	return slices.Compact(paths), nil
 }
 
-// Open reopens an outbox left on disk. A record cut short when the worker
-// died is dropped (it was never sent, so nothing acknowledged is lost).
-func Open(dir string) (*Outbox, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "header.json"))
-	if err != nil {
-		return nil, fmt.Errorf("outbox %s: %w", dir, err)
-	}
-	o := &Outbox{dir: dir, segBytes: DefaultSegmentBytes, changed: make(chan struct{})}
-	if err := json.Unmarshal(b, &o.header); err != nil {
-		return nil, fmt.Errorf("outbox %s: header: %w", dir, err)
-	}
+// Open reopens an outbox left on disk (a path List returned). A record cut
+// short when the worker died is dropped (it was never sent, so nothing
+// acknowledged is lost).
+func Open(path string) (*Outbox, error) {
+	o := &Outbox{path: path, legacy: isLegacy(path), segBytes: DefaultSegmentBytes, changed: make(chan struct{})}
 	segs, err := o.segments()
+	if err != nil {
+		return nil, err
+	}
+	if o.legacy {
+		err = o.readLegacyHeader()
+	} else {
+		err = o.readHeader(segs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +221,39 @@ func Open(dir string) (*Outbox, error) {
 	return o, nil
 }
 
+// maxHeader bounds what is read to find a segment's header record: a
+// header is a few hundred bytes.
+const maxHeader = 64 << 10
+
+// readHeader reads the header that starts the oldest segment. An outbox
+// whose segments hold no header was never written to: it is removed.
+func (o *Outbox) readHeader(segs []int) error {
+	if len(segs) > 0 {
+		b, err := readFile(o.segPath(segs[0]), maxHeader)
+		if err != nil {
+			return fmt.Errorf("outbox %s: %w", o.path, err)
+		}
+		kind, payload, _, err := parseRecord(b)
+		if err == nil && kind == kindHeader {
+			if err := json.Unmarshal(payload, &o.header); err != nil {
+				return fmt.Errorf("outbox %s: header: %w", o.path, err)
+			}
+			return nil
+		}
+		if len(segs) > 1 || len(b) > 0 {
+			return fmt.Errorf("outbox %s: segment %d does not start with its header", o.path, segs[0])
+		}
+	}
+	for _, n := range segs {
+		_ = os.Remove(o.segPath(n))
+	}
+	return fmt.Errorf("%w: %s", ErrEmpty, o.path)
+}
+
 // scanTail finds where a segment's valid records end and whether the last
 // one is the result.
 func scanTail(path string) (size int64, finished bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path, DefaultSegmentBytes+2*(maxRecord+binary.MaxVarintLen64+5))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -227,16 +270,39 @@ func scanTail(path string) (size int64, finished bool, err error) {
 	}
 }
 
-func (o *Outbox) segPath(n int) string { return filepath.Join(o.dir, fmt.Sprintf("%08d.seg", n)) }
+// readFile reads at most max bytes of the file at path: a segment holds no
+// more, and whatever else a segment's name may point at is not read
+// without end.
+func readFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
+}
 
+func (o *Outbox) segPath(n int) string {
+	if o.legacy {
+		return filepath.Join(o.path, fmt.Sprintf("%08d.seg", n))
+	}
+	return fmt.Sprintf("%s.%08d.seg", o.path, n)
+}
+
+// segments returns the numbers of the outbox's segments on disk, in order.
 func (o *Outbox) segments() ([]int, error) {
-	entries, err := os.ReadDir(o.dir)
+	if o.legacy {
+		return o.legacySegments()
+	}
+	entries, err := os.ReadDir(filepath.Dir(o.path))
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	var segs []int
 	for _, e := range entries {
-		if n, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".seg")); err == nil && strings.HasSuffix(e.Name(), ".seg") {
+		name, ok := strings.CutPrefix(e.Name(), filepath.Base(o.path))
+		if m := segSuffix.FindStringSubmatch(name); ok && m != nil && len(m[0]) == len(name) {
+			n, _ := strconv.Atoi(m[1])
 			segs = append(segs, n)
 		}
 	}
@@ -247,8 +313,9 @@ func (o *Outbox) segments() ([]int, error) {
 // Header is whose events the outbox holds.
 func (o *Outbox) Header() Header { return o.header }
 
-// Dir is the outbox's directory.
-func (o *Outbox) Dir() string { return o.dir }
+// Path names the outbox on disk: its segments are PATH.NNNNNNNN.seg (or,
+// for an outbox a worker before this layout left, the directory PATH).
+func (o *Outbox) Path() string { return o.path }
 
 // Append adds an event.
 func (o *Outbox) Append(ev *spoolv1.JobEvent) error {
@@ -342,7 +409,16 @@ func (o *Outbox) writable() error {
 // write writes o.buf to the segment. A failure is sticky, and wakes the
 // reader so it can finish with what is readable. o.mu is held.
 func (o *Outbox) write() error {
-	n, err := o.w.Write(o.buf)
+	data := o.buf
+	if !o.headed {
+		hb, err := json.Marshal(o.header)
+		if err != nil {
+			return fmt.Errorf("outbox header: %w", err)
+		}
+		data = append(appendRecord(nil, kindHeader, hb), o.buf...)
+		o.headed = true
+	}
+	n, err := o.w.Write(data)
 	o.wSize += int64(n)
 	if err != nil {
 		o.werr = fmt.Errorf("outbox: write %s: %w", o.w.Name(), err)
@@ -381,12 +457,7 @@ func (o *Outbox) rotate() error {
 	if err := o.w.Close(); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
-	f, err := os.OpenFile(o.segPath(o.wSeg+1), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("outbox: %w", err)
-	}
-	o.w, o.wSeg, o.wSize = f, o.wSeg+1, 0
-	return nil
+	return o.startSegment(o.wSeg + 1)
 }
 
 // Next returns the events from the acknowledged position on: at most
@@ -503,10 +574,13 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 			break // the end, or the record a failed write cut short
 		}
 		if err != nil {
-			return Chunk{}, fmt.Errorf("outbox %s: segment %d at %d: %w", o.dir, at.seg, c.end.off, err)
+			return Chunk{}, fmt.Errorf("outbox %s: segment %d at %d: %w", o.path, at.seg, c.end.off, err)
 		}
 		var ev Event
 		switch kind {
+		case kindHeader:
+			c.end.off += int64(n)
+			continue
 		case kindResult:
 			c.end.off += int64(n)
 			c.Result = &spoolv1.JobResult{}
@@ -576,7 +650,7 @@ func (o *Outbox) readAt(off, n int64) ([]byte, error) {
 	buf := make([]byte, n)
 	copy(buf, have)
 	if _, err := o.rFile.ReadAt(buf[len(have):], off+int64(len(have))); err != nil {
-		return nil, fmt.Errorf("outbox %s: segment %d at %d: %w", o.dir, o.rSeg, off, err)
+		return nil, fmt.Errorf("outbox %s: segment %d at %d: %w", o.path, o.rSeg, off, err)
 	}
 	o.rBuf, o.rBufOff = buf, off
 	return buf, nil
@@ -641,21 +715,43 @@ func (o *Outbox) Close() error {
 // the lease is gone and the server will never take it.
 func (o *Outbox) Remove() error {
 	_ = o.Close()
-	return os.RemoveAll(o.dir)
+	if o.legacy {
+		return os.RemoveAll(o.path)
+	}
+	var errs []error
+	for n := o.lowSeg; n <= o.wSeg; n++ {
+		if err := os.Remove(o.segPath(n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Keep closes the outbox and moves it into root, where it is no longer
 // resumed: its output could not be delivered, and an operator may want it.
-// It returns the new directory.
+// It returns its new path.
 func (o *Outbox) Keep(root string) (string, error) {
 	_ = o.Close()
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return o.dir, fmt.Errorf("outbox: %w", err)
+		return o.path, fmt.Errorf("outbox: %w", err)
 	}
-	dest := filepath.Join(root, filepath.Base(o.dir))
-	if err := os.Rename(o.dir, dest); err != nil {
-		return o.dir, fmt.Errorf("outbox: %w", err)
+	dest := filepath.Join(root, filepath.Base(o.path))
+	if o.legacy {
+		if err := os.Rename(o.path, dest); err != nil {
+			return o.path, fmt.Errorf("outbox: %w", err)
+		}
+		o.path = dest
+		return dest, nil
 	}
-	o.dir = dest
+	segs, err := o.segments()
+	if err != nil {
+		return o.path, err
+	}
+	for _, n := range segs {
+		if err := os.Rename(o.segPath(n), fmt.Sprintf("%s.%08d.seg", dest, n)); err != nil {
+			return o.path, fmt.Errorf("outbox: %w", err)
+		}
+	}
+	o.path = dest
 	return dest, nil
 }

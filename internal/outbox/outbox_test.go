@@ -3,6 +3,7 @@ package outbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
@@ -51,7 +54,8 @@ func drain(t *testing.T, o *Outbox, maxEvents int) ([]int64, *spoolv1.JobResult)
 }
 
 func TestAppendReadAckAcrossSegments(t *testing.T) {
-	o, err := Create(t.TempDir(), header())
+	root := t.TempDir()
+	o, err := Create(root, header())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +85,8 @@ func TestAppendReadAckAcrossSegments(t *testing.T) {
 	if err := o.Remove(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(o.Dir()); !errors.Is(err, os.ErrNotExist) {
-		t.Fatal("Remove left the directory")
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Fatalf("Remove left %v", left)
 	}
 }
 
@@ -204,6 +208,72 @@ func TestReadRecordRejectsCorruption(t *testing.T) {
 func TestOpenMissing(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "nope")); err == nil {
 		t.Fatal("opened a missing outbox")
+	}
+}
+
+// An outbox whose worker died as it made it (its file holds nothing) is
+// nothing to resume: Open says so and removes it.
+func TestOpenEmpty(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "job1-a2.00000001.seg"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := List(root)
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("List: %v %v", paths, err)
+	}
+	if _, err := Open(paths[0]); !errors.Is(err, ErrEmpty) {
+		t.Fatalf("Open: %v, want ErrEmpty", err)
+	}
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Fatalf("left %v", left)
+	}
+}
+
+// An outbox a worker before the one-file layout left (a directory with
+// header.json and segments without a header record) is found, read to its
+// end, and removed.
+func TestLegacyOutbox(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "job1-a2")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hb, _ := json.Marshal(header())
+	var seg []byte
+	for i := int64(1); i <= 3; i++ {
+		b, _ := proto.Marshal(ev(i, "old"))
+		seg = appendRecord(seg, kindEvent, b)
+	}
+	res, _ := proto.Marshal(&spoolv1.JobResult{ExitCode: 3})
+	seg = appendRecord(seg, kindResult, res)
+	if os.WriteFile(filepath.Join(dir, "header.json"), hb, 0o600) != nil || os.WriteFile(filepath.Join(dir, "00000001.seg"), seg, 0o600) != nil {
+		t.Fatal("cannot write the legacy outbox")
+	}
+	// A new-layout outbox beside it is listed too.
+	if _, err := Create(root, Header{JobID: "job2", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := List(root)
+	if err != nil || len(paths) != 2 || paths[0] != dir {
+		t.Fatalf("List: %v %v", paths, err)
+	}
+	o, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Header() != header() || !o.Finished() {
+		t.Fatalf("legacy header %+v, finished %v", o.Header(), o.Finished())
+	}
+	seqs, got := drain(t, o, 10)
+	if fmt.Sprint(seqs) != "[1 2 3]" || got.GetExitCode() != 3 {
+		t.Fatalf("read %v, result %v", seqs, got)
+	}
+	if err := o.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("Remove left the legacy directory")
 	}
 }
 

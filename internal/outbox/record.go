@@ -14,6 +14,7 @@ const (
 	kindResult byte = 2 // the attempt's JobResult protobuf: always the last record
 	kindLine   byte = 3 // one output line as read (see lines.go)
 	kindBatch  byte = 4 // an OUTPUT_BATCH of lines written before (see lines.go)
+	kindHeader byte = 5 // the outbox's Header as JSON: the first record of every segment
 )
 
 // maxRecord bounds one record, so a corrupt length cannot make a reader
