@@ -226,7 +226,8 @@ func queueAlone(ctx context.Context, cl *demo.Local, n int) (float64, error) {
 }
 
 // queueThrough is queueAlone on the server at url, leasing up to maxJobs
-// jobs a call.
+// jobs a call and completing those of a call together (CompleteJobs), or,
+// with maxJobs 1, one job a call each way.
 func queueThrough(ctx context.Context, url, key string, n, maxJobs int) (queueRun, error) {
 	rpc, err := wire.Dial(url, wire.Options{APIKey: key})
 	if err != nil {
@@ -246,13 +247,35 @@ func queueThrough(ctx context.Context, url, key string, n, maxJobs int) (queueRu
 		if err != nil {
 			return 0, err
 		}
-		for _, l := range resp.Msg.GetLeases() {
-			if _, err := rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(),
-				Result: &spoolv1.JobResult{ExitCode: 0}})); err != nil {
-				return 0, err
+		leases := resp.Msg.GetLeases()
+		if maxJobs == 1 {
+			for _, l := range leases {
+				if _, err := rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(),
+					Result: &spoolv1.JobResult{ExitCode: 0}})); err != nil {
+					return 0, err
+				}
+			}
+			return len(leases), nil
+		}
+		// Jobs leased together and ended together are completed
+		// together, as a worker does.
+		if len(leases) == 0 {
+			return 0, nil
+		}
+		req := &spoolv1.CompleteJobsRequest{}
+		for _, l := range leases {
+			req.Completions = append(req.Completions, &spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}})
+		}
+		done, err := rpc.CompleteJobs(ctx, connect.NewRequest(req))
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range done.Msg.GetResults() {
+			if r.GetErrorCode() != "" {
+				return 0, fmt.Errorf("completion refused: %s: %s", r.GetErrorCode(), r.GetErrorMessage())
 			}
 		}
-		return len(resp.Msg.GetLeases()), nil
+		return len(leases), nil
 	})
 }
 

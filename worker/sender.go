@@ -170,7 +170,7 @@ func (s *sender) run(ctx context.Context) error {
 				res.Error = s.refused.Error()
 			}
 			err := s.retry(ctx, bo, "complete the job", func() error {
-				_, err := s.w.rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: s.token, Result: res}))
+				_, err := s.w.completions.complete(ctx, &spoolv1.CompleteJobRequest{TaskToken: s.token, Result: res})
 				return err
 			})
 			if errors.Is(err, errLeaseLost) {
@@ -196,11 +196,18 @@ func (s *sender) run(ctx context.Context) error {
 func (s *sender) completeWith(ctx context.Context, bo *pauses, res *spoolv1.JobResult, out outgoing) (done bool, err error) {
 	var job *spoolv1.Job
 	err = s.retry(ctx, bo, "complete the job", func() error {
-		resp, err := s.w.publisher(out).CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: s.token, Result: res,
-			Events: out.messages, EncodedEvents: out.encoded}))
-		if err == nil {
-			job = resp.Msg.GetJob()
+		req := &spoolv1.CompleteJobRequest{TaskToken: s.token, Result: res, Events: out.messages, EncodedEvents: out.encoded}
+		var err error
+		if out.messages != nil {
+			// Sent as messages, to a server that predates encoded events:
+			// compressed, and alone.
+			var resp *connect.Response[spoolv1.CompleteJobResponse]
+			if resp, err = s.w.publisher(out).CompleteJob(ctx, connect.NewRequest(req)); err == nil {
+				job = resp.Msg.GetJob()
+			}
+			return err
 		}
+		job, err = s.w.completions.complete(ctx, req)
 		return err
 	})
 	switch {

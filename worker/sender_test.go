@@ -120,7 +120,7 @@ func endedAttempt(t *testing.T, f *jobServer, takesEvents bool) *sender {
 	if err := ob.Finish(&spoolv1.JobResult{ExitCode: 0}); err != nil {
 		t.Fatal(err)
 	}
-	w := &Worker{cfg: Config{SpoolDir: dir}, rpc: f, log: slog.New(slog.DiscardHandler)}
+	w := &Worker{cfg: Config{SpoolDir: dir}, rpc: f, completions: &completions{rpc: f}, log: slog.New(slog.DiscardHandler)}
 	return &sender{w: w, ob: ob, token: "token", log: w.log, completeTakesEvents: takesEvents}
 }
 
@@ -145,7 +145,7 @@ func TestOutputGoesEncodedWithLineNumbers(t *testing.T) {
 		if err := ob.Finish(&spoolv1.JobResult{}); err != nil {
 			t.Fatal(err)
 		}
-		w := &Worker{rpc: f, compressing: compressing, log: slog.New(slog.DiscardHandler)}
+		w := &Worker{rpc: f, compressing: compressing, completions: &completions{rpc: f}, log: slog.New(slog.DiscardHandler)}
 		s := &sender{w: w, ob: ob, token: "token", log: w.log, completeTakesEvents: true, encoded: takesEncoded}
 		if err := s.run(context.Background()); err != nil {
 			t.Fatal(err)

@@ -122,6 +122,8 @@ type Worker struct {
 	// compressing is rpc with requests compressed, for events sent as
 	// messages (encoded events are compressed already); nil: rpc.
 	compressing spoolv1connect.JobServiceClient
+	// completions gathers the results of attempts that end together.
+	completions *completions
 	log         *slog.Logger
 	clock       batcher.Clock
 	metrics     *workerMetrics
@@ -173,7 +175,7 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, log: cfg.Logger, clock: batcher.SystemClock(), metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
+	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
 		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
 	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	return w, nil

@@ -67,6 +67,7 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 		spoolv1connect.JobServicePublishEventsProcedure: service.MaxPublishRequestBytes,
 		spoolv1connect.JobServiceEnqueueJobProcedure:    service.MaxEnqueueRequestBytes,
 		spoolv1connect.JobServiceCompleteJobProcedure:   service.MaxCompleteRequestBytes,
+		spoolv1connect.JobServiceCompleteJobsProcedure:  service.MaxCompleteRequestBytes,
 	} {
 		_, hh := build(limit)
 		mux.Handle(proc, hh)
@@ -143,6 +144,10 @@ func (h handler) UpdateJobVisibility(ctx context.Context, req *connect.Request[s
 
 func (h handler) CompleteJob(ctx context.Context, req *connect.Request[spoolv1.CompleteJobRequest]) (*connect.Response[spoolv1.CompleteJobResponse], error) {
 	return unary(ctx, req, h.svc.CompleteJob)
+}
+
+func (h handler) CompleteJobs(ctx context.Context, req *connect.Request[spoolv1.CompleteJobsRequest]) (*connect.Response[spoolv1.CompleteJobsResponse], error) {
+	return unary(ctx, req, h.svc.CompleteJobs)
 }
 
 func (h handler) PublishEvents(ctx context.Context, req *connect.Request[spoolv1.PublishEventsRequest]) (*connect.Response[spoolv1.PublishEventsResponse], error) {

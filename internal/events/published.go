@@ -45,7 +45,12 @@ func ParseEncoded(payload []byte) (Published, error) {
 	if err != nil {
 		return Published{}, err
 	}
-	*buf = body[:0]
+	if payload[0] != formatProto {
+		// Decompressed into the buffer, perhaps grown: keep it. An
+		// uncompressed payload's body is the payload itself, which the
+		// event goes on holding and no one else may write into.
+		*buf = body[:0]
+	}
 	if s, err := inspect(body); err == nil {
 		return Published{Summary: s, payload: payload}, nil
 	}

@@ -124,3 +124,33 @@ func FuzzParseEncoded(f *testing.F) {
 		}
 	})
 }
+
+// TestParseKeepsPayloads: the payload of a parsed event stays as it was
+// sent, however many events are parsed and encoded after it (an
+// uncompressed payload once went back to a buffer pool and was written
+// over by the next).
+func TestParseKeepsPayloads(t *testing.T) {
+	small := batch(1, 1, 1, false)
+	payload, _ := Encode(small)
+	if payload[0] != formatProto {
+		t.Fatalf("a one-line batch is compressed (format %d): the test needs one that is not", payload[0])
+	}
+	p, err := ParseEncoded(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := bytes.Clone(p.Payload())
+	for i := range 20 {
+		if _, err := Encode(batch(int64(i+100), 7, 1, false)); err != nil {
+			t.Fatal(err)
+		}
+		EncodeBatch(Batch{Sequence: 9, Lines: TextLines(time.Now(), "x")})
+		big, _ := Encode(batch(int64(i+2), 1, 50, true))
+		if _, err := ParseEncoded(big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(p.Payload(), kept) {
+		t.Fatal("the parsed event's payload changed after later events were parsed and encoded")
+	}
+}

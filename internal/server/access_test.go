@@ -146,6 +146,10 @@ var rpcs = map[string]entry{
 		_, err := j.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: "st1.not-a-token"}))
 		return err
 	})},
+	spoolv1connect.JobServiceCompleteJobsProcedure: {forWork, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		_, err := j.CompleteJobs(ctx, connect.NewRequest(&spoolv1.CompleteJobsRequest{Completions: []*spoolv1.CompleteJobRequest{{TaskToken: "st1.not-a-token"}}}))
+		return err
+	})},
 	spoolv1connect.JobServiceReleaseJobProcedure: {forWork, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
 		_, err := j.ReleaseJob(ctx, connect.NewRequest(&spoolv1.ReleaseJobRequest{TaskToken: "st1.not-a-token"}))
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -100,6 +102,11 @@ func (s *Service) lease(ctx context.Context, op, tok string) (store.LeaseRef, er
 	if err != nil {
 		return store.LeaseRef{}, err
 	}
+	return s.leaseOf(ctx, caller, op, tok)
+}
+
+// leaseOf checks a task token for a caller whose key was checked.
+func (s *Service) leaseOf(ctx context.Context, caller Caller, op, tok string) (store.LeaseRef, error) {
 	if tok == "" {
 		return store.LeaseRef{}, invalid("task_token is required: use the one DequeueJobs returned")
 	}
@@ -152,6 +159,49 @@ func (s *Service) CompleteJob(ctx context.Context, m *spoolv1.CompleteJobRequest
 	if err != nil {
 		return nil, err
 	}
+	job, err := s.complete(ctx, ref, m)
+	if err != nil {
+		return nil, err
+	}
+	return &spoolv1.CompleteJobResponse{Job: job}, nil
+}
+
+// maxCompletions bounds a CompleteJobs call.
+const maxCompletions = 100
+
+// CompleteJobs records several completions, each as CompleteJob does, side
+// by side: their writes share the store's commits. The worker's key is
+// checked once.
+func (s *Service) CompleteJobs(ctx context.Context, m *spoolv1.CompleteJobsRequest) (*spoolv1.CompleteJobsResponse, error) {
+	caller, err := s.authorize(ctx, PermWork, "")
+	if err != nil {
+		return nil, err
+	}
+	cs := m.GetCompletions()
+	if len(cs) == 0 || len(cs) > maxCompletions {
+		return nil, invalid("completions: %d in one call; send 1 to %d", len(cs), maxCompletions)
+	}
+	results := make([]*spoolv1.CompletionResult, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() {
+			ref, err := s.leaseOf(ctx, caller, "CompleteJobs", c.GetTaskToken())
+			var job *spoolv1.Job
+			if err == nil {
+				job, err = s.complete(ctx, ref, c)
+			}
+			results[i] = &spoolv1.CompletionResult{Job: job}
+			if err != nil {
+				results[i].ErrorCode, results[i].ErrorMessage = apierr.Code(err).String(), err.Error()
+			}
+		})
+	}
+	wg.Wait()
+	return &spoolv1.CompleteJobsResponse{Results: results}, nil
+}
+
+// complete records one attempt's result, under a lease already checked.
+func (s *Service) complete(ctx context.Context, ref store.LeaseRef, m *spoolv1.CompleteJobRequest) (*spoolv1.Job, error) {
 	res := m.GetResult()
 	if res == nil {
 		return nil, invalid("result is required (exit_code, error, times)")
@@ -187,7 +237,7 @@ func (s *Service) CompleteJob(ctx context.Context, m *spoolv1.CompleteJobRequest
 	s.log.InfoContext(ctx, "job finished", "job_id", job.GetJobId(), "attempt", ref.Attempt,
 		"state", spool.StateName(job.GetState()), "exit_code", job.GetResult().GetExitCode())
 	s.metrics.jobFinished(ctx, job)
-	return &spoolv1.CompleteJobResponse{Job: job}, nil
+	return job, nil
 }
 
 // PublishEvents appends an attempt's events to its job's log.

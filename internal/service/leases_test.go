@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,5 +160,57 @@ func TestPublishEncodedEvents(t *testing.T) {
 	}
 	if len(got) != 1 || !proto.Equal(got[0], out) {
 		t.Fatalf("stored %v, want the batch as sent", got)
+	}
+}
+
+// CompleteJobs records each completion as CompleteJob would, with its
+// events, and answers each on its own: a bad token is refused without
+// refusing the others, and a repeated completion changes nothing.
+func TestCompleteJobs(t *testing.T) {
+	o := newOperator(t)
+	for range 3 {
+		o.enqueue(t, "builds")
+	}
+	var ls []*spoolv1.JobLease
+	for range 3 {
+		ls = append(ls, leaseOne(t, o))
+	}
+	req := &spoolv1.CompleteJobsRequest{}
+	for i, l := range ls {
+		c := &spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{}}
+		if i == 0 {
+			c.Events = lastEvents(l)
+		}
+		req.Completions = append(req.Completions, c)
+	}
+	req.Completions = append(req.Completions, &spoolv1.CompleteJobRequest{TaskToken: "st1.forged", Result: &spoolv1.JobResult{}})
+	for round := range 2 {
+		resp, err := o.s.CompleteJobs(o.ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := resp.GetResults()
+		if len(rs) != 4 {
+			t.Fatalf("%d results for 4 completions", len(rs))
+		}
+		for i, l := range ls {
+			if rs[i].GetErrorCode() != "" || rs[i].GetJob().GetJobId() != l.GetJob().GetJobId() || rs[i].GetJob().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+				t.Fatalf("round %d, completion %d: %v, want job %s succeeded", round, i, rs[i], l.GetJob().GetJobId())
+			}
+		}
+		if rs[3].GetErrorCode() != "invalid_argument" || !strings.Contains(rs[3].GetErrorMessage(), "task_token") {
+			t.Fatalf("round %d: the forged token's result %v, want invalid_argument about the task token", round, rs[3])
+		}
+	}
+	if seqs, _ := storedLog(t, o, ls[0].GetJob().GetJobId()); len(seqs) != 2 {
+		t.Fatalf("the first completion's events stored as %v, want 2 events once", seqs)
+	}
+	for name, bad := range map[string]*spoolv1.CompleteJobsRequest{
+		"none":     {},
+		"too many": {Completions: make([]*spoolv1.CompleteJobRequest, 101)},
+	} {
+		if _, err := o.s.CompleteJobs(o.ctx, bad); !errors.Is(err, spool.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want refused", name, err)
+		}
 	}
 }

@@ -29,7 +29,8 @@ const (
 	MaxScatterRequestBytes = 256 << 20
 	// MaxCompleteRequestBytes: CompleteJob carries the job's result
 	// document (at most spool.MaxResultBytes) and the attempt's last
-	// events, as many as a publish may carry.
+	// events, as many as a publish may carry. CompleteJobs carries several
+	// completions within the same bound.
 	MaxCompleteRequestBytes = spool.MaxResultBytes + MaxPublishRequestBytes
 )
 

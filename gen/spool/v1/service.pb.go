@@ -1183,6 +1183,160 @@ func (x *CompleteJobResponse) GetJob() *Job {
 	return nil
 }
 
+type CompleteJobsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 100, each of another attempt.
+	Completions   []*CompleteJobRequest `protobuf:"bytes,1,rep,name=completions,proto3" json:"completions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteJobsRequest) Reset() {
+	*x = CompleteJobsRequest{}
+	mi := &file_spool_v1_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteJobsRequest) ProtoMessage() {}
+
+func (x *CompleteJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteJobsRequest.ProtoReflect.Descriptor instead.
+func (*CompleteJobsRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CompleteJobsRequest) GetCompletions() []*CompleteJobRequest {
+	if x != nil {
+		return x.Completions
+	}
+	return nil
+}
+
+type CompleteJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per completion, in the order sent.
+	Results       []*CompletionResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteJobsResponse) Reset() {
+	*x = CompleteJobsResponse{}
+	mi := &file_spool_v1_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteJobsResponse) ProtoMessage() {}
+
+func (x *CompleteJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteJobsResponse.ProtoReflect.Descriptor instead.
+func (*CompleteJobsResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CompleteJobsResponse) GetResults() []*CompletionResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// CompletionResult is how one completion of a CompleteJobs call went.
+type CompletionResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job, when the completion was recorded (or had been before).
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// Otherwise the error CompleteJob would have returned: its Connect code
+	// ("failed_precondition", "invalid_argument", ...) and message.
+	ErrorCode     string `protobuf:"bytes,2,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage  string `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompletionResult) Reset() {
+	*x = CompletionResult{}
+	mi := &file_spool_v1_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompletionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompletionResult) ProtoMessage() {}
+
+func (x *CompletionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompletionResult.ProtoReflect.Descriptor instead.
+func (*CompletionResult) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *CompletionResult) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *CompletionResult) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+func (x *CompletionResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 type ReleaseJobRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	TaskToken string                 `protobuf:"bytes,1,opt,name=task_token,json=taskToken,proto3" json:"task_token,omitempty"`
@@ -1198,7 +1352,7 @@ type ReleaseJobRequest struct {
 
 func (x *ReleaseJobRequest) Reset() {
 	*x = ReleaseJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[19]
+	mi := &file_spool_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1364,7 @@ func (x *ReleaseJobRequest) String() string {
 func (*ReleaseJobRequest) ProtoMessage() {}
 
 func (x *ReleaseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[19]
+	mi := &file_spool_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1377,7 @@ func (x *ReleaseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseJobRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReleaseJobRequest) GetTaskToken() string {
@@ -1256,7 +1410,7 @@ type ReleaseJobResponse struct {
 
 func (x *ReleaseJobResponse) Reset() {
 	*x = ReleaseJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[20]
+	mi := &file_spool_v1_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1422,7 @@ func (x *ReleaseJobResponse) String() string {
 func (*ReleaseJobResponse) ProtoMessage() {}
 
 func (x *ReleaseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[20]
+	mi := &file_spool_v1_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1435,7 @@ func (x *ReleaseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseJobResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReleaseJobResponse) GetJob() *Job {
@@ -1306,7 +1460,7 @@ type ReportUndeliveredRequest struct {
 
 func (x *ReportUndeliveredRequest) Reset() {
 	*x = ReportUndeliveredRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[21]
+	mi := &file_spool_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1472,7 @@ func (x *ReportUndeliveredRequest) String() string {
 func (*ReportUndeliveredRequest) ProtoMessage() {}
 
 func (x *ReportUndeliveredRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[21]
+	mi := &file_spool_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1485,7 @@ func (x *ReportUndeliveredRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUndeliveredRequest.ProtoReflect.Descriptor instead.
 func (*ReportUndeliveredRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReportUndeliveredRequest) GetTaskToken() string {
@@ -1371,7 +1525,7 @@ type ReportUndeliveredResponse struct {
 
 func (x *ReportUndeliveredResponse) Reset() {
 	*x = ReportUndeliveredResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[22]
+	mi := &file_spool_v1_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1537,7 @@ func (x *ReportUndeliveredResponse) String() string {
 func (*ReportUndeliveredResponse) ProtoMessage() {}
 
 func (x *ReportUndeliveredResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[22]
+	mi := &file_spool_v1_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1550,7 @@ func (x *ReportUndeliveredResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUndeliveredResponse.ProtoReflect.Descriptor instead.
 func (*ReportUndeliveredResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{22}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReportUndeliveredResponse) GetJob() *Job {
@@ -1427,7 +1581,7 @@ type PublishEventsRequest struct {
 
 func (x *PublishEventsRequest) Reset() {
 	*x = PublishEventsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[23]
+	mi := &file_spool_v1_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1593,7 @@ func (x *PublishEventsRequest) String() string {
 func (*PublishEventsRequest) ProtoMessage() {}
 
 func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[23]
+	mi := &file_spool_v1_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1606,7 @@ func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEventsRequest.ProtoReflect.Descriptor instead.
 func (*PublishEventsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PublishEventsRequest) GetTaskToken() string {
@@ -1490,7 +1644,7 @@ type PublishEventsResponse struct {
 
 func (x *PublishEventsResponse) Reset() {
 	*x = PublishEventsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[24]
+	mi := &file_spool_v1_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1656,7 @@ func (x *PublishEventsResponse) String() string {
 func (*PublishEventsResponse) ProtoMessage() {}
 
 func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[24]
+	mi := &file_spool_v1_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1669,7 @@ func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEventsResponse.ProtoReflect.Descriptor instead.
 func (*PublishEventsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{24}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PublishEventsResponse) GetLastSequence() int64 {
@@ -1562,7 +1716,7 @@ type StreamEventsRequest struct {
 
 func (x *StreamEventsRequest) Reset() {
 	*x = StreamEventsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[25]
+	mi := &file_spool_v1_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1728,7 @@ func (x *StreamEventsRequest) String() string {
 func (*StreamEventsRequest) ProtoMessage() {}
 
 func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[25]
+	mi := &file_spool_v1_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1741,7 @@ func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEventsRequest.ProtoReflect.Descriptor instead.
 func (*StreamEventsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{25}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StreamEventsRequest) GetJobId() string {
@@ -1652,7 +1806,7 @@ type StreamEventsResponse struct {
 
 func (x *StreamEventsResponse) Reset() {
 	*x = StreamEventsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[26]
+	mi := &file_spool_v1_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1818,7 @@ func (x *StreamEventsResponse) String() string {
 func (*StreamEventsResponse) ProtoMessage() {}
 
 func (x *StreamEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[26]
+	mi := &file_spool_v1_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +1831,7 @@ func (x *StreamEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEventsResponse.ProtoReflect.Descriptor instead.
 func (*StreamEventsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{26}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StreamEventsResponse) GetEvent() *JobEvent {
@@ -1703,7 +1857,7 @@ type GetJobInputRequest struct {
 
 func (x *GetJobInputRequest) Reset() {
 	*x = GetJobInputRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[27]
+	mi := &file_spool_v1_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1869,7 @@ func (x *GetJobInputRequest) String() string {
 func (*GetJobInputRequest) ProtoMessage() {}
 
 func (x *GetJobInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[27]
+	mi := &file_spool_v1_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1882,7 @@ func (x *GetJobInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobInputRequest.ProtoReflect.Descriptor instead.
 func (*GetJobInputRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{27}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetJobInputRequest) GetTaskToken() string {
@@ -1748,7 +1902,7 @@ type GetJobInputResponse struct {
 
 func (x *GetJobInputResponse) Reset() {
 	*x = GetJobInputResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[28]
+	mi := &file_spool_v1_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +1914,7 @@ func (x *GetJobInputResponse) String() string {
 func (*GetJobInputResponse) ProtoMessage() {}
 
 func (x *GetJobInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[28]
+	mi := &file_spool_v1_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +1927,7 @@ func (x *GetJobInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobInputResponse.ProtoReflect.Descriptor instead.
 func (*GetJobInputResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{28}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetJobInputResponse) GetInput() []byte {
@@ -1863,7 +2017,16 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x06events\x18\x03 \x03(\v2\x12.spool.v1.JobEventR\x06events\x12%\n" +
 	"\x0eencoded_events\x18\x04 \x03(\fR\rencodedEvents\"6\n" +
 	"\x13CompleteJobResponse\x12\x1f\n" +
-	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"o\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"U\n" +
+	"\x13CompleteJobsRequest\x12>\n" +
+	"\vcompletions\x18\x01 \x03(\v2\x1c.spool.v1.CompleteJobRequestR\vcompletions\"L\n" +
+	"\x14CompleteJobsResponse\x124\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.spool.v1.CompletionResultR\aresults\"w\n" +
+	"\x10CompletionResult\x12\x1f\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\tR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"o\n" +
 	"\x11ReleaseJobRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\x12\x16\n" +
@@ -1905,7 +2068,7 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\"+\n" +
 	"\x13GetJobInputResponse\x12\x14\n" +
-	"\x05input\x18\x01 \x01(\fR\x05input2\xc0\b\n" +
+	"\x05input\x18\x01 \x01(\fR\x05input2\x8f\t\n" +
 	"\n" +
 	"JobService\x12G\n" +
 	"\n" +
@@ -1917,7 +2080,8 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\tDeleteJob\x12\x1a.spool.v1.DeleteJobRequest\x1a\x1b.spool.v1.DeleteJobResponse\x12J\n" +
 	"\vDequeueJobs\x12\x1c.spool.v1.DequeueJobsRequest\x1a\x1d.spool.v1.DequeueJobsResponse\x12b\n" +
 	"\x13UpdateJobVisibility\x12$.spool.v1.UpdateJobVisibilityRequest\x1a%.spool.v1.UpdateJobVisibilityResponse\x12J\n" +
-	"\vCompleteJob\x12\x1c.spool.v1.CompleteJobRequest\x1a\x1d.spool.v1.CompleteJobResponse\x12G\n" +
+	"\vCompleteJob\x12\x1c.spool.v1.CompleteJobRequest\x1a\x1d.spool.v1.CompleteJobResponse\x12M\n" +
+	"\fCompleteJobs\x12\x1d.spool.v1.CompleteJobsRequest\x1a\x1e.spool.v1.CompleteJobsResponse\x12G\n" +
 	"\n" +
 	"ReleaseJob\x12\x1b.spool.v1.ReleaseJobRequest\x1a\x1c.spool.v1.ReleaseJobResponse\x12\\\n" +
 	"\x11ReportUndelivered\x12\".spool.v1.ReportUndeliveredRequest\x1a#.spool.v1.ReportUndeliveredResponse\x12P\n" +
@@ -1937,7 +2101,7 @@ func file_spool_v1_service_proto_rawDescGZIP() []byte {
 	return file_spool_v1_service_proto_rawDescData
 }
 
-var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_spool_v1_service_proto_goTypes = []any{
 	(*EnqueueJobRequest)(nil),           // 0: spool.v1.EnqueueJobRequest
 	(*EnqueueJobResponse)(nil),          // 1: spool.v1.EnqueueJobResponse
@@ -1958,79 +2122,87 @@ var file_spool_v1_service_proto_goTypes = []any{
 	(*UpdateJobVisibilityResponse)(nil), // 16: spool.v1.UpdateJobVisibilityResponse
 	(*CompleteJobRequest)(nil),          // 17: spool.v1.CompleteJobRequest
 	(*CompleteJobResponse)(nil),         // 18: spool.v1.CompleteJobResponse
-	(*ReleaseJobRequest)(nil),           // 19: spool.v1.ReleaseJobRequest
-	(*ReleaseJobResponse)(nil),          // 20: spool.v1.ReleaseJobResponse
-	(*ReportUndeliveredRequest)(nil),    // 21: spool.v1.ReportUndeliveredRequest
-	(*ReportUndeliveredResponse)(nil),   // 22: spool.v1.ReportUndeliveredResponse
-	(*PublishEventsRequest)(nil),        // 23: spool.v1.PublishEventsRequest
-	(*PublishEventsResponse)(nil),       // 24: spool.v1.PublishEventsResponse
-	(*StreamEventsRequest)(nil),         // 25: spool.v1.StreamEventsRequest
-	(*StreamEventsResponse)(nil),        // 26: spool.v1.StreamEventsResponse
-	(*GetJobInputRequest)(nil),          // 27: spool.v1.GetJobInputRequest
-	(*GetJobInputResponse)(nil),         // 28: spool.v1.GetJobInputResponse
-	(*JobParams)(nil),                   // 29: spool.v1.JobParams
-	(*Job)(nil),                         // 30: spool.v1.Job
-	(JobState)(0),                       // 31: spool.v1.JobState
-	(*timestamppb.Timestamp)(nil),       // 32: google.protobuf.Timestamp
-	(*JobResult)(nil),                   // 33: spool.v1.JobResult
-	(*JobEvent)(nil),                    // 34: spool.v1.JobEvent
-	(EventType)(0),                      // 35: spool.v1.EventType
+	(*CompleteJobsRequest)(nil),         // 19: spool.v1.CompleteJobsRequest
+	(*CompleteJobsResponse)(nil),        // 20: spool.v1.CompleteJobsResponse
+	(*CompletionResult)(nil),            // 21: spool.v1.CompletionResult
+	(*ReleaseJobRequest)(nil),           // 22: spool.v1.ReleaseJobRequest
+	(*ReleaseJobResponse)(nil),          // 23: spool.v1.ReleaseJobResponse
+	(*ReportUndeliveredRequest)(nil),    // 24: spool.v1.ReportUndeliveredRequest
+	(*ReportUndeliveredResponse)(nil),   // 25: spool.v1.ReportUndeliveredResponse
+	(*PublishEventsRequest)(nil),        // 26: spool.v1.PublishEventsRequest
+	(*PublishEventsResponse)(nil),       // 27: spool.v1.PublishEventsResponse
+	(*StreamEventsRequest)(nil),         // 28: spool.v1.StreamEventsRequest
+	(*StreamEventsResponse)(nil),        // 29: spool.v1.StreamEventsResponse
+	(*GetJobInputRequest)(nil),          // 30: spool.v1.GetJobInputRequest
+	(*GetJobInputResponse)(nil),         // 31: spool.v1.GetJobInputResponse
+	(*JobParams)(nil),                   // 32: spool.v1.JobParams
+	(*Job)(nil),                         // 33: spool.v1.Job
+	(JobState)(0),                       // 34: spool.v1.JobState
+	(*timestamppb.Timestamp)(nil),       // 35: google.protobuf.Timestamp
+	(*JobResult)(nil),                   // 36: spool.v1.JobResult
+	(*JobEvent)(nil),                    // 37: spool.v1.JobEvent
+	(EventType)(0),                      // 38: spool.v1.EventType
 }
 var file_spool_v1_service_proto_depIdxs = []int32{
-	29, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
-	30, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
-	30, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
-	31, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
-	30, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
-	30, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
-	30, // 6: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
-	30, // 7: spool.v1.JobLease.job:type_name -> spool.v1.Job
-	32, // 8: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
+	32, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
+	33, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
+	33, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
+	34, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
+	33, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
+	33, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
+	33, // 6: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
+	33, // 7: spool.v1.JobLease.job:type_name -> spool.v1.Job
+	35, // 8: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
 	13, // 9: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
-	32, // 10: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	33, // 11: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
-	34, // 12: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
-	30, // 13: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
-	30, // 14: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
-	30, // 15: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
-	34, // 16: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
-	32, // 17: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
-	35, // 18: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	34, // 19: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	30, // 20: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
-	0,  // 21: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
-	2,  // 22: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
-	4,  // 23: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
-	6,  // 24: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
-	8,  // 25: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
-	10, // 26: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
-	12, // 27: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
-	15, // 28: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
-	17, // 29: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
-	19, // 30: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
-	21, // 31: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
-	23, // 32: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	27, // 33: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
-	25, // 34: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 35: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 36: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	5,  // 37: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	7,  // 38: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	9,  // 39: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
-	11, // 40: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
-	14, // 41: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	16, // 42: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	18, // 43: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	20, // 44: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
-	22, // 45: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
-	24, // 46: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	28, // 47: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
-	26, // 48: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	35, // [35:49] is the sub-list for method output_type
-	21, // [21:35] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	35, // 10: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	36, // 11: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
+	37, // 12: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
+	33, // 13: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
+	17, // 14: spool.v1.CompleteJobsRequest.completions:type_name -> spool.v1.CompleteJobRequest
+	21, // 15: spool.v1.CompleteJobsResponse.results:type_name -> spool.v1.CompletionResult
+	33, // 16: spool.v1.CompletionResult.job:type_name -> spool.v1.Job
+	33, // 17: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
+	33, // 18: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
+	37, // 19: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
+	35, // 20: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
+	38, // 21: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
+	37, // 22: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	33, // 23: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	0,  // 24: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
+	2,  // 25: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
+	4,  // 26: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
+	6,  // 27: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
+	8,  // 28: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
+	10, // 29: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
+	12, // 30: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
+	15, // 31: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
+	17, // 32: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
+	19, // 33: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
+	22, // 34: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
+	24, // 35: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
+	26, // 36: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
+	30, // 37: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
+	28, // 38: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 39: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 40: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	5,  // 41: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	7,  // 42: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	9,  // 43: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
+	11, // 44: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
+	14, // 45: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	16, // 46: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	18, // 47: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	20, // 48: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
+	23, // 49: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	25, // 50: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	27, // 51: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	31, // 52: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
+	29, // 53: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	39, // [39:54] is the sub-list for method output_type
+	24, // [24:39] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_service_proto_init() }
@@ -2046,7 +2218,7 @@ func file_spool_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_service_proto_rawDesc), len(file_spool_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -52,6 +52,8 @@ const (
 	JobServiceUpdateJobVisibilityProcedure = "/spool.v1.JobService/UpdateJobVisibility"
 	// JobServiceCompleteJobProcedure is the fully-qualified name of the JobService's CompleteJob RPC.
 	JobServiceCompleteJobProcedure = "/spool.v1.JobService/CompleteJob"
+	// JobServiceCompleteJobsProcedure is the fully-qualified name of the JobService's CompleteJobs RPC.
+	JobServiceCompleteJobsProcedure = "/spool.v1.JobService/CompleteJobs"
 	// JobServiceReleaseJobProcedure is the fully-qualified name of the JobService's ReleaseJob RPC.
 	JobServiceReleaseJobProcedure = "/spool.v1.JobService/ReleaseJob"
 	// JobServiceReportUndeliveredProcedure is the fully-qualified name of the JobService's
@@ -95,6 +97,11 @@ type JobServiceClient interface {
 	// CompleteJob records how a leased job ended. Repeating it for the same
 	// attempt changes nothing.
 	CompleteJob(context.Context, *connect.Request[v1.CompleteJobRequest]) (*connect.Response[v1.CompleteJobResponse], error)
+	// CompleteJobs records several attempts' results in one call, each as
+	// CompleteJob records it (with its events): what a worker whose jobs end
+	// together sends. Each succeeds or fails on its own; the call fails only
+	// when the worker's key does, or the request is malformed.
+	CompleteJobs(context.Context, *connect.Request[v1.CompleteJobsRequest]) (*connect.Response[v1.CompleteJobsResponse], error)
 	// ReleaseJob hands a leased job back to its queue at once, for a worker
 	// that is stopping: another worker may take it without waiting for the
 	// lease to run out.
@@ -183,6 +190,12 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("CompleteJob")),
 			connect.WithClientOptions(opts...),
 		),
+		completeJobs: connect.NewClient[v1.CompleteJobsRequest, v1.CompleteJobsResponse](
+			httpClient,
+			baseURL+JobServiceCompleteJobsProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("CompleteJobs")),
+			connect.WithClientOptions(opts...),
+		),
 		releaseJob: connect.NewClient[v1.ReleaseJobRequest, v1.ReleaseJobResponse](
 			httpClient,
 			baseURL+JobServiceReleaseJobProcedure,
@@ -227,6 +240,7 @@ type jobServiceClient struct {
 	dequeueJobs         *connect.Client[v1.DequeueJobsRequest, v1.DequeueJobsResponse]
 	updateJobVisibility *connect.Client[v1.UpdateJobVisibilityRequest, v1.UpdateJobVisibilityResponse]
 	completeJob         *connect.Client[v1.CompleteJobRequest, v1.CompleteJobResponse]
+	completeJobs        *connect.Client[v1.CompleteJobsRequest, v1.CompleteJobsResponse]
 	releaseJob          *connect.Client[v1.ReleaseJobRequest, v1.ReleaseJobResponse]
 	reportUndelivered   *connect.Client[v1.ReportUndeliveredRequest, v1.ReportUndeliveredResponse]
 	publishEvents       *connect.Client[v1.PublishEventsRequest, v1.PublishEventsResponse]
@@ -277,6 +291,11 @@ func (c *jobServiceClient) UpdateJobVisibility(ctx context.Context, req *connect
 // CompleteJob calls spool.v1.JobService.CompleteJob.
 func (c *jobServiceClient) CompleteJob(ctx context.Context, req *connect.Request[v1.CompleteJobRequest]) (*connect.Response[v1.CompleteJobResponse], error) {
 	return c.completeJob.CallUnary(ctx, req)
+}
+
+// CompleteJobs calls spool.v1.JobService.CompleteJobs.
+func (c *jobServiceClient) CompleteJobs(ctx context.Context, req *connect.Request[v1.CompleteJobsRequest]) (*connect.Response[v1.CompleteJobsResponse], error) {
+	return c.completeJobs.CallUnary(ctx, req)
 }
 
 // ReleaseJob calls spool.v1.JobService.ReleaseJob.
@@ -333,6 +352,11 @@ type JobServiceHandler interface {
 	// CompleteJob records how a leased job ended. Repeating it for the same
 	// attempt changes nothing.
 	CompleteJob(context.Context, *connect.Request[v1.CompleteJobRequest]) (*connect.Response[v1.CompleteJobResponse], error)
+	// CompleteJobs records several attempts' results in one call, each as
+	// CompleteJob records it (with its events): what a worker whose jobs end
+	// together sends. Each succeeds or fails on its own; the call fails only
+	// when the worker's key does, or the request is malformed.
+	CompleteJobs(context.Context, *connect.Request[v1.CompleteJobsRequest]) (*connect.Response[v1.CompleteJobsResponse], error)
 	// ReleaseJob hands a leased job back to its queue at once, for a worker
 	// that is stopping: another worker may take it without waiting for the
 	// lease to run out.
@@ -417,6 +441,12 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("CompleteJob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceCompleteJobsHandler := connect.NewUnaryHandler(
+		JobServiceCompleteJobsProcedure,
+		svc.CompleteJobs,
+		connect.WithSchema(jobServiceMethods.ByName("CompleteJobs")),
+		connect.WithHandlerOptions(opts...),
+	)
 	jobServiceReleaseJobHandler := connect.NewUnaryHandler(
 		JobServiceReleaseJobProcedure,
 		svc.ReleaseJob,
@@ -467,6 +497,8 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 			jobServiceUpdateJobVisibilityHandler.ServeHTTP(w, r)
 		case JobServiceCompleteJobProcedure:
 			jobServiceCompleteJobHandler.ServeHTTP(w, r)
+		case JobServiceCompleteJobsProcedure:
+			jobServiceCompleteJobsHandler.ServeHTTP(w, r)
 		case JobServiceReleaseJobProcedure:
 			jobServiceReleaseJobHandler.ServeHTTP(w, r)
 		case JobServiceReportUndeliveredProcedure:
@@ -520,6 +552,10 @@ func (UnimplementedJobServiceHandler) UpdateJobVisibility(context.Context, *conn
 
 func (UnimplementedJobServiceHandler) CompleteJob(context.Context, *connect.Request[v1.CompleteJobRequest]) (*connect.Response[v1.CompleteJobResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.CompleteJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) CompleteJobs(context.Context, *connect.Request[v1.CompleteJobsRequest]) (*connect.Response[v1.CompleteJobsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.CompleteJobs is not implemented"))
 }
 
 func (UnimplementedJobServiceHandler) ReleaseJob(context.Context, *connect.Request[v1.ReleaseJobRequest]) (*connect.Response[v1.ReleaseJobResponse], error) {
