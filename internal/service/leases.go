@@ -216,20 +216,7 @@ func (s *Service) complete(ctx context.Context, ref store.LeaseRef, m *spoolv1.C
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) > 0 {
-		_, err := s.store.Append(ctx, ref, evs)
-		switch {
-		case err == nil:
-			s.metrics.eventsPublished(ctx, evs)
-		case !errors.Is(err, spool.ErrStaleLease):
-			return nil, s.fail(ctx, "CompleteJob", err)
-		}
-		// A stale lease may be this very completion, repeated after its
-		// answer was lost: the job is final by this lease, so the first
-		// call stored these events before it. Complete recognises that
-		// repeat and refuses any other stale lease.
-	}
-	job, err := s.store.Complete(ctx, ref, res)
+	job, err := s.finish(ctx, ref, evs, res)
 	if err != nil {
 		return nil, s.fail(ctx, "CompleteJob", err)
 	}
@@ -238,6 +225,32 @@ func (s *Service) complete(ctx context.Context, ref store.LeaseRef, m *spoolv1.C
 		"state", spool.StateName(job.GetState()), "exit_code", job.GetResult().GetExitCode())
 	s.metrics.jobFinished(ctx, job)
 	return job, nil
+}
+
+// finish stores an attempt's last events, if any, and its result: in one
+// write where the store can (store.Finisher), else one after the other.
+func (s *Service) finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	if f, ok := s.store.(store.Finisher); ok && len(evs) > 0 {
+		job, err := f.Finish(ctx, ref, evs, res)
+		if err == nil {
+			s.metrics.eventsPublished(ctx, evs)
+		}
+		return job, err
+	}
+	if len(evs) > 0 {
+		_, err := s.store.Append(ctx, ref, evs)
+		switch {
+		case err == nil:
+			s.metrics.eventsPublished(ctx, evs)
+		case !errors.Is(err, spool.ErrStaleLease):
+			return nil, err
+		}
+		// A stale lease may be this very completion, repeated after its
+		// answer was lost: the job is final by this lease, so the first
+		// call stored these events before it. Complete recognises that
+		// repeat and refuses any other stale lease.
+	}
+	return s.store.Complete(ctx, ref, res)
 }
 
 // PublishEvents appends an attempt's events to its job's log.

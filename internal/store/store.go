@@ -110,6 +110,16 @@ type JobStore interface {
 	RemovalStore
 }
 
+// Finisher is a store that records an attempt's last events and its result
+// in one write: what a short job's completion carries. Without it, the
+// core appends, then completes, in two.
+type Finisher interface {
+	// Finish is Append of evs, then Complete of res, atomically: both or
+	// neither. A repeat of a completion already recorded returns the job
+	// unchanged.
+	Finish(ctx context.Context, l LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error)
+}
+
 // KeyStore keeps the API keys. Only a hash of each key's secret is stored;
 // the service core checks every call's key against it, with no cache, so a
 // revoked key stops working at once on every server sharing the store.

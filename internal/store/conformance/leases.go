@@ -303,3 +303,44 @@ func testGraceLeases(t *testing.T, b Backend) {
 		t.Fatalf("the worker could not resume its graced lease: %v", err)
 	}
 }
+
+// testFinish: a store.Finisher stores an attempt's last events and its
+// result together, or neither: a repeat changes nothing, a stale lease or
+// events the log refuses leave the job as it was.
+func testFinish(t *testing.T, b Backend) {
+	s := open(t, b)
+	f := s.(store.Finisher)
+	ctx := context.Background()
+	q := newQueue()
+	l := runningJob(t, s, newJob(q))
+	last := events.Messages(startEvent(l.Head.NextSequence), batchEvent(l.Head.NextSequence+1, "a", "b"), endEvent(l.Head.NextSequence+3, 0))
+	for i := range 2 {
+		done, err := f.Finish(ctx, l.LeaseRef, last, &spoolv1.JobResult{ExitCode: int32(i)})
+		if err != nil {
+			t.Fatalf("finish %d: %v", i+1, err)
+		}
+		wantState(t, done, spoolv1.JobState_JOB_STATE_SUCCEEDED)
+		if done.GetLastSequence() != l.Head.NextSequence+3 || done.GetLineCount() != 2 {
+			t.Fatalf("finish %d: the job says last_sequence %d line_count %d", i+1, done.GetLastSequence(), done.GetLineCount())
+		}
+	}
+	items, _ := readItems(t, s, store.ReadRequest{JobID: l.JobID, FromSequence: 1})
+	if got := sequences(items); len(got) != 3 {
+		t.Fatalf("stored items at %v, want the 3 events once", got)
+	}
+
+	// Refused events: nothing is stored and the job runs on.
+	l2 := runningJob(t, s, newJob(q))
+	_, err := f.Finish(ctx, l2.LeaseRef, events.Messages(batchEvent(l2.Head.NextSequence+5, "gap")), &spoolv1.JobResult{})
+	wantErr(t, err, spool.ErrInvalidArgument, "finish with a gap in the log")
+	wantState(t, get(t, s, l2.JobID), spoolv1.JobState_JOB_STATE_RUNNING)
+
+	// A stale lease: refused, nothing stored.
+	stale := l2.LeaseRef
+	stale.LeaseID += "-old"
+	_, err = f.Finish(ctx, stale, events.Messages(startEvent(l2.Head.NextSequence)), &spoolv1.JobResult{})
+	wantErr(t, err, spool.ErrStaleLease, "finish under a stale lease")
+	if j := get(t, s, l2.JobID); j.GetLastSequence() != l2.Head.NextSequence-1 {
+		t.Fatalf("a refused finish stored events: last_sequence %d", j.GetLastSequence())
+	}
+}

@@ -109,6 +109,9 @@ func Run(t *testing.T, b Backend) {
 		tests = append(tests, named{"WaitsLeaveNothing", testWaitsLeaveNothing})
 	}
 	probe := b.Open(t)
+	if _, ok := probe.(store.Finisher); ok {
+		tests = append(tests, named{"FinishStoresEventsAndResultTogether", testFinish})
+	}
 	if _, ok := probe.(store.LeaseGracer); ok {
 		tests = append(tests, named{"GraceLeasesAfterAnOutage", testGraceLeases}, named{"GraceLeavesExternalJobs", testGraceLeavesExternalJobs})
 	}

@@ -23,40 +23,70 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 		if err != nil {
 			return err
 		}
-		plan, err := storekit.PlanAppend(r.Head, ref.Attempt, r.Job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
-		if err != nil {
-			return err
-		}
-		for _, rep := range plan.Repeats {
-			var (
-				end     int64
-				attempt int32
-			)
-			err := tx.QueryRowContext(ctx, `SELECT end_seq, attempt FROM events WHERE job_id = ? AND seq = ?`, ref.JobID, rep.Sequence).Scan(&end, &attempt)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("sqlite: read event %d of job %s: %w", rep.Sequence, ref.JobID, err)
-			}
-			if err := rep.Check(end, attempt, err == nil); err != nil {
-				return err
-			}
-		}
-		head = plan.Head
-		if len(plan.Items) == 0 {
-			return nil
-		}
-		if err := insertItems(ctx, tx, ref.JobID, plan.Items); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, sqlrows.MoveHead, head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID); err != nil {
-			return fmt.Errorf("sqlite: move head of job %s: %w", ref.JobID, err)
-		}
-		n.job(ref.JobID)
-		return nil
+		head, err = s.appendIn(ctx, tx, n, ref, r, evs)
+		return err
 	})
 	if err != nil {
 		return store.Head{}, err
 	}
 	return head, nil
+}
+
+// Finish implements store.Finisher: the events, then the result, in one
+// write.
+func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	var out *spoolv1.Job
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
+		r, err := getRow(ctx, tx, ref.JobID)
+		if err != nil {
+			return err
+		}
+		if storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
+			out = r.Job // a repeat: the first call stored it all
+			return nil
+		}
+		if err := storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
+			return err
+		}
+		if _, err := s.appendIn(ctx, tx, n, ref, r, evs); err != nil {
+			return err
+		}
+		out, err = completeIn(ctx, tx, n, ref, res)
+		return err
+	})
+	return out, err
+}
+
+// appendIn appends evs to the log of r, the job ref leases, in tx.
+func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.LeaseRef, r *sqlrows.Row, evs []events.Published) (store.Head, error) {
+	plan, err := storekit.PlanAppend(r.Head, ref.Attempt, r.Job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
+	if err != nil {
+		return store.Head{}, err
+	}
+	for _, rep := range plan.Repeats {
+		var (
+			end     int64
+			attempt int32
+		)
+		err := tx.QueryRowContext(ctx, `SELECT end_seq, attempt FROM events WHERE job_id = ? AND seq = ?`, ref.JobID, rep.Sequence).Scan(&end, &attempt)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return store.Head{}, fmt.Errorf("sqlite: read event %d of job %s: %w", rep.Sequence, ref.JobID, err)
+		}
+		if err := rep.Check(end, attempt, err == nil); err != nil {
+			return store.Head{}, err
+		}
+	}
+	if len(plan.Items) == 0 {
+		return plan.Head, nil
+	}
+	if err := insertItems(ctx, tx, ref.JobID, plan.Items); err != nil {
+		return store.Head{}, err
+	}
+	if _, err := tx.ExecContext(ctx, sqlrows.MoveHead, plan.Head.NextSequence, plan.Head.NextLine, storekit.Now().UnixMicro(), ref.JobID); err != nil {
+		return store.Head{}, fmt.Errorf("sqlite: move head of job %s: %w", ref.JobID, err)
+	}
+	n.job(ref.JobID)
+	return plan.Head, nil
 }
 
 // insertItems stores items of a job's log with one prepared statement: the

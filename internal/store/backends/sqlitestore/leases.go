@@ -157,26 +157,31 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
-		r, err := current(ctx, tx, ref)
-		if r != nil && storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
-			out = r.Job
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		now := storekit.Now()
-		o := storekit.Completed(r.Job, res, ref.Attempt, now)
-		// A final job keeps its lease handle, so a repeat is recognised; a
-		// job queued for a retry gets a new lease with its next attempt.
-		if err := settle(ctx, tx, r, o, spool.IsFinal(o.State), now); err != nil {
-			return err
-		}
-		n.settled(r.Job, o)
-		out = r.Job
-		return nil
+		var err error
+		out, err = completeIn(ctx, tx, n, ref, res)
+		return err
 	})
 	return out, err
+}
+
+// completeIn records the result of the attempt ref leases, in tx.
+func completeIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	r, err := current(ctx, tx, ref)
+	if r != nil && storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
+		return r.Job, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := storekit.Now()
+	o := storekit.Completed(r.Job, res, ref.Attempt, now)
+	// A final job keeps its lease handle, so a repeat is recognised; a job
+	// queued for a retry gets a new lease with its next attempt.
+	if err := settle(ctx, tx, r, o, spool.IsFinal(o.State), now); err != nil {
+		return nil, err
+	}
+	n.settled(r.Job, o)
+	return r.Job, nil
 }
 
 // Release implements store.JobStore.
