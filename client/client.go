@@ -45,12 +45,14 @@ func URLFromEnv() string {
 
 // Client talks to one spool server. It is safe for concurrent use.
 type Client struct {
-	rpc  spoolv1connect.JobServiceClient
-	keys spoolv1connect.KeyServiceClient
-	sc   spoolv1connect.ScatterServiceClient
-	ing  spoolv1connect.IngestServiceClient
-	qs   spoolv1connect.QueueServiceClient
-	url  string
+	rpc spoolv1connect.JobServiceClient
+	// streams is rpc asking for responses as they are, for event streams.
+	streams spoolv1connect.JobServiceClient
+	keys    spoolv1connect.KeyServiceClient
+	sc      spoolv1connect.ScatterServiceClient
+	ing     spoolv1connect.IngestServiceClient
+	qs      spoolv1connect.QueueServiceClient
+	url     string
 }
 
 // Option configures New.
@@ -97,12 +99,16 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Event streams carry events as they are stored, compressed already.
+	plain := o
+	plain.PlainResponses = true
+	streams, _ := wire.Dial(baseURL, plain)
 	keys, _ := wire.DialKeys(baseURL, o)
 	sc, _ := wire.DialScatters(baseURL, o)
 	ing, _ := wire.DialIngest(baseURL, o)
 	qs, _ := wire.DialQueues(baseURL, o)
 	base, _ := wire.BaseURL(baseURL)
-	return &Client{rpc: rpc, keys: keys, sc: sc, ing: ing, qs: qs, url: base}, nil
+	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, url: base}, nil
 }
 
 // URL is the server's address.

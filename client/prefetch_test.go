@@ -65,7 +65,8 @@ func TestPrefetchOneAhead(t *testing.T) {
 	defer srv.Close()
 	// The embedded no-op interceptor supplies the methods not counted.
 	counter := &countReceives{Interceptor: connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc { return next })}
-	c := &Client{rpc: spoolv1connect.NewJobServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(counter))}
+	rpc := spoolv1connect.NewJobServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(counter))
+	c := &Client{rpc: rpc, streams: rpc}
 
 	var seqs []int64
 	for ev, err := range c.Events(context.Background(), "job", StreamOptions{}).Batches() {

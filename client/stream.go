@@ -96,12 +96,16 @@ func (s *EventStream) Finished() *spoolv1.Job { return s.finished }
 // unpacked here. An error ends the iteration.
 func (s *EventStream) All() iter.Seq2[*spoolv1.JobEvent, error] {
 	return func(yield func(*spoolv1.JobEvent, error) bool) {
-		for ev, err := range s.Batches() {
+		for st, err := range s.stored() {
+			var lines []*spoolv1.JobEvent
+			if err == nil {
+				lines, err = st.Unpack()
+			}
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for _, line := range events.Unpack(ev) {
+			for _, line := range lines {
 				if !yield(line, nil) {
 					return
 				}
@@ -116,6 +120,23 @@ func (s *EventStream) All() iter.Seq2[*spoolv1.JobEvent, error] {
 // as they are. An error ends the iteration.
 func (s *EventStream) Batches() iter.Seq2[*spoolv1.JobEvent, error] {
 	return func(yield func(*spoolv1.JobEvent, error) bool) {
+		for st, err := range s.stored() {
+			var ev *spoolv1.JobEvent
+			if err == nil {
+				ev, err = st.Event()
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// stored yields the job's events as they came: a batch sent as stored is
+// decoded only as far as its consumer needs (Batches decodes it, All
+// unpacks it straight into lines).
+func (s *EventStream) stored() iter.Seq2[*events.Stored, error] {
+	return func(yield func(*events.Stored, error) bool) {
 		s.finished = nil
 		ctx, cancel := context.WithCancel(s.ctx)
 		out := make(chan delivery)
@@ -159,7 +180,7 @@ func (s *EventStream) Batches() iter.Seq2[*spoolv1.JobEvent, error] {
 // the stream was lost and is reconnecting; or the end (an error, or a clean
 // end with the finished job if there is one).
 type delivery struct {
-	ev       *spoolv1.JobEvent
+	ev       *events.Stored
 	lost     error
 	wait     time.Duration
 	err      error
@@ -192,7 +213,7 @@ func newReceiver(c *Client, jobID string, opts StreamOptions) *receiver {
 
 // request asks for what comes after everything delivered so far.
 func (r *receiver) request() *spoolv1.StreamEventsRequest {
-	req := &spoolv1.StreamEventsRequest{JobId: r.jobID, EventTypes: r.opts.Types, Follow: r.opts.Follow}
+	req := &spoolv1.StreamEventsRequest{JobId: r.jobID, EventTypes: r.opts.Types, Follow: r.opts.Follow, AcceptStoredEvents: true}
 	if !r.opts.FromTime.IsZero() {
 		req.FromTimestamp = timestamppb.New(r.opts.FromTime)
 	}
@@ -253,7 +274,7 @@ func (r *receiver) run(ctx context.Context, out chan<- delivery) {
 // the finished job when the server sent it, else why the call ended (nil:
 // the server closed the stream).
 func (r *receiver) once(ctx context.Context, send func(delivery) bool) (*spoolv1.Job, error) {
-	stream, err := r.c.rpc.StreamEvents(ctx, connect.NewRequest(r.request()))
+	stream, err := r.c.streams.StreamEvents(ctx, connect.NewRequest(r.request()))
 	if err != nil {
 		return nil, err
 	}
@@ -264,22 +285,42 @@ func (r *receiver) once(ctx context.Context, send func(delivery) bool) (*spoolv1
 		if job := m.GetFinishedJob(); job != nil {
 			return job, nil
 		}
-		ev := m.GetEvent()
-		if ev == nil {
-			continue
-		}
-		// The server starts where it was asked to; trimming again here
-		// keeps the exactly-once promise even if a batch overlapping the
-		// resume point came back whole.
-		if r.next > 0 {
-			if ev = events.TrimBefore(ev, r.next); ev == nil {
-				continue
+		for _, b := range m.GetStoredEvents() {
+			st, err := events.DecodeStored(b)
+			if err == nil {
+				err = r.deliver(st, send)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
-		r.next = events.EndSequence(ev) + 1
-		if !send(delivery{ev: ev}) {
-			return nil, ctx.Err()
+		if ev := m.GetEvent(); ev != nil {
+			if err := r.deliver(events.StoredOf(ev), send); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return nil, stream.Err()
+}
+
+// deliver sends st on from where the iteration is. Its error ends the
+// iteration: the context's, or a stored event that does not decode.
+func (r *receiver) deliver(st *events.Stored, send func(delivery) bool) error {
+	// The server starts where it was asked to; trimming again here keeps
+	// the exactly-once promise even if a batch overlapping the resume
+	// point came back whole.
+	if r.next > 0 {
+		var err error
+		if st, err = st.TrimBefore(r.next); err != nil {
+			return fmt.Errorf("event sent as stored: %w", err)
+		}
+		if st == nil {
+			return nil
+		}
+	}
+	r.next = st.EndSequence + 1
+	if !send(delivery{ev: st}) {
+		return context.Canceled
+	}
+	return nil
 }

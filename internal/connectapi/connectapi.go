@@ -168,16 +168,19 @@ func (h handler) StreamEvents(ctx context.Context, req *connect.Request[spoolv1.
 	if err := stream.Send(nil); err != nil {
 		return err
 	}
-	for st, err := range feed.Stored(ctx) {
-		var res *spoolv1.StreamEventsResponse
+	stored := req.Msg.GetAcceptStoredEvents()
+	for page, err := range feed.Pages(ctx) {
+		var msgs []*spoolv1.StreamEventsResponse
 		if err == nil {
-			res, err = eventResponse(st)
+			msgs, err = pageResponses(page, stored)
 		}
 		if err != nil {
 			return apierr.Connect(err)
 		}
-		if err := stream.Send(res); err != nil {
-			return err
+		for _, res := range msgs {
+			if err := stream.Send(res); err != nil {
+				return err
+			}
 		}
 	}
 	if job := feed.Finished(); job != nil {
@@ -189,14 +192,48 @@ func (h handler) StreamEvents(ctx context.Context, req *connect.Request[spoolv1.
 // responseEvent is the number of StreamEventsResponse's event field.
 var responseEvent = (&spoolv1.StreamEventsResponse{}).ProtoReflect().Descriptor().Fields().ByName("event").Number()
 
+// maxStoredPerMessage bounds the stored events one message carries.
+const maxStoredPerMessage = 1 << 20
+
+// pageResponses are the messages that send a page of a feed. To a client
+// that decodes stored events (stored), events read whole go as their
+// payloads, untouched (the server neither decompresses nor decodes them),
+// as many in a message as fit maxStoredPerMessage: one message and one
+// write for what took a message and a write each. Others go one a
+// message, as eventResponse makes them.
+func pageResponses(page []*events.Stored, stored bool) ([]*spoolv1.StreamEventsResponse, error) {
+	var (
+		out  []*spoolv1.StreamEventsResponse
+		pack *spoolv1.StreamEventsResponse // the message stored events are added to
+		size int
+	)
+	for _, st := range page {
+		if p := st.Payload(); stored && p != nil {
+			if pack == nil || size+len(p) > maxStoredPerMessage {
+				pack, size = &spoolv1.StreamEventsResponse{}, 0
+				out = append(out, pack)
+			}
+			pack.StoredEvents = append(pack.StoredEvents, p)
+			size += len(p)
+			continue
+		}
+		res, err := eventResponse(st)
+		if err != nil {
+			return nil, err
+		}
+		out, pack = append(out, res), nil
+	}
+	return out, nil
+}
+
 // eventResponse is the StreamEventsResponse carrying a stored event.
 //
-// An event the reader gets as it was stored goes as its stored bytes,
-// without being decoded: they are the JobEvent's protobuf, so written as
-// the response's event field (its tag, their length, them) they are what
-// encoding the decoded event would write. The response holds them as an
-// unknown field, which protobuf encoding copies as it is; the JSON codec
-// decodes them first (see jsonCodec.Marshal).
+// An event the reader gets as it was stored goes as its JobEvent protobuf,
+// without being decoded: written as the response's event field (its tag,
+// their length, them) those bytes are what encoding the decoded event
+// would write. The response holds them as an unknown field, which protobuf
+// encoding copies as it is; the JSON codec decodes them first (see
+// jsonCodec.Marshal).
 func eventResponse(st *events.Stored) (*spoolv1.StreamEventsResponse, error) {
 	raw := st.Proto()
 	if raw == nil {

@@ -3,6 +3,7 @@ package connectapi
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -60,5 +61,43 @@ func TestEventResponseIsTheEncodedEvent(t *testing.T) {
 		if !bytes.Equal(gotJSON, wantJSON) {
 			t.Fatalf("%s: JSON %s, want %s", name, gotJSON, wantJSON)
 		}
+	}
+}
+
+// TestPageResponses: to a client that decodes stored events, events read
+// whole go as their payloads, untouched, several in a message, in order
+// with those cut from a batch, which go as messages of their own; to
+// others, every event goes as a message.
+func TestPageResponses(t *testing.T) {
+	var page []*events.Stored
+	var payloads [][]byte
+	for i := range 3 {
+		ev := events.Batch{Sequence: int64(1 + 3*i), FirstLine: int64(1 + 3*i), Attempt: 1, Lines: events.TextLines(time.Now(), "a", "b", "c")}.Event()
+		payload, err := events.Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, payloads = append(page, events.StoredAs(events.HeaderOf(ev), payload)), append(payloads, payload)
+	}
+	cut, err := page[1].TrimBefore(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page[1] = cut
+	msgs, err := pageResponses(page, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 3 || len(msgs[0].GetStoredEvents()) != 1 || !bytes.Equal(msgs[0].GetStoredEvents()[0], payloads[0]) ||
+		msgs[1].GetEvent().GetSequence() != 5 || len(msgs[2].GetStoredEvents()) != 1 || !bytes.Equal(msgs[2].GetStoredEvents()[0], payloads[2]) {
+		t.Fatalf("messages %v: want the first payload, the cut batch from sequence 5, the last payload", msgs)
+	}
+	whole := []*events.Stored{page[0], page[2]}
+	if msgs, _ := pageResponses(whole, true); len(msgs) != 1 || len(msgs[0].GetStoredEvents()) != 2 {
+		t.Fatalf("two whole events: %d messages, want both in one", len(msgs))
+	}
+	msgs, err = pageResponses(page, false)
+	if err != nil || len(msgs) != 3 || msgs[0].GetStoredEvents() != nil {
+		t.Fatalf("to a client that does not decode stored events: %v, %v; want three events", msgs, err)
 	}
 }

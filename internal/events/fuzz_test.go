@@ -72,3 +72,36 @@ func FuzzDecodeStored(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStoredUnpack: a stored event unpacked straight from its protobuf is
+// what unpacking its decoded message gives, whatever the bytes; and bytes
+// that do not decode do not unpack.
+func FuzzStoredUnpack(f *testing.F) {
+	for _, ev := range publishedSamples() {
+		raw, _ := proto.Marshal(ev)
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		st, err := DecodeStored(append([]byte{formatProto}, body...))
+		ev, decodeErr := Decode(append([]byte{formatProto}, body...))
+		if err != nil {
+			return
+		}
+		got, err := st.Unpack()
+		if (err == nil) != (decodeErr == nil) {
+			t.Fatalf("unpacked: %v, decoded: %v", err, decodeErr)
+		}
+		if err != nil {
+			return
+		}
+		want := Unpack(ev)
+		if len(got) != len(want) {
+			t.Fatalf("%d events, decoded and unpacked %d", len(got), len(want))
+		}
+		for i := range got {
+			if !proto.Equal(got[i], want[i]) {
+				t.Fatalf("event %d: %v, decoded and unpacked %v", i, got[i], want[i])
+			}
+		}
+	})
+}

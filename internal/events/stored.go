@@ -37,12 +37,18 @@ func HeaderOf(ev *spoolv1.JobEvent) Header {
 // protobuf without decoding the lines, beside the JobEvent protobuf itself,
 // and is decoded only when something asks for the message.
 //
+// A store whose keys hold the header (StoredAs) does not even decompress
+// the payload until something needs more than the payload as it is: a
+// reader that decodes stored events itself gets them untouched.
+//
 // A Stored is not safe for concurrent use; the message Event returns is
 // read-only, like every event a store returns.
 type Stored struct {
 	Header
-	raw []byte            // the JobEvent protobuf as stored; nil when built from a message
-	ev  *spoolv1.JobEvent // the decoded event, once asked for
+	payload []byte            // as stored (Encode's payload); nil when built from a message
+	raw     []byte            // the JobEvent protobuf, once unwrapped
+	err     error             // why the payload could not be unwrapped
+	ev      *spoolv1.JobEvent // the decoded event, once asked for
 }
 
 // DecodeStored reads a payload written by Encode as far as its header. The
@@ -56,7 +62,38 @@ func DecodeStored(payload []byte) (*Stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	return &Stored{Header: h, raw: body}, nil
+	return &Stored{Header: h, payload: payload, raw: body}, nil
+}
+
+// StoredAs is a payload written by Encode whose header the store keeps
+// beside it: nothing of the payload is read until something asks for its
+// protobuf or its event, which must then agree with h.
+func StoredAs(h Header, payload []byte) *Stored {
+	return &Stored{Header: h, payload: payload}
+}
+
+// body returns the JobEvent protobuf, unwrapping the payload the first
+// time.
+func (s *Stored) body() ([]byte, error) {
+	if s.raw != nil || s.err != nil || s.payload == nil {
+		return s.raw, s.err
+	}
+	body, err := unwrap(s.payload)
+	if err == nil {
+		var h Header
+		if h, err = scanHeader(body); err != nil {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+		} else if h != s.Header {
+			err = fmt.Errorf("%w: stored as sequences %d-%d, lines %d+%d, but its payload is sequences %d-%d, lines %d+%d",
+				ErrCorrupt, s.Sequence, s.EndSequence, s.FirstLine, s.LineCount, h.Sequence, h.EndSequence, h.FirstLine, h.LineCount)
+		}
+	}
+	if err != nil {
+		s.err = fmt.Errorf("event %d: %w", s.Sequence, err)
+		return nil, s.err
+	}
+	s.raw = body
+	return body, nil
 }
 
 // StoredOf wraps a decoded event, for stores that keep messages and for
@@ -68,7 +105,11 @@ func StoredOf(ev *spoolv1.JobEvent) *Stored {
 // Event returns the event, decoding it the first time.
 func (s *Stored) Event() (*spoolv1.JobEvent, error) {
 	if s.ev == nil {
-		ev, err := unmarshal(s.raw)
+		body, err := s.body()
+		if err != nil {
+			return nil, err
+		}
+		ev, err := unmarshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", s.Sequence, err)
 		}
@@ -79,8 +120,17 @@ func (s *Stored) Event() (*spoolv1.JobEvent, error) {
 
 // Proto returns the event's JobEvent protobuf exactly as it was stored,
 // or nil when the event was not read from a payload (StoredOf, or a part
-// cut from a stored event). The bytes are shared: do not modify them.
-func (s *Stored) Proto() []byte { return s.raw }
+// cut from a stored event) or its payload does not unwrap (Event says
+// why). The bytes are shared: do not modify them.
+func (s *Stored) Proto() []byte {
+	b, _ := s.body()
+	return b
+}
+
+// Payload returns the event as it was stored (what Encode returned, maybe
+// compressed), or nil when it was not read from a payload. The bytes are
+// shared: do not modify them.
+func (s *Stored) Payload() []byte { return s.payload }
 
 // TrimBefore is TrimBefore for a stored event: s itself when all of it is
 // kept, decoded only when it has to be cut.

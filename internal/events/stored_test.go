@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
@@ -151,5 +152,31 @@ func TestStoredOf(t *testing.T) {
 	}
 	if h := st.Header; h.Sequence != 7 || h.EndSequence != 56 || h.FirstLine != 3 || h.LineCount != 50 || h.Type != spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH {
 		t.Fatalf("header %+v", h)
+	}
+}
+
+// TestStoredAs: an item whose header its store kept is not unwrapped until
+// asked for more than its payload, and then it must agree with that header.
+func TestStoredAs(t *testing.T) {
+	ev := batch(7, 3, 50, true)
+	payload, _ := Encode(ev)
+	st := StoredAs(HeaderOf(ev), payload)
+	if !bytes.Equal(st.Payload(), payload) {
+		t.Fatal("payload not kept as stored")
+	}
+	if got, err := st.Event(); err != nil || !proto.Equal(got, ev) {
+		t.Fatalf("event: %v", err)
+	}
+	wrong := HeaderOf(ev)
+	wrong.LineCount++
+	bad := StoredAs(wrong, payload)
+	if _, err := bad.Event(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a payload that disagrees with its keys: %v, want ErrCorrupt", err)
+	}
+	if bad.Proto() != nil {
+		t.Fatal("a payload that disagrees with its keys gave its protobuf")
+	}
+	if _, err := StoredAs(HeaderOf(ev), []byte{formatS2Proto, 0xff}).Event(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a payload that does not unwrap: %v, want ErrCorrupt", err)
 	}
 }

@@ -71,7 +71,12 @@ func roundTrips(b *testing.B, c *api, workers int) {
 //	go test -run '^$' -bench ReadWholeLog ./internal/server/
 func BenchmarkReadWholeLog(b *testing.B) {
 	srv := start(b)
-	job := spooltest.RunJob(b, srv, spooltest.Seq(1, 10_000)...)
+	// Lines as the goals table's job prints them: "<n> <Unix nanoseconds>".
+	lines := spooltest.Seq(1, 10_000)
+	for i := range lines {
+		lines[i].Text += " 1795715000123456789"
+	}
+	job := spooltest.RunJob(b, srv, lines...)
 	c := newClient(b, srv)
 	ctx := context.Background()
 	b.Run("connect", func(b *testing.B) {

@@ -98,45 +98,34 @@ func (f *Feed) Close() { f.release() }
 // sequence it got, here after the restart or on another server.
 func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
 	return func(yield func(*spoolv1.JobEvent, error) bool) {
-		for st, err := range f.stored(ctx) {
-			var evs []*spoolv1.JobEvent
+		for st, err := range f.Stored(ctx) {
+			var ev *spoolv1.JobEvent
 			if err == nil {
-				evs, err = f.expand(ctx, st)
-			}
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, ev := range evs {
-				if !yield(ev, nil) {
-					return
+				if ev, err = st.Event(); err != nil {
+					err = f.s.fail(ctx, "StreamEvents", err)
 				}
+			}
+			if !yield(ev, err) || err != nil {
+				return
 			}
 		}
 	}
 }
 
 // Stored yields what Events yields as stored events, for an entrance that
-// can send a batch the reader gets whole as the bytes it was stored as
-// (events.Stored.Proto) instead of decoding and encoding it again. Events
-// cut from a batch (the first, or lines when unpacking) carry no such
-// bytes.
+// can send a batch the reader gets whole as it was stored
+// (events.Stored.Payload, Proto) instead of decoding and encoding it again.
+// Events cut from a batch (the first, or lines when unpacking) carry no
+// such bytes.
 func (f *Feed) Stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
 	return func(yield func(*events.Stored, error) bool) {
-		for st, err := range f.stored(ctx) {
-			if err != nil || !f.unpack {
-				if !yield(st, err) || err != nil {
-					return
-				}
-				continue
-			}
-			evs, err := f.expand(ctx, st)
+		for page, err := range f.Pages(ctx) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for _, ev := range evs {
-				if !yield(events.StoredOf(ev), nil) {
+			for _, st := range page {
+				if !yield(st, nil) {
 					return
 				}
 			}
@@ -144,13 +133,14 @@ func (f *Feed) Stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
 	}
 }
 
-// stored yields the store's feed, before any unpacking, until the server
-// drains or the reader's key stops working.
-func (f *Feed) stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
-	return func(yield func(*events.Stored, error) bool) {
+// Pages yields what Stored yields, the events read from the store together
+// at a time (following a job, what arrived since the last), for an entrance
+// that sends several in one message.
+func (f *Feed) Pages(ctx context.Context) iter.Seq2[[]*events.Stored, error] {
+	return func(yield func([]*events.Stored, error) bool) {
 		feedCtx, stop := f.s.untilDrain(ctx)
 		defer stop()
-		for st, err := range f.f.Stored(feedCtx) {
+		for page, err := range f.f.Pages(feedCtx) {
 			if err != nil {
 				if f.s.draining() && ctx.Err() == nil {
 					err = errDraining
@@ -164,24 +154,32 @@ func (f *Feed) stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
 				yield(nil, err)
 				return
 			}
-			if !yield(st, nil) {
+			if f.unpack {
+				if page, err = f.unpacked(ctx, page); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
+			if !yield(page, nil) {
 				return
 			}
 		}
 	}
 }
 
-// expand decodes a stored event into what the reader gets of it: the
-// event, or one event per line when unpacking.
-func (f *Feed) expand(ctx context.Context, st *events.Stored) ([]*spoolv1.JobEvent, error) {
-	ev, err := st.Event()
-	if err != nil {
-		return nil, f.s.fail(ctx, "StreamEvents", err)
+// unpacked is a page with one event per line.
+func (f *Feed) unpacked(ctx context.Context, page []*events.Stored) ([]*events.Stored, error) {
+	var out []*events.Stored
+	for _, st := range page {
+		ev, err := st.Event()
+		if err != nil {
+			return nil, f.s.fail(ctx, "StreamEvents", err)
+		}
+		for _, line := range events.Unpack(ev) {
+			out = append(out, events.StoredOf(line))
+		}
 	}
-	if !f.unpack {
-		return []*spoolv1.JobEvent{ev}, nil
-	}
-	return events.Unpack(ev), nil
+	return out, nil
 }
 
 // recheckEvery is how long a feed goes on reading with the key it was

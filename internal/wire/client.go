@@ -33,6 +33,10 @@ type Options struct {
 	// Compress sends requests of 1 KiB or more compressed with zstd: what a
 	// worker publishing batches of output wants.
 	Compress bool
+	// PlainResponses asks for responses as they are, not compressed: for
+	// calls whose messages are compressed already (stored events), where
+	// compressing them again costs both ends and saves nothing.
+	PlainResponses bool
 	// APIKey is sent with every call (Authorization: Bearer KEY).
 	APIKey string
 	// CAFile, for https:// servers with a certificate of a private CA, is
@@ -101,6 +105,9 @@ func connection(baseURL string, o Options) (*http.Client, string, []connect.Clie
 		return nil, "", nil, err
 	}
 	opts := []connect.ClientOption{ZstdClient()}
+	if o.PlainResponses {
+		opts = []connect.ClientOption{connect.WithAcceptCompression("gzip", nil, nil)}
+	}
 	if o.GRPC {
 		opts = append(opts, connect.WithGRPC())
 	}

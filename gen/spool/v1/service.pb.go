@@ -1709,9 +1709,14 @@ type StreamEventsRequest struct {
 	// Keep the stream open and send new events until the job finishes.
 	Follow bool `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
 	// Send each output line as its own OUTPUT_DATA event instead of batches.
-	Unpack        bool `protobuf:"varint,7,opt,name=unpack,proto3" json:"unpack,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unpack bool `protobuf:"varint,7,opt,name=unpack,proto3" json:"unpack,omitempty"`
+	// The client decodes events as the server stores them: events sent as
+	// they were stored come in StreamEventsResponse.stored_events, without
+	// the server decoding them (or compressing them again: they are
+	// compressed already). Others still come in event.
+	AcceptStoredEvents bool `protobuf:"varint,8,opt,name=accept_stored_events,json=acceptStoredEvents,proto3" json:"accept_stored_events,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *StreamEventsRequest) Reset() {
@@ -1793,13 +1798,26 @@ func (x *StreamEventsRequest) GetUnpack() bool {
 	return false
 }
 
+func (x *StreamEventsRequest) GetAcceptStoredEvents() bool {
+	if x != nil {
+		return x.AcceptStoredEvents
+	}
+	return false
+}
+
 type StreamEventsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// An event (absent on the final message).
 	Event *JobEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
 	// Set on the final message when the stream ends because the job finished
 	// and every event has been sent.
-	FinishedJob   *Job `protobuf:"bytes,2,opt,name=finished_job,json=finishedJob,proto3" json:"finished_job,omitempty"`
+	FinishedJob *Job `protobuf:"bytes,2,opt,name=finished_job,json=finishedJob,proto3" json:"finished_job,omitempty"`
+	// Instead of event, when the request accepts them: events as stored, in
+	// sequence order (those read together come in one message). Each is a
+	// format byte (0: the JobEvent protobuf follows; 1: it follows
+	// compressed with zstd, one frame; 2: it follows compressed as an S2
+	// block), then the bytes.
+	StoredEvents  [][]byte `protobuf:"bytes,3,rep,name=stored_events,json=storedEvents,proto3" json:"stored_events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1844,6 +1862,13 @@ func (x *StreamEventsResponse) GetEvent() *JobEvent {
 func (x *StreamEventsResponse) GetFinishedJob() *Job {
 	if x != nil {
 		return x.FinishedJob
+	}
+	return nil
+}
+
+func (x *StreamEventsResponse) GetStoredEvents() [][]byte {
+	if x != nil {
+		return x.StoredEvents
 	}
 	return nil
 }
@@ -2051,7 +2076,7 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\x12\x1d\n" +
 	"\n" +
 	"line_count\x18\x02 \x01(\x03R\tlineCount\x12\x18\n" +
-	"\awatched\x18\x03 \x01(\bR\awatched\"\x97\x02\n" +
+	"\awatched\x18\x03 \x01(\bR\awatched\"\xc9\x02\n" +
 	"\x13StreamEventsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12#\n" +
 	"\rfrom_sequence\x18\x02 \x01(\x03R\ffromSequence\x12\x1b\n" +
@@ -2060,10 +2085,12 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\vevent_types\x18\x05 \x03(\x0e2\x13.spool.v1.EventTypeR\n" +
 	"eventTypes\x12\x16\n" +
 	"\x06follow\x18\x06 \x01(\bR\x06follow\x12\x16\n" +
-	"\x06unpack\x18\a \x01(\bR\x06unpack\"r\n" +
+	"\x06unpack\x18\a \x01(\bR\x06unpack\x120\n" +
+	"\x14accept_stored_events\x18\b \x01(\bR\x12acceptStoredEvents\"\x97\x01\n" +
 	"\x14StreamEventsResponse\x12(\n" +
 	"\x05event\x18\x01 \x01(\v2\x12.spool.v1.JobEventR\x05event\x120\n" +
-	"\ffinished_job\x18\x02 \x01(\v2\r.spool.v1.JobR\vfinishedJob\"3\n" +
+	"\ffinished_job\x18\x02 \x01(\v2\r.spool.v1.JobR\vfinishedJob\x12#\n" +
+	"\rstored_events\x18\x03 \x03(\fR\fstoredEvents\"3\n" +
 	"\x12GetJobInputRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\"+\n" +

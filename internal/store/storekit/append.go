@@ -236,6 +236,13 @@ func ItemFromPayload(payload []byte, seq int64) (*events.Stored, error) {
 	return st, nil
 }
 
+// ItemFromColumns is a stored item whose header its store read from the
+// columns it keeps beside the payload: the payload is not read until
+// something needs it (events.StoredAs).
+func ItemFromColumns(seq, end, firstLine, lineCount int64, typ int32, payload []byte) *events.Stored {
+	return events.StoredAs(events.Header{Sequence: seq, EndSequence: end, Type: spoolv1.EventType(typ), FirstLine: firstLine, LineCount: lineCount}, payload)
+}
+
 // Decoded yields the events of stored items as messages: a store's Read in
 // terms of its ReadStored.
 func Decoded(items iter.Seq2[*events.Stored, error]) iter.Seq2[*spoolv1.JobEvent, error] {

@@ -72,6 +72,25 @@ func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
 // request cuts is decoded and cut.
 func (f *Feed) Stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
 	return func(yield func(*events.Stored, error) bool) {
+		for page, err := range f.Pages(ctx) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, st := range page {
+				if !yield(st, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Pages yields what Stored yields a read of the store at a time: the
+// events that were there together, for a reader that sends several in one
+// message. Following a job, a page is what arrived since the last.
+func (f *Feed) Pages(ctx context.Context) iter.Seq2[[]*events.Stored, error] {
+	return func(yield func([]*events.Stored, error) bool) {
 		c := feedCursor{next: max(1, f.r.FromSequence), line: f.r.FromLine}
 		for f.round(ctx, &c, yield) {
 		}
@@ -88,7 +107,7 @@ type feedCursor struct {
 // job that is not final, waits for the next change; again says to go round
 // once more. The round's watch ends with it, so the store keeps nothing
 // for a feed that has stopped.
-func (f *Feed) round(ctx context.Context, c *feedCursor, yield func(*events.Stored, error) bool) (again bool) {
+func (f *Feed) round(ctx context.Context, c *feedCursor, yield func([]*events.Stored, error) bool) (again bool) {
 	watchCtx, unwatch := context.WithCancel(ctx)
 	defer unwatch()
 	changed := f.s.Watch(watchCtx, f.r.JobID)
@@ -121,7 +140,7 @@ func (f *Feed) round(ctx context.Context, c *feedCursor, yield func(*events.Stor
 
 // readStored yields what is stored from c, in pages that start at one item
 // and double up to the feed's cap; ok is false when the feed must stop.
-func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*events.Stored, error) bool) (ok bool) {
+func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func([]*events.Stored, error) bool) (ok bool) {
 	maxPage := f.r.MaxPage
 	if maxPage <= 0 || maxPage > MaxFeedPage {
 		maxPage = MaxFeedPage
@@ -130,6 +149,7 @@ func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*events
 	for page := 1; ; page = min(2*page, maxPage) {
 		req.Limit = page
 		read := 0
+		var out []*events.Stored
 		for st, err := range f.s.ReadStored(ctx, req) {
 			if err != nil {
 				yield(nil, err)
@@ -143,9 +163,12 @@ func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func(*events
 				yield(nil, err)
 				return false
 			}
-			if st != nil && !yield(st, nil) {
-				return false
+			if st != nil {
+				out = append(out, st)
 			}
+		}
+		if len(out) > 0 && !yield(out, nil) {
+			return false
 		}
 		if read < page {
 			return true // the end of what is stored

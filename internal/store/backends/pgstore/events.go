@@ -157,25 +157,18 @@ func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2
 
 // readPage reads up to n items starting at sequence from.
 func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*events.Stored, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, payload FROM events WHERE job_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, jobID, from, n)
+	rows, err := s.pool.Query(ctx, `SELECT `+sqlrows.StoredColumns+` FROM events WHERE job_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, jobID, from, n)
 	if err != nil {
 		return nil, pgErr(err, "read events of job %s", jobID)
 	}
 	defer rows.Close()
 	var out []*events.Stored
 	for rows.Next() {
-		var (
-			seq     int64
-			payload []byte
-		)
-		if err := rows.Scan(&seq, &payload); err != nil {
+		var c sqlrows.StoredRow
+		if err := rows.Scan(c.Dest()...); err != nil {
 			return nil, pgErr(err, "read events of job %s", jobID)
 		}
-		ev, err := storekit.ItemFromPayload(payload, seq)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
+		out = append(out, c.Stored())
 	}
 	if err := rows.Err(); err != nil {
 		return nil, pgErr(err, "read events of job %s", jobID)

@@ -3,6 +3,7 @@ package sqlrows
 import (
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // ReadPage is how many items a read fetches per query. Pages are read whole
@@ -39,4 +40,26 @@ func ReadPages(r store.ReadRequest, from int64, fetch func(from int64, n int) ([
 		}
 		from = evs[len(evs)-1].Sequence + 1
 	}
+}
+
+// StoredColumns are the columns of the events table a read takes: the
+// item's header and its payload.
+const StoredColumns = `seq, end_seq, first_line, line_count, event_type, payload`
+
+// StoredRow scans StoredColumns.
+type StoredRow struct {
+	seq, end, firstLine, lineCount int64
+	typ                            int32
+	payload                        []byte
+}
+
+// Dest are the destinations to scan StoredColumns into.
+func (r *StoredRow) Dest() []any {
+	return []any{&r.seq, &r.end, &r.firstLine, &r.lineCount, &r.typ, &r.payload}
+}
+
+// Stored is the item: its header from the columns, its payload read only
+// when something needs more than the payload (storekit.ItemFromColumns).
+func (r *StoredRow) Stored() *events.Stored {
+	return storekit.ItemFromColumns(r.seq, r.end, r.firstLine, r.lineCount, r.typ, r.payload)
 }
