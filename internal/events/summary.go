@@ -111,6 +111,12 @@ var (
 // errUnusual for anything else; whatever it reads, proto.Unmarshal
 // decodes to an event with the same summary.
 func inspect(b []byte) (Summary, error) {
+	return inspectInto(b, nil)
+}
+
+// inspectInto is inspect, also keeping a batch's lines in raw when raw is
+// not nil (for unpacking them in the same pass).
+func inspectInto(b []byte, raw *rawBatch) (Summary, error) {
 	s := Summary{Size: len(b)}
 	var seen fieldSet
 	var end int64 // a batch's end_sequence
@@ -139,7 +145,7 @@ func inspect(b []byte) (Summary, error) {
 		case num == fieldOutputBatch && typ == protowire.BytesType:
 			body, _ := protowire.ConsumeBytes(v)
 			s.DataType = spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH
-			return inspectBatch(body, &s, &end)
+			return inspectBatch(body, &s, &end, raw)
 		default:
 			return errUnusual
 		}
@@ -210,7 +216,7 @@ func inspectOutput(b []byte, s *Summary) error {
 
 // inspectBatch reads an OutputBatchEvent, line by line without keeping
 // any.
-func inspectBatch(b []byte, s *Summary, end *int64) error {
+func inspectBatch(b []byte, s *Summary, end *int64, raw *rawBatch) error {
 	var seen fieldSet
 	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if num != fieldOutputs && !seen.add(num) {
@@ -220,7 +226,7 @@ func inspectBatch(b []byte, s *Summary, end *int64) error {
 		case num == fieldOutputs && typ == protowire.BytesType:
 			body, _ := protowire.ConsumeBytes(v)
 			s.LineCount++
-			return inspectItem(body, s)
+			return inspectItem(body, s, raw)
 		case num == fieldStartSeq && typ == protowire.VarintType:
 			s.StartSequence = int64(varint(v))
 		case num == fieldEndSeq && typ == protowire.VarintType:
@@ -228,9 +234,15 @@ func inspectBatch(b []byte, s *Summary, end *int64) error {
 		case num == fieldFirstLine && typ == protowire.VarintType:
 			s.FirstLine = int64(varint(v))
 		case num == fieldPlayback && typ == protowire.VarintType:
+			if raw != nil {
+				raw.playback = int32(varint(v))
+			}
 		case num == fieldTimestamps && typ == protowire.BytesType:
 			// Packed, as proto3 encoders write repeated numbers.
 			body, _ := protowire.ConsumeBytes(v)
+			if raw != nil {
+				raw.times = body
+			}
 			for len(body) > 0 {
 				_, n := protowire.ConsumeVarint(body)
 				if n < 0 {
@@ -247,26 +259,30 @@ func inspectBatch(b []byte, s *Summary, end *int64) error {
 }
 
 // inspectItem reads an OutputItem.
-func inspectItem(b []byte, s *Summary) error {
+func inspectItem(b []byte, s *Summary, raw *rawBatch) error {
 	var seen fieldSet
-	stream := spoolv1.StreamType_STREAM_TYPE_UNSPECIFIED
+	var l rawLine
 	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if !seen.add(num) {
 			return errUnusual
 		}
 		switch {
 		case num == fieldItemBytes && typ == protowire.BytesType:
-			body, _ := protowire.ConsumeBytes(v)
-			s.OutputBytes += int64(len(body))
+			l.data, _ = protowire.ConsumeBytes(v)
+			s.OutputBytes += int64(len(l.data))
 		case num == fieldItemStream && typ == protowire.VarintType:
-			stream = spoolv1.StreamType(int32(varint(v)))
+			l.stream = spoolv1.StreamType(int32(varint(v)))
 		case num == fieldItemPart && typ == protowire.VarintType:
+			l.partial = varint(v) != 0
 		default:
 			return errUnusual
 		}
 		return nil
 	})
-	s.noteStream(stream)
+	s.noteStream(l.stream)
+	if raw != nil {
+		raw.lines = append(raw.lines, l)
+	}
 	return err
 }
 

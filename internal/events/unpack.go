@@ -119,53 +119,20 @@ type rawLine struct {
 	partial bool
 }
 
-// read reads b from an OUTPUT_BATCH event's protobuf in the shape inspect
-// reads (errUnusual otherwise, for Unpack of the decoded event to handle).
+// read reads r from an OUTPUT_BATCH event's protobuf in the shape inspect
+// reads, in the same pass (errUnusual otherwise, for Unpack of the decoded
+// event to handle).
 func (r *rawBatch) read(body []byte) error {
-	s, err := inspect(body)
+	r.lines = make([]rawLine, 0, 64)
+	s, err := inspectInto(body, r)
 	if err != nil || s.Type != spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH || s.DataType != s.Type {
 		return errUnusual
 	}
-	r.attempt, r.firstLine, r.start = s.Attempt, s.FirstLine, s.StartSequence
-	r.sec, r.nanos = s.Time.Unix(), int64(s.Time.Nanosecond())
-	r.lines = make([]rawLine, 0, s.LineCount)
-	// inspect has checked the shape: what follows cannot fail.
-	return eachField(body, func(num protowire.Number, _ protowire.Type, v []byte) error {
-		if num != fieldOutputBatch {
-			return nil
-		}
-		batch, _ := protowire.ConsumeBytes(v)
-		return eachField(batch, func(num protowire.Number, _ protowire.Type, v []byte) error {
-			switch num {
-			case fieldOutputs:
-				item, _ := protowire.ConsumeBytes(v)
-				r.lines = append(r.lines, readLine(item))
-			case fieldTimestamps:
-				r.times, _ = protowire.ConsumeBytes(v)
-				r.nTimes = s.Timestamps
-			case fieldPlayback:
-				r.playback = int32(varint(v))
-			}
-			return nil
-		})
-	})
-}
-
-// readLine reads an OutputItem inspect has checked.
-func readLine(item []byte) rawLine {
-	var l rawLine
-	_ = eachField(item, func(num protowire.Number, _ protowire.Type, v []byte) error {
-		switch num {
-		case fieldItemBytes:
-			l.data, _ = protowire.ConsumeBytes(v)
-		case fieldItemStream:
-			l.stream = spoolv1.StreamType(int32(varint(v)))
-		case fieldItemPart:
-			l.partial = varint(v) != 0
-		}
-		return nil
-	})
-	return l
+	r.attempt, r.firstLine, r.start, r.nTimes = s.Attempt, s.FirstLine, s.StartSequence, s.Timestamps
+	if s.HasTime { // without one, a decoded event's time is the Unix epoch
+		r.sec, r.nanos = s.Time.Unix(), int64(s.Time.Nanosecond())
+	}
+	return nil
 }
 
 // unpack is Unpack of the batch.
