@@ -114,11 +114,12 @@ func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoo
 
 // ReadStored implements store.JobStore. The first query seeks with the primary
 // key to the item holding FromSequence (the last item starting at or before
-// it: sequences have no gaps), or with events_seek_line to the first item
-// after line FromLine-1; later pages continue after the last sequence read.
+// it: sequences have no gaps), within the query that reads the first page,
+// or with events_seek_line to the first item after line FromLine-1; later
+// pages continue after the last sequence read.
 func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2[*events.Stored, error] {
 	return func(yield func(*events.Stored, error) bool) {
-		from := req.FromSequence
+		from, seek := max(req.FromSequence, 1), true
 		if req.FromLine > 0 {
 			err := s.r.QueryRowContext(ctx, `SELECT seq FROM events WHERE job_id = ? AND seek_line >= ? ORDER BY seek_line, seq LIMIT 1`,
 				req.JobID, req.FromLine).Scan(&from)
@@ -129,23 +130,25 @@ func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2
 				yield(nil, fmt.Errorf("sqlite: seek line %d of job %s: %w", req.FromLine, req.JobID, err))
 				return
 			}
-		} else {
-			err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id = ? AND seq <= ?`,
-				req.JobID, max(from, 1)).Scan(&from)
-			if err != nil {
-				yield(nil, fmt.Errorf("sqlite: seek sequence %d of job %s: %w", req.FromSequence, req.JobID, err))
-				return
-			}
+			seek = false
 		}
 		sqlrows.ReadPages(req, from, func(from int64, n int) ([]*events.Stored, error) {
-			return s.readPage(ctx, req.JobID, from, n)
+			page, err := s.readPage(ctx, req.JobID, from, n, seek)
+			seek = false
+			return page, err
 		}, yield)
 	}
 }
 
-// readPage reads up to n items starting at sequence from.
-func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*events.Stored, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlrows.StoredColumns+` FROM events WHERE job_id = ? AND seq >= ? ORDER BY seq LIMIT ?`, jobID, from, n)
+// readPage reads up to n items starting at sequence from, or with seek,
+// at the item that holds it.
+func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int, seek bool) ([]*events.Stored, error) {
+	q := `SELECT ` + sqlrows.StoredColumns + ` FROM events WHERE job_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3`
+	if seek {
+		q = `SELECT ` + sqlrows.StoredColumns + ` FROM events WHERE job_id = ?1
+			AND seq >= (SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id = ?1 AND seq <= ?2) ORDER BY seq LIMIT ?3`
+	}
+	rows, err := s.r.QueryContext(ctx, q, jobID, from, n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events of job %s: %w", jobID, err)
 	}
