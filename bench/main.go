@@ -55,7 +55,8 @@ func main() {
 	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.BoolVar(&onlySpool, "only-spool", false, "with -goals -goal lines or many: spool's figures alone, without the baselines (for profiling and comparing builds)")
-	flag.StringVar(&serverProfiles, "server-cpuprofiles", "", "with -goals: each server process writes its CPU profile to this directory (server-1.pprof, ... in the order they start)")
+	flag.StringVar(&serverProfiles, "server-profiles", "", "with -goals: each server process writes its CPU profile (server-1.pprof, ... in the order they start) and its allocations and heap (server-1.mem.pprof, ...) to this directory")
+	memProfile := flag.String("memprofile", "", "write the allocations and heap of the whole run (bench and servers share the process) to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -63,6 +64,10 @@ func main() {
 			fail(err)
 		}
 		defer stop()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer writeMemProfile(*memProfile)
 	}
 	if *consumerOnly {
 		runConsumerBench()
@@ -180,6 +185,23 @@ func startCPUProfile(path string) (func(), error) {
 			fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
 		}
 	}, nil
+}
+
+// writeMemProfile writes the allocations and heap profile to path: `go
+// tool pprof -sample_index alloc_space` shows where the run allocated,
+// inuse_space what it held at the end.
+func writeMemProfile(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		runtime.GC()
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: memory profile:", err)
+	}
 }
 
 func fail(err error) {

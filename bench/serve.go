@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,7 @@ func serve(args []string) {
 	key := fs.String("key", "", "admin key")
 	perLine := fs.Bool("per-line", false, "store each line on its own (max_batch_size 1): the per-line baseline")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this server to this file")
+	memProfile := fs.String("memprofile", "", "write this server's allocations and heap, as it stops, to this file")
 	_ = fs.Parse(args)
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -42,6 +44,10 @@ func serve(args []string) {
 			fail(err)
 		}
 		defer stop()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer writeMemProfile(*memProfile)
 	}
 	cfg := config.Default()
 	cfg.Server.Addr = *addr
@@ -138,7 +144,8 @@ func (r *remote) startServer(addr string) error {
 	}
 	if serverProfiles != "" {
 		serverStarts++
-		args = append(args, "-cpuprofile", filepath.Join(serverProfiles, fmt.Sprintf("server-%d.pprof", serverStarts)))
+		args = append(args, "-cpuprofile", filepath.Join(serverProfiles, fmt.Sprintf("server-%d.pprof", serverStarts)),
+			"-memprofile", filepath.Join(serverProfiles, fmt.Sprintf("server-%d.mem.pprof", serverStarts)))
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr

@@ -45,7 +45,7 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 	interceptors := connect.WithInterceptors(append(o.Interceptors, logCalls(o.Log))...)
 	options := func(limit int) []connect.HandlerOption {
 		return []connect.HandlerOption{connect.WithReadMaxBytes(limit), wire.HandlerCompression(limit),
-			connect.WithCompressMinBytes(1024), jsonCodecs(), interceptors}
+			connect.WithCompressMinBytes(compressResponsesFrom), jsonCodecs(), interceptors}
 	}
 	build := func(limit int) (string, http.Handler) {
 		path, hh := spoolv1connect.NewJobServiceHandler(h, options(limit)...)
@@ -79,6 +79,13 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 }
+
+// compressResponsesFrom is the size from which responses go compressed to
+// a client that accepts it: listings and replays of many events. The
+// frequent small answers to workers (leases, completions) are not worth
+// it: each took a compressor, whose tables cost more to make than the
+// bytes they saved.
+const compressResponsesFrom = 16 << 10
 
 // bodySlack is what a request body may hold beyond its message: gRPC's
 // 5-byte message prefix, and a little for compressed data that did not
