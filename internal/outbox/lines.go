@@ -86,11 +86,42 @@ func decodeBatch(p []byte) (first int64, ev *spoolv1.JobEvent, err error) {
 	return int64(f), ev, nil
 }
 
-// pendingLine is a line read from disk that no batch has claimed yet.
-type pendingLine struct {
+// pendingLines are the lines read from disk that no batch has claimed
+// yet, in order. The lines are kept side by side, so that a batch claiming
+// n of them takes them as they are (a slice, no copy), and in arrays of at
+// least pendingBlock lines, made anew when one is full instead of grown:
+// a batch keeps its lines, and the front of the queue is always moving on.
+type pendingLines struct {
+	lines []events.Line
+	at    []lineAt
+}
+
+// lineAt is where a pending line is: its index in the attempt and the
+// segment it is in.
+type lineAt struct {
 	index int64
 	seg   int
-	line  events.Line
+}
+
+const pendingBlock = 1024
+
+func (p *pendingLines) len() int { return len(p.lines) }
+
+// add appends a line.
+func (p *pendingLines) add(l events.Line, at lineAt) {
+	if len(p.lines) == cap(p.lines) {
+		n := max(2*len(p.lines), pendingBlock)
+		p.lines = append(make([]events.Line, 0, n), p.lines...)
+		p.at = append(make([]lineAt, 0, n), p.at...)
+	}
+	p.lines, p.at = append(p.lines, l), append(p.at, at)
+}
+
+// take removes the first n lines and returns them.
+func (p *pendingLines) take(n int) []events.Line {
+	lines := p.lines[:n:n]
+	p.lines, p.at = p.lines[n:], p.at[n:]
+	return lines
 }
 
 // claim builds the batch a batch record describes from the pending lines.
@@ -101,20 +132,17 @@ func (o *Outbox) claim(first int64, ev *spoolv1.JobEvent) (_ events.Batch, ok bo
 	n := ev.GetOutputBatch().GetEndSequence() - ev.GetOutputBatch().GetStartSequence() + 1
 	// Lines before the batch's first are claimed by batches whose records
 	// were deleted with their segment: drop them.
-	for len(o.pending) > 0 && o.pending[0].index < first {
-		o.pending = o.pending[1:]
+	p := &o.pending
+	for p.len() > 0 && p.at[0].index < first {
+		p.take(1)
 	}
-	if len(o.pending) == 0 || o.pending[0].index != first {
+	if p.len() == 0 || p.at[0].index != first {
 		return events.Batch{}, false, nil
 	}
-	if int64(len(o.pending)) < n {
-		return events.Batch{}, false, fmt.Errorf("outbox %s: batch %d claims %d lines from %d; only %d are written", o.path, ev.GetSequence(), n, first, len(o.pending))
+	if int64(p.len()) < n {
+		return events.Batch{}, false, fmt.Errorf("outbox %s: batch %d claims %d lines from %d; only %d are written", o.path, ev.GetSequence(), n, first, p.len())
 	}
-	lines := make([]events.Line, n)
-	for i := range lines {
-		lines[i] = o.pending[i].line
-	}
-	o.pending = o.pending[n:]
+	lines := p.take(int(n))
 	// The batch's time is the one recorded with it, to the nanosecond;
 	// its lines' are kept to the millisecond.
 	lines[0].Time = ev.GetTimestamp().AsTime()
@@ -136,12 +164,12 @@ func (o *Outbox) lineNumber(index int64) int64 {
 func (o *Outbox) claimBytes(first int64, ev *spoolv1.JobEvent) int64 {
 	n := ev.GetOutputBatch().GetEndSequence() - ev.GetOutputBatch().GetStartSequence() + 1
 	var size int64
-	for _, p := range o.pending {
-		if p.index >= first+n {
+	for i, at := range o.pending.at {
+		if at.index >= first+n {
 			break
 		}
-		if p.index >= first {
-			size += int64(len(p.line.Data))
+		if at.index >= first {
+			size += int64(len(o.pending.lines[i].Data))
 		}
 	}
 	return size
@@ -157,20 +185,21 @@ func (o *Outbox) tail(maxEvents int, maxChunk int64) []Event {
 		out   []Event
 		total int64
 	)
-	for len(o.pending) > 0 && len(out) < maxEvents && (len(out) == 0 || total < maxChunk) {
+	p := &o.pending
+	for p.len() > 0 && len(out) < maxEvents && (len(out) == 0 || total < maxChunk) {
 		var (
-			lines []events.Line
+			n     int
 			size  int64
-			first = o.lineNumber(o.pending[0].index)
+			first = o.lineNumber(p.at[0].index)
 		)
-		for len(o.pending) > 0 && len(lines) < maxLines {
-			l := o.pending[0].line
-			if len(lines) > 0 && maxBytes > 0 && size+int64(len(l.Data)) > maxBytes {
+		for n < p.len() && n < maxLines {
+			l := p.lines[n].Data
+			if n > 0 && maxBytes > 0 && size+int64(len(l)) > maxBytes {
 				break
 			}
-			lines, size = append(lines, l), size+int64(len(l.Data))
-			o.pending = o.pending[1:]
+			n, size = n+1, size+int64(len(l))
 		}
+		lines := p.take(n)
 		b := events.Batch{Sequence: o.nextSeq, Lines: lines, Attempt: o.header.Attempt, PlaybackIntervalMillis: lim.PlaybackMillis, FirstLine: first}
 		o.nextSeq += int64(len(lines))
 		out = append(out, BatchEvent(b))

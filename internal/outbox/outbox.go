@@ -116,7 +116,7 @@ type Outbox struct {
 	// Reader state: lines read that no batch record has claimed yet, the
 	// sequence after the last event read, and the oldest segment still on
 	// disk.
-	pending []pendingLine
+	pending pendingLines
 	nextSeq int64
 	lowSeg  int
 }
@@ -518,7 +518,7 @@ func (o *Outbox) Next(ctx context.Context, maxEvents int, maxBytes int64) (Chunk
 // dropReadSegments deletes the segments before seg (wholly read and
 // acknowledged) that no unclaimed line is in.
 func (o *Outbox) dropReadSegments(seg int) {
-	for o.lowSeg < seg && (len(o.pending) == 0 || o.pending[0].seg > o.lowSeg) {
+	for o.lowSeg < seg && (o.pending.len() == 0 || o.pending.at[0].seg > o.lowSeg) {
 		_ = os.Remove(o.segPath(o.lowSeg))
 		o.lowSeg++
 	}
@@ -596,7 +596,7 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 			}
 			c.end.off += int64(n)
 			// The buffer is the reader's own: keep the line in it.
-			o.pending = append(o.pending, pendingLine{index: index, seg: at.seg, line: l})
+			o.pending.add(l, lineAt{index: index, seg: at.seg})
 			continue
 		case kindBatch:
 			first, marker, err := decodeBatch(payload)
