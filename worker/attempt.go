@@ -79,12 +79,19 @@ func (a *attempt) onLines(lines []events.Line) {
 	if a.w.isKilled() {
 		return // the worker is gone: its outboxes stay as they are
 	}
-	if err := a.ob.AppendLines(lines); err != nil {
-		a.spoolFailed(err)
-		return
+	// The lines and the batches they complete go to disk in one write.
+	a.ob.Hold()
+	err := a.ob.AppendLines(lines)
+	if err == nil {
+		for _, l := range lines {
+			a.out.Line(l)
+		}
 	}
-	for _, l := range lines {
-		a.out.Line(l)
+	if rerr := a.ob.Release(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		a.spoolFailed(err)
 	}
 }
 

@@ -102,8 +102,10 @@ type Outbox struct {
 	werr     error // sticky: a failed write fails every later one
 	broken   error // the write error that broke the outbox (not Close)
 	buf      []byte
-	nextLine int64 // index of the next line appended
-	claimed  int64 // lines claimed by batch records appended
+	holding  int    // Holds not yet released
+	held     []byte // records gathered while held
+	nextLine int64  // index of the next line appended
+	claimed  int64  // lines claimed by batch records appended
 
 	acked pos // read position: everything before it is acknowledged
 	rFile *os.File
@@ -341,10 +343,64 @@ func (o *Outbox) AppendLines(lines []events.Line) error {
 		payload = appendLinePayload(payload[:0], o.nextLine+int64(i), l)
 		o.buf = appendRecord(o.buf, kindLine, payload)
 	}
-	if err := o.write(); err != nil {
+	if err := o.put(kindLine); err != nil {
 		return err
 	}
 	o.nextLine += int64(len(lines))
+	return nil
+}
+
+// Hold gathers the records appended from now on in memory, and Release
+// writes them in one write: the lines of one read of a command's output and
+// the batch records they complete cost one system call, not one each.
+// Holds nest; the result (Finish) is never held, and writes what is held
+// before it.
+func (o *Outbox) Hold() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.holding++
+}
+
+// Release ends a Hold, writing what it gathered once the last hold ends.
+// The error is a failed write's, as an append's would have been.
+func (o *Outbox) Release() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.holding--
+	if o.holding > 0 {
+		return nil
+	}
+	return o.writeHeld()
+}
+
+// put writes the record in o.buf, or gathers it while held. o.mu is held.
+func (o *Outbox) put(kind byte) error {
+	if o.holding > 0 && kind != kindResult {
+		o.held = append(o.held, o.buf...)
+		return nil
+	}
+	if err := o.writeHeld(); err != nil {
+		return err
+	}
+	if err := o.write(o.buf); err != nil {
+		return err
+	}
+	return o.written(kind)
+}
+
+// writeHeld writes the records gathered while held. o.mu is held.
+func (o *Outbox) writeHeld() error {
+	if len(o.held) == 0 {
+		return nil
+	}
+	held := o.held
+	o.held = o.held[:0]
+	if err := o.writable(); err != nil {
+		return err
+	}
+	if err := o.write(held); err != nil {
+		return err
+	}
 	return o.written(kindLine)
 }
 
@@ -366,11 +422,11 @@ func (o *Outbox) AppendBatch(b events.Batch) error {
 		return fmt.Errorf("outbox: encode batch %d: %w", b.Sequence, err)
 	}
 	o.buf = appendRecord(o.buf[:0], kindBatch, payload)
-	if err := o.write(); err != nil {
+	if err := o.put(kindBatch); err != nil {
 		return err
 	}
 	o.claimed += n
-	return o.written(kindBatch)
+	return nil
 }
 
 // Finish adds the attempt's result; nothing may be appended after it.
@@ -389,10 +445,7 @@ func (o *Outbox) append(kind byte, payload []byte) error {
 		return err
 	}
 	o.buf = appendRecord(o.buf[:0], kind, payload)
-	if err := o.write(); err != nil {
-		return err
-	}
-	return o.written(kind)
+	return o.put(kind)
 }
 
 // writable says whether records may be appended. o.mu is held.
@@ -406,16 +459,15 @@ func (o *Outbox) writable() error {
 	return nil
 }
 
-// write writes o.buf to the segment. A failure is sticky, and wakes the
+// write writes data to the segment. A failure is sticky, and wakes the
 // reader so it can finish with what is readable. o.mu is held.
-func (o *Outbox) write() error {
-	data := o.buf
+func (o *Outbox) write(data []byte) error {
 	if !o.headed {
 		hb, err := json.Marshal(o.header)
 		if err != nil {
 			return fmt.Errorf("outbox header: %w", err)
 		}
-		data = append(appendRecord(nil, kindHeader, hb), o.buf...)
+		data = append(appendRecord(nil, kindHeader, hb), data...)
 		o.headed = true
 	}
 	n, err := o.w.Write(data)
@@ -697,6 +749,9 @@ func (o *Outbox) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var errs []error
+	if o.w != nil && o.werr == nil {
+		errs = append(errs, o.writeHeld())
+	}
 	if o.w != nil {
 		errs = append(errs, o.w.Close())
 		o.w = nil

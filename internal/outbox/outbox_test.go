@@ -422,3 +422,46 @@ func TestReadsAcrossItsReadAhead(t *testing.T) {
 		}
 	}
 }
+
+// TestHold: records appended while held reach the disk (and the reader)
+// together when released, in order; the result writes what is held before
+// itself.
+func TestHold(t *testing.T) {
+	o, err := Create(t.TempDir(), header())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := events.TextLines(time.Now(), "a", "b", "c")
+	o.Hold()
+	if err := o.AppendLines(lines); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.AppendBatch(events.Batch{Sequence: 1, Lines: lines[:2]}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(o.segPath(1)); fi.Size() != 0 {
+		t.Fatalf("held records reached the disk before the release: %d bytes", fi.Size())
+	}
+	if err := o.Release(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := o.Next(context.Background(), 10, 1<<20)
+	if err != nil || len(c.Events) != 1 || c.Events[0].LineCount() != 2 {
+		t.Fatalf("after the release: %+v, %v; want the batch of two lines", c, err)
+	}
+	o.Ack(c)
+	o.Hold()
+	if err := o.AppendBatch(events.Batch{Sequence: 3, Lines: lines[2:]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Finish(&spoolv1.JobResult{ExitCode: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Release(); err != nil {
+		t.Fatal(err)
+	}
+	seqs, res := drain(t, o, 10)
+	if fmt.Sprint(seqs) != "[3]" || res.GetExitCode() != 4 {
+		t.Fatalf("read %v and result %v, want batch 3 then the result", seqs, res)
+	}
+}
