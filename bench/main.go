@@ -58,17 +58,7 @@ func main() {
 	flag.StringVar(&serverProfiles, "server-profiles", "", "with -goals: each server process writes its CPU profile (server-1.pprof, ... in the order they start) and its allocations and heap (server-1.mem.pprof, ...) to this directory")
 	memProfile := flag.String("memprofile", "", "write the allocations and heap of the whole run (bench and servers share the process) to this file")
 	flag.Parse()
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fail(err)
-		}
-		defer stop()
-	}
-	if *memProfile != "" {
-		runtime.MemProfileRate = 64 << 10
-		defer writeMemProfile(*memProfile)
-	}
+	defer profile(*cpuProfile, *memProfile)()
 	if *consumerOnly {
 		runConsumerBench()
 		return
@@ -167,6 +157,28 @@ func defaultPostgres() string {
 		return u
 	}
 	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// profile starts a CPU profile written to cpu and records allocations for
+// a memory profile written to mem (either "": none), until the returned
+// function runs.
+func profile(cpu, mem string) func() {
+	stopCPU := func() {}
+	if cpu != "" {
+		var err error
+		if stopCPU, err = startCPUProfile(cpu); err != nil {
+			fail(err)
+		}
+	}
+	if mem != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	return func() {
+		stopCPU()
+		if mem != "" {
+			writeMemProfile(mem)
+		}
+	}
 }
 
 // startCPUProfile profiles the process until the returned function runs.

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,17 +37,7 @@ func serve(args []string) {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this server to this file")
 	memProfile := fs.String("memprofile", "", "write this server's allocations and heap, as it stops, to this file")
 	_ = fs.Parse(args)
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fail(err)
-		}
-		defer stop()
-	}
-	if *memProfile != "" {
-		runtime.MemProfileRate = 64 << 10
-		defer writeMemProfile(*memProfile)
-	}
+	defer profile(*cpuProfile, *memProfile)()
 	cfg := config.Default()
 	cfg.Server.Addr = *addr
 	cfg.Server.DataDir = *dir

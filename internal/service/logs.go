@@ -118,19 +118,7 @@ func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
 // Events cut from a batch (the first, or lines when unpacking) carry no
 // such bytes.
 func (f *Feed) Stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
-	return func(yield func(*events.Stored, error) bool) {
-		for page, err := range f.Pages(ctx) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, st := range page {
-				if !yield(st, nil) {
-					return
-				}
-			}
-		}
-	}
+	return storekit.Flatten(f.Pages(ctx))
 }
 
 // Pages yields what Stored yields, the events read from the store together

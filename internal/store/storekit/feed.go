@@ -73,8 +73,13 @@ func (f *Feed) Events(ctx context.Context) iter.Seq2[*spoolv1.JobEvent, error] {
 // keeps the bytes it was stored as (events.Stored.Proto), and one the
 // request cuts is decoded and cut.
 func (f *Feed) Stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
+	return Flatten(f.Pages(ctx))
+}
+
+// Flatten yields the events of pages one by one.
+func Flatten(pages iter.Seq2[[]*events.Stored, error]) iter.Seq2[*events.Stored, error] {
 	return func(yield func(*events.Stored, error) bool) {
-		for page, err := range f.Pages(ctx) {
+		for page, err := range pages {
 			if err != nil {
 				yield(nil, err)
 				return
