@@ -235,6 +235,17 @@ func Released(j *spoolv1.Job, countAttempt bool, reason string, now time.Time) O
 	return Outcome{State: spoolv1.JobState_JOB_STATE_QUEUED, Released: !countAttempt, Note: note}
 }
 
+// CheckFinish says what a store.Finisher's Finish does for ref on a job in
+// state, on attempt, under leaseID: answer a repeat of the completion that
+// finished the job with the job as it is (repeat), go on under a lease
+// that may still append (nil), or refuse.
+func CheckFinish(ref store.LeaseRef, state spoolv1.JobState, attempt int32, leaseID string) (repeat bool, err error) {
+	if SameCompletion(ref, state, attempt, leaseID) {
+		return true, nil
+	}
+	return false, CheckAppend(ref, state, attempt, leaseID)
+}
+
 // SameCompletion reports whether a Complete is a repeat of the one that
 // finished the job: same attempt and lease (stores keep the lease handle of
 // a completed job, and clear it when a job ends any other way). A repeat is

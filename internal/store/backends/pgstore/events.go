@@ -27,26 +27,54 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 		if err := storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}
-		plan, err := storekit.PlanAppend(r.Head, ref.Attempt, r.Job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
-		if err != nil {
-			return err
-		}
-		if err := checkRepeats(ctx, q, ref.JobID, plan.Repeats); err != nil {
-			return err
-		}
-		head = plan.Head
-		if len(plan.Items) == 0 {
-			return nil
-		}
-		queueItems(w, ref.JobID, plan.Items)
-		w.Queue(moveHead, head.NextSequence, head.NextLine, storekit.Now().UnixMicro(), ref.JobID)
-		n.head(ref.JobID, head)
-		return nil
+		var err error
+		head, err = s.appendTo(ctx, q, w, n, ref, r, evs)
+		return err
 	})
 	if err != nil {
 		return store.Head{}, err
 	}
 	return head, nil
+}
+
+// Finish implements store.Finisher: the events and the result go with one
+// COMMIT.
+func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	var out *spoolv1.Job
+	err := s.writeRow(ctx, ref.JobID, func(q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+		if repeat, err := storekit.CheckFinish(ref, r.Job.State, r.Job.Attempt, r.LeaseID); repeat || err != nil {
+			out = r.Job // a repeat: the first call stored it all
+			return err
+		}
+		head, err := s.appendTo(ctx, q, w, n, ref, r, evs)
+		if err != nil {
+			return err
+		}
+		r.Head = head
+		r.Job.LastSequence, r.Job.LineCount = head.NextSequence-1, head.NextLine-1
+		out, err = complete(w, n, ref, r, res)
+		return err
+	})
+	return out, err
+}
+
+// appendTo plans the append of evs to the log of r, the locked row of the
+// job ref leases, and queues its writes on w.
+func (s *Store) appendTo(ctx context.Context, q querier, w *pgx.Batch, n *notes, ref store.LeaseRef, r *sqlrows.Row, evs []events.Published) (store.Head, error) {
+	plan, err := storekit.PlanAppend(r.Head, ref.Attempt, r.Job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
+	if err != nil {
+		return store.Head{}, err
+	}
+	if err := checkRepeats(ctx, q, ref.JobID, plan.Repeats); err != nil {
+		return store.Head{}, err
+	}
+	if len(plan.Items) == 0 {
+		return plan.Head, nil
+	}
+	queueItems(w, ref.JobID, plan.Items)
+	w.Queue(moveHead, plan.Head.NextSequence, plan.Head.NextLine, storekit.Now().UnixMicro(), ref.JobID)
+	n.head(ref.JobID, plan.Head)
+	return plan.Head, nil
 }
 
 // checkRepeats checks the items a publish sends again against what is
@@ -127,37 +155,42 @@ func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoo
 	return storekit.Decoded(s.ReadStored(ctx, req))
 }
 
-// ReadStored implements store.JobStore: one query seeks to where the read starts
-// (by primary key to the item holding FromSequence, or with
-// events_seek_line to the first item after line FromLine-1), then pages
-// follow by sequence.
+// ReadStored implements store.JobStore: the read starts at the item holding
+// FromSequence (found by primary key within the query that reads the first
+// page), or at the first item after line FromLine-1 (a query of its own on
+// events_seek_line); pages follow by sequence.
 func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2[*events.Stored, error] {
 	return func(yield func(*events.Stored, error) bool) {
-		var from int64
-		var err error
+		from, seek := max(req.FromSequence, 1), true
 		if req.FromLine > 0 {
-			err = s.pool.QueryRow(ctx, `SELECT seq FROM events WHERE job_id = $1 AND seek_line >= $2 ORDER BY seek_line, seq LIMIT 1`,
+			err := s.pool.QueryRow(ctx, `SELECT seq FROM events WHERE job_id = $1 AND seek_line >= $2 ORDER BY seek_line, seq LIMIT 1`,
 				req.JobID, req.FromLine).Scan(&from)
 			if notFound(err) {
 				return // nothing after that line yet
 			}
-		} else {
-			err = s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id = $1 AND seq <= $2`,
-				req.JobID, max(req.FromSequence, 1)).Scan(&from)
-		}
-		if err != nil {
-			yield(nil, pgErr(err, "seek in the log of job %s", req.JobID))
-			return
+			if err != nil {
+				yield(nil, pgErr(err, "seek in the log of job %s", req.JobID))
+				return
+			}
+			seek = false
 		}
 		sqlrows.ReadPages(req, from, func(from int64, n int) ([]*events.Stored, error) {
-			return s.readPage(ctx, req.JobID, from, n)
+			page, err := s.readPage(ctx, req.JobID, from, n, seek)
+			seek = false
+			return page, err
 		}, yield)
 	}
 }
 
-// readPage reads up to n items starting at sequence from.
-func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int) ([]*events.Stored, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+sqlrows.StoredColumns+` FROM events WHERE job_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, jobID, from, n)
+// readPage reads up to n items starting at sequence from, or with seek,
+// at the item that holds it.
+func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int, seek bool) ([]*events.Stored, error) {
+	q := `SELECT ` + sqlrows.StoredColumns + ` FROM events WHERE job_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
+	if seek {
+		q = `SELECT ` + sqlrows.StoredColumns + ` FROM events WHERE job_id = $1
+			AND seq >= (SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id = $1 AND seq <= $2) ORDER BY seq LIMIT $3`
+	}
+	rows, err := s.pool.Query(ctx, q, jobID, from, n)
 	if err != nil {
 		return nil, pgErr(err, "read events of job %s", jobID)
 	}

@@ -189,23 +189,29 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
 	err := s.writeRow(ctx, ref.JobID, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
-		if storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
-			out = r.Job
-			return nil
-		}
-		if err := storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
-			return err
-		}
-		now := storekit.Now()
-		o := storekit.Completed(r.Job, res, ref.Attempt, now)
-		// A final job keeps its lease handle, so a repeat is recognised; a
-		// job queued for a retry gets a new lease with its next attempt.
-		queueSettle(w, r, o, spool.IsFinal(o.State), now)
-		n.settled(r.Job, o)
-		out = r.Job
-		return nil
+		var err error
+		out, err = complete(w, n, ref, r, res)
+		return err
 	})
 	return out, err
+}
+
+// complete queues on w the completion of the attempt ref leases, of the
+// locked row r.
+func complete(w *pgx.Batch, n *notes, ref store.LeaseRef, r *sqlrows.Row, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	if storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
+		return r.Job, nil
+	}
+	if err := storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
+		return nil, err
+	}
+	now := storekit.Now()
+	o := storekit.Completed(r.Job, res, ref.Attempt, now)
+	// A final job keeps its lease handle, so a repeat is recognised; a job
+	// queued for a retry gets a new lease with its next attempt.
+	queueSettle(w, r, o, spool.IsFinal(o.State), now)
+	n.settled(r.Job, o)
+	return r.Job, nil
 }
 
 // Release implements store.JobStore.

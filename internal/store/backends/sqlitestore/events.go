@@ -41,11 +41,8 @@ func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 		if err != nil {
 			return err
 		}
-		if storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
+		if repeat, err := storekit.CheckFinish(ref, r.Job.State, r.Job.Attempt, r.LeaseID); repeat || err != nil {
 			out = r.Job // a repeat: the first call stored it all
-			return nil
-		}
-		if err := storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}
 		if _, err := s.appendIn(ctx, tx, n, ref, r, evs); err != nil {
