@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
@@ -86,20 +87,36 @@ func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.Le
 	return plan.Head, nil
 }
 
-// insertItems stores items of a job's log with one prepared statement: the
-// whole set costs one commit, whatever its size.
-func insertItems(ctx context.Context, tx *sql.Tx, jobID string, items []storekit.Item) error {
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO events (job_id, seq, end_seq, seek_line, first_line, line_count, event_type, attempt, ts, payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("sqlite: store events of job %s: %w", jobID, err)
+// insertRows is how many items one INSERT stores at most: one statement for
+// many rows costs the statement's own work once (binding, stepping, the
+// driver's calls) instead of once a row.
+const insertRows = 16
+
+// insertStatements are the INSERTs of 1 to insertRows rows.
+var insertStatements = func() []string {
+	out := make([]string, insertRows+1)
+	for n := 1; n <= insertRows; n++ {
+		out[n] = `INSERT INTO events (job_id, seq, end_seq, seek_line, first_line, line_count, event_type, attempt, ts, payload) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?), `, n), ", ")
 	}
-	defer ins.Close()
-	for _, it := range items {
-		if _, err := ins.ExecContext(ctx, jobID, it.Sequence, it.EndSequence, it.SeekLine, it.FirstLine, it.LineCount,
-			int32(it.Type), it.Attempt, it.Time.UnixMilli(), it.Payload); err != nil {
-			return fmt.Errorf("sqlite: store event %d of job %s: %w", it.Sequence, jobID, err)
+	return out
+}()
+
+// insertItems stores items of a job's log, up to insertRows a statement:
+// the whole set costs one commit, whatever its size.
+func insertItems(ctx context.Context, tx *sql.Tx, jobID string, items []storekit.Item) error {
+	args := make([]any, 0, 10*min(len(items), insertRows))
+	for len(items) > 0 {
+		n := min(len(items), insertRows)
+		args = args[:0]
+		for _, it := range items[:n] {
+			args = append(args, jobID, it.Sequence, it.EndSequence, it.SeekLine, it.FirstLine, it.LineCount,
+				int32(it.Type), it.Attempt, it.Time.UnixMilli(), it.Payload)
 		}
+		if _, err := tx.ExecContext(ctx, insertStatements[n], args...); err != nil {
+			return fmt.Errorf("sqlite: store events %d-%d of job %s: %w", items[0].Sequence, items[n-1].EndSequence, jobID, err)
+		}
+		items = items[n:]
 	}
 	return nil
 }
