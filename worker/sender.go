@@ -21,7 +21,7 @@ import (
 // Per PublishEvents call: enough to catch up quickly after an outage,
 // small enough to stay far below the server's request limit.
 const (
-	publishMaxEvents = 64
+	publishMaxEvents = 256
 	publishMaxBytes  = 8 << 20
 )
 
