@@ -38,6 +38,7 @@ func serve(args []string) {
 	memProfile := fs.String("memprofile", "", "write this server's allocations and heap, as it stops, to this file")
 	_ = fs.Parse(args)
 	defer profile(*cpuProfile, *memProfile)()
+	server.TuneGC() // as spool server runs
 	cfg := config.Default()
 	cfg.Server.Addr = *addr
 	cfg.Server.DataDir = *dir

@@ -48,6 +48,7 @@ SIGTERM or Ctrl-C stops it gracefully; a second one stops it at once.`,
 			for _, w := range config.UnknownEnv(os.Environ()) {
 				log.Warn(w)
 			}
+			server.TuneGC()
 			r, err := server.Start(cmd.Context(), cfg, log)
 			if err != nil {
 				return setting.Rename(err, serverSettingName(cmd, cfgPath, cfg))
