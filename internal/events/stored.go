@@ -176,25 +176,6 @@ func (s *Stored) cut(skip int64, keep bool) (*Stored, error) {
 	return StoredOf(cut(ev, skip, keep)), nil
 }
 
-// The numbers of the fields a header is read from, looked up by name so a
-// change to the schema cannot leave them behind unnoticed.
-var (
-	jobEventFields   = (&spoolv1.JobEvent{}).ProtoReflect().Descriptor().Fields()
-	fieldSequence    = jobEventFields.ByName("sequence").Number()
-	fieldEventType   = jobEventFields.ByName("event_type").Number()
-	fieldOutputData  = jobEventFields.ByName("output_data").Number()
-	fieldOutputBatch = jobEventFields.ByName("output_batch").Number()
-	eventData        = jobEventFields.ByName("output_batch").ContainingOneof()
-
-	outputFields    = (&spoolv1.OutputEvent{}).ProtoReflect().Descriptor().Fields()
-	fieldLineNumber = outputFields.ByName("line_number").Number()
-
-	batchFields    = (&spoolv1.OutputBatchEvent{}).ProtoReflect().Descriptor().Fields()
-	fieldOutputs   = batchFields.ByName("outputs").Number()
-	fieldEndSeq    = batchFields.ByName("end_sequence").Number()
-	fieldFirstLine = batchFields.ByName("first_line").Number()
-)
-
 // scanHeader reads a header from a JobEvent protobuf, skipping over the
 // lines, with the rules proto.Unmarshal follows: the last value of a field
 // wins, a field of the wrong wire type is an unknown one, the event_data

@@ -81,29 +81,6 @@ func validStream(s spoolv1.StreamType) bool {
 // decodes such an event in full instead.
 var errUnusual = errors.New("not in the shape inspect reads")
 
-// The numbers of the fields inspect reads, beyond those of the header.
-var (
-	fieldTimestamp = jobEventFields.ByName("timestamp").Number()
-	fieldAttempt   = jobEventFields.ByName("attempt").Number()
-
-	fieldOutputBytes  = outputFields.ByName("output").Number()
-	fieldOutputStream = outputFields.ByName("stream").Number()
-	fieldOutputPart   = outputFields.ByName("partial").Number()
-
-	itemFields      = (&spoolv1.OutputItem{}).ProtoReflect().Descriptor().Fields()
-	fieldItemBytes  = itemFields.ByName("output").Number()
-	fieldItemStream = itemFields.ByName("stream").Number()
-	fieldItemPart   = itemFields.ByName("partial").Number()
-
-	fieldStartSeq   = batchFields.ByName("start_sequence").Number()
-	fieldTimestamps = batchFields.ByName("timestamps").Number()
-	fieldPlayback   = batchFields.ByName("playback_interval_millis").Number()
-
-	tsFields    = jobEventFields.ByName("timestamp").Message().Fields()
-	fieldSecond = tsFields.ByName("seconds").Number()
-	fieldNanos  = tsFields.ByName("nanos").Number()
-)
-
 // inspect reads the summary of an output event from its JobEvent protobuf
 // without decoding its lines: no allocation, whatever it holds. It reads
 // only the shape spool's encoder writes, each field at most once (a
