@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 )
 
 // Outboxes as workers before the one-file layout left them: a directory
@@ -30,19 +27,4 @@ func (o *Outbox) readLegacyHeader() error {
 		return fmt.Errorf("outbox %s: header: %w", o.path, err)
 	}
 	return nil
-}
-
-func (o *Outbox) legacySegments() ([]int, error) {
-	entries, err := os.ReadDir(o.path)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: %w", err)
-	}
-	var segs []int
-	for _, e := range entries {
-		if n, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".seg")); err == nil && strings.HasSuffix(e.Name(), ".seg") {
-			segs = append(segs, n)
-		}
-	}
-	slices.Sort(segs)
-	return segs, nil
 }

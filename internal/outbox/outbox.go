@@ -151,8 +151,13 @@ func (o *Outbox) startSegment(n int) error {
 	return nil
 }
 
-// segSuffix ends a segment's file name: .NNNNNNNN.seg.
-var segSuffix = regexp.MustCompile(`\.([0-9]{8})\.seg$`)
+// segSuffix ends a segment's file name: .NNNNNNNN.seg; segName is what
+// follows the outbox's name and its dot (in a legacy outbox's directory,
+// the whole name).
+var (
+	segSuffix = regexp.MustCompile(`\.([0-9]{8})\.seg$`)
+	segName   = regexp.MustCompile(`^([0-9]{8})\.seg$`)
+)
 
 // List returns the outboxes in root (left by a worker that stopped before
 // they were drained), as Open takes them.
@@ -291,19 +296,22 @@ func (o *Outbox) segPath(n int) string {
 	return fmt.Sprintf("%s.%08d.seg", o.path, n)
 }
 
-// segments returns the numbers of the outbox's segments on disk, in order.
+// segments returns the numbers of the outbox's segments on disk, in order:
+// the files PATH.NNNNNNNN.seg, or NNNNNNNN.seg inside a legacy outbox's
+// directory.
 func (o *Outbox) segments() ([]int, error) {
+	dir, prefix := filepath.Dir(o.path), filepath.Base(o.path)+"."
 	if o.legacy {
-		return o.legacySegments()
+		dir, prefix = o.path, ""
 	}
-	entries, err := os.ReadDir(filepath.Dir(o.path))
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	var segs []int
 	for _, e := range entries {
-		name, ok := strings.CutPrefix(e.Name(), filepath.Base(o.path))
-		if m := segSuffix.FindStringSubmatch(name); ok && m != nil && len(m[0]) == len(name) {
+		name, ok := strings.CutPrefix(e.Name(), prefix)
+		if m := segName.FindStringSubmatch(name); ok && m != nil {
 			n, _ := strconv.Atoi(m[1])
 			segs = append(segs, n)
 		}

@@ -233,6 +233,50 @@ func TestOpenEmpty(t *testing.T) {
 // An outbox a worker before the one-file layout left (a directory with
 // header.json and segments without a header record) is found, read to its
 // end, and removed.
+// TestOutboxesSideBySide: outboxes whose names begin alike (attempts 1
+// and 12 of one job) each find only their own segments.
+func TestOutboxesSideBySide(t *testing.T) {
+	root := t.TempDir()
+	for _, attempt := range []int32{1, 12} {
+		o, err := Create(root, Header{JobID: "job1", Attempt: attempt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.segBytes = 100 // a record or two per segment
+		for i := int64(1); i <= int64(attempt)+2; i++ {
+			if err := o.Append(ev(i, "some output line")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := o.Finish(&spoolv1.JobResult{ExitCode: attempt}); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, err := List(root)
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("List: %v %v, want two outboxes", paths, err)
+	}
+	for _, p := range paths {
+		o, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs, res := drain(t, o, 100)
+		if want := int(o.Header().Attempt) + 2; len(seqs) != want || res.GetExitCode() != o.Header().Attempt {
+			t.Fatalf("%s: read %v and exit code %d, want %d events and exit code %d", p, seqs, res.GetExitCode(), want, o.Header().Attempt)
+		}
+		if err := o.Remove(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Fatalf("Remove left %v", left)
+	}
+}
+
 func TestLegacyOutbox(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "job1-a2")
