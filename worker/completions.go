@@ -113,10 +113,7 @@ func (c *completions) take() []*completion {
 // call sends batch and answers each of its completions.
 func (c *completions) call(batch []*completion) {
 	if len(batch) == 1 || c.oneByOne.Load() {
-		for _, p := range batch {
-			p.job, p.err = c.alone(p.ctx, p.req)
-			close(p.done)
-		}
+		c.eachAlone(batch)
 		return
 	}
 	// The call lasts as long as one of its completions still waits.
@@ -138,25 +135,34 @@ func (c *completions) call(batch []*completion) {
 	resp, err := c.rpc.CompleteJobs(ctx, connect.NewRequest(req))
 	if connect.CodeOf(err) == connect.CodeUnimplemented {
 		c.oneByOne.Store(true)
-		for _, p := range batch {
-			p.job, p.err = c.alone(p.ctx, p.req)
-			close(p.done)
-		}
+		c.eachAlone(batch)
 		return
 	}
-	results := resp.Msg.GetResults()
-	if err == nil && len(results) != len(batch) {
-		err = connect.NewError(connect.CodeInternal, errors.New("the server answered a different number of completions than it was sent"))
+	var results []*spoolv1.CompletionResult
+	if err == nil {
+		if results = resp.Msg.GetResults(); len(results) != len(batch) {
+			err = connect.NewError(connect.CodeInternal, errors.New("the server answered a different number of completions than it was sent"))
+		}
 	}
 	for i, p := range batch {
 		switch {
 		case err != nil:
+			// The call failed as a whole (the server is away, say): each
+			// completion's sender retries it as it would its own call.
 			p.err = err
 		case results[i].GetErrorCode() != "":
 			p.err = completionError(results[i])
 		default:
 			p.job = results[i].GetJob()
 		}
+		close(p.done)
+	}
+}
+
+// eachAlone answers each of batch with its own CompleteJob call.
+func (c *completions) eachAlone(batch []*completion) {
+	for _, p := range batch {
+		p.job, p.err = c.alone(p.ctx, p.req)
 		close(p.done)
 	}
 }
