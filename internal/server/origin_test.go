@@ -133,7 +133,7 @@ func TestOrigins(t *testing.T) {
 	}
 	// A page of the CORS origin cannot send a header on a WebSocket: it
 	// asks for a ticket with its key, and shows the ticket.
-	resp, body := request(t, srv, http.MethodPost, "/api/v1/session/ticket", "", map[string]string{"Authorization": key, "Origin": "https://ci.example.com"})
+	resp, body := request(t, srv, http.MethodPost, "/api/v1/session/ticket?job_id="+job.GetJobId(), "", map[string]string{"Authorization": key, "Origin": "https://ci.example.com"})
 	var ticket struct{ Ticket string }
 	if err := json.Unmarshal([]byte(body), &ticket); resp.StatusCode != http.StatusOK || err != nil || ticket.Ticket == "" {
 		t.Fatalf("ticket: %s %s", resp.Status, body)
@@ -141,7 +141,7 @@ func TestOrigins(t *testing.T) {
 	if got := wsStatus(t, srv, job.GetJobId(), "?ticket="+ticket.Ticket, http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusSwitchingProtocols {
 		t.Errorf("WebSocket with a ticket from a CORS origin: %d", got)
 	}
-	if got := wsStatus(t, srv, job.GetJobId(), "?ticket=ss1.forged.AAAA", http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusUnauthorized {
+	if got := wsStatus(t, srv, job.GetJobId(), "?ticket=tk1.forged.AAAA", http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusUnauthorized {
 		t.Errorf("WebSocket with a forged ticket: %d", got)
 	}
 	// A ticket is for the WebSocket only: it is no key for other calls.
