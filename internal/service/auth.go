@@ -167,7 +167,7 @@ func (s *Service) authenticate(ctx context.Context, cr Credentials) (Caller, err
 
 // identify finds the caller from an API key, a session or, with redeem, a
 // ticket that is spent by this use; without redeem, a ticket only names
-// its key (a stream it opened is checked again, see recheck).
+// its key (a stream it opened is checked again: see stillValid).
 func (s *Service) identify(ctx context.Context, cr Credentials, redeem bool) (Caller, error) {
 	if s.cfg.Auth.Disabled {
 		return anyone, nil
