@@ -10,12 +10,15 @@ import (
 
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/credfile"
 )
 
-// The key a command sends is the first of: --api-key, $SPOOL_API_KEY and,
-// for a server on this machine, the admin key that server wrote to its data
-// directory on its first start. So on the server's machine nothing needs to
-// be copied, and elsewhere nothing is guessed.
+// The key a command sends is the first of: --api-key, $SPOOL_API_KEY, the
+// key `spool login` stored for the server in the user's credentials file
+// and, for a server on this machine, the admin key that server wrote to
+// its data directory on its first start. So a person logs in once per
+// server and runs commands from any directory; on the server's machine,
+// in its directory, nothing is needed at all; and nothing is guessed.
 
 // credentials are how a command proves who it is to the server.
 type credentials struct {
@@ -23,24 +26,56 @@ type credentials struct {
 	ca  string // --ca
 }
 
-// apiKey returns the key to send and where it came from ("" and "" when
+// keySource says where a command found the key it sends.
+type keySource struct {
+	kind  sourceKind
+	where string // how to name it to the person
+}
+
+type sourceKind int
+
+const (
+	noKey      sourceKind = iota
+	givenKey              // --api-key or SPOOL_API_KEY
+	storedKey             // spool login's credentials file
+	adminKeyAt            // the admin.key of a server on this machine
+)
+
+// apiKey returns the key to send and where it came from (kind noKey when
 // there is none).
-func (e *env) apiKey() (key, from string) {
+func (e *env) apiKey() (string, keySource) {
 	if k := strings.TrimSpace(e.creds.key); k != "" {
-		return k, "--api-key"
+		return k, keySource{givenKey, "--api-key"}
 	}
 	if k := client.APIKeyFromEnv(); k != "" {
-		return k, "SPOOL_API_KEY"
+		return k, keySource{givenKey, "SPOOL_API_KEY"}
+	}
+	if entry, path, err := e.storedKey(); err == nil && entry.Key != "" {
+		return entry.Key, keySource{storedKey, fmt.Sprintf("the key `spool login` stored for %s in %s", credfile.Server(e.server), path)}
 	}
 	if !onThisMachine(e.server) {
-		return "", ""
+		return "", keySource{}
 	}
 	path := adminKeyFile()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", ""
+		return "", keySource{}
 	}
-	return strings.TrimSpace(string(b)), path
+	return strings.TrimSpace(string(b)), keySource{adminKeyAt, path}
+}
+
+// storedKey is the key `spool login` stored for the server, if any, and
+// the credentials file's path.
+func (e *env) storedKey() (credfile.Entry, string, error) {
+	path, err := credfile.Path()
+	if err != nil {
+		return credfile.Entry{}, "", err
+	}
+	f, err := credfile.Read(path)
+	if err != nil {
+		return credfile.Entry{}, path, err
+	}
+	return f.Servers[credfile.Server(e.server)], path, nil
 }
 
 // adminKeyFile is where a server started here with the default data
@@ -81,15 +116,28 @@ func (e *env) caFile() string {
 	return strings.TrimSpace(os.Getenv("SPOOL_CA"))
 }
 
-// keyHint says, after the server refused the key, where the command looked
-// for it.
+// keyHint says, after the server refused the key (or no key was sent),
+// where the command looked for it and how to give it one.
 func (e *env) keyHint() string {
-	if _, from := e.apiKey(); from != "" {
-		return fmt.Sprintf("the key sent came from %s", from)
+	server := credfile.Server(e.server)
+	login := fmt.Sprintf("`spool login --server %s`", server)
+	switch _, src := e.apiKey(); src.kind {
+	case givenKey:
+		return fmt.Sprintf("the key sent came from %s, which wins over a key stored by %s", src.where, login)
+	case storedKey:
+		return fmt.Sprintf("the key sent was %s; %s stores another, `spool logout --server %s` forgets it", src.where, login, server)
+	case adminKeyAt:
+		return fmt.Sprintf("the key sent came from %s; %s stores another for every directory", src.where, login)
 	}
-	where := "--api-key and SPOOL_API_KEY are empty"
+	where := "--api-key and SPOOL_API_KEY are empty, "
+	switch _, path, err := e.storedKey(); {
+	case err != nil:
+		where += err.Error()
+	default:
+		where += fmt.Sprintf("%s holds no key for %s", path, server)
+	}
 	if onThisMachine(e.server) {
 		where += fmt.Sprintf(", and %s cannot be read", adminKeyFile())
 	}
-	return "no key was sent: " + where
+	return fmt.Sprintf("no key was sent: %s; log in with %s (it reads the key from stdin), or set SPOOL_API_KEY", where, login)
 }

@@ -85,6 +85,8 @@ func TestKeyDiscovery(t *testing.T) {
 
 	t.Setenv(config.EnvName("server", "data_dir"), srv.Config().Server.DataDir)
 	t.Setenv("SPOOL_API_KEY", "")
+	cfgDir := t.TempDir() // no key stored with spool login
+	t.Setenv("XDG_CONFIG_HOME", cfgDir)
 	if r := bare("jobs", "list"); r.code != 0 {
 		t.Fatalf("with the server's admin.key at hand: exit %d: %s", r.code, r.stderr)
 	}
@@ -101,7 +103,8 @@ func TestKeyDiscovery(t *testing.T) {
 	empty := t.TempDir()
 	t.Setenv(config.EnvName("server", "data_dir"), empty)
 	r := bare("jobs", "list")
-	if want := "no key was sent: --api-key and SPOOL_API_KEY are empty, and " + filepath.Join(empty, "admin.key") + " cannot be read"; r.code != 1 || !strings.Contains(r.stderr, want) {
+	if want := "no key was sent: --api-key and SPOOL_API_KEY are empty, " + filepath.Join(cfgDir, "spool", "credentials.json") + " holds no key for " + srv.URL +
+		", and " + filepath.Join(empty, "admin.key") + " cannot be read; log in with `spool login --server " + srv.URL + "`"; r.code != 1 || !strings.Contains(r.stderr, want) {
 		t.Fatalf("without a key: exit %d: %s; want %q", r.code, r.stderr, want)
 	}
 

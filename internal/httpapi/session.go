@@ -65,7 +65,13 @@ func (a *api) whoami(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Session{Name: c.Name, Role: spool.RoleName(c.Role)})
 }
 
+// logout ends the session on every server (a copy of the cookie is of no
+// use after it) and clears the cookie.
 func (a *api) logout(w http.ResponseWriter, r *http.Request) {
+	if err := a.Service.Logout(r.Context()); err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
 	setSession(w, r, "", time.Unix(1, 0))
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -80,17 +86,20 @@ func setSession(w http.ResponseWriter, r *http.Request, value string, expires ti
 // Ticket is a WebSocket ticket (schema Ticket in openapi.yaml).
 type Ticket struct {
 	Ticket    string    `json:"ticket"`
+	JobID     string    `json:"job_id"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // ticket hands a page that holds a key (a configured CORS origin's) a
-// short-lived ticket for ?ticket= on the log WebSocket, which a browser
-// cannot send an Authorization header to.
+// ticket for ?ticket= on the log WebSocket of the job ?job_id= names, which
+// a browser cannot send an Authorization header to. It opens that stream
+// once, within a minute, and does nothing else.
 func (a *api) ticket(w http.ResponseWriter, r *http.Request) {
-	t, expires, err := a.Service.Ticket(r.Context())
+	jobID := r.URL.Query().Get("job_id")
+	t, expires, err := a.Service.Ticket(r.Context(), jobID)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Ticket{Ticket: t, ExpiresAt: expires.UTC()})
+	writeJSON(w, http.StatusOK, Ticket{Ticket: t, JobID: jobID, ExpiresAt: expires.UTC()})
 }

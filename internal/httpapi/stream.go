@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -21,7 +22,10 @@ import (
 
 // EndMessage is the last message of a log stream: the job is finished and
 // every line up to total_lines has been sent. A normal close (1000) follows;
-// any other close means the client should reconnect with last_line.
+// a close with CloseUnauthenticated or ClosePermissionDenied means the
+// reader's credentials no longer hold (the reason says why) and
+// reconnecting with them is pointless; any other close means the client
+// should reconnect with last_line.
 type EndMessage struct {
 	Type       string `json:"type"` // "end"
 	JobID      string `json:"job_id"`
@@ -31,6 +35,19 @@ type EndMessage struct {
 	Attempt    int32  `json:"attempt"`
 	TotalLines int64  `json:"total_lines"`
 }
+
+// Close codes of a stream ended because its reader may no longer read: the
+// key was revoked or the login ended (as HTTP's 401), or the key lost the
+// right (as 403). They are in the range the WebSocket protocol leaves to
+// applications, and the close reason names the cause.
+const (
+	CloseUnauthenticated  websocket.StatusCode = 4401
+	ClosePermissionDenied websocket.StatusCode = 4403
+)
+
+// maxCloseReason is the most bytes a close reason may have (a control
+// frame's payload is 125 bytes, two of them the code).
+const maxCloseReason = 123
 
 // handOff is how many stored items the feed may read ahead of the socket:
 // enough that lines read while a frame is being written go out together in
@@ -240,9 +257,11 @@ func (s *stream) finish(ctx context.Context, err error) {
 }
 
 // close ends the connection: after the end message with a normal close
-// when the log is complete (err nil), with 1012 when the server drains, at
-// once when the client is gone, else with 1011 and the error logged. Only a
-// normal close tells the client its log is complete.
+// when the log is complete (err nil), with 1012 when the server drains,
+// with 4401 or 4403 and the refusal as reason when the reader's key or
+// login no longer holds, at once when the client is gone, else with 1011
+// and the error logged. Only a normal close tells the client its log is
+// complete.
 func (s *stream) close(ctx context.Context, err error) (outcome string) {
 	if err == nil {
 		if err = s.sendEnd(ctx); err == nil {
@@ -251,6 +270,12 @@ func (s *stream) close(ctx context.Context, err error) (outcome string) {
 		}
 	}
 	switch {
+	case errors.Is(err, spool.ErrUnauthenticated):
+		_ = s.conn.Close(CloseUnauthenticated, closeReason(err))
+		return "refused: " + err.Error()
+	case errors.Is(err, spool.ErrPermissionDenied):
+		_ = s.conn.Close(ClosePermissionDenied, closeReason(err))
+		return "refused: " + err.Error()
 	case errors.Is(err, spool.ErrUnavailable):
 		_ = s.conn.Close(websocket.StatusServiceRestart, "server restarting; reconnect with last_line")
 		return "server draining"
@@ -262,6 +287,20 @@ func (s *stream) close(ctx context.Context, err error) (outcome string) {
 	s.Log.ErrorContext(ctx, "log stream failed", "job_id", s.job.GetJobId(), "error_id", id, "error", err)
 	_ = s.conn.Close(websocket.StatusInternalError, "internal error "+id+"; reconnect with last_line")
 	return "failed"
+}
+
+// closeReason is err's message cut to fit a close frame, on a character
+// boundary.
+func closeReason(err error) string {
+	msg := err.Error()
+	if len(msg) <= maxCloseReason {
+		return msg
+	}
+	cut := maxCloseReason - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }
 
 // sendEnd sends the end message of a feed that ended with the job final.

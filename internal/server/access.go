@@ -57,11 +57,21 @@ func credentials(r *http.Request) service.Credentials {
 		cr.Session = c.Value
 	}
 	// A browser's WebSocket can send neither a header nor, from another
-	// site's page, the cookie: it shows a short-lived ticket instead.
-	if t := r.URL.Query().Get("ticket"); t != "" && cr.Key == "" && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		cr.Session = t
+	// site's page, the cookie: it shows a ticket instead, which is taken
+	// on a job's log stream only.
+	if t := r.URL.Query().Get("ticket"); t != "" && isLogStream(r) {
+		cr.Ticket = t
 	}
 	return cr
+}
+
+// isLogStream reports whether r opens a job's log WebSocket
+// (GET /api/v1/jobs/{job_id}/logs/ws).
+func isLogStream(r *http.Request) bool {
+	rest, underJobs := strings.CutPrefix(r.URL.Path, "/api/v1/jobs/")
+	id, isLogs := strings.CutSuffix(rest, "/logs/ws")
+	return underJobs && isLogs && id != "" && !strings.Contains(id, "/") && r.Method == http.MethodGet &&
+		strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
 // allowCORS lets a configured origin's pages call the API with a key.

@@ -237,7 +237,7 @@ var routes = map[string]entry{
 	"GET /api/v1/session":                       {forAnyKey, get("/api/v1/session")},
 	"POST /api/v1/session":                      {forAnyKey, login},
 	"DELETE /api/v1/session":                    {public, send(http.MethodDelete, "/api/v1/session")},
-	"POST /api/v1/session/ticket":               {forAnyKey, send(http.MethodPost, "/api/v1/session/ticket")},
+	"POST /api/v1/session/ticket":               {forAnyKey, send(http.MethodPost, "/api/v1/session/ticket?job_id={job}")},
 	"GET /metrics":                              {forMetrics, get("/metrics")},
 	"GET /healthz":                              {public, get("/healthz")},
 	"GET /":                                     {public, get("/")},

@@ -133,7 +133,7 @@ func TestOrigins(t *testing.T) {
 	}
 	// A page of the CORS origin cannot send a header on a WebSocket: it
 	// asks for a ticket with its key, and shows the ticket.
-	resp, body := request(t, srv, http.MethodPost, "/api/v1/session/ticket", "", map[string]string{"Authorization": key, "Origin": "https://ci.example.com"})
+	resp, body := request(t, srv, http.MethodPost, "/api/v1/session/ticket?job_id="+job.GetJobId(), "", map[string]string{"Authorization": key, "Origin": "https://ci.example.com"})
 	var ticket struct{ Ticket string }
 	if err := json.Unmarshal([]byte(body), &ticket); resp.StatusCode != http.StatusOK || err != nil || ticket.Ticket == "" {
 		t.Fatalf("ticket: %s %s", resp.Status, body)
@@ -141,7 +141,7 @@ func TestOrigins(t *testing.T) {
 	if got := wsStatus(t, srv, job.GetJobId(), "?ticket="+ticket.Ticket, http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusSwitchingProtocols {
 		t.Errorf("WebSocket with a ticket from a CORS origin: %d", got)
 	}
-	if got := wsStatus(t, srv, job.GetJobId(), "?ticket=ss1.forged.AAAA", http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusUnauthorized {
+	if got := wsStatus(t, srv, job.GetJobId(), "?ticket=tk1.forged.AAAA", http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusUnauthorized {
 		t.Errorf("WebSocket with a forged ticket: %d", got)
 	}
 	// A ticket is for the WebSocket only: it is no key for other calls.
@@ -202,9 +202,9 @@ func TestNonLoopbackWithoutTLSWarns(t *testing.T) {
 	}
 }
 
-// TestRevocationEndsStreams: a key revoked while it follows a live log
-// gets no more of it: its stream ends with Unauthenticated at the next
-// lines written.
+// TestRevocationEndsStreams: a key revoked while it follows a log that
+// keeps coming gets no more of it within seconds: its stream ends with
+// Unauthenticated though every read finds new lines.
 func TestRevocationEndsStreams(t *testing.T) {
 	srv := start(t)
 	key := srv.Key(t, "read")
@@ -216,7 +216,7 @@ func TestRevocationEndsStreams(t *testing.T) {
 	l.Write(spooltest.Seq(1, 3)...)
 	stream := newClient(t, srv, key).Events(context.Background(), l.JobID(), client.StreamOptions{Follow: true,
 		Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
-	got := 0
+	var revoked time.Time
 	for ev, err := range stream.All() {
 		if err != nil {
 			if !errors.Is(err, spool.ErrUnauthenticated) {
@@ -224,18 +224,23 @@ func TestRevocationEndsStreams(t *testing.T) {
 			}
 			break
 		}
-		got++
-		if ev.GetOutputData().GetLineNumber() == 3 {
+		n := ev.GetOutputData().GetLineNumber()
+		if n == 3 {
 			if _, err := srv.Client().RevokeKey(context.Background(), lastKeyName(t, srv)); err != nil {
 				t.Fatal(err)
 			}
-			// The next lines come after the feed's recheck interval.
-			time.Sleep(1100 * time.Millisecond)
-			l.Write(spooltest.Seq(4, 6)...)
+			revoked = time.Now()
+		}
+		if n >= 3 {
+			if time.Since(revoked) > 10*time.Second {
+				t.Fatalf("the revoked key still reads lines (line %d) %v after the revocation", n, time.Since(revoked))
+			}
+			l.Write(spooltest.Seq(int(n)+1, int(n)+1)...) // the job goes on printing
 		}
 	}
-	if got != 3 {
-		t.Errorf("the revoked key read %d lines, want the 3 from before", got)
+	if revoked.IsZero() {
+		t.Fatal("the stream ended before line 3")
 	}
+	t.Logf("the stream ended %v after the revocation", time.Since(revoked).Round(time.Millisecond))
 	l.End(0)
 }

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -188,10 +189,25 @@ func (s *Server) admit(ctx context.Context) error {
 		return fmt.Errorf("create the first admin key: %w", err)
 	}
 	if path != "" {
-		s.log.Info("first start: an admin key was written; spool commands on this machine read it, others need SPOOL_API_KEY (spool keys create makes more)",
-			"file", path)
+		s.log.Info("first start: an admin key was written; log this machine's spool commands in with it, from any directory, with: "+loginCommand(s.url, path)+
+			" (spool keys create makes keys for others)", "file", path)
 	}
 	return nil
+}
+
+// loginCommand is the command that stores the admin key in keyFile as the
+// command line's key for the server at url: a server listening on every
+// address is reached on this machine through loopback.
+func loginCommand(url, keyFile string) string {
+	if abs, err := filepath.Abs(keyFile); err == nil {
+		keyFile = abs
+	}
+	url = strings.Replace(url, "://0.0.0.0:", "://127.0.0.1:", 1)
+	url = strings.Replace(url, "://[::]:", "://[::1]:", 1)
+	if strings.ContainsAny(keyFile, " \t'\"$`\\;&|()<>*?[]#~!{}") {
+		keyFile = "'" + strings.ReplaceAll(keyFile, "'", `'\''`) + "'"
+	}
+	return "spool login --server " + url + " < " + keyFile
 }
 
 // URL is where clients reach the server (http://host:port).

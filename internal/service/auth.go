@@ -72,6 +72,9 @@ type Credentials struct {
 	Key string
 	// Session is the web UI's login cookie.
 	Session string
+	// Ticket is a WebSocket ticket (?ticket=), which the door takes only
+	// on a job's log stream: it opens that stream once and nothing else.
+	Ticket string
 	// Host is the Host the request was sent to.
 	Host string
 	// Origin is the Origin of a browser's request ("" from other clients).
@@ -104,6 +107,9 @@ type Caller struct {
 	// Queues limit a worker key to these queues (empty: any).
 	Queues []string
 	hash   string
+	// ticketJob, for a caller let in by a ticket, is the job whose log
+	// stream the ticket opens: the only thing it may do.
+	ticketJob string
 }
 
 // mayUse reports whether the caller may act on jobs of queue.
@@ -124,6 +130,9 @@ func (s *Service) authorize(ctx context.Context, perm Permission, queue string) 
 	}
 	c, err := s.authenticate(ctx, cr)
 	if err != nil {
+		return Caller{}, err
+	}
+	if err := c.ticketAllows(ctx, perm); err != nil {
 		return Caller{}, err
 	}
 	if !slices.Contains(roles[c.Role], perm) {
@@ -150,24 +159,38 @@ func (s *Service) Authorize(ctx context.Context, perm Permission) error {
 	return err
 }
 
-// authenticate finds the caller from an API key or a session.
+// authenticate finds the caller from an API key, a session or a ticket
+// (which it spends: a ticket lets in one request).
 func (s *Service) authenticate(ctx context.Context, cr Credentials) (Caller, error) {
+	return s.identify(ctx, cr, true)
+}
+
+// identify finds the caller from an API key, a session or, with redeem, a
+// ticket that is spent by this use; without redeem, a ticket only names
+// its key (a stream it opened is checked again: see stillValid).
+func (s *Service) identify(ctx context.Context, cr Credentials, redeem bool) (Caller, error) {
 	if s.cfg.Auth.Disabled {
 		return anyone, nil
 	}
-	var hash string
+	var hash, ticketJob string
 	switch {
 	case cr.Key != "":
 		hash = HashKey(cr.Key)
 	case cr.Session != "":
-		ss, err := s.signer.VerifySession(cr.Session)
-		if err != nil || time.Now().Unix() > ss.Expires {
-			return Caller{}, apierr.Errorf(spool.ErrUnauthenticated, "your login has ended; log in again with your API key")
+		ss, err := s.liveSession(ctx, cr.Session)
+		if err != nil {
+			return Caller{}, err
 		}
 		hash = ss.KeyHash
+	case cr.Ticket != "":
+		tk, err := s.ticketOf(ctx, cr.Ticket, redeem)
+		if err != nil {
+			return Caller{}, err
+		}
+		hash, ticketJob = tk.KeyHash, tk.JobID
 	default:
 		return Caller{}, apierr.Errorf(spool.ErrUnauthenticated,
-			"an API key is needed: send it as Authorization: Bearer KEY (the command line reads SPOOL_API_KEY or --api-key); an admin creates keys with `spool keys create`")
+			"an API key is needed: send it as Authorization: Bearer KEY (the command line reads --api-key, SPOOL_API_KEY or the key `spool login` stored); an admin creates keys with `spool keys create`")
 	}
 	k, err := s.store.KeyByHash(ctx, hash)
 	if errors.Is(err, spool.ErrNotFound) {
@@ -180,7 +203,7 @@ func (s *Service) authenticate(ctx context.Context, cr Credentials) (Caller, err
 		return Caller{}, apierr.Errorf(spool.ErrUnauthenticated, "API key %q was revoked at %s", k.Key.GetName(), at.AsTime().Format(time.RFC3339))
 	}
 	s.touch(ctx, hash)
-	return Caller{Name: k.Key.GetName(), Role: k.Key.GetRole(), Queues: k.Key.GetQueues(), hash: hash}, nil
+	return Caller{Name: k.Key.GetName(), Role: k.Key.GetRole(), Queues: k.Key.GetQueues(), hash: hash, ticketJob: ticketJob}, nil
 }
 
 // touchEvery is how often a key's last use is written: often enough to
@@ -270,8 +293,9 @@ func HashKey(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// sessionFor is the session cookie value for a login with key hash.
+// sessionFor is the session cookie value for a login with key hash: a new
+// session, with an id of its own that a sign-out can end.
 func (s *Service) sessionFor(hash string) (string, time.Time) {
 	until := time.Now().Add(time.Duration(s.cfg.Auth.SessionHours) * time.Hour)
-	return s.signer.SignSession(token.Session{KeyHash: hash, Expires: until.Unix()}), until
+	return s.signer.SignSession(token.Session{KeyHash: hash, ID: newTokenID(), Expires: until.Unix()}), until
 }

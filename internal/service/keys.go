@@ -109,13 +109,34 @@ func (s *Service) Login(ctx context.Context, key string) (session string, expire
 	return session, expires, nil
 }
 
-// TicketLifetime is how long a WebSocket ticket lets its holder in.
+// Logout ends the login the request's session cookie stands for, on every
+// server sharing the store: the cookie, even copied before, is refused
+// from now on. A request without a valid session has nothing to end.
+func (s *Service) Logout(ctx context.Context) error {
+	cr := credentialsFrom(ctx)
+	if s.cfg.Auth.Disabled || cr.Session == "" {
+		return nil
+	}
+	ss, err := s.signer.VerifySession(cr.Session)
+	if err != nil || time.Now().Unix() > ss.Expires {
+		return nil
+	}
+	if err := s.endSession(ctx, ss); err != nil {
+		return s.fail(ctx, "Logout", err)
+	}
+	s.log.InfoContext(ctx, "logged out of the web UI")
+	return nil
+}
+
+// TicketLifetime is how long a WebSocket ticket may wait for its use.
 const TicketLifetime = time.Minute
 
-// Ticket returns a short-lived stand-in for the caller's key, for a
-// browser's WebSocket, which cannot send headers: passed as ?ticket=, it
-// is all a URL ever carries, and it is of no use a minute later.
-func (s *Service) Ticket(ctx context.Context) (ticket string, expires time.Time, err error) {
+// Ticket returns a stand-in for the caller's key for a browser's
+// WebSocket, which cannot send headers: passed as ?ticket=, it is all a URL
+// ever carries, and it opens the log stream of jobID, to read, once, within
+// TicketLifetime, on any server sharing the store. Anything else done with
+// it is refused.
+func (s *Service) Ticket(ctx context.Context, jobID string) (ticket string, expires time.Time, err error) {
 	caller, err := s.authorize(ctx, PermRead, "")
 	if err != nil {
 		return "", time.Time{}, err
@@ -123,8 +144,15 @@ func (s *Service) Ticket(ctx context.Context) (ticket string, expires time.Time,
 	if s.cfg.Auth.Disabled {
 		return "", time.Time{}, invalid("auth is disabled on this server: a WebSocket needs no ticket")
 	}
+	if jobID == "" {
+		return "", time.Time{}, invalid("job_id: name the job whose log stream the ticket is for (a ticket opens one job's stream, once)")
+	}
+	job, err := s.job(ctx, "Ticket", jobID)
+	if err != nil {
+		return "", time.Time{}, err
+	}
 	expires = time.Now().Add(TicketLifetime)
-	return s.signer.SignSession(token.Session{KeyHash: caller.hash, Expires: expires.Unix()}), expires, nil
+	return s.signer.SignTicket(token.Ticket{KeyHash: caller.hash, JobID: job.GetJobId(), ID: newTokenID(), Expires: expires.Unix()}), expires, nil
 }
 
 // Whoami returns the caller a request comes from (for the web UI, to show

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/spool-run/spool"
@@ -36,8 +37,11 @@ type Feed struct {
 	f       *storekit.Feed
 	job     *spoolv1.Job
 	unpack  bool
+	follow  bool
 	release func()
-	checked time.Time // when the reader's key was last checked
+
+	mu      sync.Mutex
+	checked time.Time // when the reader's credentials were last checked
 }
 
 // OpenFeed checks a request to read a job's events (the StreamEvents call,
@@ -59,7 +63,13 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 	if err := checkEventTypes(m.GetEventTypes()); err != nil {
 		return nil, err
 	}
-	job, err := s.job(ctx, "StreamEvents", m.GetJobId())
+	// Following a log is what a WebSocket ticket is for: the stream of
+	// the job it names may be opened with it.
+	authCtx := ctx
+	if m.GetFollow() {
+		authCtx = forLogStream(ctx, m.GetJobId())
+	}
+	job, err := s.job(authCtx, "StreamEvents", m.GetJobId())
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +84,7 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 	if m.GetFromTimestamp() != nil {
 		fr.FromTime = m.GetFromTimestamp().AsTime()
 	}
-	f := &Feed{s: s, f: storekit.NewFeed(s.store, fr), job: job, unpack: m.GetUnpack(), release: func() {}, checked: time.Now()}
+	f := &Feed{s: s, f: storekit.NewFeed(s.store, fr), job: job, unpack: m.GetUnpack(), follow: m.GetFollow(), release: func() {}, checked: time.Now()}
 	if m.GetFollow() && !spool.IsFinal(job.GetState()) {
 		f.release = s.watchers.add(job.GetJobId())
 	}
@@ -124,15 +134,33 @@ func (f *Feed) Stored(ctx context.Context) iter.Seq2[*events.Stored, error] {
 // Pages yields what Stored yields, the events read from the store together
 // at a time (following a job, what arrived since the last), for an entrance
 // that sends several in one message.
+//
+// The reader's credentials are checked again as it reads, at most every
+// recheckEvery, and, while a following feed waits for a quiet job, every
+// recheckEvery too: a feed of a revoked key or an ended login ends with
+// that refusal (spool.ErrUnauthenticated) within a few seconds, whether or
+// not the job prints anything.
 func (f *Feed) Pages(ctx context.Context) iter.Seq2[[]*events.Stored, error] {
 	return func(yield func([]*events.Stored, error) bool) {
-		feedCtx, stop := f.s.untilDrain(ctx)
+		drainCtx, stop := f.s.untilDrain(ctx)
 		defer stop()
+		feedCtx, refuse := context.WithCancelCause(drainCtx)
+		var guard sync.WaitGroup
+		defer func() {
+			refuse(nil)
+			guard.Wait()
+		}()
+		if f.follow {
+			guard.Go(func() { f.guard(ctx, feedCtx, refuse) })
+		}
 		for page, err := range f.f.Pages(feedCtx) {
 			if err != nil {
-				if f.s.draining() && ctx.Err() == nil {
+				switch cause := context.Cause(feedCtx); {
+				case drainCtx.Err() == nil && feedCtx.Err() != nil:
+					err = cause // the guard's refusal
+				case f.s.draining() && ctx.Err() == nil:
 					err = errDraining
-				} else {
+				default:
 					err = f.s.fail(ctx, "StreamEvents", err)
 				}
 				yield(nil, err)
@@ -155,6 +183,26 @@ func (f *Feed) Pages(ctx context.Context) iter.Seq2[[]*events.Stored, error] {
 	}
 }
 
+// guard checks the reader's credentials while the feed waits, and ends
+// the feed with the refusal when they no longer hold.
+func (f *Feed) guard(ctx, feedCtx context.Context, refuse context.CancelCauseFunc) {
+	// Ticking at half the interval keeps a check from waiting almost two
+	// intervals behind one a page made.
+	t := time.NewTicker(recheckEvery / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-feedCtx.Done():
+			return
+		case <-t.C:
+		}
+		if err := f.recheck(ctx); err != nil {
+			refuse(err)
+			return
+		}
+	}
+}
+
 // unpacked is a page with one event per line.
 func (f *Feed) unpacked(ctx context.Context, page []*events.Stored) ([]*events.Stored, error) {
 	var out []*events.Stored
@@ -170,18 +218,21 @@ func (f *Feed) unpacked(ctx context.Context, page []*events.Stored) ([]*events.S
 	return out, nil
 }
 
-// recheckEvery is how long a feed goes on reading with the key it was
-// opened with before checking it again: a stream outlives a revoked key by
-// at most that long, and a fast replay costs one key lookup a second.
-const recheckEvery = time.Second
+// recheckEvery is how long a feed goes on with the credentials it was
+// opened with before checking them again: a stream outlives a revoked key
+// or an ended login by at most about that long, and an open stream costs
+// a key lookup (and, for a login, a read of its end) that often.
+const recheckEvery = 2 * time.Second
 
-// recheck makes sure the reader's key still works before it is given more
-// of the log.
+// recheck makes sure the reader's credentials still hold before it is
+// given more of the log, at most every recheckEvery.
 func (f *Feed) recheck(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if time.Since(f.checked) < recheckEvery {
 		return nil
 	}
-	if _, err := f.s.authorize(ctx, PermRead, f.job.GetQueue()); err != nil {
+	if err := f.s.stillValid(ctx); err != nil {
 		return err
 	}
 	f.checked = time.Now()

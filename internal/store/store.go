@@ -104,6 +104,7 @@ type JobStore interface {
 	Close() error
 
 	KeyStore
+	SpentStore
 	ScatterStore
 	IngestStore
 	QueueStore

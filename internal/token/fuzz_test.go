@@ -35,7 +35,7 @@ func FuzzVerify(f *testing.F) {
 // taken for a session.
 func FuzzVerifySession(f *testing.F) {
 	s, _ := NewSigner([]byte(keyA))
-	f.Add(s.SignSession(Session{KeyHash: "abc", Expires: 1}))
+	f.Add(s.SignSession(Session{KeyHash: "abc", ID: "i", Expires: 1}))
 	f.Add(s.Sign(Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"}))
 	f.Add("ss1.e30.AAAA")
 	f.Fuzz(func(t *testing.T, tok string) {
@@ -46,11 +46,36 @@ func FuzzVerifySession(f *testing.F) {
 			}
 			return
 		}
-		if ss.KeyHash == "" || ss.Expires == 0 {
+		if ss.KeyHash == "" || ss.ID == "" || ss.Expires == 0 {
 			t.Fatalf("accepted an incomplete session %+v", ss)
 		}
 		if again, err := s.VerifySession(s.SignSession(ss)); err != nil || again != ss {
 			t.Fatalf("accepted session does not round-trip: %+v %v", again, err)
+		}
+	})
+}
+
+// FuzzVerifyTicket: the same for tickets; neither a session nor a task
+// token is taken for one.
+func FuzzVerifyTicket(f *testing.F) {
+	s, _ := NewSigner([]byte(keyA))
+	f.Add(s.SignTicket(Ticket{KeyHash: "abc", JobID: "j", ID: "i", Expires: 1}))
+	f.Add(s.SignSession(Session{KeyHash: "abc", ID: "i", Expires: 1}))
+	f.Add(s.Sign(Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"}))
+	f.Add("tk1.e30.AAAA")
+	f.Fuzz(func(t *testing.T, tok string) {
+		tk, err := s.VerifyTicket(tok)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrSignature) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if tk.KeyHash == "" || tk.JobID == "" || tk.ID == "" || tk.Expires == 0 {
+			t.Fatalf("accepted an incomplete ticket %+v", tk)
+		}
+		if again, err := s.VerifyTicket(s.SignTicket(tk)); err != nil || again != tk {
+			t.Fatalf("accepted ticket does not round-trip: %+v %v", again, err)
 		}
 	})
 }

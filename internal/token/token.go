@@ -5,9 +5,12 @@
 //     the job, its queue, the attempt and the backend's lease handle, so a
 //     worker cannot forge one for another job or attempt;
 //   - session tokens, the web UI's login cookie: they name the API key the
-//     person logged in with (by its hash) and when the login ends.
+//     person logged in with (by its hash), the session's own id (what a
+//     sign-out records as ended) and when the login ends;
+//   - WebSocket tickets: they name the key, the one job whose log they
+//     open, their own id (what their one use spends) and when they expire.
 //
-// Format: a prefix naming the kind ("st1." or "ss1.") + base64url(JSON
+// Format: a prefix naming the kind ("st1.", "ss1." or "tk1.") + base64url(JSON
 // claims) + "." + base64url(HMAC of the first two parts). The prefix is
 // signed too, so one kind never passes for the other, and the signature is
 // checked before the claims are parsed.
@@ -38,6 +41,7 @@ const MaxLen = 4096
 const (
 	prefix        = "st1."
 	sessionPrefix = "ss1."
+	ticketPrefix  = "tk1."
 )
 
 var (
@@ -90,6 +94,9 @@ type Session struct {
 	// KeyHash is the hash of the API key the person logged in with: the
 	// server checks, at every request, that the key is still valid.
 	KeyHash string `json:"k"`
+	// ID names this login among all others, so that signing out can end
+	// it on every server (the store records it as ended).
+	ID string `json:"i"`
 	// Expires is when the login ends, Unix seconds.
 	Expires int64 `json:"e"`
 }
@@ -105,10 +112,40 @@ func (s *Signer) VerifySession(tok string) (Session, error) {
 	if err := s.verify(sessionPrefix, tok, &ss); err != nil {
 		return Session{}, err
 	}
-	if ss.KeyHash == "" || ss.Expires == 0 {
-		return Session{}, fmt.Errorf("%w: session lacks a key or an expiry", ErrMalformed)
+	if ss.KeyHash == "" || ss.ID == "" || ss.Expires == 0 {
+		return Session{}, fmt.Errorf("%w: session lacks a key, an id or an expiry", ErrMalformed)
 	}
 	return ss, nil
+}
+
+// Ticket is what a WebSocket ticket asserts: its holder may open the log
+// stream of one job, once, with the key's rights to read, before Expires.
+type Ticket struct {
+	// KeyHash is the hash of the key the ticket was asked for with.
+	KeyHash string `json:"k"`
+	// JobID is the job whose log the ticket opens.
+	JobID string `json:"j"`
+	// ID names the ticket: its use spends it in the store.
+	ID string `json:"i"`
+	// Expires is when the ticket can no longer be used, Unix seconds.
+	Expires int64 `json:"e"`
+}
+
+// SignTicket returns the ticket token for tk.
+func (s *Signer) SignTicket(tk Ticket) string { return s.sign(ticketPrefix, tk) }
+
+// VerifyTicket checks a ticket's signature and returns what it asserts (its
+// expiry and its one use are the caller's to check). Errors wrap
+// ErrMalformed or ErrSignature.
+func (s *Signer) VerifyTicket(tok string) (Ticket, error) {
+	var tk Ticket
+	if err := s.verify(ticketPrefix, tok, &tk); err != nil {
+		return Ticket{}, err
+	}
+	if tk.KeyHash == "" || tk.JobID == "" || tk.ID == "" || tk.Expires == 0 {
+		return Ticket{}, fmt.Errorf("%w: ticket lacks a key, a job, an id or an expiry", ErrMalformed)
+	}
+	return tk, nil
 }
 
 func (s *Signer) sign(kind string, claims any) string {

@@ -109,26 +109,46 @@ func TestLoadOrCreateKey(t *testing.T) {
 	}
 }
 
-// TestTokenKindsDoNotMix: a task token is not a session and a session is
-// not a task token, though one key signs both.
+// TestTokenKindsDoNotMix: a task token, a session and a ticket are each
+// refused as either of the others, though one key signs all three.
 func TestTokenKindsDoNotMix(t *testing.T) {
 	s, err := NewSigner([]byte(keyA))
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := s.Sign(Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"})
-	sess := s.SignSession(Session{KeyHash: "h", Expires: 42})
+	session := Session{KeyHash: "h", ID: "s1", Expires: 42}
+	sess := s.SignSession(session)
+	ticket := Ticket{KeyHash: "h", JobID: "j", ID: "t1", Expires: 42}
+	tick := s.SignTicket(ticket)
 	if _, err := s.VerifySession(task); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a task token passed as a session: %v", err)
 	}
 	if _, err := s.Verify(sess); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a session passed as a task token: %v", err)
 	}
+	if _, err := s.VerifySession(tick); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a ticket passed as a session: %v", err)
+	}
+	if _, err := s.VerifyTicket(sess); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a session passed as a ticket: %v", err)
+	}
 	// Re-prefixing does not help: the prefix is signed.
 	if _, err := s.VerifySession("ss1." + strings.TrimPrefix(task, "st1.")); !errors.Is(err, ErrSignature) && !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a re-prefixed task token passed as a session: %v", err)
 	}
-	if got, err := s.VerifySession(sess); err != nil || got != (Session{KeyHash: "h", Expires: 42}) {
+	if _, err := s.VerifySession("ss1." + strings.TrimPrefix(tick, "tk1.")); !errors.Is(err, ErrSignature) {
+		t.Fatalf("a re-prefixed ticket passed as a session: %v", err)
+	}
+	if got, err := s.VerifySession(sess); err != nil || got != session {
 		t.Fatalf("session round trip: %+v %v", got, err)
+	}
+	if got, err := s.VerifyTicket(tick); err != nil || got != ticket {
+		t.Fatalf("ticket round trip: %+v %v", got, err)
+	}
+	// A session made before sessions had ids cannot be signed out of
+	// everywhere: it is refused.
+	if _, err := s.VerifySession(s.SignSession(Session{KeyHash: "h", Expires: 42})); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a session without an id: %v", err)
 	}
 }

@@ -33,6 +33,7 @@ func RunShared(t *testing.T, sh Shared) {
 		{"LongPollWokenByAnotherServer", testSharedLongPoll},
 		{"ReapersOnEveryServer", testSharedReapers},
 		{"RevocationSeenEverywhere", testSharedRevocation},
+		{"SpentSeenEverywhere", testSharedSpent},
 		{"IngestRaceOneJob", testSharedIngestRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -76,6 +76,8 @@ func Run(t *testing.T, b Backend) {
 		{"AppendAfterExpiryBeforeNextAttempt", testAppendAfterExpiry},
 		{"Keys", testKeys},
 		{"KeyNameRace", testKeyNameRace},
+		{"SpendOnce", testSpendOnce},
+		{"SpendOnceRace", testSpendOnceRace},
 		{"FeedReadsWhatItUses", testFeedReadsWhatItUses},
 		{"Scatters", testScatters},
 		{"ScatterUpdateRace", testScatterRace},

@@ -9,6 +9,7 @@ import { plainText } from "./ansi.js";
 import { api, confirmButton, jobTitle, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
 import { LogView } from "./logview.js";
 import { LogStream } from "./stream.js";
+import { signIn } from "./auth.js";
 
 const WINDOW = 5000; // lines shown on open without #L: the last ones
 const PAGE = 1000; // lines per REST request
@@ -250,6 +251,13 @@ async function openLog(from) {
       if (s === "live") status.set("live", "live");
       else if (s === "connecting") status.set("", "connecting…");
       else if (s === "reconnecting") status.set("reconnecting", `reconnecting… (try ${d.attempt})`);
+      else if (s === "refused") {
+        status.set("failed", `stopped: ${d.reason}`);
+        // Another key may still read the job: once the person signs in
+        // again, the log goes on where it stopped.
+        const refused = stream;
+        signIn(d.reason).then(() => refused === stream && refused.resume());
+      }
     },
   }).start();
 }

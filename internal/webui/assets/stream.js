@@ -4,14 +4,20 @@
 // "end" message, then a normal close). The WebSocket goes in on the page's
 // session cookie; when it is refused before it opens, the session may have
 // ended, so the page asks (and signs in again) before trying once more.
+// When the server ends an open stream because the key was revoked or the
+// login ended (4401) or the key may no longer read the job (4403), trying
+// again would be refused the same way: the stream stops and says why, and
+// goes on only once the person has signed in again (resume).
 import { api } from "./util.js";
 
 const MIN_RETRY_MS = 500;
 const MAX_RETRY_MS = 8000;
+const REFUSED = new Set([4401, 4403]);
 
 export class LogStream {
   // handlers: onLines(lines), onEnd(msg), onStatus(status, detail) with
-  // status "connecting", "live", "reconnecting" or "finished".
+  // status "connecting", "live", "reconnecting", "refused" (detail.reason
+  // says why) or "finished".
   constructor(jobId, lastLine, handlers) {
     this.jobId = jobId;
     this.last = lastLine;
@@ -26,6 +32,14 @@ export class LogStream {
   start() {
     this.connect();
     return this;
+  }
+
+  // resume goes on after a refusal, from the last line shown, once the
+  // page has credentials that may read the job again.
+  resume() {
+    if (this.stopped) return;
+    this.retries = 0;
+    this.connect();
   }
 
   stop() {
@@ -80,6 +94,10 @@ export class LogStream {
     if (ws !== this.ws || this.stopped) return;
     if (this.ended && e.code === 1000) {
       this.h.onStatus("finished");
+      return;
+    }
+    if (REFUSED.has(e.code)) {
+      this.h.onStatus("refused", { code: e.code, reason: e.reason || "the server no longer lets this page read the log" });
       return;
     }
     // Anything else (1012 server restart, 1006 network, ...) means the log

@@ -3,6 +3,7 @@ package browsertest_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,60 @@ func TestSignInFollowJobAndLogOut(t *testing.T) {
 	b.waitFor(t, "the sign-in form again", `document.getElementById("login-key") !== null`)
 	if got := eval[int](t, b, `fetch("/api/v1/jobs").then(r => r.status)`); got != 401 {
 		t.Errorf("after logging out the API answers %d, want 401", got)
+	}
+	l.End(0)
+}
+
+// A person follows a running job's log with a read key that an admin then
+// revokes. Though the job prints nothing meanwhile, the page stops within
+// seconds, says the key was revoked, and does not try again with it; once
+// the person signs in with another key, the log goes on where it stopped.
+func TestRevokedKeyStopsTheLog(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	_, bobKey, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: "bob", Role: "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"make"}}); err != nil {
+		t.Fatal(err)
+	}
+	l := spooltest.LeaseJob(t, srv, "")
+	l.Begin()
+	l.Write(spooltest.Seq(1, 20)...)
+
+	b := newBrowser(t)
+	b.do(t, "open the job page", chromedp.Navigate(srv.URL+"/jobs/"+l.JobID()))
+	b.signIn(t, bobKey)
+	b.waitFor(t, "the stream to go live", `document.getElementById("status-text").textContent === "live"`)
+	// Count the WebSockets the page opens from now on, and every status
+	// it shows.
+	eval[bool](t, b, `(() => {
+		window.opened = 0;
+		const WS = window.WebSocket;
+		window.WebSocket = class extends WS { constructor(...a) { super(...a); window.opened++; } };
+		window.statuses = [];
+		const el = document.getElementById("status-text");
+		new MutationObserver(() => window.statuses.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+		return true;
+	})()`)
+
+	if _, err := srv.Client().RevokeKey(context.Background(), "bob"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the page to say the key was revoked", `document.getElementById("status-text").textContent.startsWith('stopped: API key "bob" was revoked')`)
+	b.waitFor(t, "the sign-in form, with the reason", `document.getElementById("login-why")?.textContent.includes('API key "bob" was revoked')`)
+	b.signIn(t, srv.AdminKey)
+	b.waitFor(t, "the stream to go live again", `document.getElementById("status-text").textContent === "live"`)
+	l.Write(spooltest.Seq(21, 30)...)
+	b.waitFor(t, "the lines written after", `document.getElementById("L30") !== null`)
+	if n := eval[int](t, b, `window.opened`); n != 1 {
+		t.Errorf("the page opened %d WebSockets after the revocation, want 1 (after signing in again)", n)
+	}
+	if got := eval[[]string](t, b, `window.statuses`); slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "reconnecting") }) {
+		t.Errorf("the page tried to reconnect with the revoked key: statuses %q", got)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll(".ln").length`); n < 30 || !b.has(t, "#L21") {
+		t.Errorf("after signing in again the log has %d lines, want every line from 1 to 30", n)
 	}
 	l.End(0)
 }

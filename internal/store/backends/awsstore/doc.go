@@ -20,7 +20,8 @@
 // holds one request marker per request_id (key "request#" + SHA-256 of
 // it), API keys (see keys.go), scatter records (see Scatters), the records
 // of the sources of ingested logs (see Ingesting logs of other programs),
-// and the queue registry and pauses (see Queues). With a jobs retention,
+// the queue registry and pauses (see Queues), and the spent tickets and
+// signed-out sessions (spent.go). With a jobs retention,
 // final jobs and request markers carry ttl (see Retention).
 //
 // The events table holds one item per stored event, keyed by job_id +

@@ -35,6 +35,7 @@ type Store struct {
 	created []*record
 	byReq   map[string]string // request_id -> job_id
 	keys    []store.KeyRecord
+	spent   spentIDs
 	sc      scatters
 	sources map[string]*source
 	hub     notify.Hub
