@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"github.com/coder/websocket"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
@@ -123,5 +124,28 @@ func TestDoorOpenRoutes(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("POST /api/v1/nothing without a key: %s", resp.Status)
+	}
+}
+
+// A log WebSocket is refused at the door, before the upgrade, without a
+// key, with a ticket that is not one, and with a key that is not known.
+func TestDoorRefusesWebSocket(t *testing.T) {
+	srv := start(t)
+	ws := strings.Replace(srv.URL, "http", "ws", 1) + "/api/v1/jobs/x/logs/ws"
+	for name, c := range map[string]struct {
+		query  string
+		header http.Header
+	}{
+		"no credentials":  {"", nil},
+		"a forged ticket": {"?ticket=st1.forged", nil},
+		"an unknown key":  {"", http.Header{"Authorization": {"Bearer spool_not-a-key"}}},
+	} {
+		conn, resp, err := websocket.Dial(context.Background(), ws+c.query, &websocket.DialOptions{HTTPHeader: c.header})
+		if err == nil {
+			conn.CloseNow()
+		}
+		if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %v %v, want 401", name, resp, err)
+		}
 	}
 }
