@@ -2,10 +2,12 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/service"
 )
@@ -42,7 +44,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if !d.open {
 			var err error
 			if ctx, err = s.svc.Authenticate(ctx); err != nil {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="spool"`)
+				if errors.Is(err, spool.ErrUnauthenticated) {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="spool"`)
+				}
 				d.refuse(w, r, err)
 				return
 			}

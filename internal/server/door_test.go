@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"connectrpc.com/grpcreflect"
 	"github.com/coder/websocket"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -146,6 +147,24 @@ func TestDoorRefusesWebSocket(t *testing.T) {
 		}
 		if resp == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: %v %v, want 401", name, resp, err)
+		}
+	}
+}
+
+// gRPC reflection, which lists every call, is no open route either: it
+// takes any valid key.
+func TestDoorReflectionNeedsAKey(t *testing.T) {
+	srv := start(t)
+	for _, key := range []string{"", srv.Key(t, "ingest")} {
+		client := grpcreflect.NewClient(h2c(), srv.URL, connect.WithGRPC())
+		stream := client.NewStream(context.Background(), grpcreflect.WithRequestHeaders(http.Header{"Authorization": {"Bearer " + key}}))
+		names, err := stream.ListServices()
+		_, _ = stream.Close()
+		switch {
+		case key == "" && connect.CodeOf(err) != connect.CodeUnauthenticated:
+			t.Errorf("reflection without a key: %v %v", names, err)
+		case key != "" && (err != nil || len(names) == 0):
+			t.Errorf("reflection with a key: %v %v", names, err)
 		}
 	}
 }
