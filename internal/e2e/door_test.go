@@ -225,7 +225,7 @@ func TestUnauthenticatedBodiesCostNothing(t *testing.T) {
 			before, peak := growth(t, pidOf(srv), func() {
 				answers = together(callers, func(int) answer { return call(ctx, c.method, url+c.path, c.header, c.body(), false) })
 			})
-			t.Logf("%d callers without a key, %d MB each: server memory %d MiB before, peak %d MiB (+%.1f MiB)",
+			t.Logf("%d callers without a key, %d MiB each: server memory %d MiB before, peak %d MiB (+%.1f MiB)",
 				callers, size/mib, before/mib, peak/mib, float64(peak-before)/mib)
 			for i, a := range answers {
 				t.Logf("caller %d: %d in %v after sending %d KiB (%v) %s", i, a.status, a.took.Round(time.Millisecond), a.sent>>10, a.sendErr, a.body)

@@ -85,12 +85,13 @@ type firehoseBody struct {
 }
 
 // ReadFirehose reads the body of a Firehose request within
-// limits.MaxBodyBytes and checks it up to its records' data, which it
-// decodes as a stream and keeps nothing of, only measuring it: a record of
-// a few KiB that stands for gigabytes costs no more memory here than any
-// other, and the request is refused as soon as its records together decode
-// to more than limits.MaxDecodedBytes. Errors are DecodeFirehose's, which
-// the result's RequestID comes with when it is known.
+// limits.MaxBodyBytes and checks it up to its records' data, whose gzip
+// data it decompresses as a stream, keeping nothing, only to measure it:
+// a record of a few KiB that stands for gigabytes costs no more memory
+// here than any other, and the request is refused as soon as its records
+// together decode to more than limits.MaxDecodedBytes. Errors are
+// DecodeFirehose's, which the result's RequestID comes with when it is
+// known.
 func ReadFirehose(body io.Reader, limits Limits) (FirehoseDelivery, error) {
 	limits = limits.withDefaults()
 	data, err := readBody(body, limits)
@@ -292,7 +293,8 @@ func (d *firehoseDecoder) message(raw json.RawMessage, size int64) ([]byte, erro
 	if _, err := io.ReadFull(&d.gz, msg); err != nil {
 		return nil, malformedCause(err, "the gzip data is corrupt")
 	}
-	if n, err := d.gz.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+	var more [1]byte
+	if n, err := d.gz.Read(more[:]); n != 0 || err != io.EOF {
 		return nil, malformed("the gzip data is corrupt")
 	}
 	return msg, nil
