@@ -138,6 +138,14 @@ const MaxBatchBytesLimit = 8 << 20
 // less), and a body is held in memory whole while it is checked.
 const MaxIngestBodyBytes = 64 << 20
 
+// MaxIngestDecodedBytes is the largest ingest.max_decoded_bytes, and
+// MaxIngestDecodingBytes the largest ingest.max_decoding_bytes: a request's
+// events are held in memory until they are stored.
+const (
+	MaxIngestDecodedBytes  = 1 << 30
+	MaxIngestDecodingBytes = 64 << 30
+)
+
 // Ingest is how the server takes the logs of programs it did not start
 // (POST /api/v1/ingest/firehose and /api/v1/ingest/lines): each source
 // becomes an external job.
@@ -149,9 +157,17 @@ type Ingest struct {
 	// for this long (0: only an explicit complete ends it). Later events
 	// of the source start a new job.
 	IdleTimeoutSeconds int `yaml:"idle_timeout_seconds"`
-	// MaxBodyBytes bounds one request's body as sent; decompressed, it may
-	// hold at most four times as much.
+	// MaxBodyBytes bounds one request's body, as sent and, when the
+	// sender compressed it, decompressed.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxDecodedBytes bounds what one Firehose request's records decode
+	// to, all records together: their data with its base64 undone, and
+	// that gzip data decompressed. A gzip bomb is refused by it.
+	MaxDecodedBytes int64 `yaml:"max_decoded_bytes"`
+	// MaxDecodingBytes bounds what the requests being decoded at once
+	// decode to, all together, server-wide: a request that does not fit
+	// waits for others to be stored.
+	MaxDecodingBytes int64 `yaml:"max_decoding_bytes"`
 }
 
 // IdleTimeout is ingest.idle_timeout_seconds (0: none).
@@ -181,7 +197,7 @@ func Default() *Config {
 			HeartbeatIntervalSeconds: 30,
 		},
 		Auth:   Auth{SessionHours: 12},
-		Ingest: Ingest{Queue: "external", IdleTimeoutSeconds: 600, MaxBodyBytes: 16 << 20},
+		Ingest: Ingest{Queue: "external", IdleTimeoutSeconds: 600, MaxBodyBytes: 16 << 20, MaxDecodedBytes: 64 << 20, MaxDecodingBytes: 128 << 20},
 		Log:    Log{Level: "info", Format: "text"},
 	}
 }

@@ -94,6 +94,9 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{"ingest queue", "ingest:\n  queue: 'logs of api'\n", nil, `ingest.queue: must be a queue name (1-80 letters, digits, '.', '_' or '-'), got "logs of api"`},
 		{"ingest idle", "ingest:\n  idle_timeout_seconds: -1\n", nil, "ingest.idle_timeout_seconds: must be between 0 and 2592000, got -1"},
 		{"ingest body", "", []string{"SPOOL_INGEST_MAX_BODY_BYTES", "100000000"}, "ingest.max_body_bytes: must be between 1024 and 67108864, got 100000000"},
+		{"ingest decoded under body", "ingest:\n  max_body_bytes: 67108864\n  max_decoded_bytes: 33554432\n", nil, "ingest.max_decoded_bytes: must be at least ingest.max_body_bytes (67108864), got 33554432"},
+		{"ingest decoded", "", []string{"SPOOL_INGEST_MAX_DECODED_BYTES", "2147483648"}, "ingest.max_decoded_bytes: must be between 1024 and 1073741824, got 2147483648"},
+		{"ingest decoding under decoded", "ingest:\n  max_decoding_bytes: 1048576\n", nil, "ingest.max_decoding_bytes: must be at least ingest.max_decoded_bytes (67108864), so that one request can be decoded; got 1048576"},
 		{"bad env number", "", []string{"SPOOL_JOBS_MAX_ATTEMPTS", "three"}, `SPOOL_JOBS_MAX_ATTEMPTS="three": not a whole number`},
 		{"bad env value", "", []string{"SPOOL_JOBS_MAX_ATTEMPTS", "0"}, "jobs.max_attempts: must be between 1 and 100, got 0"},
 	}

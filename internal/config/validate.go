@@ -108,6 +108,19 @@ func (c *Config) Validate() error {
 	}
 	between("ingest.idle_timeout_seconds", int64(c.Ingest.IdleTimeoutSeconds), 0, 30*24*3600)
 	between("ingest.max_body_bytes", c.Ingest.MaxBodyBytes, 1024, MaxIngestBodyBytes)
+	// A body's records decode to at least three quarters of it (base64
+	// undone), so a smaller limit would refuse bodies the other allows;
+	// and one request must fit in what all may hold at once.
+	if i := c.Ingest; i.MaxDecodedBytes < i.MaxBodyBytes {
+		bad("ingest.max_decoded_bytes", "must be at least ingest.max_body_bytes (%d), got %d", i.MaxBodyBytes, i.MaxDecodedBytes)
+	} else {
+		between("ingest.max_decoded_bytes", i.MaxDecodedBytes, 1024, MaxIngestDecodedBytes)
+	}
+	if i := c.Ingest; i.MaxDecodingBytes < i.MaxDecodedBytes {
+		bad("ingest.max_decoding_bytes", "must be at least ingest.max_decoded_bytes (%d), so that one request can be decoded; got %d", i.MaxDecodedBytes, i.MaxDecodingBytes)
+	} else {
+		between("ingest.max_decoding_bytes", i.MaxDecodingBytes, 1024, MaxIngestDecodingBytes)
+	}
 
 	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	oneOf("log.format", c.Log.Format, "text", "json")

@@ -31,15 +31,21 @@ type Options struct {
 }
 
 // Register mounts the JobService, the KeyService, the ScatterService, the
-// IngestService, the QueueService and gRPC reflection on mux.
+// IngestService, the QueueService and gRPC reflection on mux, and returns
+// the patterns it mounted them under, for the server's door to know them
+// (whose refusals these handlers' clients read as Connect errors: Refuse).
 //
 // Each call is served with the request size limit the core sets for it
 // (service.MaxPublishRequestBytes and the like). Connect takes limits per
 // handler, so the service is built once per limit and each procedure's
 // path is mounted on the build with its limit.
-func Register(mux *http.ServeMux, svc *service.Service, o Options) {
+func Register(mux *http.ServeMux, svc *service.Service, o Options) (patterns []string) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	handle := func(pattern string, h http.Handler) {
+		mux.Handle(pattern, h)
+		patterns = append(patterns, pattern)
 	}
 	h := handler{svc}
 	interceptors := connect.WithInterceptors(append(o.Interceptors, logCalls(o.Log))...)
@@ -51,18 +57,18 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 		path, hh := spoolv1connect.NewJobServiceHandler(h, options(limit)...)
 		return path, capBody(hh, limit)
 	}
-	mux.Handle(build(service.MaxRequestBytes)) // every call but those below
+	handle(build(service.MaxRequestBytes)) // every call but those below
 	keysPath, keys := spoolv1connect.NewKeyServiceHandler(keyHandler{svc}, options(service.MaxRequestBytes)...)
-	mux.Handle(keysPath, capBody(keys, service.MaxRequestBytes))
+	handle(keysPath, capBody(keys, service.MaxRequestBytes))
 	ingestPath, ingest := spoolv1connect.NewIngestServiceHandler(ingestHandler{svc}, options(service.MaxRequestBytes)...)
-	mux.Handle(ingestPath, capBody(ingest, service.MaxRequestBytes))
+	handle(ingestPath, capBody(ingest, service.MaxRequestBytes))
 	queuesPath, queues := spoolv1connect.NewQueueServiceHandler(queueHandler{svc}, options(service.MaxRequestBytes)...)
-	mux.Handle(queuesPath, capBody(queues, service.MaxRequestBytes))
+	handle(queuesPath, capBody(queues, service.MaxRequestBytes))
 	buildScatters := func(limit int) (string, http.Handler) {
 		path, hh := spoolv1connect.NewScatterServiceHandler(scatterHandler{svc}, options(limit)...)
 		return path, capBody(hh, limit)
 	}
-	mux.Handle(buildScatters(service.MaxRequestBytes))
+	handle(buildScatters(service.MaxRequestBytes))
 	for proc, limit := range map[string]int{
 		spoolv1connect.JobServicePublishEventsProcedure: service.MaxPublishRequestBytes,
 		spoolv1connect.JobServiceEnqueueJobProcedure:    service.MaxEnqueueRequestBytes,
@@ -70,14 +76,15 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 		spoolv1connect.JobServiceCompleteJobsProcedure:  service.MaxCompleteRequestBytes,
 	} {
 		_, hh := build(limit)
-		mux.Handle(proc, hh)
+		handle(proc, hh)
 	}
 	_, creates := buildScatters(service.MaxScatterRequestBytes)
-	mux.Handle(spoolv1connect.ScatterServiceCreateScatterProcedure, creates)
+	handle(spoolv1connect.ScatterServiceCreateScatterProcedure, creates)
 	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName, spoolv1connect.KeyServiceName, spoolv1connect.ScatterServiceName,
 		spoolv1connect.IngestServiceName, spoolv1connect.QueueServiceName)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	handle(grpcreflect.NewHandlerV1(reflector))
+	handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	return patterns
 }
 
 // compressResponsesFrom is the size from which responses go compressed to
@@ -86,22 +93,6 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) {
 // it: each took a compressor, whose tables cost more to make than the
 // bytes they saved.
 const compressResponsesFrom = 16 << 10
-
-// bodySlack is what a request body may hold beyond its message: gRPC's
-// 5-byte message prefix, and a little for compressed data that did not
-// compress.
-const bodySlack = 1 << 10
-
-// capBody stops reading a request body once it is clearly over limit.
-// Connect refuses such a message, but reads the rest of the body first to
-// report its size, which could go on for as long as a client keeps
-// sending.
-func capBody(h http.Handler, limit int) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, int64(limit)+bodySlack)
-		h.ServeHTTP(w, r)
-	})
-}
 
 // handler adapts the core to the generated JobServiceHandler.
 type handler struct{ svc *service.Service }

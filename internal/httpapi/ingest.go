@@ -9,6 +9,7 @@ import (
 	"time"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/ingest"
 	"github.com/spool-run/spool/internal/jobjson"
 	"github.com/spool-run/spool/internal/service"
@@ -65,6 +66,13 @@ func (a *api) ingestFirehose(w http.ResponseWriter, r *http.Request) {
 		err = errors.New(msg)
 	}
 	writeJSON(w, status, ingest.NewFirehoseResponse(requestID, time.Now(), err))
+}
+
+// refuseFirehose answers a delivery the server's door refused (no key, or
+// one that is not known) as Firehose reads an answer: with the request's
+// id, which Firehose sends in a header too, and the error's status.
+func refuseFirehose(w http.ResponseWriter, r *http.Request, err error) {
+	writeJSON(w, apierr.Status(err), ingest.NewFirehoseResponse(r.Header.Get("X-Amz-Firehose-Request-Id"), time.Now(), err))
 }
 
 // ingestLines serves log shippers: one JSON event a line.

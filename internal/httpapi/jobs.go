@@ -98,7 +98,8 @@ func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) {
 // it is. The body must be one JSON document of at most limit bytes, with no
 // field v does not have.
 func readJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
-	tooBig := badRequest("request body over %d bytes", limit)
+	// 413, so that a client knows to send less, not something else.
+	tooBig := errorf(http.StatusRequestEntityTooLarge, "request body over %d bytes, the most this endpoint accepts: send less at once", limit)
 	// A body declared too big is refused before any of it is read, so the
 	// client does not upload hundreds of MiB to be told no.
 	if r.ContentLength > limit {

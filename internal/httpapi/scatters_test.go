@@ -207,7 +207,7 @@ func TestCreateScatterBadInput(t *testing.T) {
 
 // POST /api/v1/scatters takes bodies far larger than any other call, up to
 // service.MaxScatterRequestBytes; over its limit, declared or not, it
-// answers 400 without creating anything.
+// answers 413 without creating anything.
 func TestScatterBodyLimit(t *testing.T) {
 	t.Run("the real limit", func(t *testing.T) {
 		e := start(t)
@@ -236,7 +236,7 @@ func TestScatterBodyLimit(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var body errorBody
-		if err := jsonDecode(resp, &body); err != nil || resp.StatusCode != http.StatusBadRequest ||
+		if err := jsonDecode(resp, &body); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge ||
 			!strings.Contains(body.Error, fmt.Sprintf("over %d bytes", service.MaxScatterRequestBytes)) {
 			t.Errorf("a body declared %d bytes: %s %q %v", service.MaxScatterRequestBytes+1, resp.Status, body.Error, err)
 		}
@@ -257,7 +257,7 @@ func TestScatterBodyLimit(t *testing.T) {
 		for _, sized := range []bool{true, false} {
 			var refused errorBody
 			resp := e.postStream(t, e.srv.URL+"/api/v1/scatters", body(limit+1), sized, &refused)
-			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(refused.Error, fmt.Sprintf("over %d bytes", limit)) {
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(refused.Error, fmt.Sprintf("over %d bytes", limit)) {
 				t.Errorf("a body one byte over the limit (Content-Length sent: %v): %s %q", sized, resp.Status, refused.Error)
 			}
 		}

@@ -11,7 +11,11 @@
 //     an id, a timestamp and a message.
 //
 // Both give Events. The package only decodes: serving HTTP and storing the
-// events belong to its callers. A sender may compress the whole body
+// events belong to its callers. ReadFirehose and FirehoseDelivery.Decode
+// are DecodeFirehose in two steps, for a caller that bounds the memory of
+// all the requests it decodes at once: the first measures what the
+// records decode to (DecodedBytes) without holding it, the second decodes
+// them. A sender may compress the whole body
 // (Content-Encoding: gzip, which Firehose's GZIP content encoding and the
 // shippers' compression options set); the caller then hands the decoder
 // the decompressing reader, and Limits.MaxBodyBytes bounds what comes out

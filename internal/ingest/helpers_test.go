@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"runtime"
 	"strings"
@@ -19,6 +20,17 @@ func gzipped(_ testing.TB, data []byte) []byte { return ingesttest.Gzip(data) }
 // record is the data of a Firehose record holding msg, a CloudWatch Logs
 // message: gzipped, then base64-encoded.
 func record(_ testing.TB, msg string) string { return ingesttest.Record([]byte(msg)) }
+
+// decodedSize is what a record's data counts against MaxDecodedBytes: its
+// gzip data and its message.
+func decodedSize(t testing.TB, data, msg string) int64 {
+	t.Helper()
+	gz, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(len(gz) + len(msg))
+}
 
 const (
 	requestID   = "8f6a2b9c-1d4e-4f5a-9b3c-7e2d1a0f6c58"

@@ -45,28 +45,88 @@ var errTwice = errors.New("a field appears twice")
 // without regard to case and keeps the last of several, so such an object
 // means two different things to two readers; a sender of logs has no
 // reason to write one.
+//
+// It steps over the values without decoding or copying them: one of them
+// may be most of a request.
 func uniqueKeys(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil { // the opening brace
-		return err
-	}
 	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
+	i := skipSpace(data, 0) + 1 // past the opening brace
+	for {
+		i = skipSpace(data, i)
+		switch data[i] {
+		case '}':
+			return nil
+		case ',':
+			i = skipSpace(data, i+1)
+		}
+		end := valueEnd(data, i)
+		key, err := keyText(data[i:end])
 		if err != nil {
 			return err
 		}
-		key := strings.ToLower(tok.(string))
-		if seen[key] {
+		if key = strings.ToLower(key); seen[key] {
 			return errTwice
 		}
 		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
+		i = skipSpace(data, end) + 1 // past the colon
+		i = valueEnd(data, skipSpace(data, i))
+	}
+}
+
+// keyText is the text of raw, a JSON string that is an object's key.
+func keyText(raw []byte) (string, error) {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var key string
+	err := json.Unmarshal(raw, &key)
+	return key, err
+}
+
+// skipSpace is the index of the first byte at or after i that is not JSON
+// white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// valueEnd is the index just past the JSON value that starts at i, in
+// data that is valid JSON.
+func valueEnd(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		for j := i + 1; ; j++ {
+			switch data[j] {
+			case '\\':
+				j++ // the escaped character, which may be a quote
+			case '"':
+				return j + 1
+			}
+		}
+	case '{', '[':
+		depth := 0
+		for j := i; ; j++ {
+			switch data[j] {
+			case '"':
+				j = valueEnd(data, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
 		}
 	}
-	return nil
+	// A number, true, false or null: it ends where the text around it
+	// goes on.
+	j := i
+	for j < len(data) && strings.IndexByte(",:]} \t\r\n", data[j]) < 0 {
+		j++
+	}
+	return j
 }
 
 // text decodes raw, a JSON value that encoding/json has checked, as a

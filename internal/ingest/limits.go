@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -24,12 +25,20 @@ const (
 // Input over a limit is refused with an error that wraps ErrTooLarge and
 // says which limit it is and its value.
 type Limits struct {
-	MaxBodyBytes    int64 // the request body, as sent (0: 16 MiB)
-	MaxDecodedBytes int64 // everything decompressed, all records together (0: 64 MiB): a gzip bomb is refused
-	MaxEvents       int   // events in one request (0: 100,000)
-	MaxMessageBytes int   // one event's message, without its trailing newline (0: 1 MiB)
-	MaxSourceBytes  int   // a source name (0: 1025, a CloudWatch log group and stream of 512 each)
-	MaxIDBytes      int   // an event id (0: 256)
+	MaxBodyBytes int64 // the request body, as sent (0: 16 MiB)
+	// MaxDecodedBytes bounds what a Firehose request's records decode to,
+	// all records together: their data with its base64 undone, and that
+	// gzip data decompressed (0: 64 MiB). A gzip bomb is refused.
+	MaxDecodedBytes int64
+	MaxEvents       int // events in one request (0: 100,000)
+	MaxMessageBytes int // one event's message, without its trailing newline (0: 1 MiB)
+	MaxSourceBytes  int // a source name (0: 1025, a CloudWatch log group and stream of 512 each)
+	MaxIDBytes      int // an event id (0: 256)
+
+	// BodySetting and DecodedSetting name MaxBodyBytes and MaxDecodedBytes
+	// in errors as the caller's configuration calls them, so that the
+	// sender's operator knows what to change ("": "the limit").
+	BodySetting, DecodedSetting string
 }
 
 func (l Limits) withDefaults() Limits {
@@ -53,15 +62,52 @@ func orDefault[T int | int64](v, def T) T {
 // readAtMost reads r to its end, or to one byte past max: that byte tells
 // a reader exactly at the limit from one over it, and nothing further is
 // read (nor held in memory), whatever the size of what r could give.
-// over says that r had more than max bytes.
+// over says that r had more than max bytes, and then data is nil.
+//
+// What is read goes into pieces, each up to twice as large as the one
+// before, joined once at the end: a slice grown as it fills would be
+// copied at every step and, when the limit is reached, held twice over
+// for nothing.
 func readAtMost(r io.Reader, max int64) (data []byte, over bool, err error) {
-	n := max
-	if n < math.MaxInt64 {
-		n++
+	want := max
+	if want < math.MaxInt64 {
+		want++
 	}
-	data, err = io.ReadAll(io.LimitReader(r, n))
-	return data, int64(len(data)) > max, err
+	var (
+		pieces [][]byte
+		total  int64
+		size   int64 = firstPiece
+	)
+	for total < want {
+		piece := make([]byte, min(size, want-total))
+		n, err := io.ReadFull(r, piece)
+		total += int64(n)
+		if n > 0 {
+			pieces = append(pieces, piece[:n])
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		size = min(2*size, lastPiece)
+	}
+	switch {
+	case total > max:
+		return nil, true, nil
+	case len(pieces) == 1:
+		return pieces[0], false, nil
+	}
+	return bytes.Join(pieces, nil), false, nil
 }
+
+// The pieces readAtMost reads into: small for the many small bodies, and
+// no larger than a MiB, which bounds what the last piece may leave unused.
+const (
+	firstPiece = 16 << 10
+	lastPiece  = 1 << 20
+)
 
 // readBody reads a request body within limits.MaxBodyBytes. An error of
 // the reader is returned wrapped as it is, neither ErrMalformed nor
@@ -74,7 +120,15 @@ func readBody(r io.Reader, limits Limits) ([]byte, error) {
 		return nil, fmt.Errorf("reading the body: %w", err)
 	}
 	if over {
-		return nil, tooLarge("the body is over %d bytes (the limit)", limits.MaxBodyBytes)
+		return nil, tooLarge("the body is over %d bytes (%s)", limits.MaxBodyBytes, named(limits.BodySetting))
 	}
 	return data, nil
+}
+
+// named is how an error names a limit: by its setting, or as "the limit".
+func named(setting string) string {
+	if setting == "" {
+		return "the limit"
+	}
+	return setting
 }

@@ -41,12 +41,14 @@ func TestLimitsBoundaries(t *testing.T) {
 
 func TestLimitsDecodedBoundary(t *testing.T) {
 	msg := dataMessage(t, "g", "s", cwEvent{ID: "1", Timestamp: 1700000000000, Message: "m"})
-	body := firehoseBody(t, record(t, msg))
-	if _, err := ingest.DecodeFirehose(bytes.NewReader(body), ingest.Limits{MaxDecodedBytes: int64(len(msg))}); err != nil {
+	rec := record(t, msg)
+	size := decodedSize(t, rec, msg)
+	body := firehoseBody(t, rec)
+	if _, err := ingest.DecodeFirehose(bytes.NewReader(body), ingest.Limits{MaxDecodedBytes: size}); err != nil {
 		t.Errorf("at the limit: %v", err)
 	}
-	_, err := ingest.DecodeFirehose(bytes.NewReader(body), ingest.Limits{MaxDecodedBytes: int64(len(msg) - 1)})
-	checkError(t, err, ingest.ErrTooLarge, fmt.Sprintf("record 0: the decompressed data is over %d bytes (the limit, all records together)", len(msg)-1))
+	_, err := ingest.DecodeFirehose(bytes.NewReader(body), ingest.Limits{MaxDecodedBytes: size - 1})
+	checkError(t, err, ingest.ErrTooLarge, fmt.Sprintf("record 0: the records decode to over %d bytes, base64 and gzip undone, all records together (the limit)", size-1))
 }
 
 // The zero Limits are the documented defaults.
@@ -72,5 +74,40 @@ func TestLimitsDefaults(t *testing.T) {
 	_, err := ingest.DecodeLines(strings.NewReader(`{"source":"s","id":"1","timestamp":1,"message":""}`), ingest.Limits{MaxBodyBytes: -1, MaxEvents: -1, MaxIDBytes: -1})
 	if err != nil {
 		t.Error(err)
+	}
+}
+
+// A limit the caller names is named in the error, so that a sender's
+// operator knows which setting refused it.
+func TestLimitsNamedSettings(t *testing.T) {
+	named := ingest.Limits{MaxBodyBytes: 100, BodySetting: "ingest.max_body_bytes", DecodedSetting: "ingest.max_decoded_bytes"}
+	_, err := ingest.DecodeLines(strings.NewReader(strings.Repeat(" ", 101)), named)
+	checkError(t, err, ingest.ErrTooLarge, "the body is over 100 bytes (ingest.max_body_bytes)")
+
+	msg := dataMessage(t, "g", "s", cwEvent{ID: "1", Timestamp: 1700000000000, Message: "m"})
+	named.MaxBodyBytes, named.MaxDecodedBytes = 0, 10
+	_, err = ingest.DecodeFirehose(bytes.NewReader(firehoseBody(t, record(t, msg))), named)
+	checkError(t, err, ingest.ErrTooLarge, "record 0: the records decode to over 10 bytes, base64 and gzip undone, all records together (ingest.max_decoded_bytes)")
+}
+
+// endless is a body that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// A body over the limit is read up to the limit and dropped, held once:
+// not grown as a slice that is copied every time it fills.
+func TestLimitsBodyHeldOnce(t *testing.T) {
+	const limit = 8 << 20
+	allocated := allocatedBy(func() {
+		_, err := ingest.DecodeLines(endless{}, ingest.Limits{MaxBodyBytes: limit})
+		checkError(t, err, ingest.ErrTooLarge, "the body is over 8388608 bytes (the limit)")
+	})
+	t.Logf("reading a body over %d MiB allocated %.1f MiB", limit>>20, float64(allocated)/(1<<20))
+	if allocated > limit+limit/4 {
+		t.Errorf("reading a body over %d MiB allocated %.1f MiB", limit>>20, float64(allocated)/(1<<20))
 	}
 }

@@ -13,20 +13,24 @@ import (
 )
 
 // guard is the door every request goes through, whatever entrance it is
-// for (Connect, REST, WebSocket, UI, metrics): it gathers the request's
-// credentials for the core, and refuses at once, through the core's own
-// checks, a request sent to a name the server does not answer to (DNS
-// rebinding) or coming from another site's page. Which calls a key may
-// make is then the core's to decide, operation by operation.
+// for (Connect, REST, WebSocket, UI, metrics). It refuses at once, through
+// the core's own checks, a request sent to a name the server does not
+// answer to (DNS rebinding) or coming from another site's page; then,
+// unless the request's route is open, it has the core authenticate the
+// request's credentials, before any of its body is read: a caller without
+// a valid key or session costs a header's worth of work, however large a
+// body it sends. Which calls a key may make is then the core's to decide,
+// operation by operation, with the caller found here.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cr := credentials(r)
+		d := s.doors.of(r)
 		if err := s.svc.CheckHost(r.Host); err != nil {
-			refuse(w, err)
+			d.refuse(w, r, err)
 			return
 		}
 		if err := s.svc.CheckOrigin(cr); err != nil {
-			refuse(w, err)
+			d.refuse(w, r, err)
 			return
 		}
 		if cr.Origin != "" && slices.Contains(s.cfg.Server.CORSOrigins, strings.TrimSuffix(cr.Origin, "/")) {
@@ -36,7 +40,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(service.WithCredentials(r.Context(), cr)))
+		ctx := service.WithCredentials(r.Context(), cr)
+		if !d.open {
+			var err error
+			if ctx, err = s.svc.Authenticate(ctx); err != nil {
+				if errors.Is(err, spool.ErrUnauthenticated) {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="spool"`)
+				}
+				d.refuse(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -46,8 +61,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 func credentials(r *http.Request) service.Credentials {
 	cr := service.Credentials{Host: r.Host, Origin: r.Header.Get("Origin"),
 		Secure: r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")}
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		cr.Key = strings.TrimSpace(tok)
+	if key, ok := bearer(r.Header.Get("Authorization")); ok {
+		cr.Key = key
 	} else if k := r.Header.Get("X-Amz-Firehose-Access-Key"); k != "" {
 		// Amazon Data Firehose's HTTP endpoint destination sends the
 		// access key it was configured with in a header of its own.
@@ -74,6 +89,18 @@ func isLogStream(r *http.Request) bool {
 		strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
+// bearer is the token of an Authorization header of the Bearer scheme,
+// whose name, like every HTTP authentication scheme's, is not case
+// sensitive ("bearer KEY" is sent by some clients), with whatever spaces
+// were put around the two.
+func bearer(header string) (string, bool) {
+	f := strings.Fields(header)
+	if len(f) != 2 || !strings.EqualFold(f[0], "Bearer") {
+		return "", false
+	}
+	return f[1], true
+}
+
 // allowCORS lets a configured origin's pages call the API with a key.
 func allowCORS(w http.ResponseWriter, origin string) {
 	h := w.Header()
@@ -85,12 +112,9 @@ func allowCORS(w http.ResponseWriter, origin string) {
 }
 
 // refuse answers a refused request as JSON, with the status its kind has.
-func refuse(w http.ResponseWriter, err error) {
+func refuse(w http.ResponseWriter, _ *http.Request, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if errors.Is(err, spool.ErrUnauthenticated) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="spool"`)
-	}
 	w.WriteHeader(apierr.Status(err))
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 }
@@ -99,7 +123,7 @@ func refuse(w http.ResponseWriter, err error) {
 func (s *Server) metricsFor(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.svc.Authorize(r.Context(), service.PermMetrics); err != nil {
-			refuse(w, err)
+			refuse(w, r, err)
 			return
 		}
 		h.ServeHTTP(w, r)

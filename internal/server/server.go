@@ -42,6 +42,7 @@ type Server struct {
 	log   *slog.Logger
 	store store.JobStore
 	svc   *service.Service
+	doors *doors
 	hs    *http.Server
 	url   string
 	// waitStreams waits for the WebSocket log streams, which Shutdown does
@@ -133,14 +134,27 @@ func (s *Server) routes(signer *token.Signer) http.Handler {
 		otelconnect.WithoutTracing(), otelconnect.WithoutServerPeerAttributes()))
 
 	mux := http.NewServeMux()
-	connectapi.Register(mux, s.svc, connectapi.Options{Log: s.log, Interceptors: []connect.Interceptor{rpcMetrics}})
+	s.doors = newDoors(mux)
+	s.doors.refuseWith(connectapi.Refuse,
+		connectapi.Register(mux, s.svc, connectapi.Options{Log: s.log, Interceptors: []connect.Interceptor{rpcMetrics}})...)
 	s.waitStreams = httpapi.Register(mux, httpapi.Options{Service: s.svc, Log: s.log, CORSOrigins: s.cfg.Server.CORSOrigins})
+	for _, p := range httpapi.Routes() {
+		if fn := httpapi.Refusal(p); fn != nil {
+			s.doors.refuseWith(fn, p)
+		}
+	}
+	s.doors.open(httpapi.OpenRoutes()...)
+	// The web UI is static pages and their assets, for any method: it
+	// reads no body and shows nothing of jobs until its scripts call the
+	// API with the session cookie.
 	mux.Handle("/", webui.Handler())
+	s.doors.open("/")
 	mux.Handle("GET /metrics", s.metricsFor(metrics.Handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	s.doors.open("GET /healthz")
 	return s.guard(mux)
 }
 

@@ -128,7 +128,7 @@ func (s *Service) authorize(ctx context.Context, perm Permission, queue string) 
 	if err := s.CheckHost(cr.Host); err != nil {
 		return Caller{}, err
 	}
-	c, err := s.authenticate(ctx, cr)
+	c, err := s.callerOf(ctx, cr)
 	if err != nil {
 		return Caller{}, err
 	}

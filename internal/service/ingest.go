@@ -71,7 +71,18 @@ func (s *Service) IngestFirehose(ctx context.Context, body io.Reader) (ingest.Fi
 	if err != nil {
 		return ingest.FirehoseRequest{}, IngestSummary{}, err
 	}
-	req, err := ingest.DecodeFirehose(body, s.ingestLimits())
+	d, err := ingest.ReadFirehose(body, s.ingestLimits())
+	if err != nil {
+		return ingest.FirehoseRequest{RequestID: d.RequestID}, IngestSummary{}, s.refuseDelivery(ctx, FormatFirehose, err)
+	}
+	// The records were measured without being held; what decoding them
+	// holds waits for its turn among the deliveries being decoded now.
+	release, err := s.holdDecoding(ctx, d.DecodedBytes())
+	if err != nil {
+		return ingest.FirehoseRequest{RequestID: d.RequestID}, IngestSummary{}, err
+	}
+	defer release()
+	req, err := d.Decode()
 	if err != nil {
 		return req, IngestSummary{}, s.refuseDelivery(ctx, FormatFirehose, err)
 	}
@@ -97,12 +108,12 @@ func (s *Service) IngestLines(ctx context.Context, body io.Reader) (IngestSummar
 // (ingest.max_body_bytes): an entrance stops reading past it.
 func (s *Service) IngestMaxBodyBytes() int64 { return s.cfg.Ingest.MaxBodyBytes }
 
-// ingestLimits are the decoders' limits from the configuration: a body
-// may decompress to four times what was sent, which CloudWatch's text
-// stays well within and a gzip bomb does not.
+// ingestLimits are the decoders' limits from the configuration, named in
+// their errors as the configuration names them.
 func (s *Service) ingestLimits() ingest.Limits {
-	b := s.cfg.Ingest.MaxBodyBytes
-	return ingest.Limits{MaxBodyBytes: b, MaxDecodedBytes: 4 * b}
+	i := s.cfg.Ingest
+	return ingest.Limits{MaxBodyBytes: i.MaxBodyBytes, MaxDecodedBytes: i.MaxDecodedBytes,
+		BodySetting: "ingest.max_body_bytes", DecodedSetting: "ingest.max_decoded_bytes"}
 }
 
 // refuseDelivery turns a decoder's error into the caller's: the whole

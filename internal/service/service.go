@@ -74,6 +74,8 @@ type Service struct {
 	scatters scatterKicks
 	// pollers are the workers polling each queue here.
 	pollers pollers
+	// decoding bounds what ingested deliveries decode to at once.
+	decoding decodeBudget
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down

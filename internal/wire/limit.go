@@ -73,18 +73,18 @@ func (d *limitedDecompressor) Read(p []byte) (int, error) {
 		return n, d.tooLarge()
 	case errors.Is(err, zstd.ErrWindowSizeExceeded):
 		return n, connect.NewError(connect.CodeInvalidArgument,
-			fmt.Errorf("the request is compressed with a zstd window larger than the %s this server decodes; compress it with a smaller window", bytesText(d.window)))
+			fmt.Errorf("the request is compressed with a zstd window larger than the %s this server decodes; compress it with a smaller window", BytesText(d.window)))
 	}
 	return n, err
 }
 
 func (d *limitedDecompressor) tooLarge() error {
 	return connect.NewError(connect.CodeResourceExhausted,
-		fmt.Errorf("the request decompresses to more than %s, the most this call accepts", bytesText(d.limit)))
+		fmt.Errorf("the request decompresses to more than %s, the most this call accepts", BytesText(d.limit)))
 }
 
-// bytesText formats a byte count for people: "64 KiB", "16 MiB", "1000 bytes".
-func bytesText(n int64) string {
+// BytesText formats a byte count for people: "64 KiB", "16 MiB", "1000 bytes".
+func BytesText(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
