@@ -74,6 +74,8 @@ type Service struct {
 	scatters scatterKicks
 	// pollers are the workers polling each queue here.
 	pollers pollers
+	// outage is what this server saw of the store being away.
+	outage storeOutage
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down
@@ -92,6 +94,7 @@ func New(o Options) *Service {
 	}
 	s := &Service{store: o.Store, clock: o.Clock, retention: o.Config.Jobs.Retention(), signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
+	s.outage.reset(storekit.Now())
 	s.scatters.init()
 	if ws, ok := o.Store.(store.WatchSharer); ok {
 		s.watchers.shareWith(ws)
