@@ -81,6 +81,15 @@ func WithAPIKey(key string) Option {
 // server on https:// with a certificate of a private CA.
 func WithCA(file string) Option { return optionFunc(func(o *wire.Options) { o.CAFile = file }) }
 
+// WithRetry makes a call that finds the server, or its store, away (a
+// refused or cut connection, an Unavailable answer: a server or database
+// restarting) try again with backoff, for up to d in all. Only what cannot
+// happen twice is tried again: reads, calls that never reached the server,
+// and calls with a request id (Submission.RequestID, Rerun's requestID),
+// which the server answers with what the first call did. Streams of events
+// resume on their own (Reconnect) and are not affected.
+func WithRetry(d time.Duration) Option { return optionFunc(func(o *wire.Options) { o.Retry = d }) }
+
 // APIKeyFromEnv returns $SPOOL_API_KEY ("" when it is unset).
 func APIKeyFromEnv() string { return strings.TrimSpace(os.Getenv("SPOOL_API_KEY")) }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +35,14 @@ type env struct {
 	errOut io.Writer
 }
 
-func (e *env) client() (*client.Client, error) { return client.New(e.server, e.clientOptions()...) }
+func (e *env) client() (*client.Client, error) {
+	return client.New(e.server, append(e.clientOptions(), client.WithRetry(callRetry))...)
+}
+
+// callRetry is how long a command keeps trying a call that finds the
+// server or its store away (a restart, a database failing over), before
+// it reports that it cannot reach it.
+const callRetry = 10 * time.Second
 
 // Main runs the command line and returns the process's exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -42,6 +42,10 @@ type Options struct {
 	// CAFile, for https:// servers with a certificate of a private CA, is
 	// that CA's certificate (PEM). Empty: the system's roots.
 	CAFile string
+	// Retry, when set, makes a unary call that finds the server or its
+	// store away try again, with backoff, for up to this long, where that
+	// cannot do anything twice (see retrying).
+	Retry time.Duration
 }
 
 // BaseURL checks a server address and returns it without a trailing slash.
@@ -113,6 +117,10 @@ func connection(baseURL string, o Options) (*http.Client, string, []connect.Clie
 	}
 	if o.Compress {
 		opts = append(opts, connect.WithSendCompression(Name), connect.WithCompressMinBytes(1024))
+	}
+	if o.Retry > 0 {
+		// Before the key, so every try carries it.
+		opts = append(opts, connect.WithInterceptors(retrying(o.Retry)))
 	}
 	if o.APIKey != "" {
 		opts = append(opts, connect.WithInterceptors(bearer(o.APIKey)))
