@@ -46,6 +46,9 @@ type Options struct {
 	// store away try again, with backoff, for up to this long, where that
 	// cannot do anything twice (see retrying).
 	Retry time.Duration
+	// OnRetry, if set, hears why a call failed and how long it waits
+	// before each of those tries.
+	OnRetry func(err error, wait time.Duration)
 }
 
 // BaseURL checks a server address and returns it without a trailing slash.
@@ -120,7 +123,7 @@ func connection(baseURL string, o Options) (*http.Client, string, []connect.Clie
 	}
 	if o.Retry > 0 {
 		// Before the key, so every try carries it.
-		opts = append(opts, connect.WithInterceptors(retrying(o.Retry)))
+		opts = append(opts, connect.WithInterceptors(retrying{budget: o.Retry, onRetry: o.OnRetry}))
 	}
 	if o.APIKey != "" {
 		opts = append(opts, connect.WithInterceptors(bearer(o.APIKey)))

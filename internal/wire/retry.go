@@ -35,11 +35,14 @@ const (
 // Anything else that failed on its way may have been done, and its error
 // is returned as it is. Streams are left alone: they resume on their own
 // (client.Reconnect).
-type retrying time.Duration
+type retrying struct {
+	budget  time.Duration
+	onRetry func(err error, wait time.Duration) // may be nil
+}
 
 func (r retrying) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		giveUp := time.Now().Add(time.Duration(r))
+		giveUp := time.Now().Add(r.budget)
 		pauses := backoff.New(firstRetryPause, maxRetryPause)
 		for {
 			resp, err := next(ctx, req)
@@ -47,7 +50,13 @@ func (r retrying) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 				return resp, err
 			}
 			pause := pauses.Delay()
-			if time.Now().Add(pause).After(giveUp) || backoff.Sleep(ctx, pause) != nil {
+			if time.Now().Add(pause).After(giveUp) {
+				return resp, err
+			}
+			if r.onRetry != nil {
+				r.onRetry(err, pause)
+			}
+			if backoff.Sleep(ctx, pause) != nil {
 				return resp, err
 			}
 		}
