@@ -268,7 +268,10 @@ type Limits struct {
 // running jobs' leases until `until`, so their workers, which kept the jobs
 // running and their output on disk, can reconnect instead of having the
 // work redone. (With SQS the lease is SQS's visibility timeout, which runs
-// whether or not a server is up, so that store does not implement it.)
+// whether or not a server is up, so that store does not implement it.) An
+// outage of the store while servers run is ExpireLeases' to deal with (see
+// Sweep); this covers the first start after an upgrade too, when no sweep
+// has been recorded yet.
 type LeaseGracer interface {
 	GraceLeases(ctx context.Context, until time.Time) (int, error)
 }

@@ -30,9 +30,9 @@ func Graced(expires, from, until time.Time) bool {
 }
 
 // SweepClock keeps the time of the last sweep for a store that one server
-// owns (memory, SQLite): no other server sweeps it, so the record need not
-// outlive the process. A server that starts gives every running lease a
-// lease length anyway (store.LeaseGracer).
+// owns (SQLite): no other server sweeps it, so the record need not outlive
+// the process. A server that starts gives every running lease a lease
+// length anyway (store.LeaseGracer).
 type SweepClock struct {
 	mu   sync.Mutex
 	last time.Time
