@@ -81,6 +81,26 @@ func WithAPIKey(key string) Option {
 // server on https:// with a certificate of a private CA.
 func WithCA(file string) Option { return optionFunc(func(o *wire.Options) { o.CAFile = file }) }
 
+// Retry says how calls ride out a server, or its store, that is away: a
+// refused or cut connection, an Unavailable answer (a server or database
+// restarting). Only what cannot happen twice is tried again: reads, calls
+// that never reached the server, and calls with a request id
+// (Submission.RequestID, Rerun's requestID), which the server answers
+// with what the first call did. Streams of events resume on their own
+// (Reconnect) and are not affected.
+type Retry struct {
+	// For is how long a call keeps trying, in all, with backoff.
+	For time.Duration
+	// OnRetry, if set, is told before each pause why the call failed and
+	// how long it waits.
+	OnRetry func(err error, wait time.Duration)
+}
+
+// WithRetry makes calls try again as r says (by default, they do not).
+func WithRetry(r Retry) Option {
+	return optionFunc(func(o *wire.Options) { o.Retry, o.OnRetry = r.For, r.OnRetry })
+}
+
 // APIKeyFromEnv returns $SPOOL_API_KEY ("" when it is unset).
 func APIKeyFromEnv() string { return strings.TrimSpace(os.Getenv("SPOOL_API_KEY")) }
 

@@ -105,7 +105,7 @@ func jobCompletions(ctx context.Context, e *env, prefix string, given []string, 
 	const directive = cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
-	c, err := e.client()
+	c, err := e.clientNow()
 	if err != nil {
 		return nil, directive
 	}

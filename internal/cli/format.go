@@ -92,17 +92,22 @@ func truncate(s string, n int) string {
 // explain turns an error into a sentence for the person at the terminal.
 // Only an error from a call to the server is about reaching it: commands
 // that run locally (server, worker) word their own errors.
+// reason is what a call's error says, without the code's name a
+// connect.Error puts first.
+func reason(err error) string {
+	if ce := new(connect.Error); errors.As(err, &ce) {
+		return ce.Message()
+	}
+	return err.Error()
+}
+
 func explain(err error, e *env) string {
 	server := e.server
 	var ce *connect.Error
 	isConnect := errors.As(err, &ce)
 	switch {
 	case client.IsUnavailable(err):
-		why := err.Error()
-		if isConnect {
-			why = ce.Message()
-		}
-		return fmt.Sprintf("cannot reach the spool server at %s (%s).\nStart one with `spool server`, or point --server or SPOOL_SERVER at yours.", server, why)
+		return fmt.Sprintf("cannot reach the spool server at %s (%s).\nStart one with `spool server`, or point --server or SPOOL_SERVER at yours.", server, reason(err))
 	case !isConnect:
 		return err.Error()
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -274,7 +275,9 @@ the new job's "Rerun of" is the old one, the old one's "Rerun as" lists its reru
 			if err != nil {
 				return err
 			}
-			j, err := c.Rerun(cmd.Context(), args[0], requestID)
+			// As for submit: a repeat after the server was away finds
+			// the job the first try made.
+			j, err := c.Rerun(cmd.Context(), args[0], cmp.Or(requestID, newRequestID()))
 			if err != nil {
 				return err
 			}

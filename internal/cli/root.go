@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +36,27 @@ type env struct {
 	errOut io.Writer
 }
 
-func (e *env) client() (*client.Client, error) { return client.New(e.server, e.clientOptions()...) }
+// client is the client of commands: a call that finds the server (or its
+// store) away is tried again for up to callRetry, and the person is told
+// once.
+func (e *env) client() (*client.Client, error) {
+	var told sync.Once
+	retry := client.Retry{For: callRetry, OnRetry: func(err error, _ time.Duration) {
+		told.Do(func() {
+			fmt.Fprintf(e.errOut, "spool: the server at %s did not serve the call (%s); trying again for up to %s\n", e.server, reason(err), callRetry)
+		})
+	}}
+	return client.New(e.server, append(e.clientOptions(), client.WithRetry(retry))...)
+}
+
+// clientNow is a client whose calls are not tried again: for answers
+// wanted at once or not at all (Tab completion).
+func (e *env) clientNow() (*client.Client, error) { return client.New(e.server, e.clientOptions()...) }
+
+// callRetry is how long a command keeps trying a call that finds the
+// server or its store away (a restart, a database failing over), before
+// it reports that it cannot reach it.
+const callRetry = 10 * time.Second
 
 // Main runs the command line and returns the process's exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

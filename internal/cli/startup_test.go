@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spool-run/spool/spooltest"
 )
@@ -79,7 +80,8 @@ func TestStartupErrorsNameTheSetting(t *testing.T) {
 }
 
 // TestUnreachableServer: a client command that cannot reach the server
-// says where it looked and why the connection failed.
+// says so, tries again for a while (a server restarting is back soon),
+// then says where it looked and why the connection failed.
 func TestUnreachableServer(t *testing.T) {
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,10 +89,16 @@ func TestUnreachableServer(t *testing.T) {
 	}
 	url := "http://" + dead.Addr().String()
 	dead.Close()
+	start := time.Now()
 	r := runLocal("--server", url, "jobs", "list")
-	want := "spool: cannot reach the spool server at " + url + " (dial tcp " + dead.Addr().String() + ": connect: connection refused).\n"
+	refused := "dial tcp " + dead.Addr().String() + ": connect: connection refused"
+	want := "spool: the server at " + url + " did not serve the call (" + refused + "); trying again for up to 10s\n" +
+		"spool: cannot reach the spool server at " + url + " (" + refused + ").\n"
 	if r.code != 1 || !strings.HasPrefix(r.stderr, want) {
 		t.Fatalf("exit %d, stderr %q; want it to start %q", r.code, r.stderr, want)
+	}
+	if took := time.Since(start); took < 5*time.Second {
+		t.Fatalf("gave up after %v: the call was not tried again for long", took)
 	}
 }
 

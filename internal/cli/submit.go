@@ -96,6 +96,13 @@ that stops gracefully hands its jobs back without using either.`,
 				return err
 			}
 			s.PTY = pty
+			// The client tries a submit again when it finds the server
+			// away; a request id makes the repeat find the job the first
+			// try made. The user's, or one of our own.
+			ownID := s.RequestID == ""
+			if ownID {
+				s.RequestID = newRequestID()
+			}
 			c, err := e.client()
 			if err != nil {
 				return err
@@ -104,7 +111,7 @@ that stops gracefully hands its jobs back without using either.`,
 			if err != nil {
 				return err
 			}
-			if dedup {
+			if dedup && !ownID {
 				fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, spool.StateName(job.GetState()))
 			}
 			if follow {

@@ -70,14 +70,7 @@ func runIn(t *testing.T, name, dir string, env []string, args ...string) *proc {
 	p := &proc{cmd: exec.Command(spoolBin, args...), out: &spooltest.Buffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.Dir = dir
-	// Nothing of the test's own spool settings leaks in.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SPOOL_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
-	p.cmd.Env = append(p.cmd.Env, "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS=1", "SPOOL_JOBS_VISIBILITY_TIMEOUT_SECONDS=3")
-	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Env = append(spoolEnv(), env...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +84,18 @@ func runIn(t *testing.T, name, dir string, env []string, args ...string) *proc {
 		}
 	})
 	return p
+}
+
+// spoolEnv is the environment of the spool processes tests start: nothing
+// of the test's own spool settings leaks in, and leases are short.
+func spoolEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SPOOL_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS=1", "SPOOL_JOBS_VISIBILITY_TIMEOUT_SECONDS=3")
 }
 
 // kill9 kills the process as a crash would.

@@ -30,6 +30,7 @@ func (s *Service) fail(ctx context.Context, op string, err error) error {
 		return apierr.Errorf(spool.ErrThrottled, "%w; retry with backoff", err)
 	}
 	if apierr.Code(err) != connect.CodeInternal {
+		s.noticeOutage(err)
 		return err
 	}
 	id := ErrorID()

@@ -76,6 +76,8 @@ type Service struct {
 	pollers pollers
 	// decoding bounds what ingested deliveries decode to at once.
 	decoding decodeBudget
+	// outage is what this server saw of the store being away.
+	outage storeOutage
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down
@@ -94,6 +96,7 @@ func New(o Options) *Service {
 	}
 	s := &Service{store: o.Store, clock: o.Clock, retention: o.Config.Jobs.Retention(), signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
+	s.outage.reset(storekit.Now())
 	s.scatters.init()
 	if ws, ok := o.Store.(store.WatchSharer); ok {
 		s.watchers.shareWith(ws)

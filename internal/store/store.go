@@ -53,9 +53,9 @@ type JobStore interface {
 
 	// Dequeue leases up to r.Max ready jobs of r.Queue, oldest first, waiting
 	// up to r.Wait for one. A job is ready when queued and past its run_after
-	// (storekit.Ready), or running with an expired lease that
-	// storekit.Expired queues again. Each lease starts a new attempt and
-	// sets the job's started_at.
+	// (storekit.Ready). Each lease starts a new attempt and sets the job's
+	// started_at. A running job whose lease ran out is not ready: only
+	// ExpireLeases settles it, so that its rule for outages comes first.
 	Dequeue(ctx context.Context, r DequeueRequest) ([]Lease, error)
 	// Heartbeat extends a lease to now+d and reports whether the job was
 	// cancelled. A lease that is no longer the job's current one is
@@ -70,10 +70,10 @@ type JobStore interface {
 	// job is queued again at once (or cancelled or failed).
 	Release(ctx context.Context, l LeaseRef, countAttempt bool, reason string) (*spoolv1.Job, error)
 	// ExpireLeases settles the running jobs whose lease ran out
-	// (storekit.Expired: queued again, failed, or cancelled), so they show
-	// as such without waiting for a worker to poll. It returns how many
-	// changed.
-	ExpireLeases(ctx context.Context) (int, error)
+	// (storekit.Expired: queued again, failed, or cancelled), after giving
+	// grace to those an outage kept from their heartbeats (see Sweep), and
+	// says how many of each it found.
+	ExpireLeases(ctx context.Context, r Sweep) (Swept, error)
 
 	// Append adds events to a job's log under a lease: see
 	// storekit.PlanAppend for the rules, which every store applies
@@ -269,7 +269,10 @@ type Limits struct {
 // running jobs' leases until `until`, so their workers, which kept the jobs
 // running and their output on disk, can reconnect instead of having the
 // work redone. (With SQS the lease is SQS's visibility timeout, which runs
-// whether or not a server is up, so that store does not implement it.)
+// whether or not a server is up, so that store does not implement it.) An
+// outage of the store while servers run is ExpireLeases' to deal with (see
+// Sweep); this covers the first start after an upgrade too, when no sweep
+// has been recorded yet.
 type LeaseGracer interface {
 	GraceLeases(ctx context.Context, until time.Time) (int, error)
 }

@@ -42,6 +42,13 @@ type Options struct {
 	// CAFile, for https:// servers with a certificate of a private CA, is
 	// that CA's certificate (PEM). Empty: the system's roots.
 	CAFile string
+	// Retry, when set, makes a unary call that finds the server or its
+	// store away try again, with backoff, for up to this long, where that
+	// cannot do anything twice (see retrying).
+	Retry time.Duration
+	// OnRetry, if set, hears why a call failed and how long it waits
+	// before each of those tries.
+	OnRetry func(err error, wait time.Duration)
 }
 
 // BaseURL checks a server address and returns it without a trailing slash.
@@ -113,6 +120,10 @@ func connection(baseURL string, o Options) (*http.Client, string, []connect.Clie
 	}
 	if o.Compress {
 		opts = append(opts, connect.WithSendCompression(Name), connect.WithCompressMinBytes(1024))
+	}
+	if o.Retry > 0 {
+		// Before the key, so every try carries it.
+		opts = append(opts, connect.WithInterceptors(retrying{budget: o.Retry, onRetry: o.OnRetry}))
 	}
 	if o.APIKey != "" {
 		opts = append(opts, connect.WithInterceptors(bearer(o.APIKey)))

@@ -437,6 +437,9 @@ func testNewAttemptContinues(t *testing.T, b Backend) {
 	l1 := leaseOne(t, s, q, shortLease)
 	appendAll(t, s, l1.LeaseRef, []*spoolv1.JobEvent{startEvent(1), batchEvent(2, "a1", "a2", "a3")})
 	time.Sleep(shortLease + 100*time.Millisecond)
+	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
+		t.Fatal(err)
+	}
 	l2 := leaseOne(t, s, q, time.Minute)
 	if l2.Attempt != 2 || l2.Head != (store.Head{NextSequence: 5, NextLine: 4}) {
 		t.Fatalf("attempt %d starts at %+v, want attempt 2 at sequence 5 line 4", l2.Attempt, l2.Head)

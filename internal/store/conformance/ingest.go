@@ -306,10 +306,10 @@ func testIngestAfterEnd(t *testing.T, b Backend) {
 	ctx := context.Background()
 	src := newSource()
 	first := ingest(t, s, src, rawEvents("e", 1, 2)).Job
-	if n, err := s.ExpireLeases(ctx); err != nil {
+	if n, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	} else if j := get(t, s, first.GetJobId()); j.GetState() != spoolv1.JobState_JOB_STATE_RUNNING {
-		t.Fatalf("ExpireLeases (%d settled) touched an external job: %v", n, j)
+		t.Fatalf("ExpireLeases (%+v) touched an external job: %v", n, j)
 	}
 	if ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: first.GetQueue(), Max: 10, LeaseDuration: time.Minute}); err != nil || len(ls) != 0 {
 		t.Fatalf("Dequeue of the external queue: %d leases, %v; want none", len(ls), err)
@@ -473,7 +473,7 @@ func testGraceLeavesExternalJobs(t *testing.T, b Backend) {
 	if err != nil || n < 1 {
 		t.Fatalf("GraceLeases extended %d leases (%v), want the worker's", n, err)
 	}
-	if _, err := s.ExpireLeases(ctx); err != nil {
+	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}
 	j := get(t, s, job.GetJobId())

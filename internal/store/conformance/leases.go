@@ -152,6 +152,13 @@ func testLeaseExpiry(t *testing.T, b Backend) {
 
 	l1 := leaseOne(t, s, q, shortLease)
 	time.Sleep(shortLease + 100*time.Millisecond)
+	// Only a reaper's sweep settles an expired lease; Dequeue leaves it.
+	if ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: shortLease}); err != nil || len(ls) != 0 {
+		t.Fatalf("Dequeue took over an expired lease no sweep had settled: %v %v", ls, err)
+	}
+	if res, err := s.ExpireLeases(ctx, Sweep); err != nil || res != (store.Swept{Settled: 1}) {
+		t.Fatalf("ExpireLeases: %+v, %v; want 1 settled", res, err)
+	}
 	l2 := leaseOne(t, s, q, shortLease)
 	if l2.JobID != j.GetJobId() || l2.Attempt != 2 || l2.LeaseID == l1.LeaseID {
 		t.Fatalf("redelivery: job %s attempt %d lease %q, want job %s attempt 2 with a new lease", l2.JobID, l2.Attempt, l2.LeaseID, j.GetJobId())
@@ -162,7 +169,7 @@ func testLeaseExpiry(t *testing.T, b Backend) {
 
 	// Attempt 2 is the last: its expiry fails the job.
 	time.Sleep(shortLease + 100*time.Millisecond)
-	if _, err := s.ExpireLeases(ctx); err != nil {
+	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}
 	f := get(t, s, j.GetJobId())
@@ -192,7 +199,7 @@ func testExpireLeases(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	time.Sleep(shortLease + 100*time.Millisecond)
-	if _, err := s.ExpireLeases(ctx); err != nil {
+	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}
 	wantState(t, get(t, s, requeued.GetJobId()), spoolv1.JobState_JOB_STATE_QUEUED)
@@ -292,7 +299,7 @@ func testGraceLeases(t *testing.T, b Backend) {
 	if err != nil || n != 1 {
 		t.Fatalf("GraceLeases: %d jobs, err %v; want 1", n, err)
 	}
-	if _, err := s.ExpireLeases(ctx); err != nil {
+	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}
 	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: shortLease})

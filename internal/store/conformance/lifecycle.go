@@ -162,7 +162,7 @@ func testAppendAfterExpiry(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	time.Sleep(shortLease + 100*time.Millisecond)
-	if _, err := s.ExpireLeases(ctx); err != nil {
+	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}
 	wantState(t, get(t, s, l1.JobID), spoolv1.JobState_JOB_STATE_QUEUED)

@@ -32,6 +32,7 @@ func RunShared(t *testing.T, sh Shared) {
 		{"DequeueRaceNeverTwoHolders", testSharedDequeueRace},
 		{"LongPollWokenByAnotherServer", testSharedLongPoll},
 		{"ReapersOnEveryServer", testSharedReapers},
+		{"GraceAfterAGapSeenByAnother", testSharedGraceAfterAGap},
 		{"RevocationSeenEverywhere", testSharedRevocation},
 		{"SpentSeenEverywhere", testSharedSpent},
 		{"IngestRaceOneJob", testSharedIngestRace},
@@ -156,12 +157,12 @@ func testSharedReapers(t *testing.T, a, b store.JobStore) {
 	total := 0
 	for _, s := range []store.JobStore{a, b, a, b} {
 		wg.Go(func() {
-			n, err := s.ExpireLeases(context.Background())
+			n, err := s.ExpireLeases(context.Background(), Sweep)
 			if err != nil {
 				t.Errorf("ExpireLeases: %v", err)
 			}
 			mu.Lock()
-			total += n
+			total += n.Settled
 			mu.Unlock()
 		})
 	}

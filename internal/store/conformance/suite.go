@@ -55,6 +55,8 @@ func Run(t *testing.T, b Backend) {
 		{"HeartbeatAndCancelRunning", testHeartbeatAndCancel},
 		{"LeaseExpiryRedeliversThenFails", testLeaseExpiry},
 		{"ExpireLeasesCancelsAndRequeues", testExpireLeases},
+		{"GraceAfterAGapInSweeps", testGraceAfterAGap},
+		{"GraceSinceAnOutageSeen", testGraceSince},
 		{"StaleLeasesRefused", testStaleLeases},
 		{"CompleteIdempotentAndFinal", testComplete},
 		{"AppendIdempotentAndChecked", testAppend},
@@ -136,6 +138,10 @@ func open(t *testing.T, b Backend) store.JobStore {
 
 // The lease length used where a test waits for expiry.
 const shortLease = time.Second
+
+// Sweep is what the suite's reapers ask of ExpireLeases where no outage is
+// meant: sweeps an hour apart still count as regular.
+var Sweep = store.Sweep{Grace: time.Minute, Gap: time.Hour}
 
 // defaultExec is the execution config of suite jobs: batches of at most 50
 // lines, as a server's defaults make them.

@@ -29,6 +29,10 @@ const (
 	// without a job is put back for missingJobRetry, not dropped.
 	missingJobGrace = time.Minute
 	missingJobRetry = 5 * time.Second
+	// unsettledRetry: a message whose job's lease ran out waits this long
+	// for a reaper (every server runs one, each second) to queue the job
+	// again.
+	unsettledRetry = 2 * time.Second
 )
 
 // Dequeue implements store.JobStore: SQS long polls (up to 20 s each, up to
@@ -176,23 +180,19 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 		return nil, nil
 	}
 	if r.state == spoolv1.JobState_JOB_STATE_RUNNING {
-		// Its lease ran out: the job fails or is cancelled if that is
-		// its fate, else this message starts its next attempt.
-		if o := storekit.Expired(r.view(), now); spool.IsFinal(o.State) {
-			if _, ok, err := s.endLease(ctx, r, o, now); err != nil || !ok {
-				return nil, err
-			}
-			s.drop(ctx, url, handle)
-			return nil, nil
-		}
+		// Its lease ran out, and no reaper has settled it yet. Only a
+		// reaper does, after giving grace to leases an outage of DynamoDB
+		// kept from their heartbeats (store.Sweep): look again once it has.
+		s.hide(ctx, url, handle, unsettledRetry)
+		return nil, nil
 	}
 	return s.lease(ctx, r, handle, aws.ToString(m.MessageId), expires)
 }
 
-// lease starts the next attempt of a queued job (or of a running one whose
-// lease expired) under the message's receipt handle. A reservation left by
-// an earlier attempt's append becomes a hole, and the new attempt's log
-// continues after it: see doc.go on fencing.
+// lease starts the next attempt of a queued job under the message's
+// receipt handle. A reservation left by an earlier attempt's append
+// becomes a hole, and the new attempt's log continues after it: see doc.go
+// on fencing.
 func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expires time.Time) (*store.Lease, error) {
 	now := storekit.Now()
 	e := newExpr()
@@ -208,11 +208,6 @@ func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expi
 		Set(aStartedAt, num(now.UnixMicro())).
 		BumpRev()
 	cond := []string{isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))}
-	if r.state == spoolv1.JobState_JOB_STATE_RUNNING {
-		// Taking over an expired lease: only if nobody extended it.
-		cond = append(cond, e.eq(aLeaseExpires, num(r.leaseExpires.UnixMicro())),
-			e.n(aLeaseExpires)+" <= "+e.v(num(now.UnixMicro())))
-	}
 	if r.res == nil {
 		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")")
 	} else {

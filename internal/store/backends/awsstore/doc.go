@@ -55,7 +55,10 @@
 // Dequeue long-polls SQS (up to 20 s, up to 10 messages, visibility = the
 // lease) and, for each message, reads the job: missing or final, the message
 // is dropped (poison); running under a current lease, it is a duplicate and
-// is hidden until that lease ends; otherwise the job is leased by a
+// is hidden until that lease ends; running under an expired lease, it is
+// hidden for a moment, until a reaper settles the job (only ExpireLeases
+// does, after the grace an outage calls for: see sweep.go); otherwise (the
+// job is queued) the job is leased by a
 // conditional UpdateItem on the attempt it was read with, so of two
 // receivers of one message only one wins; the same UpdateItem sets
 // started_at, so each attempt starts when it is leased (an external job's
@@ -68,10 +71,11 @@
 // makes the job final the same way, then deletes the message. SQS calls
 // after the DynamoDB write are best effort: if a message shows up early or
 // is not deleted, the next receive sees the job in DynamoDB and hides or
-// drops it. ExpireLeases fails (or cancels) the expired jobs that are out
-// of attempts and re-queues the rest, whose messages SQS shows again; it
-// also fails the jobs whose messages SQS dead-lettered after
-// MaxReceiveCount receives.
+// drops it. ExpireLeases first gives grace after an outage of DynamoDB
+// (the time of the last sweep is the item "sweeps#last"), then fails the
+// jobs whose messages SQS dead-lettered after MaxReceiveCount receives,
+// then fails (or cancels) the expired jobs that are out of attempts and
+// re-queues the rest, whose messages SQS shows again.
 //
 // # Appending events: fencing
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -35,13 +36,18 @@ func (s *Store) endLease(ctx context.Context, r *jobRec, o storekit.Outcome, now
 	return spool.IsFinal(o.State), ok, err
 }
 
-// ExpireLeases implements store.JobStore. It settles the running jobs whose
-// lease ran out, found through the leases index, and first looks into the
-// dead-letter queues (see deadletter.go).
-func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
-	n, err := s.drainDeadLetters(ctx)
-	if err != nil {
-		return n, err
+// ExpireLeases implements store.JobStore. It gives grace after an outage
+// (graceAfterOutage), looks into the dead-letter queues (see
+// deadletter.go), then settles the running jobs whose lease ran out, found
+// through the leases index.
+func (s *Store) ExpireLeases(ctx context.Context, sw store.Sweep) (store.Swept, error) {
+	var out store.Swept
+	var err error
+	if out.Graced, err = s.graceAfterOutage(ctx, sw); err != nil {
+		return out, err
+	}
+	if out.Settled, err = s.drainDeadLetters(ctx); err != nil {
+		return out, err
 	}
 	now := storekit.Now()
 	e := newExpr()
@@ -55,13 +61,13 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	for p := dynamodb.NewQueryPaginator(s.clients.db, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return n, awsErr(err, "find expired leases")
+			return out, awsErr(err, "find expired leases")
 		}
 		for _, it := range page.Items {
 			// The index may lag the table: decide on the job as it is.
 			r, err := s.getJob(ctx, getStr(it, aJobID))
 			if err != nil {
-				return n, err
+				return out, err
 			}
 			// An external job's lease never expires (its item has no expiry,
 			// so the index should not hold it either).
@@ -70,12 +76,12 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 			}
 			_, ok, err := s.settleExpired(ctx, r, now)
 			if err != nil {
-				return n, err
+				return out, err
 			}
 			if ok {
-				n++
+				out.Settled++
 			}
 		}
 	}
-	return n, nil
+	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/conformance"
 )
 
 // TestZombieAppendIsFenced: a server reserves a range for attempt 1, then
@@ -44,6 +45,9 @@ func TestZombieAppendIsFenced(t *testing.T) {
 	<-reserved
 
 	time.Sleep(1200 * time.Millisecond) // attempt 1's lease runs out
+	if _, err := live.ExpireLeases(ctx, conformance.Sweep); err != nil {
+		t.Fatal(err)
+	}
 	l2 := leaseOne(t, live, q, time.Minute)
 	// The reserved range [5, 6) is abandoned; attempt 2 continues after
 	// it, with the next line number.

@@ -15,6 +15,7 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/conformance"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -137,7 +138,7 @@ func TestFinalJobsCarryTTL(t *testing.T) {
 	ej.MaxAttempts = 1
 	lost := running(t, s, ej, time.Second)
 	time.Sleep(1200 * time.Millisecond)
-	if _, err := s.ExpireLeases(ctx); err != nil {
+	if _, err := s.ExpireLeases(ctx, conformance.Sweep); err != nil {
 		t.Fatal(err)
 	}
 	failed, err := s.Get(ctx, lost.JobID)

@@ -42,6 +42,8 @@ type Store struct {
 	polls   storekit.Polls
 	// paused holds the paused queues and when each was paused.
 	paused map[string]time.Time
+	// swept is when leases were last swept (store.Sweep).
+	swept time.Time
 }
 
 // ListScan is how many jobs a filtered List examines at most in one call.
@@ -259,15 +261,8 @@ func (s *Store) lease(req store.DequeueRequest) []store.Lease {
 		if r.job.Queue != req.Queue {
 			continue
 		}
-		switch r.job.State {
-		case spoolv1.JobState_JOB_STATE_QUEUED:
-			if storekit.Ready(r.job, now) {
-				ready = append(ready, r)
-			}
-		case spoolv1.JobState_JOB_STATE_RUNNING:
-			if !r.expires.After(now) && s.expire(r, now) {
-				ready = append(ready, r)
-			}
+		if r.job.State == spoolv1.JobState_JOB_STATE_QUEUED && storekit.Ready(r.job, now) {
+			ready = append(ready, r)
 		}
 	}
 	slices.SortFunc(ready, func(a, b *record) int {
@@ -292,28 +287,30 @@ func (s *Store) lease(req store.DequeueRequest) []store.Lease {
 	return out
 }
 
-// expire applies the expired-lease rule to a running job and reports whether
-// it may be leased again.
-func (s *Store) expire(r *record, now time.Time) bool {
-	o := storekit.Expired(r.job, now)
-	r.leaseID = ""
-	s.settle(r, o, now)
-	return o.State == spoolv1.JobState_JOB_STATE_QUEUED
-}
-
 // ExpireLeases implements store.JobStore.
-func (s *Store) ExpireLeases(context.Context) (int, error) {
+func (s *Store) ExpireLeases(_ context.Context, sw store.Sweep) (store.Swept, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := storekit.Now()
-	n := 0
+	var out store.Swept
+	from, grace := storekit.GraceFrom(s.swept, sw, now)
+	until := now.Add(sw.Grace)
 	for _, r := range s.jobs {
-		if r.job.State == spoolv1.JobState_JOB_STATE_RUNNING && !r.expires.After(now) {
-			s.expire(r, now)
-			n++
+		if r.job.State != spoolv1.JobState_JOB_STATE_RUNNING {
+			continue
+		}
+		switch {
+		case grace && storekit.Graced(r.expires, from, until):
+			r.expires = until
+			out.Graced++
+		case !r.expires.After(now):
+			r.leaseID = ""
+			s.settle(r, storekit.Expired(r.job, now), now)
+			out.Settled++
 		}
 	}
-	return n, nil
+	s.swept = now
+	return out, nil
 }
 
 // current returns the job ref holds a current lease on.

@@ -37,70 +37,25 @@ var leaseReady = `WITH ready AS (
 	WHERE job_id IN (SELECT job_id FROM ready)
 	RETURNING ` + sqlrows.JobCols
 
-// anyExpired says whether a running job of the queue has a lease that ran
-// out.
-const anyExpired = `SELECT EXISTS (SELECT 1 FROM jobs WHERE state = $1 AND lease_expires_at <= $2 AND queue = $3)`
-
-// lease takes up to req.Max ready jobs, the oldest first. One round trip
-// leases the queued jobs and asks whether any of the queue's leases ran
-// out; only then are those settled (queued again, failed or cancelled) and
-// the queue asked once more, so a busy queue pays nothing for expiry.
+// lease takes up to req.Max ready jobs, the oldest first, in one
+// statement.
 func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
-	out, expired, err := s.leaseQueued(ctx, req)
-	if err != nil || !expired || len(out) >= store.DequeueLimit(req.Max) {
-		return out, err
-	}
-	settled, err := s.expireQueue(ctx, req.Queue)
-	if err != nil || settled == 0 {
-		// The leases taken stand; the reaper settles what was not.
-		return out, nil
-	}
-	req.Max = store.DequeueLimit(req.Max) - len(out)
-	more, _, err := s.leaseQueued(ctx, req)
-	if err != nil {
-		return out, nil
-	}
-	return append(out, more...), nil
-}
-
-// leaseQueued leases up to req.Max queued jobs in one statement, and says
-// whether the queue has expired leases.
-func (s *Store) leaseQueued(ctx context.Context, req store.DequeueRequest) ([]store.Lease, bool, error) {
-	var (
-		out     []store.Lease
-		expired bool
-	)
+	var out []store.Lease
 	err := s.writeOne(func(q querier, n *notes) error {
 		out = out[:0]
 		now := storekit.Now()
-		b := &pgx.Batch{}
-		b.Queue(leaseReady, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max),
+		rows, err := q.Query(ctx, leaseReady, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max),
 			sqlrows.Running, now.Add(req.LeaseDuration).UnixMicro())
-		b.Queue(anyExpired, sqlrows.Running, now.UnixMicro(), req.Queue)
-		br := q.SendBatch(ctx, b)
-		defer br.Close()
-		rows, err := br.Query()
 		if err != nil {
 			return pgErr(err, "lease jobs of queue %q", req.Queue)
 		}
-		for rows.Next() {
-			r, err := sqlrows.ScanJob(rows)
-			if err != nil {
-				rows.Close()
-				return pgErr(err, "lease jobs of queue %q", req.Queue)
-			}
+		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*sqlrows.Row, error) { return sqlrows.ScanJob(row) })
+		if err != nil {
+			return pgErr(err, "lease jobs of queue %q", req.Queue)
+		}
+		for _, r := range found {
 			n.job(r.Job.JobId)
 			out = append(out, r.Lease())
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return pgErr(err, "lease jobs of queue %q", req.Queue)
-		}
-		if err := br.QueryRow().Scan(&expired); err != nil {
-			return pgErr(err, "look for expired leases of queue %q", req.Queue)
-		}
-		if err := br.Close(); err != nil {
-			return pgErr(err, "lease jobs of queue %q", req.Queue)
 		}
 		// RETURNING keeps no order: oldest first, as promised.
 		slices.SortFunc(out, func(a, b store.Lease) int {
@@ -109,30 +64,16 @@ func (s *Store) leaseQueued(ctx context.Context, req store.DequeueRequest) ([]st
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return out, expired, nil
+	return out, nil
 }
 
-// expireQueue settles the expired leases of one queue.
-func (s *Store) expireQueue(ctx context.Context, queue string) (int, error) {
-	var k int
-	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
-		var err error
-		k, err = expire(ctx, tx, n, storekit.Now(), "queue = $3 AND ", queue)
-		return err
-	})
-	return k, err
-}
-
-// expire settles running jobs whose lease ran out (and match the extra
-// condition cond, which ends in AND and numbers its arguments from $3) as
-// storekit.Expired decides. Rows another server is settling are skipped:
-// it settles them.
-func expire(ctx context.Context, tx pgx.Tx, n *notes, now time.Time, cond string, args ...any) (int, error) {
-	args = append([]any{sqlrows.Running, now.UnixMicro()}, args...)
-	rows, err := tx.Query(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE `+cond+`state = $1 AND lease_expires_at <= $2
-		FOR UPDATE SKIP LOCKED`, args...)
+// expire settles running jobs whose lease ran out as storekit.Expired
+// decides. Rows another server is settling are skipped: it settles them.
+func expire(ctx context.Context, tx pgx.Tx, n *notes, now time.Time) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE state = $1 AND lease_expires_at <= $2
+		FOR UPDATE SKIP LOCKED`, sqlrows.Running, now.UnixMicro())
 	if err != nil {
 		return 0, pgErr(err, "find expired leases")
 	}
@@ -150,16 +91,57 @@ func expire(ctx context.Context, tx pgx.Tx, n *notes, now time.Time, cond string
 	return len(found), nil
 }
 
-// ExpireLeases implements store.JobStore. Every server's reaper may run it
-// at once: each settles the rows the others have not locked.
-func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
-	var k int
+// ExpireLeases implements store.JobStore. The last sweep's time is kept in
+// the sweeps table, so that every server sees an outage there whether or
+// not it saw one itself. It is read (and its row locked: sweeps of several
+// servers take turns, and two never grace the same leases in different
+// orders), the grace written and the new time recorded in the transaction
+// that settles, so a sweep that reads a recent time also sees the grace of
+// the sweep that wrote it.
+func (s *Store) ExpireLeases(ctx context.Context, sw store.Sweep) (store.Swept, error) {
+	var out store.Swept
 	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
-		var err error
-		k, err = expire(ctx, tx, n, storekit.Now(), "")
+		out = store.Swept{}
+		now := storekit.Now()
+		last, err := lastSweep(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if from, ok := storekit.GraceFrom(last, sw, now); ok {
+			until := now.Add(sw.Grace)
+			tag, err := tx.Exec(ctx, `UPDATE jobs SET lease_expires_at = $1 WHERE state = $2 AND lease_expires_at >= $3 AND lease_expires_at < $1`,
+				until.UnixMicro(), sqlrows.Running, from.UnixMicro())
+			if err != nil {
+				return pgErr(err, "grace leases after an outage")
+			}
+			out.Graced = int(tag.RowsAffected())
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO sweeps (swept_at) VALUES ($1)
+			ON CONFLICT (one) DO UPDATE SET swept_at = GREATEST(sweeps.swept_at, excluded.swept_at)`, now.UnixMicro())
+		if err != nil {
+			return pgErr(err, "record the sweep of leases")
+		}
+		out.Settled, err = expire(ctx, tx, n, now)
 		return err
 	})
-	return k, err
+	if err != nil {
+		return store.Swept{}, err
+	}
+	return out, nil
+}
+
+// lastSweep reads when leases were last swept (zero: never), and holds
+// the record until the transaction ends.
+func lastSweep(ctx context.Context, tx pgx.Tx) (time.Time, error) {
+	var at int64
+	err := tx.QueryRow(ctx, `SELECT swept_at FROM sweeps FOR UPDATE`).Scan(&at)
+	switch {
+	case notFound(err):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, pgErr(err, "read when leases were last swept")
+	}
+	return time.UnixMicro(at).UTC(), nil
 }
 
 // Heartbeat implements store.JobStore: one statement in the common case;

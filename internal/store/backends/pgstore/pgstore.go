@@ -14,6 +14,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -234,7 +235,18 @@ func unreachable(err error) bool {
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err)
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || dropped(err)
+}
+
+// dropped reports whether err says the connection went away under a call:
+// a database that stops or restarts closes it, and the driver reports the
+// end of what it was reading (an unexpected EOF, or EOF) as it is, or that
+// the connection is closed. A corrupt stored value whose decoder ran out of
+// bytes wraps an unexpected EOF too and is taken for an outage: its caller
+// retries and fails again, which costs less than calling every dropped
+// connection an internal error.
+func dropped(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, pgconn.ErrConnClosed)
 }
 
 // notFound reports whether a single-row read found nothing.

@@ -20,16 +20,11 @@ func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.
 	})
 }
 
-// lease takes up to req.Max ready jobs in one transaction: first the
-// queue's expired leases are settled (re-queued, failed or cancelled), then
-// the oldest queued jobs are leased.
+// lease takes up to req.Max of the oldest ready jobs in one transaction.
 func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
 	var out []store.Lease
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		now := storekit.Now()
-		if _, err := expire(ctx, tx, n, now, "queue = ? AND ", req.Queue); err != nil {
-			return err
-		}
 		rows, err := tx.QueryContext(ctx, `SELECT job_id FROM jobs WHERE queue = ? AND state = ? AND (run_after IS NULL OR run_after <= ?)
 			ORDER BY created_at, job_id LIMIT ?`, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max))
 		if err != nil {
@@ -66,11 +61,10 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 	return out, nil
 }
 
-// expire settles running jobs whose lease ran out (and match the extra
-// condition cond, which ends in AND) as storekit.Expired decides.
-func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time, cond string, args ...any) (int, error) {
-	args = append(args, sqlrows.Running, now.UnixMicro())
-	rows, err := tx.QueryContext(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE `+cond+`state = ? AND lease_expires_at <= ?`, args...)
+// expire settles running jobs whose lease ran out as storekit.Expired
+// decides.
+func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE state = ? AND lease_expires_at <= ?`, sqlrows.Running, now.UnixMicro())
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
 	}
@@ -97,15 +91,43 @@ func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time, cond strin
 	return len(found), nil
 }
 
-// ExpireLeases implements store.JobStore.
-func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
-	var k int
+// ExpireLeases implements store.JobStore. The last sweep's time is kept
+// in memory (storekit.SweepClock): one server owns the file.
+func (s *Store) ExpireLeases(ctx context.Context, sw store.Sweep) (store.Swept, error) {
+	var (
+		out store.Swept
+		now time.Time
+	)
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
+		out, now = store.Swept{}, storekit.Now()
+		if from, ok := storekit.GraceFrom(s.swept.Last(), sw, now); ok {
+			k, err := graceLeases(ctx, tx, from, now.Add(sw.Grace))
+			if err != nil {
+				return err
+			}
+			out.Graced = k
+		}
 		var err error
-		k, err = expire(ctx, tx, n, storekit.Now(), "")
+		out.Settled, err = expire(ctx, tx, n, now)
 		return err
 	})
-	return k, err
+	if err != nil {
+		return store.Swept{}, err
+	}
+	s.swept.Swept(now)
+	return out, nil
+}
+
+// graceLeases lengthens to until the running leases that were alive at
+// from (storekit.Graced).
+func graceLeases(ctx context.Context, tx *sql.Tx, from, until time.Time) (int, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE state = ? AND lease_expires_at >= ? AND lease_expires_at < ?`,
+		until.UnixMicro(), sqlrows.Running, from.UnixMicro(), until.UnixMicro())
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: grace leases: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 // current reads the job ref leases and checks the lease is its current one.

@@ -55,6 +55,8 @@ type Store struct {
 	r     *sql.DB // readers
 	hub   notify.Hub
 	polls storekit.Polls
+	// swept is when leases were last swept (store.Sweep).
+	swept storekit.SweepClock
 
 	// The writer (groupcommit.go): writes go to it, and it makes them a
 	// group at a time until quit is closed.

@@ -9,6 +9,7 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/conformance"
 )
 
 // EndedAt reads a job's ended_at column straight from the store's
@@ -112,7 +113,7 @@ func CheckEndedAt(t *testing.T, s store.JobStore, endedAt EndedAt) {
 	enqueue(lost)
 	l = lease("expire", time.Millisecond)
 	time.Sleep(5 * time.Millisecond)
-	if _, err := s.ExpireLeases(ctx); err != nil {
+	if _, err := s.ExpireLeases(ctx, conformance.Sweep); err != nil {
 		t.Fatal(err)
 	}
 	check("a job whose last lease expired", l.JobID, true)
