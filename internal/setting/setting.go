@@ -147,6 +147,12 @@ func Refused(setting, value, why string, err error) error {
 	return &Error{Setting: setting, Value: value, problem: " is refused by the server: " + why, Err: err}
 }
 
+// Unsafe is a setting whose value would give away what must stay private;
+// why says what, and what to do instead.
+func Unsafe(setting, value, why string, err error) error {
+	return &Error{Setting: setting, Value: value, problem: " " + why, Err: err}
+}
+
 // reason is the system's words for err without the operation and path the
 // message already gives ("no such device", not "open /x: no such device").
 func reason(err error) string {

@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/internal/setting"
+)
+
+// jobUser is the user jobs run as (Config.RunAs): its ids, looked up once
+// when the worker starts, and its home directory if it has one.
+type jobUser struct {
+	name   string
+	uid    uint32
+	gid    uint32
+	groups []uint32
+	home   string // "" when the user has no home directory on this machine
+}
+
+// lookupJobUser resolves Config.RunAs (a name or a uid). Running commands
+// as another user needs root; root itself is refused, since it would give
+// jobs everything the worker has.
+func lookupJobUser(spec string) (*jobUser, error) {
+	if err := canRunAs(); err != nil {
+		return nil, setting.Unsafe("RunAs", spec, err.Error(), spool.ErrInvalidArgument)
+	}
+	u, err := user.Lookup(spec)
+	if _, notNumber := strconv.ParseUint(spec, 10, 32); err != nil && notNumber == nil {
+		u, err = user.LookupId(spec)
+	}
+	if err != nil {
+		return nil, setting.Unsafe("RunAs", spec, "is not a user of this machine: create one for jobs (useradd --system --no-create-home --shell /usr/sbin/nologin spool-job)", spool.ErrInvalidArgument)
+	}
+	ju := &jobUser{name: u.Username}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("worker: user %s has ids %s:%s, which are not numbers", spec, u.Uid, u.Gid)
+	}
+	if uid == 0 {
+		return nil, setting.Unsafe("RunAs", spec, "is root: jobs would have everything the worker has; give a user of their own", spool.ErrInvalidArgument)
+	}
+	ju.uid, ju.gid = uint32(uid), uint32(gid)
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("worker: the groups of user %s: %w", spec, err)
+	}
+	for _, id := range ids {
+		if g, err := strconv.ParseUint(id, 10, 32); err == nil {
+			ju.groups = append(ju.groups, uint32(g))
+		}
+	}
+	if fi, err := os.Stat(u.HomeDir); err == nil && fi.IsDir() {
+		ju.home = u.HomeDir
+	}
+	return ju, nil
+}
+
+// credential is what a process started as the user is given: its uid, its
+// primary group and its other groups (and none of the worker's).
+func (u *jobUser) credential() *syscall.Credential {
+	if u == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: u.groups}
+}
+
+// own gives the user path (a directory the worker made for the job).
+func (u *jobUser) own(path string) error {
+	if u == nil {
+		return nil
+	}
+	return os.Lchown(path, int(u.uid), int(u.gid))
+}
+
+// environ is the worker's environment as a job of the user sees it: HOME,
+// USER and LOGNAME are the user's, HOME being the user's home or, for a
+// user without one, home (the job's own directory).
+func (u *jobUser) environ(worker []string, home string) []string {
+	if u == nil {
+		return worker
+	}
+	if u.home != "" {
+		home = u.home
+	}
+	env := make([]string, 0, len(worker)+3)
+	for _, kv := range worker {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "HOME" && name != "USER" && name != "LOGNAME" {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "HOME="+home, "USER="+u.name, "LOGNAME="+u.name)
+}
+
+// made reports whether the file fi describes is the user's (not, say, a
+// second name the user gave a file of the worker's).
+func (u *jobUser) made(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == u.uid
+}
