@@ -41,6 +41,10 @@ func (w *Worker) prepareDirs() error {
 		if was != 0 {
 			w.log.Info("a directory of the worker had another mode; changed", "dir", d.dir, "was", fmt.Sprintf("%#o", was), "now", fmt.Sprintf("%#o", perm))
 		}
+		if blocked := w.user.cannotEnter(d.dir); blocked != "" {
+			return setting.Unsafe(d.setting, d.dir, fmt.Sprintf("cannot be reached by user %s, who runs the jobs: %s; choose a directory that user may pass through (such as /var/lib/spool/worker)",
+				w.user.name, blocked), spool.ErrInvalidArgument)
+		}
 	}
 	return nil
 }

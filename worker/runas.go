@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,4 +105,46 @@ func (u *jobUser) environ(worker []string, home string) []string {
 func (u *jobUser) made(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && st.Uid == u.uid
+}
+
+// cannotEnter says which directory on the way to dir the user may not pass
+// through ("" when the user reaches dir): jobs' directories are made
+// there, and the user must reach them.
+func (u *jobUser) cannotEnter(dir string) string {
+	if u == nil {
+		return ""
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err.Error()
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err.Error()
+		}
+		if !u.mayEnter(fi) {
+			return fmt.Sprintf("%s has mode %#o", d, fi.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
+}
+
+// mayEnter reports whether the user may pass through the directory fi
+// describes (search permission, as the user, a group of theirs, or anyone).
+func (u *jobUser) mayEnter(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true // not knowable here: the job finds out
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case st.Uid == u.uid:
+		return perm&0o100 != 0
+	case st.Gid == u.gid || slices.Contains(u.groups, st.Gid):
+		return perm&0o010 != 0
+	}
+	return perm&0o001 != 0
 }

@@ -124,6 +124,19 @@ func (c *Config) setDefaults() error {
 		return errors.New("worker: the server's address is required")
 	}
 	c.CheckoutDir = cmp.Or(c.CheckoutDir, filepath.Join(c.SpoolDir, "checkouts"))
+	// Commands run elsewhere (their own directories) and are told paths in
+	// these ($SPOOL_BATCH_FILE, HOME): the paths must not depend on where
+	// the worker runs.
+	for _, dir := range []*string{&c.SpoolDir, &c.CheckoutDir, &c.WorkDir} {
+		if *dir == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return fmt.Errorf("worker: %s: %w", *dir, err)
+		}
+		*dir = abs
+	}
 	if c.ID == "" {
 		host, _ := os.Hostname()
 		c.ID = fmt.Sprintf("%s-%d", cmp.Or(host, "worker"), os.Getpid())

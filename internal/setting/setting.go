@@ -94,10 +94,18 @@ func MakeDir(setting, dir string) error {
 // the caller can say so. A directory every user may write to (such as
 // /tmp) is refused: taking it for spool would lock everyone else out.
 func MakePrivateDir(setting, dir string, perm fs.FileMode) (was fs.FileMode, err error) {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Made here, with perm (and so are missing parents: a directory
+		// passed through must be as open as the one it leads to).
+		if err := os.MkdirAll(dir, perm); err == nil {
+			err = os.Chmod(dir, perm) // whatever the umask took away
+		}
+		fi, err = os.Stat(dir)
+	}
 	if err := MakeDir(setting, dir); err != nil {
 		return 0, err
 	}
-	fi, err := os.Stat(dir)
 	if err != nil {
 		return 0, &Error{Setting: setting, Value: dir, problem: ": cannot be used as a directory: " + reason(err), Err: err}
 	}
