@@ -173,3 +173,19 @@ func TestRunAsCannotReadSecrets(t *testing.T) {
 		t.Errorf("the checkout is not the job user's: %q", printed)
 	}
 }
+
+// TestRunAsNeedsRoot: `spool worker --run-as` started by a user who is not
+// root is refused at once, saying why.
+func TestRunAsNeedsRoot(t *testing.T) {
+	needRoot(t)
+	lookupUser(t, jobUser)
+	// The binary's directory is this test run's own; nobody must reach it.
+	if err := os.Chmod(filepath.Dir(spoolBin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runAsUser(t, "nobody", spoolBin, "worker", "--run-as", jobUser, "--spool-dir", filepath.Join(sharedDir(t), "worker"))
+	want := "spool: --run-as " + jobUser + " needs the worker to run as root (it runs as uid "
+	if err == nil || !strings.Contains(out, want) {
+		t.Fatalf("spool worker --run-as, as nobody: %v\n%s\nwant it refused: %q", err, out, want)
+	}
+}
