@@ -104,3 +104,23 @@ func TestRunAsScatter(t *testing.T) {
 		t.Fatalf("a result linked to /etc/shadow: %s, result %q, error %q", j.GetState(), j.GetResult().GetOutput(), j.GetResult().GetError())
 	}
 }
+
+// TestRunAsTerminal: a job on a pseudo-terminal, run as another user, owns
+// its terminal, and its USER, LOGNAME and HOME are that user's (HOME its
+// own directory, the user having no home).
+func TestRunAsTerminal(t *testing.T) {
+	needJobUser(t)
+	spoolDir := sharedSpoolDir(t)
+	e := newEnv(t, 1, func(c *worker.Config) { c.SpoolDir, c.RunAs = spoolDir, jobUser })
+	s := sh(`id -un; stat -c %U "$(tty)"; echo "$USER $LOGNAME $HOME"`)
+	s.PTY = true
+	id := e.submit(t, s)
+	if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("job: %v", j.GetResult())
+	}
+	out, _ := output(e.logOf(t, id))
+	own := filepath.Join(spoolDir, "jobs", id+"-a1")
+	if want := jobUser + "\n" + jobUser + "\n" + jobUser + " " + jobUser + " " + own + "\n"; string(out) != want {
+		t.Fatalf("the job printed %q, want %q", out, want)
+	}
+}

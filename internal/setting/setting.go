@@ -98,9 +98,10 @@ func MakePrivateDir(setting, dir string, perm fs.FileMode) (was fs.FileMode, err
 	if errors.Is(err, fs.ErrNotExist) {
 		// Made here, with perm (and so are missing parents: a directory
 		// passed through must be as open as the one it leads to).
-		if err := os.MkdirAll(dir, perm); err == nil {
-			err = os.Chmod(dir, perm) // whatever the umask took away
+		if os.MkdirAll(dir, perm) == nil {
+			_ = os.Chmod(dir, perm) // whatever the umask took away
 		}
+		// A failure is MakeDir's to word, below.
 		fi, err = os.Stat(dir)
 	}
 	if err := MakeDir(setting, dir); err != nil {
