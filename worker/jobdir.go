@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -21,12 +23,15 @@ func (w *Worker) jobsDir() string { return filepath.Join(w.cfg.SpoolDir, "jobs")
 // it, or keeps it with KeepJobDirs.
 func (a *attempt) makeJobDir() (string, func(), error) {
 	dir := filepath.Join(a.w.jobsDir(), fmt.Sprintf("%s-a%d", a.job.GetJobId(), a.job.GetAttempt()))
-	// Whatever is there (an attempt of the same number, handed back
-	// before and kept) is not this attempt's.
-	if err := os.RemoveAll(dir); err != nil {
-		return "", func() {}, err
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		// Whatever is there (an attempt of the same number, handed back
+		// before and kept) is not this attempt's.
+		if err = os.RemoveAll(dir); err == nil {
+			err = os.Mkdir(dir, 0o700)
+		}
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if err != nil {
 		return "", func() {}, err
 	}
 	cleanup := func() {
