@@ -21,7 +21,7 @@ type jobUser struct {
 	uid    uint32
 	gid    uint32
 	groups []uint32
-	home   string // "" when the user has no home directory on this machine
+	home   string // "" when the user has no home directory of its own here
 }
 
 // lookupJobUser resolves Config.RunAs (a name or a uid). Running commands
@@ -42,7 +42,7 @@ func lookupJobUser(spec string) (*jobUser, error) {
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("worker: user %s has ids %s:%s, which are not numbers", spec, u.Uid, u.Gid)
+		return nil, fmt.Errorf("user %s has ids %s:%s, which are not numbers", spec, u.Uid, u.Gid)
 	}
 	if uid == 0 {
 		return nil, setting.Unsafe("RunAs", spec, "is root: jobs would have everything the worker has; give a user of their own", spool.ErrInvalidArgument)
@@ -50,14 +50,16 @@ func lookupJobUser(spec string) (*jobUser, error) {
 	ju.uid, ju.gid = uint32(uid), uint32(gid)
 	ids, err := u.GroupIds()
 	if err != nil {
-		return nil, fmt.Errorf("worker: the groups of user %s: %w", spec, err)
+		return nil, fmt.Errorf("the groups of user %s: %w", spec, err)
 	}
 	for _, id := range ids {
 		if g, err := strconv.ParseUint(id, 10, 32); err == nil {
 			ju.groups = append(ju.groups, uint32(g))
 		}
 	}
-	if fi, err := os.Stat(u.HomeDir); err == nil && fi.IsDir() {
+	// A home that is not the user's own (system users often have / or
+	// /nonexistent) is no home: the job's directory serves instead.
+	if fi, err := os.Stat(u.HomeDir); err == nil && fi.IsDir() && ju.made(fi) {
 		ju.home = u.HomeDir
 	}
 	return ju, nil
