@@ -24,3 +24,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}"
 fi
+# A user with nothing of its own, that tests run jobs as (spool worker
+# --run-as) to show a job cannot read the server's or anyone's keys.
+job_user=spool-job-test
+if ! id -u "$job_user" >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "creating user $job_user (for spool worker --run-as tests)"
+  $sudo useradd --system --no-create-home --shell /usr/sbin/nologin "$job_user"
+fi

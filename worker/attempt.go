@@ -54,6 +54,8 @@ type attempt struct {
 	log   *slog.Logger
 	ob    *outbox.Outbox
 	out   *batcher.OutputBatcher
+	// ownDir is the attempt's own directory (jobdir.go), once made.
+	ownDir string
 
 	// lines orders lines between the two output streams: each read's lines
 	// go to the outbox, then to the batcher, in the same order for both.
@@ -188,7 +190,7 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 	dir, cleanup, err := a.prepareDir(ctx)
 	defer cleanup()
 	if err != nil {
-		return a.failed(res, "checkout failed: "+err.Error())
+		return a.failed(res, err.Error())
 	}
 	if why := a.stopReason(); why != "" {
 		return a.failed(res, why)
@@ -204,7 +206,7 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 		return a.failed(res, "could not write the job's stdin: "+err.Error())
 	}
 	argv, text := command(a.job.GetParams())
-	p, err := startProcess(argv, dir, append(a.env(), files.env(a.job.GetParams().GetScatter())...), stdin, a.job.GetParams().GetPty())
+	p, err := startProcess(argv, dir, append(a.env(), files.env(a.job.GetParams().GetScatter())...), stdin, a.job.GetParams().GetPty(), a.w.user.credential())
 	if err != nil {
 		return a.failed(res, startError(text, dir, a.w.cfg.ID, err))
 	}
@@ -296,7 +298,7 @@ func processError(msg string) *spoolv1.JobEvent {
 		EventData: &spoolv1.JobEvent_ProcessError{ProcessError: &spoolv1.ProcessErrorEvent{Message: msg}}}
 }
 
-// env is the job's environment (see jobEnv).
+// env is the job's environment (see jobEnv), as its user's (RunAs).
 func (a *attempt) env() []string {
-	return jobEnv(os.Environ(), a.w.cfg.PassEnv, a.job)
+	return jobEnv(a.w.user.environ(os.Environ(), a.ownDir), a.w.cfg.PassEnv, a.job)
 }

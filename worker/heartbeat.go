@@ -72,6 +72,9 @@ func (a *attempt) heartbeat(ctx context.Context) {
 		case leaseGone(err):
 			a.leaseLost(err.Error())
 			return
+		case isKeyRefusal(err):
+			a.w.refuseKey(err)
+			return
 		default:
 			a.log.Warn("heartbeat failed; retrying", "error", err)
 			pause = bo.Delay()

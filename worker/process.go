@@ -50,8 +50,9 @@ func command(p *spoolv1.JobParams) ([]string, string) {
 // startProcess starts argv in dir with env. Its stdin is the file named
 // stdin, or /dev/null when that is "". With terminal, its stdout and
 // stderr are a new pseudo-terminal, and so is its stdin when there is no
-// file, holding only an end of input.
-func startProcess(argv []string, dir string, env []string, stdin string, terminal bool) (*process, error) {
+// file, holding only an end of input. With cred, it runs as that user
+// (see Config.RunAs).
+func startProcess(argv []string, dir string, env []string, stdin string, terminal bool, cred *syscall.Credential) (*process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no command")
 	}
@@ -82,6 +83,15 @@ func startProcess(argv []string, dir string, env []string, stdin string, termina
 			return nil, fmt.Errorf("could not open a pseudo-terminal: %w", err)
 		}
 		p.stdout, childEnds = master, []*os.File{slave}
+		if cred != nil {
+			// The terminal is the user's, as login makes it: programs
+			// that check who owns their terminal find themselves.
+			if err := slave.Chown(int(cred.Uid), -1); err != nil {
+				master.Close()
+				slave.Close()
+				return nil, fmt.Errorf("could not give the pseudo-terminal to the job's user: %w", err)
+			}
+		}
 		cmd.Stdout, cmd.Stderr = slave, slave
 		if in == nil {
 			cmd.Stdin = slave
@@ -108,6 +118,7 @@ func startProcess(argv []string, dir string, env []string, stdin string, termina
 		cmd.Stdout, cmd.Stderr = outW, errW
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
+	cmd.SysProcAttr.Credential = cred
 	setDeathSignal(cmd.SysProcAttr)
 	err = cmd.Start()
 	for _, f := range childEnds {

@@ -30,7 +30,7 @@ func TestNoSignalAfterReaping(t *testing.T) {
 		return len(sent)
 	}
 
-	p, err := startProcess([]string{"true"}, "", os.Environ(), "", false)
+	p, err := startProcess([]string{"true"}, "", os.Environ(), "", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestNoSignalAfterReaping(t *testing.T) {
 	}
 
 	// A live command does get the stop.
-	p, err = startProcess([]string{"sleep", "60"}, "", os.Environ(), "", false)
+	p, err = startProcess([]string{"sleep", "60"}, "", os.Environ(), "", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

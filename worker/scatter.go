@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -27,6 +28,9 @@ import (
 // scatterFiles are a scatter job's input and result files.
 type scatterFiles struct {
 	input, result string
+	// user is who the command runs as (nil: the worker's user); the
+	// result is read only from a file that user made.
+	user *jobUser
 }
 
 // prepareScatter fetches the job's input into a fresh directory. A job
@@ -44,9 +48,16 @@ func (a *attempt) prepareScatter(ctx context.Context) (*scatterFiles, func(), er
 		return nil, func() {}, err
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
-	f := &scatterFiles{input: filepath.Join(dir, "input.json"), result: filepath.Join(dir, "result.json")}
+	f := &scatterFiles{input: filepath.Join(dir, "input.json"), result: filepath.Join(dir, "result.json"), user: a.w.user}
 	if err := os.WriteFile(f.input, doc, 0o600); err != nil {
 		return nil, cleanup, err
+	}
+	// The command, as its user, reads the input and writes its result
+	// here.
+	for _, p := range []string{dir, f.input} {
+		if err := a.w.user.own(p); err != nil {
+			return nil, cleanup, err
+		}
 	}
 	return f, cleanup, nil
 }
@@ -68,9 +79,12 @@ func (a *attempt) fetchInput(ctx context.Context) ([]byte, error) {
 			}
 			return resp.Msg.GetInput(), nil
 		}
+		if isKeyRefusal(err) {
+			a.w.refuseKey(err)
+			return nil, err
+		}
 		switch connect.CodeOf(err) {
-		case connect.CodeInvalidArgument, connect.CodeNotFound, connect.CodeFailedPrecondition,
-			connect.CodePermissionDenied, connect.CodeUnauthenticated:
+		case connect.CodeInvalidArgument, connect.CodeNotFound, connect.CodeFailedPrecondition:
 			return nil, err
 		}
 		if why := a.stopReason(); why != "" {
@@ -110,7 +124,7 @@ func (f *scatterFiles) readResult() (string, error) {
 	if f == nil {
 		return "", nil
 	}
-	fh, err := os.Open(f.result)
+	fh, err := f.openResult()
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -130,4 +144,32 @@ func (f *scatterFiles) readResult() (string, error) {
 		return "", errors.New("$SPOOL_RESULT is not valid JSON: write one JSON document (an object, an array, a string, …)")
 	}
 	return string(b), nil
+}
+
+// openResult opens the result file the command left. The worker may read
+// more than the command (it is root, under RunAs), so what it reads must
+// be a file the command could have read itself: a plain file, not a link
+// to another (the worker's keys, say), nor a pipe that would keep the
+// worker waiting, and, under RunAs, the user's.
+func (f *scatterFiles) openResult() (*os.File, error) {
+	fh, err := os.OpenFile(f.result, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errors.New("it is a symbolic link: write the result into the file itself")
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := fh.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = errors.New("it is not a plain file")
+	case f.user != nil && !f.user.made(fi):
+		err = fmt.Errorf("it is not a file of user %s's own", f.user.name)
+	}
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return fh, nil
 }

@@ -322,6 +322,7 @@ func (s *sender) keepLost(ctx context.Context, lines, other int64) error {
 		Lines: lines, Events: other, KeptAt: strings.TrimPrefix(host+":"+kept, ":")}))
 	s.log.Warn("output could not be delivered: the job had moved on to another attempt; it is kept on disk",
 		"lines", lines, "events", other, "kept_at", kept, "recorded_on_job", rerr == nil)
+	s.w.pruneUndelivered()
 	return errLeaseLost
 }
 
@@ -351,7 +352,8 @@ func leaseGone(err error) bool {
 }
 
 // retry calls fn until it succeeds, the lease is lost (errLeaseLost), the
-// request is refused (InvalidArgument, returned), or ctx ends.
+// request is refused (InvalidArgument, returned), the worker's key is
+// refused (returned, and the worker stopped), or ctx ends.
 func (s *sender) retry(ctx context.Context, bo *pauses, what string, fn func() error) error {
 	warned := false
 	for {
@@ -368,6 +370,9 @@ func (s *sender) retry(ctx context.Context, bo *pauses, what string, fn func() e
 		case leaseGone(err):
 			return fmt.Errorf("%w: %w", errLeaseLost, err)
 		case code == connect.CodeInvalidArgument:
+			return err
+		case isKeyRefusal(err):
+			s.w.refuseKey(err)
 			return err
 		}
 		if !warned {

@@ -49,11 +49,33 @@ type Config struct {
 	Queue string
 	// Concurrency is how many jobs run at once.
 	Concurrency int
-	// SpoolDir holds outboxes (output not yet acknowledged) and checkouts.
+	// SpoolDir holds outboxes (output not yet acknowledged), checkouts and
+	// the jobs' own directories. It is made its owner's only (0700; 0711
+	// with RunAs, so that the job's user can pass through it to its own
+	// directory, but not list it), and the files in it are 0600.
 	SpoolDir string
-	// WorkDir is where commands without a repository run ("": the worker's
-	// own working directory).
+	// WorkDir, when set, is where commands without a repository run (a
+	// relative working_dir is taken inside it). "": each attempt runs in
+	// an empty directory of its own, SpoolDir/jobs/JOB-aN, and a relative
+	// working_dir is taken inside that. A directory that holds a server's
+	// data (admin.key, token.key, spool.db) is refused.
 	WorkDir string
+	// KeepJobDirs keeps each attempt's own directory when it ends, to look
+	// at what the command left there; by default it is removed.
+	KeepJobDirs bool
+	// RunAs runs every command, and the checkout of its repository, as
+	// this user (a name or a uid), with the user's groups, in directories
+	// the user owns: a job can then read only what that user may, not the
+	// spool directory, nor a server's data or anyone's credentials that
+	// are their owner's only. Linux only; the worker must run as root.
+	RunAs string
+	// UndeliveredMaxAge and UndeliveredMaxBytes bound the output kept in
+	// SpoolDir/undelivered (output that could not be delivered: the job
+	// had moved on to another attempt). Output kept longer is removed, and
+	// the oldest first while more is kept. 0: 7 days and 1 GiB; negative:
+	// no bound.
+	UndeliveredMaxAge   time.Duration
+	UndeliveredMaxBytes int64
 	// CheckoutDir is where repositories are cloned ("": SpoolDir/checkouts).
 	CheckoutDir string
 	// ID names the worker in logs and PROCESS_START events (default:
@@ -102,6 +124,19 @@ func (c *Config) setDefaults() error {
 		return errors.New("worker: the server's address is required")
 	}
 	c.CheckoutDir = cmp.Or(c.CheckoutDir, filepath.Join(c.SpoolDir, "checkouts"))
+	// Commands run elsewhere (their own directories) and are told paths in
+	// these ($SPOOL_BATCH_FILE, HOME): the paths must not depend on where
+	// the worker runs.
+	for _, dir := range []*string{&c.SpoolDir, &c.CheckoutDir, &c.WorkDir} {
+		if *dir == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return fmt.Errorf("worker: %s: %w", *dir, err)
+		}
+		*dir = abs
+	}
 	if c.ID == "" {
 		host, _ := os.Hostname()
 		c.ID = fmt.Sprintf("%s-%d", cmp.Or(host, "worker"), os.Getpid())
@@ -109,6 +144,8 @@ func (c *Config) setDefaults() error {
 	c.ShutdownGrace = cmp.Or(c.ShutdownGrace, 30*time.Second)
 	c.KillGrace = cmp.Or(c.KillGrace, 10*time.Second)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 15*time.Second)
+	c.UndeliveredMaxAge = cmp.Or(c.UndeliveredMaxAge, DefaultUndeliveredMaxAge)
+	c.UndeliveredMaxBytes = cmp.Or(c.UndeliveredMaxBytes, DefaultUndeliveredMaxBytes)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -130,6 +167,13 @@ type Worker struct {
 
 	slots chan struct{} // one token per running command
 	spool spoolHealth
+	user  *jobUser // RunAs; nil: jobs run as the worker's user
+	// keyRefused is closed once the server has refused the worker's key
+	// (keyErr says how); see refuseKey.
+	keyRefused chan struct{}
+	keyErr     error
+	refuseOnce sync.Once
+	pruning    sync.Mutex // one pruneUndelivered at a time
 
 	mu       sync.Mutex
 	attempts map[*attempt]struct{}
@@ -170,13 +214,11 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	for _, d := range []struct{ setting, dir string }{{"SpoolDir", cfg.SpoolDir}, {"CheckoutDir", cfg.CheckoutDir}} {
-		if err := setting.MakeDir(d.setting, d.dir); err != nil {
-			return nil, fmt.Errorf("worker: %w", err)
-		}
-	}
 	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
-		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
+		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), keyRefused: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
+	if err := w.prepareDirs(); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	return w, nil
 }
@@ -187,28 +229,49 @@ func New(cfg Config) (*Worker, error) {
 // is sent for up to DrainTimeout. Kill ends it at once. It returns an error
 // (after the same stop) when the server refuses its requests for jobs as
 // they are made, a Lease shorter than the server allows for one: asking
-// again would only be refused again.
+// again would only be refused again. When the server refuses the worker's
+// key, in answer to any call, Run stops its commands at once, sends
+// nothing more, and returns an error that is spool.ErrUnauthenticated or
+// spool.ErrPermissionDenied (see refuseKey).
 func (w *Worker) Run(ctx context.Context) error {
 	unlock, err := lockSpoolDir(w.cfg.SpoolDir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	w.clearJobDirs()
+	w.pruneUndelivered()
 	if err := w.resumeOutboxes(); err != nil {
 		return err
 	}
-	w.log.Info("worker started", "queue", w.cfg.Queue, "concurrency", w.cfg.Concurrency, "server", w.cfg.Server, "id", w.cfg.ID)
-	// Kill ends the polling too, as a dying process would.
+	w.warnExposed()
+	w.log.Info("worker started", "queue", w.cfg.Queue, "concurrency", w.cfg.Concurrency, "server", w.cfg.Server, "id", w.cfg.ID, "run_as", w.cfg.RunAs)
+	// Kill ends the polling too, as a dying process would, and so does a
+	// refused key.
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	defer stopPolling()
 	go func() {
-		select {
-		case <-w.killed:
-			stopPolling()
-		case <-pollCtx.Done():
+		prune := time.NewTicker(time.Hour)
+		defer prune.Stop()
+		for {
+			select {
+			case <-w.killed:
+				stopPolling()
+				return
+			case <-w.keyRefused:
+				stopPolling()
+				return
+			case <-prune.C:
+				w.pruneUndelivered()
+			case <-pollCtx.Done():
+				return
+			}
 		}
 	}()
 	refused := w.pollAll(pollCtx, stopPolling)
+	if refused == nil {
+		refused = w.keyError()
+	}
 
 	w.log.Info("worker stopping: no new jobs; waiting for running ones", "running", w.count(), "grace", w.cfg.ShutdownGrace)
 	if !waitFor(&w.running, w.cfg.ShutdownGrace, w.killed) {
@@ -358,10 +421,9 @@ func (w *Worker) poll(ctx context.Context) error {
 			return nil
 		case connect.CodeOf(err) == connect.CodeInvalidArgument:
 			return w.refused(err)
-		case connect.CodeOf(err) == connect.CodeUnauthenticated || connect.CodeOf(err) == connect.CodePermissionDenied:
-			// A key that is missing, wrong or revoked stays so: asking
-			// again would only be refused again.
-			return w.keyRefused(err)
+		case isKeyRefusal(err):
+			w.refuseKey(err)
+			return w.keyError()
 		case err != nil:
 			if !warned {
 				w.log.Warn("cannot lease jobs; retrying with backoff", "server", w.cfg.Server, "error", err)
@@ -395,20 +457,6 @@ func (w *Worker) refused(err error) error {
 		return fmt.Errorf("worker: %w", setting.Refused("Lease", w.cfg.Lease.String(), why, spool.ErrInvalidArgument))
 	}
 	return fmt.Errorf("worker: the server refuses to lease jobs to this worker (%w): %s", spool.ErrInvalidArgument, why)
-}
-
-// keyRefused is the error for a server that refuses the worker's key.
-func (w *Worker) keyRefused(err error) error {
-	kind := spool.ErrUnauthenticated
-	if connect.CodeOf(err) == connect.CodePermissionDenied {
-		kind = spool.ErrPermissionDenied
-	}
-	why := err.Error()
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		why = ce.Message()
-	}
-	return fmt.Errorf("worker: the server refuses this worker's key (%w): %s; give the worker a worker key (spool keys create --role worker --name NAME) in SPOOL_API_KEY", kind, why)
 }
 
 // abandonLeases hands back leases the worker cannot run (it is stopping, or
@@ -505,9 +553,10 @@ func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
 	a.out = batcher.NewOutput(batcher.OutputConfig{Batching: job.GetExecutionConfig().GetBatching(), EmitBatch: a.emitBatch},
 		lease.GetNextSequence(), job.GetAttempt(), w.clock, a.emit)
 	// Kill stops the attempts it finds; one it can no longer find must not
-	// start its command. Its outbox stays, as a crash leaves it.
+	// start its command. Its outbox stays, as a crash leaves it. So for a
+	// refused key.
 	w.mu.Lock()
-	killed := w.isKilled()
+	killed := w.isKilled() || w.keyError() != nil
 	if !killed {
 		w.attempts[a] = struct{}{}
 	}
@@ -582,9 +631,6 @@ func (w *Worker) run(a *attempt) {
 		_ = a.ob.Close()
 	}
 }
-
-// undeliveredDir is where output that could not be delivered is kept.
-func (w *Worker) undeliveredDir() string { return filepath.Join(w.cfg.SpoolDir, "undelivered") }
 
 // leaseSeconds is the lease asked for on the wire, in whole seconds (0:
 // the server's default).

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -31,3 +33,43 @@ func (f secondsOrDuration) Set(s string) error {
 }
 
 func (f secondsOrDuration) Type() string { return "duration" }
+
+// byteSize is a size flag: a number of bytes, or one with a unit (KiB,
+// MiB, GiB, TiB; KB, MB, GB, TB are the same powers of 1024, as people
+// mean them for disk room).
+type byteSize struct{ n *int64 }
+
+var byteUnits = []struct {
+	suffix string
+	size   int64
+}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}}
+
+func (f byteSize) String() string {
+	if f.n == nil {
+		return "0"
+	}
+	for _, u := range byteUnits[:4] {
+		if *f.n >= u.size && *f.n%u.size == 0 {
+			return strconv.FormatInt(*f.n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(*f.n, 10)
+}
+
+func (f byteSize) Set(s string) error {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range byteUnits {
+		if cut, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(cut), u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return fmt.Errorf("want a size such as 500MiB, 1GiB or a number of bytes")
+	}
+	*f.n = n * mult
+	return nil
+}
+
+func (f byteSize) Type() string { return "size" }

@@ -50,12 +50,15 @@ func TestStartupErrorsNameTheSetting(t *testing.T) {
 	defer busy.Close()
 	addr := busy.Addr().String()
 	missing := filepath.Join(t.TempDir(), "spool.yaml")
+	// A data directory yet to be made: one made already with another mode
+	// would be narrowed, and that said before the refusal.
+	newDir := func() string { return filepath.Join(t.TempDir(), "data") }
 
 	wantRefusal(t, "data dir is a file", runLocal("server", "--addr", "127.0.0.1:0", "--data-dir", file),
 		"--data-dir "+file+" is a file, not a directory: choose another --data-dir")
 	wantRefusal(t, "data dir under a file", runLocal("server", "--addr", "127.0.0.1:0", "--data-dir", file+"/data"),
 		"--data-dir "+file+"/data: a part of that path is a file, not a directory: choose another --data-dir")
-	wantRefusal(t, "port in use", runLocal("server", "--addr", addr, "--data-dir", t.TempDir()),
+	wantRefusal(t, "port in use", runLocal("server", "--addr", addr, "--data-dir", newDir()),
 		"--addr "+addr+" is in use by another program: stop it or choose another --addr")
 	wantRefusal(t, "missing config", runLocal("server", "--config", missing),
 		"--config "+missing+": no such file")
@@ -72,7 +75,7 @@ func TestStartupErrorsNameTheSetting(t *testing.T) {
 	wantRefusal(t, "data dir from the environment", runLocal("server", "--addr", "127.0.0.1:0"),
 		"SPOOL_SERVER_DATA_DIR "+file+" is a file, not a directory: choose another SPOOL_SERVER_DATA_DIR")
 	os.Unsetenv("SPOOL_SERVER_DATA_DIR")
-	if err := os.WriteFile(missing, []byte("server:\n  addr: "+addr+"\n  data_dir: "+t.TempDir()+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(missing, []byte("server:\n  addr: "+addr+"\n  data_dir: "+newDir()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	wantRefusal(t, "address from the file", runLocal("server", "--config", missing),

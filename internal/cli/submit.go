@@ -31,7 +31,7 @@ func (f *submitFlags) register(cmd *cobra.Command) {
 	fl.Int32Var(&f.retries, "retries", 0, "run a failing command (non-zero exit, timeout) again up to this many times, with backoff")
 	fl.Int32Var(&f.maxAttempts, "max-attempts", 0, "how often the job may lose its worker (died, vanished) before it fails (default: the server's, 3); not used up by --retries")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, KEY=VALUE (repeatable)")
-	fl.StringVarP(&f.workdir, "workdir", "C", "", "directory to run in on the worker")
+	fl.StringVarP(&f.workdir, "workdir", "C", "", "directory to run in on the worker: an absolute path, or one taken inside the --repo checkout, the worker's --workdir, or else the job's own directory, which starts empty (default: that directory)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (e.g. 10m)")
 	fl.StringVarP(&f.script, "shell", "c", "", "run this script with /bin/sh -c instead of a command")
 	fl.StringVar(&f.repo, "repo", "", "clone this git repository and run in it")

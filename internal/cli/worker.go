@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/telemetry"
@@ -37,11 +39,20 @@ and keeps the job's lease alive with heartbeats.
 Output is written to --spool-dir before it is sent and re-sent until the
 server confirms it, so a server that is away for a while loses nothing.
 
+Each job runs in an empty directory of its own under --spool-dir (jobs/),
+removed when it ends (--keep-job-dirs keeps it); a relative -C of
+spool submit is taken inside it. --workdir runs every job in one directory
+instead. A job runs as the worker's user, and can read what that user can:
+on a machine shared with a server or with people's saved keys, start the
+worker as root with --run-as USER, and each command runs as USER, who can
+read neither --spool-dir nor files only their owners may read.
+
 SIGTERM or Ctrl-C stops it gracefully: no new jobs, running jobs get --grace
 to finish, output is flushed. A second signal stops everything at once
 (unsent output stays in --spool-dir for the next start).`,
 		Example: `  spool worker
-  spool worker -q builds --concurrency 4 --spool-dir /var/lib/spool/worker`,
+  spool worker -q builds --concurrency 4 --spool-dir /var/lib/spool/worker
+  sudo spool worker --run-as spool-job --spool-dir /var/lib/spool/worker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Concurrency < 1 {
@@ -61,6 +72,12 @@ to finish, output is flushed. A second signal stops everything at once
 				}
 				cfg.Meters = m.Provider()
 			}
+			// 0 on the command line is no bound; in worker.Config, the default.
+			for _, b := range []*int64{(*int64)(&cfg.UndeliveredMaxAge), &cfg.UndeliveredMaxBytes} {
+				if *b == 0 {
+					*b = -1
+				}
+			}
 			w, err := worker.New(cfg)
 			if err != nil {
 				return setting.Rename(err, workerSettingName)
@@ -78,14 +95,23 @@ to finish, output is flushed. A second signal stops everything at once
 					w.Kill()
 				}
 			}()
-			return setting.Rename(w.Run(cmd.Context()), workerSettingName)
+			err = w.Run(cmd.Context())
+			if errors.Is(err, spool.ErrUnauthenticated) || errors.Is(err, spool.ErrPermissionDenied) {
+				return fmt.Errorf("%w (%s)", err, e.keyHint())
+			}
+			return setting.Rename(err, workerSettingName)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&cfg.Queue, "queue", "q", "default", "queue to take jobs from")
 	f.IntVarP(&cfg.Concurrency, "concurrency", "n", 1, "jobs to run at once")
-	f.StringVar(&cfg.SpoolDir, "spool-dir", "./spool-worker", "directory for output not yet sent, and checkouts")
-	f.StringVar(&cfg.WorkDir, "workdir", "", "directory commands run in (default: the current one)")
+	f.StringVar(&cfg.SpoolDir, "spool-dir", "./spool-worker", "directory for output not yet sent, checkouts and the jobs' own directories (made 0700: the worker's only)")
+	f.StringVar(&cfg.WorkDir, "workdir", "", "run every job without --repo in `DIR`, a relative -C inside it (default: each job in an empty directory of its own); a DIR holding a server's data is refused")
+	f.BoolVar(&cfg.KeepJobDirs, "keep-job-dirs", false, "keep each job's own directory (--spool-dir/jobs/JOB-aN) when it ends, to look at what it left")
+	f.StringVar(&cfg.RunAs, "run-as", "", "run each command, and its --repo checkout, as `USER` (a name or uid) with its groups, in a directory it owns: it cannot read --spool-dir, a server's data or other users' keys (Linux; the worker runs as root)")
+	cfg.UndeliveredMaxAge, cfg.UndeliveredMaxBytes = worker.DefaultUndeliveredMaxAge, worker.DefaultUndeliveredMaxBytes
+	f.DurationVar(&cfg.UndeliveredMaxAge, "undelivered-max-age", worker.DefaultUndeliveredMaxAge, "remove output kept in --spool-dir/undelivered (it could not be delivered: the job had moved on) after this long (0: never)")
+	f.Var(byteSize{&cfg.UndeliveredMaxBytes}, "undelivered-max-bytes", "keep at most this much undelivered output, removing the oldest first (0: no limit)")
 	f.Var(secondsOrDuration{&cfg.Lease}, "lease", "lease length, for example 2m or 120 (seconds), from 2s to 12h; the worker renews it every half lease at most (default: the server's lease)")
 	f.DurationVar(&cfg.ShutdownGrace, "grace", 30*time.Second, "on SIGTERM, how long running jobs may go on")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "how long a stopped command has between SIGTERM and SIGKILL")
@@ -110,6 +136,10 @@ func workerSettingName(field string) string {
 		return "--spool-dir's checkouts directory"
 	case "Lease":
 		return "--lease"
+	case "WorkDir":
+		return "--workdir"
+	case "RunAs":
+		return "--run-as"
 	}
 	return field
 }

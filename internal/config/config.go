@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
@@ -184,7 +185,7 @@ type Log struct {
 // Default returns the configuration used when nothing is set.
 func Default() *Config {
 	return &Config{
-		Server: Server{Addr: "127.0.0.1:7070", DataDir: "./spool-data", ShutdownGraceSeconds: 30},
+		Server: Server{Addr: "127.0.0.1:7070", DataDir: datadir.Default, ShutdownGraceSeconds: 30},
 		Store:  Store{Type: "sqlite", SQLite: SQLite{Synchronous: "full"}},
 		Jobs:   Jobs{MaxAttempts: 3, VisibilityTimeoutSeconds: 120, RetentionDays: 30},
 		Execution: Execution{

@@ -818,3 +818,67 @@ func (o *Outbox) Keep(root string) (string, error) {
 	o.path = dest
 	return dest, nil
 }
+
+// Stat describes an outbox left on disk (a path List returned) without
+// opening it: the bytes its files hold, and when one was last written.
+func Stat(path string) (size int64, modified time.Time, err error) {
+	files, err := files(path)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return 0, time.Time{}, fmt.Errorf("outbox: %w", err)
+		}
+		size += fi.Size()
+		if fi.ModTime().After(modified) {
+			modified = fi.ModTime()
+		}
+	}
+	return size, modified, nil
+}
+
+// Delete removes an outbox left on disk without opening it.
+func Delete(path string) error {
+	if isLegacy(path) {
+		return os.RemoveAll(path)
+	}
+	files, err := files(path)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// files are the files of the outbox at path: its segments, or everything
+// in a legacy outbox's directory.
+func files(path string) ([]string, error) {
+	o := &Outbox{path: path, legacy: isLegacy(path)}
+	if o.legacy {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: %w", err)
+		}
+		var fs []string
+		for _, e := range entries {
+			fs = append(fs, filepath.Join(path, e.Name()))
+		}
+		return fs, nil
+	}
+	segs, err := o.segments()
+	if err != nil {
+		return nil, err
+	}
+	fs := make([]string, len(segs))
+	for i, n := range segs {
+		fs[i] = o.segPath(n)
+	}
+	return fs, nil
+}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/connectapi"
+	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/httpapi"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/internal/setting"
@@ -65,7 +66,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := makeDirs(cfg); err != nil {
+	if err := makeDirs(cfg, log); err != nil {
 		return nil, err
 	}
 	signer, err := signer(cfg)
@@ -301,12 +302,28 @@ func graceLeases(ctx context.Context, cfg *config.Config, st store.JobStore, log
 
 // makeDirs creates the directories the configuration keeps files in, so
 // that one which cannot be a directory is reported by its setting before
-// the token key or the store trips over it.
-func makeDirs(cfg *config.Config) error {
+// the token key or the store trips over it. The data directory holds keys
+// and every job's parameters: it and the keys in it are made their owner's
+// only, also when they were made otherwise before, and the change is
+// logged.
+func makeDirs(cfg *config.Config, log *slog.Logger) error {
 	sqlite := cfg.Store.Type == "sqlite"
-	if cfg.Server.TokenKey == "" || (sqlite && cfg.Store.SQLite.Path == "") {
-		if err := setting.MakeDir("server.data_dir", cfg.Server.DataDir); err != nil {
+	writesAdminKey := !cfg.Auth.Disabled && cfg.Auth.AdminKey == ""
+	if cfg.Server.TokenKey == "" || (sqlite && cfg.Store.SQLite.Path == "") || writesAdminKey {
+		dir := cfg.Server.DataDir
+		was, err := setting.MakePrivateDir("server.data_dir", dir, datadir.DirMode)
+		if err != nil {
 			return err
+		}
+		if was != 0 {
+			log.Info("the data directory was open to other users; it is now its owner's only", "dir", dir, "was", fmt.Sprintf("%#o", was), "now", fmt.Sprintf("%#o", datadir.DirMode))
+		}
+		narrowed, err := datadir.Restrict(filepath.Join(dir, datadir.AdminKey), filepath.Join(dir, datadir.TokenKey))
+		for path, was := range narrowed {
+			log.Info("a key file was readable by other users; it is now its owner's only", "file", path, "was", fmt.Sprintf("%#o", was), "now", fmt.Sprintf("%#o", datadir.FileMode))
+		}
+		if err != nil {
+			return fmt.Errorf("server.data_dir %s: %w", dir, err)
 		}
 	}
 	if sqlite && cfg.Store.SQLite.Path != "" {
@@ -325,7 +342,7 @@ func signer(cfg *config.Config) (*token.Signer, error) {
 	if cfg.Server.TokenKey != "" {
 		key, err = cfg.TokenKey()
 	} else {
-		key, err = token.LoadOrCreateKey(filepath.Join(cfg.Server.DataDir, "token.key"))
+		key, err = token.LoadOrCreateKey(filepath.Join(cfg.Server.DataDir, datadir.TokenKey))
 	}
 	if err != nil {
 		return nil, err

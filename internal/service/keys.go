@@ -13,6 +13,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/token"
@@ -20,7 +21,7 @@ import (
 
 // AdminKeyFile is where a server writes the admin key it generates on its
 // first start, in its data directory.
-const AdminKeyFile = "admin.key"
+const AdminKeyFile = datadir.AdminKey
 
 // CreateKey makes a new API key and returns its secret, once.
 func (s *Service) CreateKey(ctx context.Context, m *spoolv1.CreateKeyRequest) (*spoolv1.CreateKeyResponse, error) {

@@ -8,6 +8,7 @@ package setting
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -86,6 +87,42 @@ func MakeDir(setting, dir string) error {
 	return &Error{Setting: setting, Value: dir, problem: problem, Err: err}
 }
 
+// MakePrivateDir is MakeDir for a directory that holds what only spool may
+// read (keys, the database, output not yet sent): it is created with mode
+// perm, and one that exists with another mode is given perm. It returns
+// the mode the directory had when it changed it (0 when it did not), so
+// the caller can say so. A directory every user may write to (such as
+// /tmp) is refused: taking it for spool would lock everyone else out.
+func MakePrivateDir(setting, dir string, perm fs.FileMode) (was fs.FileMode, err error) {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Made here, with perm (and so are missing parents: a directory
+		// passed through must be as open as the one it leads to).
+		if os.MkdirAll(dir, perm) == nil {
+			_ = os.Chmod(dir, perm) // whatever the umask took away
+		}
+		// A failure is MakeDir's to word, below.
+		fi, err = os.Stat(dir)
+	}
+	if err := MakeDir(setting, dir); err != nil {
+		return 0, err
+	}
+	if err != nil {
+		return 0, &Error{Setting: setting, Value: dir, problem: ": cannot be used as a directory: " + reason(err), Err: err}
+	}
+	mode := fi.Mode()
+	if mode&fs.ModeSticky != 0 && mode.Perm()&0o002 != 0 {
+		return 0, &Error{Setting: setting, Value: dir, problem: " is shared by every user of the machine: choose a directory of spool's own for {setting}", Err: fs.ErrPermission}
+	}
+	if mode.Perm() == perm {
+		return 0, nil
+	}
+	if err := os.Chmod(dir, perm); err != nil {
+		return 0, &Error{Setting: setting, Value: dir, problem: fmt.Sprintf(" has mode %#o and cannot be given %#o: %s; change its permissions", mode.Perm(), perm, reason(err)), Err: err}
+	}
+	return mode.Perm(), nil
+}
+
 // Listen words the error of listening on addr.
 func Listen(setting, addr string, err error) error {
 	problem := ": cannot listen there: " + reason(err)
@@ -117,6 +154,12 @@ func File(setting, path string, err error) error {
 // Refused is a setting the server refuses, why being its answer.
 func Refused(setting, value, why string, err error) error {
 	return &Error{Setting: setting, Value: value, problem: " is refused by the server: " + why, Err: err}
+}
+
+// Unsafe is a setting whose value would give away what must stay private;
+// why says what, and what to do instead.
+func Unsafe(setting, value, why string, err error) error {
+	return &Error{Setting: setting, Value: value, problem: " " + why, Err: err}
 }
 
 // reason is the system's words for err without the operation and path the

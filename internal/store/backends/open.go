@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/memstore"
@@ -91,7 +92,7 @@ func (s sqliteStore) Close() error {
 func openSQLite(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.JobStore, error) {
 	path := cfg.Store.SQLite.Path
 	if path == "" {
-		path = filepath.Join(cfg.Server.DataDir, "spool.db")
+		path = filepath.Join(cfg.Server.DataDir, datadir.Database)
 	}
 	lock, err := lockDir(filepath.Dir(path))
 	if err != nil {

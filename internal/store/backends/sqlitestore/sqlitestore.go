@@ -24,6 +24,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/notify"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -83,6 +84,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create directory for the database: %w", err)
 	}
+	if err := ownFiles(path, opt.Log); err != nil {
+		return nil, err
+	}
 	dsn := func(extra ...string) string {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
@@ -126,6 +130,34 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	s := &Store{path: path, w: w, r: r, writes: make(chan *pendingWrite), quit: make(chan struct{}), writerDone: make(chan struct{})}
 	go s.writer()
 	return s, nil
+}
+
+// ownFiles makes the database and its journals readable by their owner
+// only: they hold every job's parameters and output. SQLite creates its
+// journals (-wal, -shm) with the mode of the database file, so a database
+// that is created here first, with that mode, never has a journal anyone
+// else may read, whatever the process's umask; files an older spool or
+// another program made are narrowed, and the change logged.
+func ownFiles(path string, log *slog.Logger) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, datadir.FileMode)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	f.Close()
+	paths := []string{path}
+	for _, j := range datadir.Journals {
+		paths = append(paths, path+j)
+	}
+	narrowed, err := datadir.Restrict(paths...)
+	for p, was := range narrowed {
+		if log != nil {
+			log.Info("a database file was readable by others; it is now its owner's only", "file", p, "was", fmt.Sprintf("%#o", was), "now", fmt.Sprintf("%#o", datadir.FileMode))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("make the database %s its owner's only: %w", path, err)
+	}
+	return nil
 }
 
 // autoVacuumIncremental is PRAGMA auto_vacuum's value for INCREMENTAL.
