@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ type filler struct {
 	head, tail []byte
 	fill       byte
 	n          int64
-	read       int64
+	read       atomic.Int64 // the transport may still send after the answer came
 }
 
 func newFiller(head string, fill byte, n int64, tail string) *filler {
@@ -106,7 +107,7 @@ func (f *filler) Read(p []byte) (int, error) {
 	default:
 		return 0, io.EOF
 	}
-	f.read += int64(n)
+	f.read.Add(int64(n))
 	return n, nil
 }
 
@@ -139,11 +140,11 @@ func call(ctx context.Context, method, url string, header http.Header, body *fil
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return answer{took: time.Since(start), sent: body.read, sendErr: err}
+		return answer{took: time.Since(start), sent: body.read.Load(), sendErr: err}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	return answer{status: resp.StatusCode, body: string(b), took: time.Since(start), sent: body.read}
+	return answer{status: resp.StatusCode, body: string(b), took: time.Since(start), sent: body.read.Load()}
 }
 
 // together runs n calls at once and returns their answers.
