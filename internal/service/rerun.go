@@ -16,9 +16,10 @@ import (
 )
 
 // RerunJob enqueues a finished job again: a new job with the same queue,
-// command, secrets and budgets, under today's execution settings. The new job's
-// rerun_of names the old one and the old one's reruns list the new one. A
-// repeat with the same request_id returns the job the first call made.
+// command, secrets and budgets, under today's execution settings. The new
+// job's rerun_of names the old one and the old one's reruns list the new
+// one. A repeat with the same request_id returns the job the first call
+// made.
 func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*spoolv1.RerunJobResponse, error) {
 	old, err := s.job(ctx, "RerunJob", m.GetJobId())
 	if err != nil {
