@@ -8,7 +8,7 @@ import (
 )
 
 // secretHelp is the help of --secret, on every command that makes jobs.
-const secretHelp = `give the command a secret environment variable (repeatable): --secret NAME takes its value from spool's own environment, --secret NAME=VALUE gives it (visible in ps and shell history: prefer NAME). spool stores it encrypted, shows only its name (NAME=***), hands it only to the worker that runs the job, and masks it, and its base64, as *** in the job's output. 4 bytes to 32 KiB`
+const secretHelp = "give the command a secret environment variable `NAME[=VALUE]` (repeatable): NAME alone takes its value from spool's own environment, NAME=VALUE gives it (visible in ps and shell history: prefer NAME). spool stores it encrypted, shows only its name (NAME=***), hands it only to the worker that runs the job, and masks it, and its base64, as *** in the job's output. 4 bytes to 32 KiB"
 
 // secretFlags are --secret's values as given.
 type secretFlags []string
