@@ -16,11 +16,14 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -165,11 +168,19 @@ type Submission struct {
 	// run, so it is kept and seen instead of dropped. Argv and Script may
 	// then be empty.
 	RejectReason string
+	// Secrets are environment variables of the command (name to value)
+	// that spool never shows: stored encrypted, given only to the worker
+	// that runs the job, and masked ("***") in its output. The job shows
+	// only their names. Values are UTF-8 text of 4 bytes to 32 KiB; at
+	// most 100 secrets, 64 KiB in all. A job of a scatter has none.
+	Secrets map[string]string
 }
 
-// Params is the submission's JobParams.
+// Params is the submission's JobParams, with the names of its secrets
+// (their values go beside the params, in EnqueueJobRequest.secrets).
 func (s Submission) Params() *spoolv1.JobParams {
-	p := &spoolv1.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, RepositoryUrl: s.Repository, Ref: s.Ref, Stdin: s.Stdin, Pty: s.PTY}
+	p := &spoolv1.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, RepositoryUrl: s.Repository, Ref: s.Ref, Stdin: s.Stdin, Pty: s.PTY,
+		SecretNames: slices.Sorted(maps.Keys(s.Secrets))}
 	// A negative timeout is sent as it is, for the server to refuse: it
 	// must not quietly mean "none".
 	if s.Timeout != 0 {
@@ -181,9 +192,15 @@ func (s Submission) Params() *spoolv1.JobParams {
 // Submit enqueues a job. deduplicated is true when s.RequestID was used
 // before and job is the one created then.
 func (c *Client) Submit(ctx context.Context, s Submission) (job *spoolv1.Job, deduplicated bool, err error) {
+	for name, v := range s.Secrets {
+		if !utf8.ValidString(v) {
+			// The wire carries text; say which secret is not, not what it is.
+			return nil, false, apierr.Invalid("secret %s is not UTF-8 text: give it encoded (base64, say) and decode it in the job", name)
+		}
+	}
 	resp, err := c.rpc.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{
 		Queue: s.Queue, Params: s.Params(), RequestId: s.RequestID, MaxAttempts: s.MaxAttempts, Retries: s.Retries,
-		RejectReason: s.RejectReason,
+		RejectReason: s.RejectReason, Secrets: s.Secrets,
 	}))
 	if err != nil {
 		return nil, false, wrap(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/spool-run/spool/internal/batcher"
 	"github.com/spool-run/spool/internal/capture"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/mask"
 	"github.com/spool-run/spool/internal/outbox"
 )
 
@@ -64,6 +65,10 @@ type attempt struct {
 	// ended is closed once the command is over and how it ended is in the
 	// outbox (or the worker was killed).
 	ended chan struct{}
+
+	// hide hides the job's secrets in its output (see masker).
+	maskOnce sync.Once
+	hide     *mask.Masker
 
 	mu      sync.Mutex
 	proc    *process
@@ -267,7 +272,9 @@ func (a *attempt) captureUntilExit(p *process) {
 	for _, s := range streams {
 		wg.Go(func() {
 			s.opts.MaxLine, s.opts.Clock = maxLine, a.w.clock
-			if err := capture.Chunks(s.r, s.opts, a.onLines); err != nil && !isClosedPipe(err) {
+			// Masked before it is cut into lines and pieces, so a secret
+			// is found however the reads and the cuts fall.
+			if err := capture.Chunks(mask.Reader(s.r, a.masker()), s.opts, a.onLines); err != nil && !isClosedPipe(err) {
 				a.log.Warn("reading the command's output failed", "stream", s.opts.Stream.String(), "error", err)
 			}
 		})
@@ -298,7 +305,8 @@ func processError(msg string) *spoolv1.JobEvent {
 		EventData: &spoolv1.JobEvent_ProcessError{ProcessError: &spoolv1.ProcessErrorEvent{Message: msg}}}
 }
 
-// env is the job's environment (see jobEnv), as its user's (RunAs).
+// env is the job's environment (see jobEnv), as its user's (RunAs), then
+// its secrets.
 func (a *attempt) env() []string {
-	return jobEnv(a.w.user.environ(os.Environ(), a.ownDir), a.w.cfg.PassEnv, a.job)
+	return append(jobEnv(a.w.user.environ(os.Environ(), a.ownDir), a.w.cfg.PassEnv, a.job), secretEnv(a.lease.GetSecrets())...)
 }

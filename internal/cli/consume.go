@@ -31,8 +31,9 @@ type consumeFlags struct {
 
 func newConsumeCmd(e *env) *cobra.Command {
 	var (
-		job submitFlags
-		f   consumeFlags
+		job     submitFlags
+		secrets secretFlags
+		f       consumeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "consume --brokers HOSTS --topic T --group G [flags] [-- COMMAND [ARG...]]",
@@ -44,9 +45,12 @@ spool submit:
 
   {"argv": ["make", "test"]}    or    {"shell": "make test && make lint"}
   plus "env" {...}, "dir", "queue", "timeout" ("10m" or seconds),
-  "max_attempts", "retries", "repo", "ref", "stdin"
+  "max_attempts", "retries", "repo", "ref", "stdin", and "secrets": the
+  names of the --secret values of spool consume that the job gets
+  (["DEPLOY_TOKEN"]; a message never carries a secret's value)
 
-With COMMAND, each message runs COMMAND with the message's value on stdin.
+With COMMAND, each message runs COMMAND with the message's value on stdin,
+and every --secret.
 Every job has $SPOOL_MESSAGE_TOPIC, $SPOOL_MESSAGE_PARTITION,
 $SPOOL_MESSAGE_OFFSET, $SPOOL_MESSAGE_TIMESTAMP and $SPOOL_MESSAGE_KEY (or
 $SPOOL_MESSAGE_KEY_BASE64 for a key that is not text).
@@ -73,7 +77,7 @@ group, and spool consume exits 0. A second signal stops at once.`,
 			if err != nil {
 				return err
 			}
-			jc, err := f.jobs(&job, cmd, args)
+			jc, err := f.jobs(&job, secrets, cmd, args)
 			if err != nil {
 				return err
 			}
@@ -106,6 +110,7 @@ group, and spool consume exits 0. A second signal stops at once.`,
 		},
 	}
 	job.register(cmd)
+	secrets.register(cmd)
 	_ = cmd.Flags().MarkHidden("request-id") // each job's request id comes from its message
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.brokers, "brokers", nil, "Kafka brokers, host:port, comma-separated")
@@ -165,9 +170,13 @@ func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
 
 // jobs is how messages become jobs: with a command, the job flags make
 // its job; without one, they must not be given (each message says).
-func (f *consumeFlags) jobs(job *submitFlags, cmd *cobra.Command, args []string) (consume.Config, error) {
+func (f *consumeFlags) jobs(job *submitFlags, secrets secretFlags, cmd *cobra.Command, args []string) (consume.Config, error) {
 	if cmd.Flags().Changed("request-id") {
 		return consume.Config{}, errors.New("--request-id: each job's request id comes from its message's topic, partition and offset")
+	}
+	held, err := secrets.secrets(os.LookupEnv)
+	if err != nil {
+		return consume.Config{}, err
 	}
 	if len(args) == 0 && job.script == "" {
 		for _, name := range []string{"env", "workdir", "timeout", "retries", "max-attempts", "repo", "ref"} {
@@ -175,12 +184,13 @@ func (f *consumeFlags) jobs(job *submitFlags, cmd *cobra.Command, args []string)
 				return consume.Config{}, fmt.Errorf("--%s applies to a COMMAND given after --; without one, each message is a job spec that says it", name)
 			}
 		}
-		return consume.Config{Queue: job.queue}, nil
+		return consume.Config{Queue: job.queue, Secrets: held}, nil
 	}
 	sub, err := job.submission(args)
 	if err != nil {
 		return consume.Config{}, err
 	}
+	sub.Secrets = held
 	return consume.Config{Command: sub, Queue: job.queue}, nil
 }
 

@@ -197,6 +197,9 @@ func printJob(e *env, j *spoolv1.Job) {
 	} else {
 		row("Command", "none: recorded as rejected, never run (the error says why)")
 	}
+	if names := j.GetParams().GetSecretNames(); len(names) > 0 {
+		row("Secrets", "%s", strings.Join(names, "=***, ")+"=***")
+	}
 	if in := j.GetParams().GetStdin(); len(in) > 0 {
 		row("Stdin", "%d bytes: %s", len(in), truncate(strconv.Quote(string(in)), 200))
 	}
@@ -264,8 +267,9 @@ func newJobsRerunCmd(e *env) *cobra.Command {
 		Use:   "rerun JOB_ID",
 		Short: "Run a finished job again, as a new job with the same command and queue",
 		Long: `Run a finished job again: a new job with the same queue, command, environment,
-input and budgets, under the server's current settings. The two name each other:
-the new job's "Rerun of" is the old one, the old one's "Rerun as" lists its reruns.`,
+secrets, input and budgets, under the server's current settings. The two name
+each other: the new job's "Rerun of" is the old one, the old one's "Rerun as"
+lists its reruns.`,
 		Example: `  spool jobs rerun 0195f3c2-…
   spool jobs rerun 0195f3c2-… --follow`,
 		Args:              cobra.ExactArgs(1),

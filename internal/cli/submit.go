@@ -68,6 +68,7 @@ func (f *submitFlags) submission(args []string) (client.Submission, error) {
 func newSubmitCmd(e *env) *cobra.Command {
 	var (
 		f              submitFlags
+		secrets        secretFlags
 		asJSON, follow bool
 		pty            bool
 		stdinFile      string
@@ -82,6 +83,7 @@ func newSubmitCmd(e *env) *cobra.Command {
   spool submit -f -- make test     # watch it run; exit as it exits
   spool submit --retries 2 -- ./flaky-test.sh
   spool submit --pty -f -- cargo test   # in colour, as on a terminal
+  spool submit --secret DEPLOY_TOKEN -- ./deploy.sh   # $DEPLOY_TOKEN, never shown
 
 Two budgets: --retries runs a command that fails (non-zero exit, timeout)
 again, after 2 s, 4 s, 8 s...; --max-attempts bounds how often a job may
@@ -93,6 +95,9 @@ that stops gracefully hands its jobs back without using either.`,
 				return err
 			}
 			if s.Stdin, err = readStdinFile(e, stdinFile); err != nil {
+				return err
+			}
+			if s.Secrets, err = secrets.secrets(os.LookupEnv); err != nil {
 				return err
 			}
 			s.PTY = pty
@@ -128,6 +133,7 @@ that stops gracefully hands its jobs back without using either.`,
 		},
 	}
 	f.register(cmd)
+	secrets.register(cmd)
 	cmd.Flags().StringVar(&stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
 	cmd.Flags().BoolVar(&pty, "pty", false, "run the command on a pseudo-terminal, so tools that colour only on a terminal keep their colours; its stdout and stderr are then one stream, recorded as stdout (--stdin still comes from its file, as CMD < FILE would at a terminal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole job as JSON instead of its id")

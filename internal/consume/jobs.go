@@ -43,6 +43,10 @@ type Config struct {
 	// Queue is the queue of a spec that names none, and of rejected jobs
 	// ("": the server's default queue).
 	Queue string
+	// Secrets are the secrets jobs may get (name to value): a job spec's
+	// "secrets" names those its job gets. (A Command's own Secrets go to
+	// every job of it.)
+	Secrets map[string]string
 	// DeadLetter, when set, receives the messages that cannot become jobs,
 	// with the reason; otherwise each is recorded as a rejected job. An
 	// error from it refuses the batch (it is delivered again).
@@ -114,7 +118,7 @@ func (h *handler) submission(m consumer.Message) (client.Submission, error) {
 		sub = h.cfg.Command
 		sub.Stdin = m.Value
 	} else {
-		if sub, err = ParseSpec(m.Value); err != nil {
+		if sub, err = ParseSpec(m.Value, h.cfg.Secrets); err != nil {
 			return sub, err
 		}
 		if sub.Queue == "" {

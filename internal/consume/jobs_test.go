@@ -211,3 +211,40 @@ func TestOversizedMessagesAreRecorded(t *testing.T) {
 		t.Errorf("the long key's job: env %v, %v", env, j.GetResult())
 	}
 }
+
+// TestSpecsNameTheirSecrets: a spec's job gets the secrets of spool
+// consume's that it names, and no other; one naming a secret spool consume
+// does not hold is recorded as rejected, saying so, with no value in it.
+// With a command, every job gets every secret.
+func TestSpecsNameTheirSecrets(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	held := map[string]string{"DEPLOY_TOKEN": "deploy-token-value", "OTHER": "other-value"}
+	h := consume.Handler(consume.Config{Client: c, Secrets: held})
+	commit, err := h(context.Background(), []consumer.Message{
+		msg(0, `{"shell": "./deploy.sh", "secrets": ["DEPLOY_TOKEN"]}`),
+		msg(1, `{"shell": "./deploy.sh", "secrets": ["MISSING"]}`),
+	})
+	if !commit || err != nil {
+		t.Fatalf("batch: commit=%v err=%v", commit, err)
+	}
+	h = consume.Handler(consume.Config{Client: c, Command: client.Submission{Queue: "cmd", Argv: []string{"./each.sh"}, Secrets: held}})
+	if commit, err := h(context.Background(), []consumer.Message{msg(2, "input")}); !commit || err != nil {
+		t.Fatalf("batch with a command: commit=%v err=%v", commit, err)
+	}
+	jobs := jobsOf(t, c)
+	if got := jobs["kafka:jobs/0/0"].GetParams().GetSecretNames(); len(got) != 1 || got[0] != "DEPLOY_TOKEN" {
+		t.Fatalf("the spec's job has secrets %v, want DEPLOY_TOKEN alone", got)
+	}
+	rejected := jobs["kafka:jobs/0/1/rejected"]
+	if !strings.Contains(rejected.GetResult().GetError(), `"MISSING", which is not a secret spool consume was given`) {
+		t.Fatalf("a spec naming a secret not held: %v", rejected.GetResult())
+	}
+	if got := jobs["kafka:jobs/0/2"].GetParams().GetSecretNames(); len(got) != 2 {
+		t.Fatalf("the command's job has secrets %v, want both", got)
+	}
+	l := spooltest.LeaseJob(t, srv, "default")
+	if l.JobID() != jobs["kafka:jobs/0/0"].GetJobId() || len(l.GetSecrets()) != 1 || l.GetSecrets()["DEPLOY_TOKEN"] != held["DEPLOY_TOKEN"] {
+		t.Fatalf("the lease of the spec's job carries %d secrets", len(l.GetSecrets()))
+	}
+}

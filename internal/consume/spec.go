@@ -31,6 +31,11 @@ type spec struct {
 	Repo        string            `json:"repo"`
 	Ref         string            `json:"ref"`
 	Stdin       string            `json:"stdin"`
+	// Secrets name the secrets of spool consume's own (its --secret
+	// flags) that the job gets. A message carries no secret's value: a
+	// topic is read by many, and a message that cannot become a job is
+	// kept whole where it can be read.
+	Secrets []string `json:"secrets"`
 }
 
 // duration is a timeout written as Go writes durations ("90s", "10m") or
@@ -60,10 +65,11 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 
 // ParseSpec reads a job spec: one JSON object with argv (a program and its
 // arguments) or shell (a script for /bin/sh -c), and optionally env, dir,
-// queue, timeout ("90s" or seconds), max_attempts, retries, repo, ref and
-// stdin. Unknown fields are refused, so a misspelt field is noticed
+// queue, timeout ("90s" or seconds), max_attempts, retries, repo, ref,
+// stdin and secrets (the names of those of held, name to value, that the
+// job gets). Unknown fields are refused, so a misspelt field is noticed
 // instead of ignored. Errors wrap ErrNotASpec and say what is wrong.
-func ParseSpec(value []byte) (client.Submission, error) {
+func ParseSpec(value []byte, held map[string]string) (client.Submission, error) {
 	var s spec
 	if !utf8.Valid(value) {
 		return client.Submission{}, fmt.Errorf("%w: the message is not UTF-8 text", ErrNotASpec)
@@ -83,6 +89,16 @@ func ParseSpec(value []byte) (client.Submission, error) {
 	}
 	if s.Timeout != nil {
 		sub.Timeout = time.Duration(*s.Timeout)
+	}
+	for _, name := range s.Secrets {
+		v, ok := held[name]
+		if !ok {
+			return sub, fmt.Errorf(`%w: "secrets" names %q, which is not a secret spool consume was given (--secret %s)`, ErrNotASpec, name, name)
+		}
+		if sub.Secrets == nil {
+			sub.Secrets = map[string]string{}
+		}
+		sub.Secrets[name] = v
 	}
 	switch {
 	case len(s.Argv) == 0 && s.Shell == "":
@@ -114,7 +130,7 @@ func describe(err error) string {
 		return "the message is empty"
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") +
-			"; the fields are argv, shell, env, dir, queue, timeout, max_attempts, retries, repo, ref and stdin"
+			"; the fields are argv, shell, env, dir, queue, timeout, max_attempts, retries, repo, ref, stdin and secrets"
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }

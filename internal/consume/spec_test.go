@@ -11,7 +11,7 @@ import (
 
 func TestParseSpec(t *testing.T) {
 	sub, err := consume.ParseSpec([]byte(`{"argv": ["make", "test"], "env": {"CI": "1"}, "dir": "/src", "queue": "builds",
-		"timeout": "10m", "max_attempts": 2, "retries": 1, "repo": "https://example.com/r.git", "ref": "main", "stdin": "hello"}`))
+		"timeout": "10m", "max_attempts": 2, "retries": 1, "repo": "https://example.com/r.git", "ref": "main", "stdin": "hello"}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,9 +20,22 @@ func TestParseSpec(t *testing.T) {
 		string(sub.Stdin) != "hello" {
 		t.Fatalf("spec read as %+v", sub)
 	}
-	sub, err = consume.ParseSpec([]byte(`{"shell": "echo hi", "timeout": 90}`))
+	sub, err = consume.ParseSpec([]byte(`{"shell": "echo hi", "timeout": 90}`), nil)
 	if err != nil || sub.Script != "echo hi" || sub.Timeout != 90*time.Second {
 		t.Fatalf("shell spec read as %+v, %v", sub, err)
+	}
+}
+
+// TestParseSpecSecrets: a spec names which of spool consume's secrets its
+// job gets, and gets their values; the others stay out of it.
+func TestParseSpecSecrets(t *testing.T) {
+	held := map[string]string{"DEPLOY_TOKEN": "value-1", "OTHER": "value-2"}
+	sub, err := consume.ParseSpec([]byte(`{"shell": "./deploy.sh", "secrets": ["DEPLOY_TOKEN"]}`), held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sub.Secrets) != 1 || sub.Secrets["DEPLOY_TOKEN"] != "value-1" {
+		t.Fatalf("secrets read as %v, want DEPLOY_TOKEN alone", sub.Secrets)
 	}
 }
 
@@ -40,8 +53,10 @@ func TestParseSpecRefusesWithAReason(t *testing.T) {
 		{`{"shell": "a", "retries": -1}`, "negative"},
 		{`{"shell": "a"} {"shell": "b"}`, "more than one JSON value"},
 		{"{\"shell\": \"\xff\"}", "not UTF-8"},
+		{`{"shell": "a", "secrets": ["NOT_HELD"]}`, `"NOT_HELD", which is not a secret spool consume was given`},
+		{`{"shell": "a", "secrets": {"TOKEN": "value"}}`, `"secrets" must be an array`},
 	} {
-		_, err := consume.ParseSpec([]byte(tc.in))
+		_, err := consume.ParseSpec([]byte(tc.in), nil)
 		if !errors.Is(err, consume.ErrNotASpec) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseSpec(%q) = %v, want an ErrNotASpec saying %q", tc.in, err, tc.want)
 		}
@@ -55,7 +70,7 @@ func FuzzParseSpec(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		sub, err := consume.ParseSpec(b)
+		sub, err := consume.ParseSpec(b, nil)
 		if err != nil {
 			if !errors.Is(err, consume.ErrNotASpec) {
 				t.Fatalf("error %v does not wrap ErrNotASpec", err)

@@ -11,9 +11,15 @@ import (
 // a watcher follows the job on replica B and sees every line, once, in
 // order, while the job runs.
 func TestTwoReplicasOnAWS(t *testing.T) {
-	servers := awstest.Start(t)
-	aws := servers.NewConfig(t)
-	store := configArgs(t, map[string]any{
+	testTwoServers(t, awsStore(t), nil, false)
+}
+
+// awsStore starts DynamoDB- and SQS-compatible test servers and returns
+// the `spool server` arguments of a store on them.
+func awsStore(t *testing.T) []string {
+	t.Helper()
+	aws := awstest.Start(t).NewConfig(t)
+	return configArgs(t, map[string]any{
 		"server": map[string]any{"token_key": tokenKey},
 		"store": map[string]any{"type": "aws", "aws": map[string]any{
 			"dynamodb_endpoint": aws.DynamoDBEndpoint, "sqs_endpoint": aws.SQSEndpoint,
@@ -21,5 +27,4 @@ func TestTwoReplicasOnAWS(t *testing.T) {
 			"queue_prefix": aws.QueuePrefix, "auto_create_queues": true,
 		}},
 	})
-	testTwoServers(t, store, nil, false)
 }

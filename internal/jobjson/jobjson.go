@@ -52,13 +52,16 @@ type Job struct {
 
 // JobParams is what a job runs.
 type JobParams struct {
-	Argv           []string          `json:"argv,omitempty"`
-	Script         string            `json:"script,omitempty"`
-	Env            map[string]string `json:"env,omitempty"`
-	WorkingDir     string            `json:"working_dir,omitempty"`
-	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
-	RepositoryURL  string            `json:"repository_url,omitempty"`
-	Ref            string            `json:"ref,omitempty"`
+	Argv   []string          `json:"argv,omitempty"`
+	Script string            `json:"script,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
+	// SecretNames are the names of the job's secrets; their values are
+	// never shown.
+	SecretNames    []string `json:"secret_names,omitempty"`
+	WorkingDir     string   `json:"working_dir,omitempty"`
+	TimeoutSeconds float64  `json:"timeout_seconds,omitempty"`
+	RepositoryURL  string   `json:"repository_url,omitempty"`
+	Ref            string   `json:"ref,omitempty"`
 	// Stdin is what the command reads on its standard input, in base64.
 	Stdin []byte `json:"stdin,omitempty"`
 	// PTY runs the command on a pseudo-terminal (stdout and stderr are
@@ -168,6 +171,7 @@ func paramsView(p *spoolv1.JobParams) JobParams {
 		Argv:           p.GetArgv(),
 		Script:         p.GetScript(),
 		Env:            p.GetEnv(),
+		SecretNames:    p.GetSecretNames(),
 		WorkingDir:     p.GetWorkingDir(),
 		TimeoutSeconds: p.GetTimeout().AsDuration().Seconds(),
 		RepositoryURL:  p.GetRepositoryUrl(),

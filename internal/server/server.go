@@ -28,6 +28,7 @@ import (
 	"github.com/spool-run/spool/internal/connectapi"
 	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/store"
@@ -69,7 +70,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 	if err := makeDirs(cfg, log); err != nil {
 		return nil, err
 	}
-	signer, err := signer(cfg)
+	signer, sealer, err := tokenKeys(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 	}
 	s := &Server{cfg: cfg, log: log, store: st, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{})}
 	s.hs = &http.Server{
-		Handler:           s.routes(signer),
+		Handler:           s.routes(signer, sealer),
 		Protocols:         protocols(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -127,10 +128,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 }
 
 // routes builds the core and mounts every entrance on one mux.
-func (s *Server) routes(signer *token.Signer) http.Handler {
+func (s *Server) routes(signer *token.Signer, sealer *seal.Sealer) http.Handler {
 	// Only an invalid option makes these fail: a programming error.
 	metrics := telemetry.Must(telemetry.New())
-	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Config: s.cfg, Log: s.log, Meter: metrics.Meter("server")})
+	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: metrics.Meter("server")})
 	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(metrics.Provider()),
 		otelconnect.WithoutTracing(), otelconnect.WithoutServerPeerAttributes()))
 
@@ -332,9 +333,11 @@ func makeDirs(cfg *config.Config, log *slog.Logger) error {
 	return nil
 }
 
-// signer returns the task token signer: the configured key, or the one
-// generated into the data directory.
-func signer(cfg *config.Config) (*token.Signer, error) {
+// tokenKeys returns the task token signer and the sealer of jobs' secrets,
+// both from the token key: the configured one, or the one generated into
+// the data directory. Every server sharing a store shares server.token_key,
+// so each opens the secrets another sealed.
+func tokenKeys(cfg *config.Config) (*token.Signer, *seal.Sealer, error) {
 	var (
 		key []byte
 		err error
@@ -345,9 +348,14 @@ func signer(cfg *config.Config) (*token.Signer, error) {
 		key, err = token.LoadOrCreateKey(filepath.Join(cfg.Server.DataDir, datadir.TokenKey))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return token.NewSigner(key)
+	signer, err := token.NewSigner(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	sealer, err := seal.New(key)
+	return signer, sealer, err
 }
 
 // dropStartupGarbage collects what opening the store left behind and gives

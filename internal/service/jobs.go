@@ -32,6 +32,12 @@ func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) 
 	if err := checkText("reject_reason", m.GetRejectReason(), maxResultError); err != nil {
 		return nil, err
 	}
+	if err := checkSecrets(m.GetSecrets(), m.GetParams().GetEnv()); err != nil {
+		return nil, err
+	}
+	if rejected && len(m.GetSecrets()) > 0 {
+		return nil, invalid("secrets: a job recorded as rejected never runs; give it none")
+	}
 	if err := checkText("request_id", m.GetRequestId(), maxRequestID); err != nil {
 		return nil, err
 	}
@@ -51,6 +57,9 @@ func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) 
 		MaxAttempts:  attempts,
 		Retries:      m.GetRetries(),
 		RejectReason: m.GetRejectReason(),
+	}
+	if err := s.withSecrets(&nj, m.GetSecrets()); err != nil {
+		return nil, err
 	}
 	job, created, err := s.store.Enqueue(ctx, nj)
 	if err != nil {
@@ -181,7 +190,9 @@ func (s *Service) checkBudget(maxAttempts, retries int32) (int32, error) {
 }
 
 // sameRequest reports whether job was created by the request nj describes:
-// the same queue, command and budgets.
+// the same queue, command and budgets. Of secrets, only their names
+// (params.secret_names) count: comparing values would tell whoever holds
+// a request id whether a guess of them is right.
 func sameRequest(job *spoolv1.Job, nj store.NewJob) bool {
 	return job.GetQueue() == nj.Queue && proto.Equal(job.GetParams(), nj.Params) &&
 		job.GetMaxAttempts() == nj.MaxAttempts && job.GetRetries() == nj.Retries

@@ -67,9 +67,11 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 	if err != nil {
 		return nil, s.fail(ctx, "DequeueJobs", err)
 	}
+	leases, secrets := s.leaseSecrets(ctx, leases)
 	resp := &spoolv1.DequeueJobsResponse{}
-	for _, l := range leases {
+	for i, l := range leases {
 		resp.Leases = append(resp.Leases, &spoolv1.JobLease{
+			Secrets:        secrets[i],
 			Job:            l.Job,
 			TaskToken:      s.signer.Sign(token.Claims{JobID: l.JobID, Queue: l.Queue, Attempt: l.Attempt, LeaseID: l.LeaseID}),
 			NextSequence:   l.Head.NextSequence,

@@ -11,6 +11,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/memstore"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -37,14 +38,23 @@ func newOperatorKeeping(t *testing.T, days int) *operator {
 	cfg := config.Default()
 	cfg.Auth.Disabled = true
 	cfg.Jobs.RetentionDays = days
-	signer, err := token.NewSigner(make([]byte, 32))
+	o := &operator{st: memstore.New(), ctx: WithCredentials(context.Background(), Credentials{Host: "localhost"})}
+	o.s = newCore(t, o.st, cfg, make([]byte, 32), func() time.Time { return storekit.Now().Add(time.Duration(o.shift.Load())) })
+	return o
+}
+
+// newCore is a core over st whose tokens and secrets are keyed with key.
+func newCore(t *testing.T, st store.JobStore, cfg *config.Config, key []byte, clock func() time.Time) *Service {
+	t.Helper()
+	signer, err := token.NewSigner(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &operator{st: memstore.New(), ctx: WithCredentials(context.Background(), Credentials{Host: "localhost"})}
-	o.s = New(Options{Store: o.st, Config: cfg, Signer: signer,
-		Clock: func() time.Time { return storekit.Now().Add(time.Duration(o.shift.Load())) }})
-	return o
+	sealer, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Options{Store: st, Config: cfg, Signer: signer, Sealer: sealer, Clock: clock})
 }
 
 func (o *operator) enqueue(t *testing.T, queue string) *spoolv1.Job {

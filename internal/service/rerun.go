@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -10,13 +11,15 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
 )
 
 // RerunJob enqueues a finished job again: a new job with the same queue,
-// command and budgets, under today's execution settings. The new job's
-// rerun_of names the old one and the old one's reruns list the new one. A
-// repeat with the same request_id returns the job the first call made.
+// command, secrets and budgets, under today's execution settings. The new
+// job's rerun_of names the old one and the old one's reruns list the new
+// one. A repeat with the same request_id returns the job the first call
+// made.
 func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*spoolv1.RerunJobResponse, error) {
 	old, err := s.job(ctx, "RerunJob", m.GetJobId())
 	if err != nil {
@@ -40,6 +43,16 @@ func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*sp
 		MaxAttempts: old.GetMaxAttempts(),
 		Retries:     old.GetRetries(),
 		RerunOf:     old.GetJobId(),
+	}
+	secrets, err := s.secretsOf(ctx, old)
+	if errors.Is(err, seal.ErrOpen) {
+		return nil, apierr.Errorf(spool.ErrConflict, "%v: submit it again with its secrets instead", err)
+	}
+	if err != nil {
+		return nil, s.fail(ctx, "RerunJob", err)
+	}
+	if err := s.withSecrets(&nj, secrets); err != nil {
+		return nil, err
 	}
 	job, created, err := s.store.Enqueue(ctx, nj)
 	if err != nil {

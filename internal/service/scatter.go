@@ -101,6 +101,9 @@ func (s *Service) checkScatterSpec(spec *spoolv1.ScatterSpec) error {
 	if len(spec.GetParams().GetStdin()) > 0 || len(spec.GetGather().GetStdin()) > 0 {
 		return invalid("params.stdin: a scatter's jobs read their input document on stdin; put shared data in batch_input")
 	}
+	if len(spec.GetParams().GetSecretNames()) > 0 || len(spec.GetGather().GetSecretNames()) > 0 {
+		return invalid("params.secret_names: a scatter's jobs cannot have secrets; submit jobs with secrets one by one")
+	}
 	if spec.MaxAttempts, err = s.checkBudget(spec.GetMaxAttempts(), spec.GetRetries()); err != nil {
 		return err
 	}

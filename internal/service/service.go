@@ -34,6 +34,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/token"
@@ -45,6 +46,9 @@ type Options struct {
 	Store store.JobStore
 	// Signer signs and checks task tokens.
 	Signer *token.Signer
+	// Sealer seals and opens jobs' secrets (nil: jobs with secrets are
+	// refused). The server derives it from the same key as Signer.
+	Sealer *seal.Sealer
 	// Config supplies job defaults (attempts, lease length, batching).
 	Config *config.Config
 	// Log receives the core's structured events (nil: discarded).
@@ -64,6 +68,7 @@ type Service struct {
 	// everything else for the server's whole life.
 	retention time.Duration
 	signer    *token.Signer
+	sealer    *seal.Sealer
 	cfg       *config.Config
 	log       *slog.Logger
 	metrics   *metrics
@@ -94,7 +99,7 @@ func New(o Options) *Service {
 	if o.Clock == nil {
 		o.Clock = storekit.Now
 	}
-	s := &Service{store: o.Store, clock: o.Clock, retention: o.Config.Jobs.Retention(), signer: o.Signer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
+	s := &Service{store: o.Store, clock: o.Clock, retention: o.Config.Jobs.Retention(), signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
 	s.outage.reset(storekit.Now())
 	s.scatters.init()

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/mask"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -32,6 +34,18 @@ const (
 	maxEventsPerPublish = 1000
 )
 
+// Bounds on a job's secrets. A secret shorter than minSecret would, masked
+// in output, hide ordinary text (and masking "abc" reveals what is near it
+// anyway); the total keeps the sealed secrets well within what every
+// store holds beside a job's parameters.
+const (
+	maxSecrets      = 100
+	minSecret       = mask.MinLen
+	maxSecret       = 32 << 10
+	maxSecretsBytes = 64 << 10 // names and values together
+	maxSecretName   = 255
+)
+
 // How large a request's message may be, decompressed, by call: what each
 // call can need, so a client cannot make the server read, decompress or
 // decode more than that. The entrances enforce them before a message
@@ -41,9 +55,10 @@ const (
 	// or one batch of at most config.MaxBatchBytesLimit of output and its
 	// lines' metadata; twice the limit holds either.
 	MaxPublishRequestBytes = 2 * config.MaxBatchBytesLimit
-	// MaxEnqueueRequestBytes: the parameters are at most maxParamBytes;
-	// twice that holds their encoding and the other fields.
-	MaxEnqueueRequestBytes = 2 * maxParamBytes
+	// MaxEnqueueRequestBytes: the parameters are at most maxParamBytes and
+	// the secrets maxSecretsBytes; twice that holds their encoding and the
+	// other fields.
+	MaxEnqueueRequestBytes = 2 * (maxParamBytes + maxSecretsBytes)
 	// MaxRequestBytes is for every other call: ids, a task token, short
 	// texts (the longest, a result's error, is maxResultError).
 	MaxRequestBytes = 64 << 10
@@ -56,7 +71,11 @@ const (
 	maxLease = 12 * time.Hour
 )
 
-var queueName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+var (
+	queueName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	// envName is what a shell accepts as a variable's name.
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 var invalid = apierr.Invalid
 
@@ -106,8 +125,11 @@ func checkParams(p *spoolv1.JobParams, rejected bool) error {
 		return invalid("params.script contains a NUL byte")
 	}
 	for k, v := range p.GetEnv() {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return invalid("params.env: %q is not a valid environment variable name (non-empty, no '=' or NUL)", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return invalid("params.env: the value of %s contains a NUL byte, which no environment variable can hold", k)
 		}
 		size += len(k) + len(v)
 	}
@@ -130,6 +152,62 @@ func checkParams(p *spoolv1.JobParams, rejected bool) error {
 		return invalid("params.ref %q is not a branch, tag or commit", r)
 	}
 	return nil
+}
+
+// checkSecrets validates a job's secrets against its environment. Errors
+// name the secret, never its value.
+func checkSecrets(secrets, env map[string]string) error {
+	if len(secrets) > maxSecrets {
+		return invalid("secrets: %d secrets; at most %d", len(secrets), maxSecrets)
+	}
+	size := 0
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		v := secrets[name]
+		switch {
+		case len(name) > maxSecretName || !envName.MatchString(name):
+			return invalid("secrets: %q is not an environment variable name (letters, digits and '_', not starting with a digit, at most %d)",
+				truncate(name, maxSecretName), maxSecretName)
+		case hasKey(env, name):
+			return invalid("secret %s is also in params.env: give it in one place (as a secret, if it is one)", name)
+		case len(v) < minSecret:
+			return invalid("secret %s is %d bytes; a secret must be at least %d bytes, so that masking it in output does not hide ordinary text", name, len(v), minSecret)
+		case len(v) > maxSecret:
+			return invalid("secret %s is %d bytes; at most %d", name, len(v), maxSecret)
+		case strings.IndexByte(v, 0) >= 0:
+			return invalid("secret %s contains a NUL byte, which no environment variable can hold", name)
+		}
+		if line, n := shortLine(v); line > 0 {
+			return invalid("secret %s: line %d is %d bytes; each line of a secret of several lines is masked on its own, so it must be empty or at least %d bytes",
+				name, line, n, minSecret)
+		}
+		size += len(name) + len(v)
+	}
+	if size > maxSecretsBytes {
+		return invalid("secrets: %d bytes of names and values; at most %d", size, maxSecretsBytes)
+	}
+	return nil
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// shortLine finds, in a value of several lines, the first line (from 1)
+// that is not empty and shorter than a secret may be, and its length (a
+// "\r" before its newline not counted, as masking does not count it); 0
+// when there is none.
+func shortLine(v string) (line, n int) {
+	if !strings.Contains(v, "\n") {
+		return 0, 0
+	}
+	for i, line := range strings.Split(v, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if line != "" && len(line) < minSecret {
+			return i + 1, len(line)
+		}
+	}
+	return 0, 0
 }
 
 // checkText bounds a free-text field and requires it to be printable UTF-8.

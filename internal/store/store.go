@@ -50,6 +50,11 @@ type JobStore interface {
 	// AddRerun records on a job that rerunID runs it again (storekit.AddRerun:
 	// once per id, the newest MaxReruns kept), whatever its state.
 	AddRerun(ctx context.Context, jobID, rerunID string) (*spoolv1.Job, error)
+	// JobSecrets returns the sealed secrets a job was created with
+	// (NewJob.Secrets; nil when it has none), or ErrNotFound. They are kept
+	// beside the job, never in it: no other method returns them, and
+	// DeleteJob deletes them with the job.
+	JobSecrets(ctx context.Context, jobID string) ([]byte, error)
 
 	// Dequeue leases up to r.Max ready jobs of r.Queue, oldest first, waiting
 	// up to r.Wait for one. A job is ready when queued and past its run_after
@@ -166,6 +171,10 @@ type NewJob struct {
 	// RejectReason, when set, makes the job failed from the start, with
 	// this as its error: it is kept and listed but never leased.
 	RejectReason string
+	// Secrets are the job's secrets as the service sealed them (package
+	// seal), stored as they are beside the job and read back only by
+	// JobSecrets.
+	Secrets []byte
 }
 
 // ListFilter selects and pages jobs for List.

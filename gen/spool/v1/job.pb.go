@@ -123,7 +123,12 @@ type JobParams struct {
 	// that colour their output only on a terminal keep their colours. Its
 	// stdout and stderr are then one stream, the terminal's, recorded as
 	// stdout.
-	Pty           bool `protobuf:"varint,11,opt,name=pty,proto3" json:"pty,omitempty"`
+	Pty bool `protobuf:"varint,11,opt,name=pty,proto3" json:"pty,omitempty"`
+	// The names of the job's secrets, sorted. Set by spool from
+	// EnqueueJobRequest.secrets (and kept by a rerun): a job shows which
+	// secrets it has, never their values, which only the worker holding
+	// the job's lease receives (JobLease.secrets).
+	SecretNames   []string `protobuf:"bytes,12,rep,name=secret_names,json=secretNames,proto3" json:"secret_names,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -233,6 +238,13 @@ func (x *JobParams) GetPty() bool {
 		return x.Pty
 	}
 	return false
+}
+
+func (x *JobParams) GetSecretNames() []string {
+	if x != nil {
+		return x.SecretNames
+	}
+	return nil
 }
 
 // External says where an external job's log comes from.
@@ -843,7 +855,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb9\x03\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\x03\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -857,7 +869,8 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\x05stdin\x18\t \x01(\fR\x05stdin\x12.\n" +
 	"\bexternal\x18\n" +
 	" \x01(\v2\x12.spool.v1.ExternalR\bexternal\x12\x10\n" +
-	"\x03pty\x18\v \x01(\bR\x03pty\x1a6\n" +
+	"\x03pty\x18\v \x01(\bR\x03pty\x12!\n" +
+	"\fsecret_names\x18\f \x03(\tR\vsecretNames\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\"\n" +

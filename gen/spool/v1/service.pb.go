@@ -40,7 +40,18 @@ type EnqueueJobRequest struct {
 	// runs it: for work that arrived but cannot run (a consumed message that
 	// is not a valid job spec), so it is kept and seen instead of dropped.
 	// params then need no command. At most 16 KiB.
-	RejectReason  string `protobuf:"bytes,6,opt,name=reject_reason,json=rejectReason,proto3" json:"reject_reason,omitempty"`
+	RejectReason string `protobuf:"bytes,6,opt,name=reject_reason,json=rejectReason,proto3" json:"reject_reason,omitempty"`
+	// Secrets: environment variables of the command whose values no call
+	// ever returns. They are stored encrypted, handed only to the worker
+	// that leases the job, and masked in its output. The job shows only
+	// their names (params.secret_names, which the server sets). Names are
+	// environment variable names (letters, digits and '_', not starting
+	// with a digit) that params.env does not use; at most 100 secrets,
+	// each value 4 bytes to 32 KiB (every line of a value with several
+	// lines empty or at least 4 bytes), 64 KiB of names and values in all.
+	// A repeat with the same request_id compares the secrets' names, not
+	// their values.
+	Secrets       map[string]string `protobuf:"bytes,7,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -115,6 +126,13 @@ func (x *EnqueueJobRequest) GetRejectReason() string {
 		return x.RejectReason
 	}
 	return ""
+}
+
+func (x *EnqueueJobRequest) GetSecrets() map[string]string {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
 }
 
 type EnqueueJobResponse struct {
@@ -781,8 +799,12 @@ type JobLease struct {
 	// CompleteJobRequest.encoded_events. Unset (an older server, which would
 	// drop them), events go as messages.
 	TakesEncodedEvents bool `protobuf:"varint,8,opt,name=takes_encoded_events,json=takesEncodedEvents,proto3" json:"takes_encoded_events,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The job's secrets (EnqueueJobRequest.secrets), name to value: set as
+	// environment variables of the command, and masked in its output
+	// before it is sent. Only a lease carries them.
+	Secrets       map[string]string `protobuf:"bytes,9,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobLease) Reset() {
@@ -869,6 +891,13 @@ func (x *JobLease) GetTakesEncodedEvents() bool {
 		return x.TakesEncodedEvents
 	}
 	return false
+}
+
+func (x *JobLease) GetSecrets() map[string]string {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
 }
 
 type DequeueJobsResponse struct {
@@ -1966,7 +1995,7 @@ var File_spool_v1_service_proto protoreflect.FileDescriptor
 
 const file_spool_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x16spool/v1/service.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14spool/v1/event.proto\x1a\x12spool/v1/job.proto\"\xd7\x01\n" +
+	"\x16spool/v1/service.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14spool/v1/event.proto\x1a\x12spool/v1/job.proto\"\xd7\x02\n" +
 	"\x11EnqueueJobRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12+\n" +
 	"\x06params\x18\x02 \x01(\v2\x13.spool.v1.JobParamsR\x06params\x12\x1d\n" +
@@ -1974,7 +2003,11 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12!\n" +
 	"\fmax_attempts\x18\x04 \x01(\x05R\vmaxAttempts\x12\x18\n" +
 	"\aretries\x18\x05 \x01(\x05R\aretries\x12#\n" +
-	"\rreject_reason\x18\x06 \x01(\tR\frejectReason\"Y\n" +
+	"\rreject_reason\x18\x06 \x01(\tR\frejectReason\x12B\n" +
+	"\asecrets\x18\a \x03(\v2(.spool.v1.EnqueueJobRequest.SecretsEntryR\asecrets\x1a:\n" +
+	"\fSecretsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
 	"\x12EnqueueJobResponse\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\"\n" +
 	"\fdeduplicated\x18\x02 \x01(\bR\fdeduplicated\"&\n" +
@@ -2011,7 +2044,7 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\bmax_jobs\x18\x02 \x01(\x05R\amaxJobs\x12!\n" +
 	"\fwait_seconds\x18\x03 \x01(\x05R\vwaitSeconds\x12<\n" +
 	"\x1avisibility_timeout_seconds\x18\x04 \x01(\x05R\x18visibilityTimeoutSeconds\x12\x1b\n" +
-	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\xf6\x02\n" +
+	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\xed\x03\n" +
 	"\bJobLease\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\x1d\n" +
 	"\n" +
@@ -2021,7 +2054,11 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x10lease_expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12<\n" +
 	"\x1aheartbeat_interval_seconds\x18\x06 \x01(\x05R\x18heartbeatIntervalSeconds\x122\n" +
 	"\x15complete_takes_events\x18\a \x01(\bR\x13completeTakesEvents\x120\n" +
-	"\x14takes_encoded_events\x18\b \x01(\bR\x12takesEncodedEvents\"A\n" +
+	"\x14takes_encoded_events\x18\b \x01(\bR\x12takesEncodedEvents\x129\n" +
+	"\asecrets\x18\t \x03(\v2\x1f.spool.v1.JobLease.SecretsEntryR\asecrets\x1a:\n" +
+	"\fSecretsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x13DequeueJobsResponse\x12*\n" +
 	"\x06leases\x18\x01 \x03(\v2\x12.spool.v1.JobLeaseR\x06leases\"\xb6\x01\n" +
 	"\x1aUpdateJobVisibilityRequest\x12\x1d\n" +
@@ -2128,7 +2165,7 @@ func file_spool_v1_service_proto_rawDescGZIP() []byte {
 	return file_spool_v1_service_proto_rawDescData
 }
 
-var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_spool_v1_service_proto_goTypes = []any{
 	(*EnqueueJobRequest)(nil),           // 0: spool.v1.EnqueueJobRequest
 	(*EnqueueJobResponse)(nil),          // 1: spool.v1.EnqueueJobResponse
@@ -2162,74 +2199,78 @@ var file_spool_v1_service_proto_goTypes = []any{
 	(*StreamEventsResponse)(nil),        // 29: spool.v1.StreamEventsResponse
 	(*GetJobInputRequest)(nil),          // 30: spool.v1.GetJobInputRequest
 	(*GetJobInputResponse)(nil),         // 31: spool.v1.GetJobInputResponse
-	(*JobParams)(nil),                   // 32: spool.v1.JobParams
-	(*Job)(nil),                         // 33: spool.v1.Job
-	(JobState)(0),                       // 34: spool.v1.JobState
-	(*timestamppb.Timestamp)(nil),       // 35: google.protobuf.Timestamp
-	(*JobResult)(nil),                   // 36: spool.v1.JobResult
-	(*JobEvent)(nil),                    // 37: spool.v1.JobEvent
-	(EventType)(0),                      // 38: spool.v1.EventType
+	nil,                                 // 32: spool.v1.EnqueueJobRequest.SecretsEntry
+	nil,                                 // 33: spool.v1.JobLease.SecretsEntry
+	(*JobParams)(nil),                   // 34: spool.v1.JobParams
+	(*Job)(nil),                         // 35: spool.v1.Job
+	(JobState)(0),                       // 36: spool.v1.JobState
+	(*timestamppb.Timestamp)(nil),       // 37: google.protobuf.Timestamp
+	(*JobResult)(nil),                   // 38: spool.v1.JobResult
+	(*JobEvent)(nil),                    // 39: spool.v1.JobEvent
+	(EventType)(0),                      // 40: spool.v1.EventType
 }
 var file_spool_v1_service_proto_depIdxs = []int32{
-	32, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
-	33, // 1: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
-	33, // 2: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
-	34, // 3: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
-	33, // 4: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
-	33, // 5: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
-	33, // 6: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
-	33, // 7: spool.v1.JobLease.job:type_name -> spool.v1.Job
-	35, // 8: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
-	13, // 9: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
-	35, // 10: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	36, // 11: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
-	37, // 12: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
-	33, // 13: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
-	17, // 14: spool.v1.CompleteJobsRequest.completions:type_name -> spool.v1.CompleteJobRequest
-	21, // 15: spool.v1.CompleteJobsResponse.results:type_name -> spool.v1.CompletionResult
-	33, // 16: spool.v1.CompletionResult.job:type_name -> spool.v1.Job
-	33, // 17: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
-	33, // 18: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
-	37, // 19: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
-	35, // 20: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
-	38, // 21: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	37, // 22: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	33, // 23: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
-	0,  // 24: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
-	2,  // 25: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
-	4,  // 26: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
-	6,  // 27: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
-	8,  // 28: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
-	10, // 29: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
-	12, // 30: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
-	15, // 31: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
-	17, // 32: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
-	19, // 33: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
-	22, // 34: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
-	24, // 35: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
-	26, // 36: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	30, // 37: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
-	28, // 38: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 39: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 40: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	5,  // 41: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	7,  // 42: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	9,  // 43: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
-	11, // 44: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
-	14, // 45: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	16, // 46: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	18, // 47: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	20, // 48: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
-	23, // 49: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
-	25, // 50: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
-	27, // 51: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	31, // 52: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
-	29, // 53: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	39, // [39:54] is the sub-list for method output_type
-	24, // [24:39] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	34, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
+	32, // 1: spool.v1.EnqueueJobRequest.secrets:type_name -> spool.v1.EnqueueJobRequest.SecretsEntry
+	35, // 2: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
+	35, // 3: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
+	36, // 4: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
+	35, // 5: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
+	35, // 6: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
+	35, // 7: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
+	35, // 8: spool.v1.JobLease.job:type_name -> spool.v1.Job
+	37, // 9: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
+	33, // 10: spool.v1.JobLease.secrets:type_name -> spool.v1.JobLease.SecretsEntry
+	13, // 11: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
+	37, // 12: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	38, // 13: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
+	39, // 14: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
+	35, // 15: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
+	17, // 16: spool.v1.CompleteJobsRequest.completions:type_name -> spool.v1.CompleteJobRequest
+	21, // 17: spool.v1.CompleteJobsResponse.results:type_name -> spool.v1.CompletionResult
+	35, // 18: spool.v1.CompletionResult.job:type_name -> spool.v1.Job
+	35, // 19: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
+	35, // 20: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
+	39, // 21: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
+	37, // 22: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
+	40, // 23: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
+	39, // 24: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	35, // 25: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	0,  // 26: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
+	2,  // 27: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
+	4,  // 28: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
+	6,  // 29: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
+	8,  // 30: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
+	10, // 31: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
+	12, // 32: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
+	15, // 33: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
+	17, // 34: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
+	19, // 35: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
+	22, // 36: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
+	24, // 37: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
+	26, // 38: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
+	30, // 39: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
+	28, // 40: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 41: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 42: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	5,  // 43: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	7,  // 44: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	9,  // 45: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
+	11, // 46: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
+	14, // 47: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	16, // 48: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	18, // 49: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	20, // 50: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
+	23, // 51: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	25, // 52: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	27, // 53: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	31, // 54: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
+	29, // 55: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	41, // [41:56] is the sub-list for method output_type
+	26, // [26:41] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_service_proto_init() }
@@ -2245,7 +2286,7 @@ func file_spool_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_service_proto_rawDesc), len(file_spool_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,12 @@ type Backend struct {
 	// Watching, when set, says how many keys (queues, jobs) s keeps for
 	// waiters; the suite then checks that waits leave none behind.
 	Watching func(s store.JobStore) int
+	// RawJob returns every byte s keeps for a job, as stored (its row or
+	// items, and its request marker), or nil once it keeps nothing: the
+	// suite looks there for bytes that must not be stored. Every backend
+	// that keeps data at rest must set it; without it (the memory store)
+	// only what the methods return is checked.
+	RawJob func(t *testing.T, s store.JobStore, jobID string) []byte
 }
 
 // Run runs the whole suite.
@@ -101,6 +107,8 @@ func Run(t *testing.T, b Backend) {
 		{"DeleteJob", testDeleteJob},
 		{"DeleteExternalJob", testDeleteExternalJob},
 		{"EndedBefore", testEndedBefore},
+		{"Secrets", testSecrets},
+		{"SecretsOfARerun", testSecretsOfARerun},
 	}
 	type named = struct {
 		name string

@@ -148,6 +148,8 @@ function renderParams() {
   if (p.argv) rows.push(["argv", p.argv.map((a) => JSON.stringify(a)).join(" ")]);
   if (p.script) rows.push(["script", p.script]);
   for (const [k, v] of Object.entries(p.env || {})) rows.push([`env ${k}`, v]);
+  // A secret's value never reaches the page: the server sends its name.
+  for (const name of p.secret_names || []) rows.push([`secret ${name}`, "***"]);
   if (p.working_dir) rows.push(["working dir", p.working_dir]);
   if (p.timeout_seconds) rows.push(["timeout", duration(p.timeout_seconds * 1000)]);
   if (p.repository_url) rows.push(["repository", p.repository_url + (p.ref ? ` @ ${p.ref}` : "")]);

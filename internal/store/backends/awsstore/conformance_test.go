@@ -33,6 +33,13 @@ func TestConformance(t *testing.T) {
 			}
 			return s2
 		},
+		RawJob: func(t *testing.T, s store.JobStore, id string) []byte {
+			raw, err := awsstore.RawJob(context.Background(), s.(*awsstore.Store), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw
+		},
 	})
 }
 

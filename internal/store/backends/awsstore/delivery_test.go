@@ -23,7 +23,7 @@ import (
 // TestEnqueueFinishedAfterCrash: a server dies after recording a request
 // id and before sending the job; a retry of the request (on another
 // server) finishes that enqueue instead of creating a second job, and the
-// job is delivered once.
+// job is delivered once, with the secrets the first enqueue gave it.
 func TestEnqueueFinishedAfterCrash(t *testing.T) {
 	cfg := awstest.Shared(t).NewConfig(t)
 	crashing, other := openStore(t, cfg), openStore(t, cfg)
@@ -33,12 +33,18 @@ func TestEnqueueFinishedAfterCrash(t *testing.T) {
 	awsstore.SetRollForwardAfter(other, 200*time.Millisecond)
 	nj := newJob(newQueue())
 	nj.RequestID = "retry-me"
+	nj.Secrets = []byte("the secrets the first enqueue sealed")
 	if _, _, err := crashing.Enqueue(ctx, nj); !errors.Is(err, crash) {
 		t.Fatalf("crashing enqueue: %v", err)
 	}
-	j, created, err := other.Enqueue(ctx, nj)
+	retry := nj
+	retry.Secrets = []byte("sealed again by the retry")
+	j, created, err := other.Enqueue(ctx, retry)
 	if err != nil || created {
 		t.Fatalf("retried enqueue: created=%v err=%v, want the recorded job", created, err)
+	}
+	if got, err := other.JobSecrets(ctx, j.GetJobId()); err != nil || string(got) != string(nj.Secrets) {
+		t.Fatalf("secrets of the finished enqueue: %q, %v; want the first enqueue's", got, err)
 	}
 	again, _, err := other.Enqueue(ctx, nj)
 	if err != nil || again.GetJobId() != j.GetJobId() {

@@ -14,7 +14,8 @@
 // as plain attributes. What lease endings, notes and rerun links change
 // (counters, retry time, cancel reason, notes, rerun_of and reruns) is one
 // protobuf, book (storekit.Bookkeeping); a new job has one only when it is
-// a rerun, for its rerun_of. Three indexes: by-queue (queue + created_key)
+// a rerun, for its rerun_of. A job given secrets keeps them sealed (package
+// seal) in secrets, which only JobSecrets reads. Three indexes: by-queue (queue + created_key)
 // and by-time (a constant partition + created_key) list jobs newest first;
 // leases (sparse: only running jobs) finds expired leases. The same table
 // holds one request marker per request_id (key "request#" + SHA-256 of
@@ -36,7 +37,7 @@
 // # Enqueue
 //
 // A request_id is made unique by a conditional PutItem of its marker, which
-// also holds the whole new job. Only the caller that wrote the marker goes
+// also holds the whole new job (and its sealed secrets). Only the caller that wrote the marker goes
 // on: it sends the SQS message, then puts the job item (only if absent).
 // Callers that find the marker return the job it names; if the job is not
 // there yet they wait, and once the marker is a few seconds old they finish

@@ -42,7 +42,7 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	s.register(ctx, nj.Queue)
 	job := storekit.NewJobRecord(nj, storekit.Now())
 	if nj.RequestID != "" {
-		mine, err := s.putMarker(ctx, job)
+		mine, err := s.putMarker(ctx, job, nj.Secrets)
 		if err != nil {
 			return nil, false, err
 		}
@@ -54,21 +54,22 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 			return nil, false, err
 		}
 	}
-	j, err := s.create(ctx, url, job)
+	j, err := s.create(ctx, url, job, nj.Secrets)
 	return j, err == nil, err
 }
 
-// create sends the job's message (a queued job's), then writes the job. The job item is
-// written only if it does not exist yet, so finishing someone else's
-// enqueue (from the same marker) never resets a job that has moved on.
-func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job) (*spoolv1.Job, error) {
+// create sends the job's message (a queued job's), then writes the job
+// with its sealed secrets. The job item is written only if it does not
+// exist yet, so finishing someone else's enqueue (from the same marker)
+// never resets a job that has moved on.
+func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job, secrets []byte) (*spoolv1.Job, error) {
 	// A job born final (rejected) has nothing to deliver: no message.
 	if job.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
 		if err := s.send(ctx, queueURL, message{JobID: job.GetJobId(), Queue: job.GetQueue(), Sent: time.Now().UnixMilli()}); err != nil {
 			return nil, err
 		}
 	}
-	it, err := newJobItem(job)
+	it, err := newJobItem(job, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -98,8 +99,9 @@ func markerKey(requestID string) item {
 	return jobKey(requestKeyPrefix + hex.EncodeToString(sum[:]))
 }
 
-// putMarker claims the job's request id. mine is false when another
-// enqueue claimed it first.
+// putMarker claims the job's request id, keeping the job and its sealed
+// secrets on the marker for whoever finishes the enqueue. mine is false
+// when another enqueue claimed it first.
 //
 // With Config.JobTTL the marker expires JobTTL after the job's creation:
 // no later than the job, which expires JobTTL after it ends, so a marker
@@ -107,7 +109,7 @@ func markerKey(requestID string) item {
 // and in no order, so a marker past its ttl counts as gone, and is
 // replaced: its job has expired too (or, if it still runs JobTTL after
 // its creation, the request id no longer names it).
-func (s *Store) putMarker(ctx context.Context, job *spoolv1.Job) (mine bool, err error) {
+func (s *Store) putMarker(ctx context.Context, job *spoolv1.Job, secrets []byte) (mine bool, err error) {
 	b, err := marshal(job)
 	if err != nil {
 		return false, err
@@ -118,6 +120,7 @@ func (s *Store) putMarker(ctx context.Context, job *spoolv1.Job) (mine bool, err
 	it[aTarget] = str(job.GetJobId())
 	it[aJob] = bin(b)
 	it[aMadeAt] = num(storekit.Now().UnixMicro())
+	addSecrets(it, secrets)
 	if ttl, ok := s.cfg.jobExpiry(job.GetCreatedAt().AsTime()); ok {
 		it[aJobTTL] = ttl
 	}
@@ -174,7 +177,7 @@ func (s *Store) enqueued(ctx context.Context, requestID string) (*spoolv1.Job, e
 				return nil, err
 			}
 			s.log.Warn("finishing an enqueue that stopped after recording its request id", "job", job.GetJobId(), "request_id", requestID)
-			return s.create(ctx, url, job)
+			return s.create(ctx, url, job, getBin(out.Item, aSecrets))
 		}
 		t := time.NewTimer(markerPoll)
 		select {

@@ -227,3 +227,63 @@ var (
 	MessageRetention = messageRetention
 	QueueWaitSeconds = queueWaitSeconds
 )
+
+// RawJob is every byte the store keeps in a job's item and in the marker of
+// its request id, attribute after attribute (nil: neither is there).
+func RawJob(ctx context.Context, s *Store, id string) ([]byte, error) {
+	var out []byte
+	get := func(key map[string]dbtypes.AttributeValue) (map[string]dbtypes.AttributeValue, error) {
+		r, err := s.clients.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.cfg.JobsTable), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, err
+		}
+		out = appendAttrs(out, r.Item)
+		return r.Item, nil
+	}
+	it, err := get(jobKey(id))
+	if err != nil || it == nil {
+		return out, err
+	}
+	r, err := decodeJob(it)
+	if err != nil {
+		return nil, err
+	}
+	if rid := r.spec.GetRequestId(); rid != "" {
+		_, err = get(markerKey(rid))
+	}
+	return out, err
+}
+
+// appendAttrs appends the bytes of every value in it, nested ones too.
+func appendAttrs(out []byte, it map[string]dbtypes.AttributeValue) []byte {
+	for k, v := range it {
+		out = appendAttr(append(out, k...), v)
+	}
+	return out
+}
+
+func appendAttr(out []byte, v dbtypes.AttributeValue) []byte {
+	switch v := v.(type) {
+	case *dbtypes.AttributeValueMemberB:
+		return append(out, v.Value...)
+	case *dbtypes.AttributeValueMemberS:
+		return append(out, v.Value...)
+	case *dbtypes.AttributeValueMemberN:
+		return append(out, v.Value...)
+	case *dbtypes.AttributeValueMemberL:
+		for _, e := range v.Value {
+			out = appendAttr(out, e)
+		}
+	case *dbtypes.AttributeValueMemberM:
+		out = appendAttrs(out, v.Value)
+	case *dbtypes.AttributeValueMemberBS:
+		for _, b := range v.Value {
+			out = append(out, b...)
+		}
+	case *dbtypes.AttributeValueMemberSS:
+		for _, s := range v.Value {
+			out = append(out, s...)
+		}
+	}
+	return out
+}

@@ -168,10 +168,10 @@ func bookValue(j *spoolv1.Job) (types.AttributeValue, error) {
 	return bin(b), nil
 }
 
-// newJobItem is the item of a job just created. Only a job born final (a
-// rejected one) has a result and, with Config.JobTTL, a ttl, which the
-// caller adds.
-func newJobItem(j *spoolv1.Job) (item, error) {
+// newJobItem is the item of a job just created, with its sealed secrets
+// (nil: none). Only a job born final (a rejected one) has a result and,
+// with Config.JobTTL, a ttl, which the caller adds.
+func newJobItem(j *spoolv1.Job, secrets []byte) (item, error) {
 	spec, err := marshal(specOf(j))
 	if err != nil {
 		return nil, err
@@ -192,6 +192,7 @@ func newJobItem(j *spoolv1.Job) (item, error) {
 		aNextLine:   num(int64(1)),
 		aRev:        num(int64(1)),
 	}
+	addSecrets(it, secrets)
 	if j.GetStartedAt() != nil { // an external job starts when created
 		it[aStartedAt] = num(j.GetStartedAt().AsTime().UnixMicro())
 	}
@@ -212,6 +213,13 @@ func newJobItem(j *spoolv1.Job) (item, error) {
 		it[aBook] = bin(b)
 	}
 	return it, nil
+}
+
+// addSecrets puts a job's sealed secrets, if any, on its item or marker.
+func addSecrets(it item, secrets []byte) {
+	if len(secrets) > 0 {
+		it[aSecrets] = bin(secrets)
+	}
 }
 
 // createdKey orders jobs by creation time, then id, as a string: the sort

@@ -44,6 +44,29 @@ func (s *Store) Get(ctx context.Context, id string) (*spoolv1.Job, error) {
 	return r.view(), nil
 }
 
+// JobSecrets implements store.JobStore: the secrets attribute of the job
+// item, read strongly consistent (a lease may follow the enqueue at once).
+func (s *Store) JobSecrets(ctx context.Context, id string) ([]byte, error) {
+	if !validID(id) {
+		return nil, store.JobNotFound(id)
+	}
+	e := newExpr()
+	out, err := s.clients.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(s.cfg.JobsTable),
+		Key:                      jobKey(id),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String(e.n(aKind) + ", " + e.n(aSecrets)),
+		ExpressionAttributeNames: e.names,
+	})
+	if err != nil {
+		return nil, awsErr(err, "read the secrets of job %s", id)
+	}
+	if out.Item == nil || !isJobItem(out.Item) {
+		return nil, store.JobNotFound(id)
+	}
+	return getBin(out.Item, aSecrets), nil
+}
+
 // updateJob applies u to a job if cond holds. ok is false when it did not
 // (someone changed the job first, or it does not exist). A change that
 // bumps rev wakes this server's watchers of the job at once; other

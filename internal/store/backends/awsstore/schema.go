@@ -58,6 +58,10 @@ const (
 	aTarget    = "target"     // S, the job id it created
 	aMadeAt    = "made_at"    // N, Unix microseconds
 	aJob       = "job"        // B, the job as first created (spoolv1.Job)
+	// The job's sealed secrets (store.NewJob.Secrets), on the job item and
+	// on its request marker (which a finished enqueue is rebuilt from).
+	// Absent for a job without secrets; only JobSecrets reads them.
+	aSecrets = "secrets" // B
 
 	kindJob     = "job"
 	kindRequest = "request"

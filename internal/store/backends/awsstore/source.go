@@ -192,7 +192,7 @@ func (s *Store) openSourceJob(ctx context.Context, source string, k sourceKey, r
 // with no lease expiry, so the leases index never holds it, and no SQS
 // message.
 func (s *Store) putSourceJob(ctx context.Context, job *spoolv1.Job, ord int64) (*jobRec, error) {
-	it, err := newJobItem(job)
+	it, err := newJobItem(job, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@
 package memstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"iter"
@@ -61,6 +62,8 @@ type record struct {
 	items   []storekit.Item
 	// accepted are an external job's accepted events, in line order.
 	accepted []store.Accepted
+	// secrets are the job's sealed secrets (store.NewJob.Secrets).
+	secrets []byte
 }
 
 var _ store.JobStore = (*Store)(nil)
@@ -94,6 +97,7 @@ func (s *Store) Enqueue(_ context.Context, nj store.NewJob) (*spoolv1.Job, bool,
 		}
 	}
 	rec := s.insert(storekit.NewJobRecord(nj, storekit.Now()))
+	rec.secrets = bytes.Clone(nj.Secrets)
 	if nj.RequestID != "" {
 		s.byReq[nj.RequestID] = rec.job.JobId
 	}
@@ -131,6 +135,17 @@ func (s *Store) Get(_ context.Context, id string) (*spoolv1.Job, error) {
 		return nil, store.JobNotFound(id)
 	}
 	return s.view(r), nil
+}
+
+// JobSecrets implements store.JobStore.
+func (s *Store) JobSecrets(_ context.Context, id string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.jobs[id]
+	if !ok {
+		return nil, store.JobNotFound(id)
+	}
+	return bytes.Clone(r.secrets), nil
 }
 
 // compareCreated orders records oldest first.

@@ -125,3 +125,20 @@ func MigrateTo(url string, version int64) error {
 	_, err = p.UpTo(context.Background(), version)
 	return err
 }
+
+// RawJob is every byte the store keeps in a job's row, column after column
+// as the database sends it (nil: no row).
+func RawJob(s *Store, id string) ([]byte, error) {
+	rows, err := s.pool.Query(context.Background(), `SELECT * FROM jobs WHERE job_id = $1`, pgx.QueryResultFormats{pgx.BinaryFormatCode}, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []byte
+	for rows.Next() {
+		for _, v := range rows.RawValues() {
+			out = append(out, v...)
+		}
+	}
+	return out, rows.Err()
+}

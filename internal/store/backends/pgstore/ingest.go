@@ -96,7 +96,7 @@ func (s *Store) ingestTx(ctx context.Context, conn *pgx.Conn, req store.IngestRe
 	if len(in.Items) > 0 {
 		id := in.Row.Job.JobId
 		if in.Created {
-			w.Queue(insertNewJob, sqlrows.InsertJobArgs(in.Row.Job)...)
+			w.Queue(insertNewJob, sqlrows.InsertJobArgs(in.Row.Job, nil)...)
 		}
 		queueItems(w, id, in.Items)
 		queueAccepted(w, req.Source, id, in.Accepted)

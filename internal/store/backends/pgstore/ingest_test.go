@@ -48,7 +48,7 @@ func TestIngestLosesTheRaceToCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := storekit.NewJobRecord(externalJob(src), storekit.Now())
-			exec(t, tx, sqlrows.InsertNewJob, sqlrows.InsertJobArgs(j)...)
+			exec(t, tx, sqlrows.InsertNewJob, sqlrows.InsertJobArgs(j, nil)...)
 			exec(t, tx, sqlrows.InsertAccepted, sqlrows.AcceptedArgs(src, j.JobId, store.Accepted{RawEvent: ev, Line: 1, Lines: 1, Group: 1})...)
 			if ended {
 				exec(t, tx, `UPDATE jobs SET state = ? WHERE job_id = ?`, int32(spoolv1.JobState_JOB_STATE_SUCCEEDED), j.JobId)

@@ -27,6 +27,7 @@ var (
 	selectJob       = `SELECT ` + sqlrows.JobCols + ` FROM jobs WHERE job_id = $1`
 	selectJobLocked = selectJob + ` FOR UPDATE`
 	insertJob       = sqlrows.Dollar(sqlrows.InsertJob)
+	selectSecrets   = sqlrows.Dollar(sqlrows.SelectSecrets)
 )
 
 // getRow reads a job's row with q; q is a transaction and the row locked
@@ -71,7 +72,7 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 		created bool
 	)
 	err := s.writeOne(func(q querier, n *notes) error {
-		tag, err := q.Exec(ctx, insertJob, sqlrows.InsertJobArgs(j)...)
+		tag, err := q.Exec(ctx, insertJob, sqlrows.InsertJobArgs(j, nj.Secrets)...)
 		if keyTaken(err, "jobs_pkey") {
 			// The insert's ON CONFLICT covers request_id alone: a repeat
 			// racing the first insert of its request can fail here
@@ -110,6 +111,15 @@ func (s *Store) Get(ctx context.Context, id string) (*spoolv1.Job, error) {
 		return nil, err
 	}
 	return r.Job, nil
+}
+
+// JobSecrets implements store.JobStore.
+func (s *Store) JobSecrets(ctx context.Context, id string) ([]byte, error) {
+	var b []byte
+	if err := s.pool.QueryRow(ctx, selectSecrets, id).Scan(&b); err != nil {
+		return nil, rowErr(err, id)
+	}
+	return b, nil
 }
 
 // List implements store.JobStore, with the listing query the SQL stores

@@ -56,6 +56,13 @@ func TestConformance(t *testing.T) {
 			return open(t, url)
 		},
 		Watching: func(s store.JobStore) int { return pgstore.Watching(s.(*pgstore.Store)) },
+		RawJob: func(t *testing.T, s store.JobStore, id string) []byte {
+			raw, err := pgstore.RawJob(s.(*pgstore.Store), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw
+		},
 	})
 }
 

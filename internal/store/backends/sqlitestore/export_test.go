@@ -80,3 +80,32 @@ func MigrateTo(db *sql.DB, version int64) error {
 	_, err = p.UpTo(context.Background(), version)
 	return err
 }
+
+// RawJob is every byte the store keeps in a job's row, column after column
+// as stored (nil: no row).
+func RawJob(s *Store, id string) ([]byte, error) {
+	rows, err := s.r.Query(`SELECT * FROM jobs WHERE job_id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for _, v := range vals {
+			out = append(out, v...)
+		}
+	}
+	return out, rows.Err()
+}

@@ -47,7 +47,7 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 		}
 		id := in.Row.Job.JobId
 		if in.Created {
-			if _, err := tx.ExecContext(ctx, sqlrows.InsertNewJob, sqlrows.InsertJobArgs(in.Row.Job)...); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlrows.InsertNewJob, sqlrows.InsertJobArgs(in.Row.Job, nil)...); err != nil {
 				return fmt.Errorf("sqlite: create the job of source %q: %w", req.Source, err)
 			}
 		}

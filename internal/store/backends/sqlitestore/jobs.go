@@ -44,7 +44,7 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 		created bool
 	)
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
-		res, err := tx.ExecContext(ctx, sqlrows.InsertJob, sqlrows.InsertJobArgs(j)...)
+		res, err := tx.ExecContext(ctx, sqlrows.InsertJob, sqlrows.InsertJobArgs(j, nj.Secrets)...)
 		if primaryKeyTaken(err) {
 			r, err := getRow(ctx, tx, j.JobId)
 			if err != nil {
@@ -69,6 +69,19 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 		return nil
 	})
 	return out, created, err
+}
+
+// JobSecrets implements store.JobStore.
+func (s *Store) JobSecrets(ctx context.Context, id string) ([]byte, error) {
+	var b []byte
+	err := s.r.QueryRowContext(ctx, sqlrows.SelectSecrets, id).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.JobNotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read the secrets of job %s: %w", id, err)
+	}
+	return b, nil
 }
 
 // Get implements store.JobStore.

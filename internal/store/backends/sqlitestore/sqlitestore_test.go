@@ -34,6 +34,13 @@ func TestConformance(t *testing.T) {
 		Open: func(t *testing.T) store.JobStore {
 			return open(t, filepath.Join(t.TempDir(), "spool.db"))
 		},
+		RawJob: func(t *testing.T, s store.JobStore, id string) []byte {
+			raw, err := sqlitestore.RawJob(s.(*sqlitestore.Store), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw
+		},
 		Reopen: func(t *testing.T, s store.JobStore) store.JobStore {
 			path := s.(*sqlitestore.Store).Path()
 			if err := s.Close(); err != nil {

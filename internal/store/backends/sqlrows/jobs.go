@@ -104,8 +104,8 @@ func ScanJob(sc Scanner) (*Row, error) {
 // InsertNewJob creates a job (InsertJobArgs); a key in use (its id, its
 // request id, its source's open job) is an error.
 const InsertNewJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result,
-	attempt, lease_id, source, book, started_at, ended_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	attempt, lease_id, source, book, started_at, ended_at, secrets)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // InsertJob is InsertNewJob unless the job's request id is taken; then it
 // does nothing, and the caller reads the first job back.
@@ -119,8 +119,10 @@ const InsertJob = InsertNewJob + ` ON CONFLICT (request_id) DO NOTHING`
 // bookkeeping is written only when the job is born with some (a rerun
 // names the job it runs again); an external job starts when it is
 // created, every other one at its first lease. A rejected job ends as it
-// is created, so it has its ended_at from the start.
-func InsertJobArgs(j *spoolv1.Job) []any {
+// is created, so it has its ended_at from the start. secrets are the job's
+// sealed secrets (store.NewJob.Secrets; nil: NULL), in a column of their
+// own that no read of the job selects (JobCols): only SelectSecrets does.
+func InsertJobArgs(j *spoolv1.Job, secrets []byte) []any {
 	var result, leaseID, source, book, started any
 	if j.Result != nil {
 		result = Marshal(j.Result)
@@ -136,8 +138,20 @@ func InsertJobArgs(j *spoolv1.Job) []any {
 	}
 	return []any{j.JobId, j.Queue, int32(j.State), NullIfEmpty(j.RequestId), Micros(j.CreatedAt.AsTime()), Micros(j.UpdatedAt.AsTime()),
 		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries, result,
-		j.Attempt, leaseID, source, book, started, EndedAt(j.State, j.UpdatedAt.AsTime())}
+		j.Attempt, leaseID, source, book, started, EndedAt(j.State, j.UpdatedAt.AsTime()), NullIfNone(secrets)}
 }
+
+// NullIfNone stores no bytes as NULL.
+func NullIfNone(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// SelectSecrets reads a job's sealed secrets (store.JobStore.JobSecrets):
+// argument job_id; no row is a job not found, NULL a job without secrets.
+const SelectSecrets = `SELECT secrets FROM jobs WHERE job_id = ?`
 
 // EndedAt is the ended_at a write that leaves a job in state st at now
 // stores: now when st is final, else NULL. ended_at is when the job

@@ -1,0 +1,11 @@
+-- +goose Up
+
+-- A job's secrets, sealed by the server (AES-GCM under a key derived from
+-- its token key, the job's id as additional data): what a copy of the
+-- database holds of them is ciphertext. NULL for a job without secrets.
+-- Only the lease of the job and a rerun read the column; no listing or
+-- read of a job selects it.
+ALTER TABLE jobs ADD COLUMN secrets BLOB;
+
+-- +goose Down
+ALTER TABLE jobs DROP COLUMN secrets;
