@@ -2,14 +2,13 @@ package client
 
 import (
 	"errors"
-	"io"
-	"net"
 	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/spool-run/spool/internal/backoff"
+	"github.com/spool-run/spool/internal/wire"
 )
 
 // Reconnect says how a stream rides out transient failures: the server
@@ -87,11 +86,7 @@ func isTransient(err error) bool {
 	case connect.CodeUnavailable, connect.CodeDeadlineExceeded, connect.CodeResourceExhausted:
 		return true
 	}
-	// A connection cut mid-stream surfaces as a truncated message (Internal
-	// or Unknown wrapping io.ErrUnexpectedEOF) or as the socket's error;
-	// every error here comes from the stream, so a network error is the
+	// Every error here comes from the stream, so a network error is the
 	// connection's.
-	var ne net.Error
-	return IsUnavailable(err) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
+	return IsUnavailable(err) || wire.ConnectionLost(err) || errors.Is(err, syscall.ECONNREFUSED)
 }

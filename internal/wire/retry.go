@@ -81,9 +81,13 @@ func notSent(err error) bool {
 // away reports whether a call failed because the server, or what it needs,
 // was away: an Unavailable answer, or a connection cut under the call.
 func away(err error) bool {
-	if connect.CodeOf(err) == connect.CodeUnavailable {
-		return true
-	}
+	return connect.CodeOf(err) == connect.CodeUnavailable || ConnectionLost(err)
+}
+
+// ConnectionLost reports whether err is the connection's rather than the
+// server's answer: a network error, a connection reset or broken, or a
+// message cut short (Internal or Unknown wrapping io.ErrUnexpectedEOF).
+func ConnectionLost(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
