@@ -18,7 +18,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/config"
-	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/worker"
 )
@@ -38,7 +38,7 @@ func serve(args []string) {
 	memProfile := fs.String("memprofile", "", "write this server's allocations and heap, as it stops, to this file")
 	_ = fs.Parse(args)
 	defer profile(*cpuProfile, *memProfile)()
-	server.TuneGC() // as spool server runs
+	assembly.TuneGC() // as spool server runs
 	cfg := config.Default()
 	cfg.Server.Addr = *addr
 	cfg.Server.DataDir = *dir
@@ -55,7 +55,7 @@ func serve(args []string) {
 	// Errors only: a bench stops servers with streams still open, which a
 	// server rightly warns about.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	srv, err := server.Start(ctx, cfg, log)
+	srv, err := assembly.Start(ctx, cfg, log)
 	if err != nil {
 		fail(err)
 	}

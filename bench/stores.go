@@ -21,7 +21,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/demo"
-	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends"
 	"github.com/spool-run/spool/internal/wire"
@@ -151,7 +151,7 @@ func measureStore(ctx context.Context, cl *demo.Local, job emitter, sz sizes, pg
 	cfg := *cl.Config
 	cfg.Server.Addr = "127.0.0.1:0"
 	cfg.Server.DataDir = filepath.Join(cl.Dir, "server-b")
-	b, err := server.Start(ctx, &cfg, log)
+	b, err := assembly.Start(ctx, &cfg, log)
 	if err != nil {
 		return r, fmt.Errorf("second server: %w", err)
 	}

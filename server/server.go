@@ -21,7 +21,7 @@ import (
 	"os"
 
 	"github.com/spool-run/spool/internal/config"
-	iserver "github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 )
 
 // Config is the server's configuration: the YAML file's settings as Go
@@ -39,7 +39,7 @@ func DefaultConfig() *Config { return config.Default() }
 func LoadConfig(path string) (*Config, error) { return config.Load(path, os.LookupEnv) }
 
 // Server is a running spool server.
-type Server struct{ s *iserver.Server }
+type Server struct{ s *assembly.Server }
 
 // Option tunes Start.
 type Option func(*options)
@@ -60,7 +60,7 @@ func Start(ctx context.Context, cfg *Config, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s, err := iserver.Start(ctx, cfg, o.log)
+	s, err := assembly.Start(ctx, cfg, o.log)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spool-run/spool/consumer"
 	"github.com/spool-run/spool/internal/config"
-	"github.com/spool-run/spool/internal/consume"
+	"github.com/spool-run/spool/internal/msgjobs"
 )
 
 // consumeFlags are `spool consume`'s own flags; the job's flags are
@@ -98,10 +98,10 @@ group, and spool consume exits 0. A second signal stops at once.`,
 			var dlq *consumer.Consumer
 			if f.deadLetter != "" {
 				jc.DeadLetter = func(ctx context.Context, m consumer.Message, reason string) error {
-					return consume.DeadLetterTo(dlq.Client(), f.deadLetter)(ctx, m, reason)
+					return msgjobs.DeadLetterTo(dlq.Client(), f.deadLetter)(ctx, m, reason)
 				}
 			}
-			cons, err := consumer.New(cfg, consume.Handler(jc))
+			cons, err := consumer.New(cfg, msgjobs.Handler(jc))
 			if err != nil {
 				return flagError(err)
 			}
@@ -170,28 +170,28 @@ func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
 
 // jobs is how messages become jobs: with a command, the job flags make
 // its job; without one, they must not be given (each message says).
-func (f *consumeFlags) jobs(job *submitFlags, secrets secretFlags, cmd *cobra.Command, args []string) (consume.Config, error) {
+func (f *consumeFlags) jobs(job *submitFlags, secrets secretFlags, cmd *cobra.Command, args []string) (msgjobs.Config, error) {
 	if cmd.Flags().Changed("request-id") {
-		return consume.Config{}, errors.New("--request-id: each job's request id comes from its message's topic, partition and offset")
+		return msgjobs.Config{}, errors.New("--request-id: each job's request id comes from its message's topic, partition and offset")
 	}
 	held, err := secrets.secrets(os.LookupEnv)
 	if err != nil {
-		return consume.Config{}, err
+		return msgjobs.Config{}, err
 	}
 	if len(args) == 0 && job.script == "" {
 		for _, name := range []string{"env", "workdir", "timeout", "retries", "max-attempts", "repo", "ref"} {
 			if cmd.Flags().Changed(name) {
-				return consume.Config{}, fmt.Errorf("--%s applies to a COMMAND given after --; without one, each message is a job spec that says it", name)
+				return msgjobs.Config{}, fmt.Errorf("--%s applies to a COMMAND given after --; without one, each message is a job spec that says it", name)
 			}
 		}
-		return consume.Config{Queue: job.queue, Secrets: held}, nil
+		return msgjobs.Config{Queue: job.queue, Secrets: held}, nil
 	}
 	sub, err := job.submission(args)
 	if err != nil {
-		return consume.Config{}, err
+		return msgjobs.Config{}, err
 	}
 	sub.Secrets = held
-	return consume.Config{Command: sub, Queue: job.queue}, nil
+	return msgjobs.Config{Command: sub, Queue: job.queue}, nil
 }
 
 // flagError names the flag behind a consumer config error.

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spool-run/spool/internal/config"
-	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/setting"
 )
 
@@ -48,8 +48,8 @@ SIGTERM or Ctrl-C stops it gracefully; a second one stops it at once.`,
 			for _, w := range config.UnknownEnv(os.Environ()) {
 				log.Warn(w)
 			}
-			server.TuneGC()
-			r, err := server.Start(cmd.Context(), cfg, log)
+			assembly.TuneGC()
+			r, err := assembly.Start(cmd.Context(), cfg, log)
 			if err != nil {
 				return setting.Rename(err, serverSettingName(cmd, cfgPath, cfg))
 			}

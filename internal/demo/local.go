@@ -9,7 +9,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/config"
-	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/worker"
 )
@@ -31,7 +31,7 @@ type LocalOptions struct {
 // hand, to count what a job stored.
 type Local struct {
 	Dir    string
-	Server *server.Server
+	Server *assembly.Server
 	Client *client.Client
 	// Config is the server's configuration, to start more servers on the
 	// same store.
@@ -61,7 +61,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	srv, err := server.Start(ctx, cfg, o.Log)
+	srv, err := assembly.Start(ctx, cfg, o.Log)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -1,4 +1,4 @@
-package server_test
+package assembly_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/events"
-	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/wire"
 	"github.com/spool-run/spool/spooltest"
 )
@@ -408,7 +408,7 @@ func TestRestartKeepsJobs(t *testing.T) {
 func TestStartRefusals(t *testing.T) {
 	first := start(t)
 	second := *first.Config()
-	_, err := server.Start(context.Background(), &second, slog.New(slog.DiscardHandler))
+	_, err := assembly.Start(context.Background(), &second, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "in use by another spool server") {
 		t.Fatalf("second server on one data dir: %v", err)
 	}
@@ -416,7 +416,7 @@ func TestStartRefusals(t *testing.T) {
 	testConfig(big)
 	big.Server.Addr, big.Server.DataDir = "127.0.0.1:0", t.TempDir()
 	big.Execution.Batching.MaxBatchBytes = 32 << 20
-	_, err = server.Start(context.Background(), big, slog.New(slog.DiscardHandler))
+	_, err = assembly.Start(context.Background(), big, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "max_batch_bytes") || !strings.Contains(err.Error(), "or less") {
 		t.Fatalf("batch larger than the store's item limit: %v", err)
 	}

@@ -1,4 +1,4 @@
-package server_test
+package assembly_test
 
 import (
 	"context"

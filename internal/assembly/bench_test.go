@@ -1,4 +1,4 @@
-package server_test
+package assembly_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // embedded SQLite store: EnqueueJob, DequeueJobs, CompleteJob, over HTTP
 // on loopback, with 8 clients at once (as a small fleet would).
 //
-//	go test -run '^$' -bench RoundTrip -benchtime 3s ./internal/server/
+//	go test -run '^$' -bench RoundTrip -benchtime 3s ./internal/assembly/
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		b.Run("sqlite-synchronous-"+mode, func(b *testing.B) {
@@ -68,7 +68,7 @@ func roundTrips(b *testing.B, c *api, workers int) {
 // what client.ReadLog and spool logs use) and over REST (one page of
 // 10,000 lines).
 //
-//	go test -run '^$' -bench ReadWholeLog ./internal/server/
+//	go test -run '^$' -bench ReadWholeLog ./internal/assembly/
 func BenchmarkReadWholeLog(b *testing.B) {
 	srv := start(b)
 	// Lines as the goals table's job prints them: "<n> <Unix nanoseconds>".

@@ -1,9 +1,9 @@
-// Package server assembles a spool server: it opens the configured store,
+// Package assembly assembles a spool server: it opens the configured store,
 // builds the service core over it, and serves every entrance on one port
 // (the Connect API, the REST API and its WebSocket, the web UI, /metrics
 // and /healthz), with the lease reaper and the scatter driver beside them and a graceful shutdown.
 // It holds no rules of its own: those are the core's (package service).
-package server
+package assembly
 
 import (
 	"context"

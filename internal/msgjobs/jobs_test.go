@@ -1,4 +1,4 @@
-package consume_test
+package msgjobs_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/consumer"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/consume"
+	"github.com/spool-run/spool/internal/msgjobs"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -42,7 +42,7 @@ func jobsOf(t *testing.T, c *client.Client) map[string]*spoolv1.Job {
 func TestSpecsBecomeJobsOnce(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	h := consume.Handler(consume.Config{Client: c, Queue: "from-kafka"})
+	h := msgjobs.Handler(msgjobs.Config{Client: c, Queue: "from-kafka"})
 	batch := []consumer.Message{
 		msg(0, `{"argv": ["echo", "zero"]}`),
 		msg(1, `{"shell": "echo one", "queue": "other", "env": {"A": "b"}, "timeout": "1m"}`),
@@ -74,7 +74,7 @@ func TestSpecsBecomeJobsOnce(t *testing.T) {
 func TestCommandGetsTheMessageOnStdin(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	h := consume.Handler(consume.Config{Client: c, Command: client.Submission{Queue: "q", Argv: []string{"wc", "-c"}, Env: map[string]string{"X": "1"}}})
+	h := msgjobs.Handler(msgjobs.Config{Client: c, Command: client.Submission{Queue: "q", Argv: []string{"wc", "-c"}, Env: map[string]string{"X": "1"}}})
 	m := msg(5, "any bytes \x00\xff")
 	m.Key = []byte{0, 1, 2}
 	if commit, err := h(context.Background(), []consumer.Message{m}); !commit || err != nil {
@@ -95,7 +95,7 @@ func TestCommandGetsTheMessageOnStdin(t *testing.T) {
 func TestBadMessagesAreRecordedNotDropped(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	h := consume.Handler(consume.Config{Client: c})
+	h := msgjobs.Handler(msgjobs.Config{Client: c})
 	batch := []consumer.Message{msg(0, `{"argv": "oops"}`), msg(1, `{"shell": "true", "queue": "no spaces allowed"}`), msg(2, `{"argv": ["true"]}`)}
 	for range 2 {
 		if commit, err := h(context.Background(), batch); !commit || err != nil {
@@ -132,7 +132,7 @@ func TestDeadLetterTakesBadMessages(t *testing.T) {
 		sent []string
 		fail = true
 	)
-	h := consume.Handler(consume.Config{Client: c, DeadLetter: func(_ context.Context, m consumer.Message, reason string) error {
+	h := msgjobs.Handler(msgjobs.Config{Client: c, DeadLetter: func(_ context.Context, m consumer.Message, reason string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if fail {
@@ -163,7 +163,7 @@ func TestDeadLetterTakesBadMessages(t *testing.T) {
 func TestServerAwayRefusesTheBatch(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	h := consume.Handler(consume.Config{Client: c})
+	h := msgjobs.Handler(msgjobs.Config{Client: c})
 	batch := []consumer.Message{msg(0, `{"argv": ["true"]}`), msg(1, `{"argv": ["true"]}`)}
 	if commit, err := h(context.Background(), batch[:1]); !commit || err != nil {
 		t.Fatalf("commit=%v err=%v", commit, err)
@@ -188,10 +188,10 @@ func TestServerAwayRefusesTheBatch(t *testing.T) {
 func TestOversizedMessagesAreRecorded(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	h := consume.Handler(consume.Config{Client: c, Command: client.Submission{Queue: "big", Argv: []string{"wc", "-c"}}})
-	big := msg(0, strings.Repeat("x", consume.MaxStdin+10))
+	h := msgjobs.Handler(msgjobs.Config{Client: c, Command: client.Submission{Queue: "big", Argv: []string{"wc", "-c"}}})
+	big := msg(0, strings.Repeat("x", msgjobs.MaxStdin+10))
 	longKey := msg(1, "small")
-	longKey.Key = []byte(strings.Repeat("k", consume.MaxKey+1))
+	longKey.Key = []byte(strings.Repeat("k", msgjobs.MaxKey+1))
 	if commit, err := h(context.Background(), []consumer.Message{big, longKey}); !commit || err != nil {
 		t.Fatalf("commit=%v err=%v", commit, err)
 	}
@@ -200,7 +200,7 @@ func TestOversizedMessagesAreRecorded(t *testing.T) {
 		t.Fatalf("%d jobs for 2 messages", len(jobs))
 	}
 	j := jobs["kafka:jobs/0/0/rejected"]
-	if j.GetQueue() != "big" || len(j.GetParams().GetStdin()) != consume.MaxStdin ||
+	if j.GetQueue() != "big" || len(j.GetParams().GetStdin()) != msgjobs.MaxStdin ||
 		!strings.Contains(j.GetResult().GetError(), "a job's stdin holds at most") || !strings.Contains(j.GetResult().GetError(), "keeps the first") {
 		t.Errorf("the big message's job: queue %s, %d bytes of stdin, %v", j.GetQueue(), len(j.GetParams().GetStdin()), j.GetResult())
 	}
@@ -220,7 +220,7 @@ func TestSpecsNameTheirSecrets(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	held := map[string]string{"DEPLOY_TOKEN": "deploy-token-value", "OTHER": "other-value"}
-	h := consume.Handler(consume.Config{Client: c, Secrets: held})
+	h := msgjobs.Handler(msgjobs.Config{Client: c, Secrets: held})
 	commit, err := h(context.Background(), []consumer.Message{
 		msg(0, `{"shell": "./deploy.sh", "secrets": ["DEPLOY_TOKEN"]}`),
 		msg(1, `{"shell": "./deploy.sh", "secrets": ["MISSING"]}`),
@@ -228,7 +228,7 @@ func TestSpecsNameTheirSecrets(t *testing.T) {
 	if !commit || err != nil {
 		t.Fatalf("batch: commit=%v err=%v", commit, err)
 	}
-	h = consume.Handler(consume.Config{Client: c, Command: client.Submission{Queue: "cmd", Argv: []string{"./each.sh"}, Secrets: held}})
+	h = msgjobs.Handler(msgjobs.Config{Client: c, Command: client.Submission{Queue: "cmd", Argv: []string{"./each.sh"}, Secrets: held}})
 	if commit, err := h(context.Background(), []consumer.Message{msg(2, "input")}); !commit || err != nil {
 		t.Fatalf("batch with a command: commit=%v err=%v", commit, err)
 	}

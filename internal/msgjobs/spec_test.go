@@ -1,4 +1,4 @@
-package consume_test
+package msgjobs_test
 
 import (
 	"errors"
@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spool-run/spool/internal/consume"
+	"github.com/spool-run/spool/internal/msgjobs"
 )
 
 func TestParseSpec(t *testing.T) {
-	sub, err := consume.ParseSpec([]byte(`{"argv": ["make", "test"], "env": {"CI": "1"}, "dir": "/src", "queue": "builds",
+	sub, err := msgjobs.ParseSpec([]byte(`{"argv": ["make", "test"], "env": {"CI": "1"}, "dir": "/src", "queue": "builds",
 		"timeout": "10m", "max_attempts": 2, "retries": 1, "repo": "https://example.com/r.git", "ref": "main", "stdin": "hello"}`), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -20,7 +20,7 @@ func TestParseSpec(t *testing.T) {
 		string(sub.Stdin) != "hello" {
 		t.Fatalf("spec read as %+v", sub)
 	}
-	sub, err = consume.ParseSpec([]byte(`{"shell": "echo hi", "timeout": 90}`), nil)
+	sub, err = msgjobs.ParseSpec([]byte(`{"shell": "echo hi", "timeout": 90}`), nil)
 	if err != nil || sub.Script != "echo hi" || sub.Timeout != 90*time.Second {
 		t.Fatalf("shell spec read as %+v, %v", sub, err)
 	}
@@ -30,7 +30,7 @@ func TestParseSpec(t *testing.T) {
 // job gets, and gets their values; the others stay out of it.
 func TestParseSpecSecrets(t *testing.T) {
 	held := map[string]string{"DEPLOY_TOKEN": "value-1", "OTHER": "value-2"}
-	sub, err := consume.ParseSpec([]byte(`{"shell": "./deploy.sh", "secrets": ["DEPLOY_TOKEN"]}`), held)
+	sub, err := msgjobs.ParseSpec([]byte(`{"shell": "./deploy.sh", "secrets": ["DEPLOY_TOKEN"]}`), held)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +56,8 @@ func TestParseSpecRefusesWithAReason(t *testing.T) {
 		{`{"shell": "a", "secrets": ["NOT_HELD"]}`, `"NOT_HELD", which is not a secret spool consume was given`},
 		{`{"shell": "a", "secrets": {"TOKEN": "value"}}`, `"secrets" must be an array`},
 	} {
-		_, err := consume.ParseSpec([]byte(tc.in), nil)
-		if !errors.Is(err, consume.ErrNotASpec) || !strings.Contains(err.Error(), tc.want) {
+		_, err := msgjobs.ParseSpec([]byte(tc.in), nil)
+		if !errors.Is(err, msgjobs.ErrNotASpec) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseSpec(%q) = %v, want an ErrNotASpec saying %q", tc.in, err, tc.want)
 		}
 	}
@@ -70,9 +70,9 @@ func FuzzParseSpec(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		sub, err := consume.ParseSpec(b, nil)
+		sub, err := msgjobs.ParseSpec(b, nil)
 		if err != nil {
-			if !errors.Is(err, consume.ErrNotASpec) {
+			if !errors.Is(err, msgjobs.ErrNotASpec) {
 				t.Fatalf("error %v does not wrap ErrNotASpec", err)
 			}
 			return

@@ -1,4 +1,4 @@
-package server_test
+package assembly_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/httpapi"
-	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 	"github.com/spool-run/spool/internal/token"
@@ -259,7 +259,7 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGraceSeconds = "127.0.0.1:0", t.TempDir(), 1
 	cfg.Auth.AdminKey = "spool_" + strings.Repeat("a", 40)
 	var logs spooltest.Buffer
-	srv, err := server.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	srv, err := assembly.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}

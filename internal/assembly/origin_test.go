@@ -1,4 +1,4 @@
-package server_test
+package assembly_test
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
-	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -165,7 +165,7 @@ func TestAuthDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	srv, err := server.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	srv, err := assembly.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestNonLoopbackWithoutTLSWarns(t *testing.T) {
 	cfg := config.Default()
 	cfg.Server.Addr, cfg.Server.DataDir = "0.0.0.0:0", t.TempDir()
 	var logs bytes.Buffer
-	srv, err := server.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	srv, err := assembly.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

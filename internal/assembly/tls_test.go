@@ -1,4 +1,4 @@
-package server_test
+package assembly_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
-	"github.com/spool-run/spool/internal/server"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/testcert"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
@@ -71,8 +71,8 @@ func TestTLSBadCertificate(t *testing.T) {
 			cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.TLS = "127.0.0.1:0", t.TempDir(), tc.tls
 			err := cfg.Validate()
 			if err == nil {
-				var srv *server.Server
-				srv, err = server.Start(context.Background(), cfg, nil)
+				var srv *assembly.Server
+				srv, err = assembly.Start(context.Background(), cfg, nil)
 				if err == nil {
 					_ = srv.Stop(context.Background())
 				}

@@ -1,4 +1,4 @@
-// Package consume turns messages consumed from a Kafka topic (or an Event
+// Package msgjobs turns messages consumed from a Kafka topic (or an Event
 // Hubs event hub) into spool jobs, one job per message, for `spool
 // consume`.
 //
@@ -11,4 +11,4 @@
 // stored, or, for a message that cannot become a job, has gone to the
 // dead-letter topic or been recorded as a failed (rejected) job that
 // carries the message and the reason.
-package consume
+package msgjobs
