@@ -19,9 +19,9 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/demo"
-	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends"
 	"github.com/spool-run/spool/internal/wire"

@@ -20,8 +20,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/assembly"
+	"github.com/spool-run/spool/internal/config"
 )
 
 // Config is the server's configuration: the YAML file's settings as Go

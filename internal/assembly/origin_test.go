@@ -18,8 +18,8 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/assembly"
+	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/spooltest"
 )
 

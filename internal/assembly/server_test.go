@@ -18,9 +18,9 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/events"
-	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/wire"
 	"github.com/spool-run/spool/spooltest"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/assembly"
+	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/setting"
 )
 

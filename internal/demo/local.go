@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/assembly"
+	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/worker"
 )
