@@ -64,7 +64,7 @@ to finish, output is flushed. A second signal stops everything at once
 			cfg.Server = e.server
 			cfg.APIKey, _ = e.apiKey()
 			cfg.CAFile = e.caFile()
-			cfg.Logger = newLogger(config.Log{Level: logLevel, Format: logFormat}, e.errOut)
+			cfg.Logger = config.Log{Level: logLevel, Format: logFormat}.NewLogger(e.errOut)
 			if metricsAddr != "" {
 				m, err := serveMetrics(cmd.Context(), metricsAddr, cfg.Logger)
 				if err != nil {
