@@ -17,6 +17,8 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/internal/assembly"
+	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/wire"
 	"github.com/spool-run/spool/server"
@@ -410,11 +412,11 @@ func TestStartRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "in use by another spool server") {
 		t.Fatalf("second server on one data dir: %v", err)
 	}
-	big := server.DefaultConfig()
-	testConfig(big)
+	// Past what validation allows, to see the store's own limit refuse it.
+	big := config.Default()
 	big.Server.Addr, big.Server.DataDir = "127.0.0.1:0", t.TempDir()
 	big.Execution.Batching.MaxBatchBytes = 32 << 20
-	_, err = server.Start(context.Background(), big)
+	_, err = assembly.Start(context.Background(), big, assembly.Options{})
 	if err == nil || !strings.Contains(err.Error(), "max_batch_bytes") || !strings.Contains(err.Error(), "or less") {
 		t.Fatalf("batch larger than the store's item limit: %v", err)
 	}
