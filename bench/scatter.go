@@ -51,7 +51,7 @@ func measureScatter(ctx context.Context, cl *demo.Local, n, per int) (scatterRes
 	if err != nil {
 		return r, err
 	}
-	batches, _, err := itembatch.Split(items, itembatch.Options{MaxItems: per})
+	batches, _, err := itembatch.Split(items, itembatch.Config{MaxItems: per})
 	if err != nil {
 		return r, err
 	}

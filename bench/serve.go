@@ -55,7 +55,7 @@ func serve(args []string) {
 	// Errors only: a bench stops servers with streams still open, which a
 	// server rightly warns about.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	srv, err := assembly.Start(ctx, cfg, log)
+	srv, err := assembly.Start(ctx, cfg, assembly.Options{Log: log})
 	if err != nil {
 		fail(err)
 	}

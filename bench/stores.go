@@ -151,7 +151,7 @@ func measureStore(ctx context.Context, cl *demo.Local, job emitter, sz sizes, pg
 	cfg := *cl.Config
 	cfg.Server.Addr = "127.0.0.1:0"
 	cfg.Server.DataDir = filepath.Join(cl.Dir, "server-b")
-	b, err := assembly.Start(ctx, &cfg, log)
+	b, err := assembly.Start(ctx, &cfg, assembly.Options{Log: log})
 	if err != nil {
 		return r, fmt.Errorf("second server: %w", err)
 	}

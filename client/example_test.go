@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
@@ -209,7 +210,7 @@ func exampleSpool() (url, key string, stop func()) {
 		log.Fatal(err)
 	}
 	cfg := server.DefaultConfig()
-	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGraceSeconds = "127.0.0.1:0", dir, 1
+	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGrace = "127.0.0.1:0", dir, time.Second
 	srv, err := server.Start(context.Background(), cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -77,9 +77,10 @@ type Config struct {
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
 
-	// Logger receives the consumer's log (nil: discarded).
+	// Logger receives the consumer's structured logs (nil: discarded).
 	Logger *slog.Logger
-	// Meters makes the consumer's metrics (nil: none).
+	// Meters makes the consumer's metrics (nil: none): the meter
+	// "spool/consumer" records what the package doc lists.
 	Meters metric.MeterProvider
 }
 

@@ -32,7 +32,7 @@ const batcherWaitDelay = 2 * time.Second
 // recognise it, short enough not to flood a terminal with a huge line.
 const excerptBytes = 80
 
-// FromCommand runs a custom batcher, for cuts that Options cannot express.
+// FromCommand runs a custom batcher, for cuts that a Config cannot express.
 //
 // cmd is a command the caller built (e.g. exec.Command("sh", "-c", script))
 // and has not started. It gets the items as JSON Lines on its standard input

@@ -11,11 +11,11 @@
 //
 //   - [ReadItems] reads the items, as JSON Lines or as one JSON array, and
 //     checks that each is valid JSON.
-//   - [Split] cuts them by count ([Options].MaxItems, like Step Functions'
-//     MaxItemsPerBatch), by size ([Options].MaxBytes, like
+//   - [Split] cuts them by count ([Config].MaxItems, like Step Functions'
+//     MaxItemsPerBatch), by size ([Config].MaxBytes, like
 //     MaxInputBytesPerBatch, 256 KiB unless set) and by group
-//     ([Options].GroupBy). Or [FromCommand] hands them to a program the
-//     user wrote, for cuts the options cannot express.
+//     ([Config].GroupBy). Or [FromCommand] hands them to a program the
+//     user wrote, for cuts a Config cannot express.
 //   - [Batch.JSON] gives each batch as the JSON array a job receives.
 //
 // Sizes are measured on the compact JSON array a batch becomes, brackets and

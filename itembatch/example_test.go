@@ -37,7 +37,7 @@ func ExampleReadItems() {
 // Seven items by three make batches of 3, 3 and 1.
 func ExampleSplit() {
 	items, _ := itembatch.ReadItems(strings.NewReader("[1,2,3,4,5,6,7]"))
-	batches, _, err := itembatch.Split(items, itembatch.Options{MaxItems: 3})
+	batches, _, err := itembatch.Split(items, itembatch.Config{MaxItems: 3})
 	if err != nil {
 		panic(err)
 	}
@@ -55,7 +55,7 @@ func ExampleSplit() {
 // alone, and a warning says so.
 func ExampleSplit_maxBytes() {
 	items, _ := itembatch.ReadItems(strings.NewReader(`["aa","bb","cc","a long item, too long","dd"]`))
-	batches, warnings, _ := itembatch.Split(items, itembatch.Options{MaxBytes: 16})
+	batches, warnings, _ := itembatch.Split(items, itembatch.Config{MaxBytes: 16})
 	for _, b := range batches {
 		fmt.Printf("%s\n", b.JSON())
 	}
@@ -79,7 +79,7 @@ func ExampleSplit_groupBy() {
 {"region":"eu","id":4}
 {"id":5}
 `))
-	batches, _, _ := itembatch.Split(items, itembatch.Options{GroupBy: "region", MaxItemsPerGroup: 2})
+	batches, _, _ := itembatch.Split(items, itembatch.Config{GroupBy: "region", MaxItemsPerGroup: 2})
 	for _, b := range batches {
 		fmt.Printf("%s\n", b.JSON())
 	}

@@ -7,20 +7,24 @@ import (
 	"fmt"
 )
 
-// DefaultMaxBytes is the batch size limit when Options.MaxBytes is 0. It is
+// DefaultMaxBytes is the batch size limit when Config.MaxBytes is 0. It is
 // the 256 KiB ceiling Step Functions puts on a batch, so that batches cut
 // here would also be accepted there, and no job gets an input it did not
 // expect to be that large.
 const DefaultMaxBytes = 256 << 10
 
-// ErrInvalidOptions is wrapped by the error Split returns for options that
-// make no sense. Such options are a bug in the caller (or a typo by the
-// person), so Split refuses them rather than guessing.
-var ErrInvalidOptions = errors.New("itembatch: invalid options")
+// ErrInvalidConfig is wrapped by the error Split returns for a Config that
+// makes no sense. Such a Config is a bug in the caller (or a typo by the
+// person), so Split refuses it rather than guessing.
+var ErrInvalidConfig = errors.New("itembatch: invalid config")
 
-// Options says how items are cut into batches. The zero value puts as many
+// Config says how items are cut into batches. The zero value puts as many
 // items in a batch as fit in DefaultMaxBytes.
-type Options struct {
+//
+// Unlike the other packages' Config, it has no Logger or Meters: Split
+// does nothing but compute, and what it has to tell comes back as
+// Warnings for the caller to show.
+type Config struct {
 	// MaxItems is the most items a batch holds; 0 means no limit by count.
 	MaxItems int
 
@@ -97,10 +101,10 @@ type Warning string
 // before it, and returns a Warning naming it by input index and size.
 //
 // Split takes items as ReadItems returns them, valid compact JSON; it does
-// not check them again. No items give no batches and no error. Invalid
-// options (negative numbers, MaxItemsPerGroup without GroupBy, MaxBytes
-// below 2) give an error wrapping ErrInvalidOptions.
-func Split(items []Item, o Options) ([]Batch, []Warning, error) {
+// not check them again. No items give no batches and no error. An invalid
+// Config (negative numbers, MaxItemsPerGroup without GroupBy, MaxBytes
+// below 2) gives an error wrapping ErrInvalidConfig.
+func Split(items []Item, o Config) ([]Batch, []Warning, error) {
 	o, err := o.normalize()
 	if err != nil {
 		return nil, nil, err
@@ -155,7 +159,7 @@ type openBatch struct {
 }
 
 // fits reports whether it can join the batch without passing a limit.
-func (ob *openBatch) fits(batches []Batch, it Item, o Options) bool {
+func (ob *openBatch) fits(batches []Batch, it Item, o Config) bool {
 	n := len(batches[ob.index].Items)
 	if o.MaxItems > 0 && n+1 > o.MaxItems {
 		return false
@@ -167,17 +171,17 @@ func (ob *openBatch) fits(batches []Batch, it Item, o Options) bool {
 }
 
 // normalize checks o and fills in the defaults.
-func (o Options) normalize() (Options, error) {
+func (o Config) normalize() (Config, error) {
 	switch {
 	case o.MaxItems < 0:
-		return o, fmt.Errorf("%w: MaxItems is %d; it must be 0 (no limit) or more", ErrInvalidOptions, o.MaxItems)
+		return o, fmt.Errorf("%w: MaxItems is %d; it must be 0 (no limit) or more", ErrInvalidConfig, o.MaxItems)
 	case o.MaxBytes < 0 || o.MaxBytes == 1:
 		return o, fmt.Errorf("%w: MaxBytes is %d; it must be 0 (the default, %s) or at least 2, the size of []",
-			ErrInvalidOptions, o.MaxBytes, byteCount(DefaultMaxBytes))
+			ErrInvalidConfig, o.MaxBytes, byteCount(DefaultMaxBytes))
 	case o.MaxItemsPerGroup < 0:
-		return o, fmt.Errorf("%w: MaxItemsPerGroup is %d; it must be 0 (no limit) or more", ErrInvalidOptions, o.MaxItemsPerGroup)
+		return o, fmt.Errorf("%w: MaxItemsPerGroup is %d; it must be 0 (no limit) or more", ErrInvalidConfig, o.MaxItemsPerGroup)
 	case o.MaxItemsPerGroup > 0 && o.GroupBy == "":
-		return o, fmt.Errorf("%w: MaxItemsPerGroup is set but GroupBy is not", ErrInvalidOptions)
+		return o, fmt.Errorf("%w: MaxItemsPerGroup is set but GroupBy is not", ErrInvalidConfig)
 	}
 	if o.MaxBytes == 0 {
 		o.MaxBytes = DefaultMaxBytes

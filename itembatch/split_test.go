@@ -25,7 +25,7 @@ func layout(batches []Batch) []string {
 	return out
 }
 
-func split(t *testing.T, items []Item, o Options) ([]string, []Warning) {
+func split(t *testing.T, items []Item, o Config) ([]string, []Warning) {
 	t.Helper()
 	batches, warnings, err := Split(items, o)
 	if err != nil {
@@ -48,17 +48,17 @@ func wantLayout(t *testing.T, got []string, want ...string) {
 
 func TestSplitByCount(t *testing.T) {
 	items := mkItems("1", "2", "3", "4", "5", "6", "7")
-	got, warnings := split(t, items, Options{MaxItems: 3})
+	got, warnings := split(t, items, Config{MaxItems: 3})
 	wantLayout(t, got, "[1,2,3]", "[4,5,6]", "[7]")
 	if len(warnings) != 0 {
 		t.Errorf("warnings: %q", warnings)
 	}
 
-	got, _ = split(t, items, Options{MaxItems: 1})
+	got, _ = split(t, items, Config{MaxItems: 1})
 	wantLayout(t, got, "[1]", "[2]", "[3]", "[4]", "[5]", "[6]", "[7]")
-	got, _ = split(t, items, Options{MaxItems: 7})
+	got, _ = split(t, items, Config{MaxItems: 7})
 	wantLayout(t, got, "[1,2,3,4,5,6,7]")
-	got, _ = split(t, items, Options{}) // no count limit, and all fits the default size
+	got, _ = split(t, items, Config{}) // no count limit, and all fits the default size
 	wantLayout(t, got, "[1,2,3,4,5,6,7]")
 }
 
@@ -76,7 +76,7 @@ func TestSplitByBytesAtTheLimit(t *testing.T) {
 		{12, []string{"[10,20,30]", "[40,50]"}},               // 13 > 12
 		{4, []string{"[10]", "[20]", "[30]", "[40]", "[50]"}}, // [10] is exactly 4
 	} {
-		got, warnings := split(t, items, Options{MaxBytes: tc.maxBytes})
+		got, warnings := split(t, items, Config{MaxBytes: tc.maxBytes})
 		wantLayout(t, got, tc.want...)
 		if len(warnings) != 0 {
 			t.Errorf("MaxBytes %d: warnings %q", tc.maxBytes, warnings)
@@ -84,9 +84,9 @@ func TestSplitByBytesAtTheLimit(t *testing.T) {
 	}
 
 	// Both limits: whichever is reached first closes the batch.
-	got, _ := split(t, items, Options{MaxBytes: 13, MaxItems: 3})
+	got, _ := split(t, items, Config{MaxBytes: 13, MaxItems: 3})
 	wantLayout(t, got, "[10,20,30]", "[40,50]")
-	got, _ = split(t, items, Options{MaxBytes: 10, MaxItems: 4})
+	got, _ = split(t, items, Config{MaxBytes: 10, MaxItems: 4})
 	wantLayout(t, got, "[10,20,30]", "[40,50]")
 }
 
@@ -94,7 +94,7 @@ func TestSplitDefaultMaxBytes(t *testing.T) {
 	// Three 100 KiB items do not fit 256 KiB; two do.
 	big := `"` + strings.Repeat("x", 100<<10) + `"`
 	items := mkItems(big, big, big, big, big)
-	batches, _, err := Split(items, Options{})
+	batches, _, err := Split(items, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestSplitDefaultMaxBytes(t *testing.T) {
 func TestSplitOversizedItem(t *testing.T) {
 	huge := `"` + strings.Repeat("h", 20) + `"` // 22 bytes, 24 as a batch
 	items := mkItems("1", "2", huge, "3", "4", "5")
-	got, warnings := split(t, items, Options{MaxBytes: 10})
+	got, warnings := split(t, items, Config{MaxBytes: 10})
 	wantLayout(t, got, "[1,2]", "["+huge+"]", "[3,4,5]")
 	if len(warnings) != 1 {
 		t.Fatalf("warnings %q, want one", warnings)
@@ -128,7 +128,7 @@ func TestSplitOversizedItem(t *testing.T) {
 
 	// Two in a row, and one first: each alone, each named.
 	items = mkItems(huge, huge, "1", huge)
-	got, warnings = split(t, items, Options{MaxBytes: 10})
+	got, warnings = split(t, items, Config{MaxBytes: 10})
 	wantLayout(t, got, "["+huge+"]", "["+huge+"]", "[1]", "["+huge+"]")
 	if len(warnings) != 3 || !strings.HasPrefix(string(warnings[0]), "item 0 ") ||
 		!strings.HasPrefix(string(warnings[1]), "item 1 ") || !strings.HasPrefix(string(warnings[2]), "item 3 ") {
@@ -136,7 +136,7 @@ func TestSplitOversizedItem(t *testing.T) {
 	}
 
 	// An item whose one-item batch is exactly MaxBytes is not oversized.
-	got, warnings = split(t, mkItems("1", huge, "2"), Options{MaxBytes: 24})
+	got, warnings = split(t, mkItems("1", huge, "2"), Config{MaxBytes: 24})
 	wantLayout(t, got, "[1]", "["+huge+"]", "[2]")
 	if len(warnings) != 0 {
 		t.Errorf("warnings %q for an item that fits", warnings)
@@ -146,7 +146,7 @@ func TestSplitOversizedItem(t *testing.T) {
 func TestSplitGroupBy(t *testing.T) {
 	t.Run("a group larger than a batch", func(t *testing.T) {
 		items := mkItems(`{"g":"a","i":0}`, `{"g":"a","i":1}`, `{"g":"a","i":2}`, `{"g":"a","i":3}`, `{"g":"a","i":4}`)
-		got, _ := split(t, items, Options{GroupBy: "g", MaxItems: 2})
+		got, _ := split(t, items, Config{GroupBy: "g", MaxItems: 2})
 		wantLayout(t, got,
 			`[{"g":"a","i":0},{"g":"a","i":1}]`,
 			`[{"g":"a","i":2},{"g":"a","i":3}]`,
@@ -156,7 +156,7 @@ func TestSplitGroupBy(t *testing.T) {
 	t.Run("interleaved groups", func(t *testing.T) {
 		items := mkItems(`{"g":"a","i":0}`, `{"g":"b","i":1}`, `{"g":"a","i":2}`, `{"g":"b","i":3}`,
 			`{"g":"a","i":4}`, `{"g":"c","i":5}`, `{"g":"b","i":6}`)
-		got, _ := split(t, items, Options{GroupBy: "g", MaxItems: 2})
+		got, _ := split(t, items, Config{GroupBy: "g", MaxItems: 2})
 		// Ordered by first item: 0, 1, 4, 5, 6.
 		wantLayout(t, got,
 			`[{"g":"a","i":0},{"g":"a","i":2}]`,
@@ -169,7 +169,7 @@ func TestSplitGroupBy(t *testing.T) {
 	t.Run("missing field and non-objects", func(t *testing.T) {
 		items := mkItems(`{"g":"a"}`, `{"x":1}`, `5`, `[{"g":"a"}]`, `null`, `"g"`, `{"g":null}`,
 			`{"G":"a"}`, `{"g":"a","i":1}`, `{}`)
-		got, _ := split(t, items, Options{GroupBy: "g"})
+		got, _ := split(t, items, Config{GroupBy: "g"})
 		wantLayout(t, got,
 			`[{"g":"a"},{"g":"a","i":1}]`,
 			`[{"x":1},5,[{"g":"a"}],null,"g",{"G":"a"},{}]`, // "missing", not null
@@ -178,7 +178,7 @@ func TestSplitGroupBy(t *testing.T) {
 
 	t.Run("values by compact JSON text", func(t *testing.T) {
 		items := mkItems(`{"g":1}`, `{"g":1.0}`, `{"g":"1"}`, `{"g":{"x":[1,2]}}`, `{"g":{"x":[1, 2]} }`, `{"g":1}`)
-		got, _ := split(t, items, Options{GroupBy: "g"})
+		got, _ := split(t, items, Config{GroupBy: "g"})
 		wantLayout(t, got,
 			`[{"g":1},{"g":1}]`,
 			`[{"g":1.0}]`,
@@ -189,20 +189,20 @@ func TestSplitGroupBy(t *testing.T) {
 	t.Run("with a byte limit", func(t *testing.T) {
 		items := mkItems(`{"g":1}`, `{"g":2}`, `{"g":1}`, `{"g":1}`, `{"g":2}`)
 		// Two 7-byte items make a 17-byte batch.
-		got, _ := split(t, items, Options{GroupBy: "g", MaxBytes: 17})
+		got, _ := split(t, items, Config{GroupBy: "g", MaxBytes: 17})
 		wantLayout(t, got, `[{"g":1},{"g":1}]`, `[{"g":2},{"g":2}]`, `[{"g":1}]`)
 	})
 }
 
 func TestSplitMaxItemsPerGroup(t *testing.T) {
 	items := mkItems(`{"g":"a"}`, `{"g":"b"}`, `{"g":"a"}`, `{"g":"a"}`, `{"g":"b"}`, `{"g":"a"}`, `{"g":"a"}`)
-	got, _ := split(t, items, Options{GroupBy: "g", MaxItemsPerGroup: 2})
+	got, _ := split(t, items, Config{GroupBy: "g", MaxItemsPerGroup: 2})
 	wantLayout(t, got, `[{"g":"a"},{"g":"a"}]`, `[{"g":"b"},{"g":"b"}]`, `[{"g":"a"},{"g":"a"}]`, `[{"g":"a"}]`)
 
 	// With MaxItems too, the smaller limit wins.
-	got, _ = split(t, items, Options{GroupBy: "g", MaxItemsPerGroup: 2, MaxItems: 3})
+	got, _ = split(t, items, Config{GroupBy: "g", MaxItemsPerGroup: 2, MaxItems: 3})
 	wantLayout(t, got, `[{"g":"a"},{"g":"a"}]`, `[{"g":"b"},{"g":"b"}]`, `[{"g":"a"},{"g":"a"}]`, `[{"g":"a"}]`)
-	got, _ = split(t, items, Options{GroupBy: "g", MaxItemsPerGroup: 3, MaxItems: 1})
+	got, _ = split(t, items, Config{GroupBy: "g", MaxItemsPerGroup: 3, MaxItems: 1})
 	if len(got) != len(items) {
 		t.Errorf("MaxItems 1: %d batches, want %d", len(got), len(items))
 	}
@@ -210,15 +210,15 @@ func TestSplitMaxItemsPerGroup(t *testing.T) {
 
 func TestSplitEmpty(t *testing.T) {
 	for _, items := range [][]Item{nil, {}} {
-		batches, warnings, err := Split(items, Options{MaxItems: 3, GroupBy: "g"})
+		batches, warnings, err := Split(items, Config{MaxItems: 3, GroupBy: "g"})
 		if batches != nil || warnings != nil || err != nil {
 			t.Errorf("Split(%v) = %v, %v, %v; want nothing", items, batches, warnings, err)
 		}
 	}
 }
 
-func TestSplitInvalidOptions(t *testing.T) {
-	for _, o := range []Options{
+func TestSplitInvalidConfig(t *testing.T) {
+	for _, o := range []Config{
 		{MaxItems: -1},
 		{MaxBytes: -1},
 		{MaxBytes: 1},
@@ -228,13 +228,13 @@ func TestSplitInvalidOptions(t *testing.T) {
 		// Checked even without items: the options are wrong either way.
 		for _, items := range [][]Item{nil, mkItems("1")} {
 			batches, _, err := Split(items, o)
-			if !errors.Is(err, ErrInvalidOptions) || batches != nil {
-				t.Errorf("Split(%+v) = %v, %v; want ErrInvalidOptions", o, batches, err)
+			if !errors.Is(err, ErrInvalidConfig) || batches != nil {
+				t.Errorf("Split(%+v) = %v, %v; want ErrInvalidConfig", o, batches, err)
 			}
 		}
 	}
 	// The smallest MaxBytes: every item is oversized, none is lost.
-	got, warnings := split(t, mkItems("1", "2"), Options{MaxBytes: 2})
+	got, warnings := split(t, mkItems("1", "2"), Config{MaxBytes: 2})
 	wantLayout(t, got, "[1]", "[2]")
 	if len(warnings) != 2 {
 		t.Errorf("warnings %q, want 2", warnings)
@@ -301,7 +301,7 @@ func FuzzSplit(f *testing.F) {
 	f.Add([]byte("zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"), uint8(5), uint16(1), uint8(4), true)
 	f.Fuzz(func(t *testing.T, data []byte, maxItems uint8, maxBytes uint16, perGroup uint8, groupBy bool) {
 		gen := fuzzItems(data)
-		o := Options{MaxItems: int(maxItems) % 9}
+		o := Config{MaxItems: int(maxItems) % 9}
 		if maxBytes != 0 {
 			o.MaxBytes = 2 + int(maxBytes)%400
 		}

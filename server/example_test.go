@@ -56,3 +56,28 @@ func ExampleStart() {
 	// 200 OK
 	// admin admin
 }
+
+// Read a configuration file: its settings, in whole seconds, hours and
+// days, become durations.
+func ExampleLoadConfig() {
+	dir, err := os.MkdirTemp("", "spool-example-*")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "spool.yaml")
+	yaml := "jobs:\n  lease_seconds: 90\n  retention_days: 7\nauth:\n  session_hours: 8\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		log.Fatal(err)
+	}
+
+	cfg, err := server.LoadConfig(path) // and the SPOOL_* variables
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cfg.Jobs.Lease, cfg.Jobs.Retention, cfg.Auth.SessionLength)
+	fmt.Println(cfg.Execution.HeartbeatInterval) // not in the file: the default
+	// Output:
+	// 1m30s 168h0m0s 8h0m0s
+	// 30s
+}

@@ -4,6 +4,7 @@
 //	cfg := server.DefaultConfig()
 //	cfg.Server.Addr = "127.0.0.1:0" // any free port
 //	cfg.Server.DataDir = dir
+//	cfg.Logger = slog.Default()
 //	srv, err := server.Start(ctx, cfg)
 //	if err != nil {
 //		return err
@@ -11,56 +12,43 @@
 //	defer srv.Stop(context.Background())
 //	fmt.Println("spool is at", srv.URL())
 //
-// Config is the server's whole configuration, field for field the YAML file
-// `spool server --config` reads (the README lists every setting).
+// Config is the server's whole configuration, with a field for each
+// setting of the YAML file `spool server --config` reads: each field's
+// documentation names its setting. LoadConfig reads such a file, and the
+// SPOOL_* environment variables, into a Config.
 package server
 
 import (
 	"context"
 	"log/slog"
-	"os"
 
 	"github.com/spool-run/spool/internal/assembly"
-	"github.com/spool-run/spool/internal/config"
 )
-
-// Config is the server's configuration: the YAML file's settings as Go
-// fields (server.addr is Config.Server.Addr). Start it from DefaultConfig
-// or LoadConfig rather than from zero.
-type Config = config.Config
-
-// DefaultConfig is the configuration used when nothing is set: SQLite in
-// ./spool-data, listening on 127.0.0.1:7070.
-func DefaultConfig() *Config { return config.Default() }
-
-// LoadConfig reads a YAML configuration file ("" for none) over the
-// defaults, applies the SPOOL_* environment variables, and validates the
-// result; an error names the setting that is wrong.
-func LoadConfig(path string) (*Config, error) { return config.Load(path, os.LookupEnv) }
 
 // Server is a running spool server.
 type Server struct{ s *assembly.Server }
 
-// Option tunes Start.
-type Option func(*options)
-
-type options struct{ log *slog.Logger }
-
-// WithLogger sends the server's structured logs to log (default: nowhere).
-func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
-
-// Start validates cfg, opens its store, listens on cfg.Server.Addr and
-// serves until Stop is called or ctx ends (then it shuts down gracefully
-// within cfg.Server.ShutdownGraceSeconds).
-func Start(ctx context.Context, cfg *Config, opts ...Option) (*Server, error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := cfg.Validate(); err != nil {
+// Start checks cfg, opens its store, listens on cfg.Server.Addr and serves
+// until Stop is called or ctx ends (then it shuts down gracefully within
+// cfg.Server.ShutdownGrace). An error about the configuration names the
+// setting by its YAML path (jobs.lease_seconds for Jobs.Lease). Start
+// logs, as a warning, any setting LoadConfig read under an old name.
+func Start(ctx context.Context, cfg *Config) (*Server, error) {
+	fc, err := cfg.file()
+	if err != nil {
 		return nil, err
 	}
-	s, err := assembly.Start(ctx, cfg, o.log)
+	if err := fc.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for _, w := range fc.Warnings {
+		log.Warn(w)
+	}
+	s, err := assembly.Start(ctx, fc, assembly.Options{Log: log, Meters: cfg.Meters})
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,8 @@ type Option func(*server.Config)
 // WithConfig lets a test change any setting, for example short leases:
 //
 //	spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
-//		c.Execution.HeartbeatIntervalSeconds = 1
-//		c.Jobs.VisibilityTimeoutSeconds = 2
+//		c.Execution.HeartbeatInterval = time.Second
+//		c.Jobs.Lease = 2 * time.Second
 //	}))
 func WithConfig(f func(*server.Config)) Option { return Option(f) }
 
@@ -51,7 +51,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	cfg := server.DefaultConfig()
 	cfg.Server.Addr = "127.0.0.1:0"
 	cfg.Server.DataDir = t.TempDir()
-	cfg.Server.ShutdownGraceSeconds = 1
+	cfg.Server.ShutdownGrace = time.Second
 	cfg.Auth.AdminKey = newSecret()
 	for _, o := range opts {
 		o(cfg)

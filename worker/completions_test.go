@@ -22,7 +22,7 @@ import (
 func leasedJobs(t *testing.T, n int) (spoolv1connect.JobServiceClient, []*spoolv1.JobLease) {
 	t.Helper()
 	cfg := server.DefaultConfig()
-	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGraceSeconds = "127.0.0.1:0", filepath.Join(t.TempDir(), "server"), 1
+	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGrace = "127.0.0.1:0", filepath.Join(t.TempDir(), "server"), time.Second
 	cfg.Auth.AdminKey = "spool_completions-test-admin-key-of-32-characters"
 	ctx := context.Background()
 	srv, err := server.Start(ctx, cfg)

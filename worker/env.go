@@ -2,18 +2,23 @@ package worker
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
-// DefaultPassEnv are the worker's environment variables a job gets without
-// being told: what programs need to find themselves and speak the user's
-// language. The rest of the worker's environment (cloud credentials, the
-// server's keys) stays with the worker, since a job's output is readable by
-// anyone who may read jobs.
-var DefaultPassEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "TMPDIR"}
+// DefaultPassEnv returns the names of the worker's environment variables
+// a job gets without being told (a name ending in * stands for every
+// variable with that prefix): what programs need to find themselves and
+// speak the user's language. The rest of the worker's environment (cloud
+// credentials, the server's keys) stays with the worker, since a job's
+// output is readable by anyone who may read jobs. Config.PassEnv adds to
+// them. The slice is the caller's: changing it changes nothing else.
+func DefaultPassEnv() []string { return slices.Clone(defaultPassEnv) }
+
+var defaultPassEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "TMPDIR"}
 
 // terminalType is TERM for a job on a pseudo-terminal when the worker has
 // none to pass on (a worker started by systemd has none): a terminal most
@@ -29,7 +34,7 @@ func jobEnv(worker []string, pass []string, job *spoolv1.Job) []string {
 	term := false
 	for _, kv := range worker {
 		name, value, _ := strings.Cut(kv, "=")
-		if passes(name, DefaultPassEnv) || passes(name, pass) {
+		if passes(name, defaultPassEnv) || passes(name, pass) {
 			env = append(env, kv)
 			term = term || (name == "TERM" && value != "")
 		}

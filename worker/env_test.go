@@ -44,3 +44,20 @@ func TestTerminalJobsGetATerm(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultPassEnvIsTheCallers: what DefaultPassEnv returns is a copy:
+// changing it lets no more of the worker's environment through to jobs.
+func TestDefaultPassEnvIsTheCallers(t *testing.T) {
+	names := DefaultPassEnv()
+	if !slices.Contains(names, "PATH") || slices.Contains(names, "AWS_SECRET_ACCESS_KEY") {
+		t.Fatalf("DefaultPassEnv() = %q", names)
+	}
+	names[0] = "AWS_SECRET_ACCESS_KEY"
+	env := jobEnv([]string{"AWS_SECRET_ACCESS_KEY=s3cret", "PATH=/bin"}, nil, &spoolv1.Job{})
+	if slices.Contains(env, "AWS_SECRET_ACCESS_KEY=s3cret") || !slices.Contains(env, "PATH=/bin") {
+		t.Fatalf("a job's environment after changing DefaultPassEnv's slice: %q", env)
+	}
+	if again := DefaultPassEnv(); again[0] != "PATH" {
+		t.Fatalf("DefaultPassEnv() after a caller changed its slice: %q", again)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
@@ -69,7 +70,7 @@ func Example() {
 // exampleServer starts a server with a known admin key and returns both.
 func exampleServer(dir string) (*server.Server, string) {
 	cfg := server.DefaultConfig()
-	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGraceSeconds = "127.0.0.1:0", filepath.Join(dir, "server"), 1
+	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGrace = "127.0.0.1:0", filepath.Join(dir, "server"), time.Second
 	cfg.Auth.AdminKey = "spool_example-admin-key-of-at-least-32-characters"
 	srv, err := server.Start(context.Background(), cfg)
 	if err != nil {

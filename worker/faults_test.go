@@ -22,9 +22,9 @@ import (
 
 // shortLeases gives a server a one-second heartbeat and three-second leases.
 func shortLeases(c *server.Config) {
-	c.Server.ShutdownGraceSeconds = 2
-	c.Execution.HeartbeatIntervalSeconds = 1
-	c.Jobs.VisibilityTimeoutSeconds = 3
+	c.Server.ShutdownGrace = 2 * time.Second
+	c.Execution.HeartbeatInterval = time.Second
+	c.Jobs.Lease = 3 * time.Second
 }
 
 // logTo is a worker config whose logger keeps what it says, for tests that

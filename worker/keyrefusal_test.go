@@ -26,8 +26,8 @@ import (
 // ErrPermissionDenied) and says what to do.
 func TestRevokedKeyStopsTheWorker(t *testing.T) {
 	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
-		c.Execution.HeartbeatIntervalSeconds = 1
-		c.Jobs.VisibilityTimeoutSeconds = 3
+		c.Execution.HeartbeatInterval = time.Second
+		c.Jobs.Lease = 3 * time.Second
 	}))
 	admin := srv.Client()
 	_, secret, err := admin.CreateKey(t.Context(), client.NewKey{Name: "doomed", Role: "worker"})

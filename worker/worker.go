@@ -94,10 +94,6 @@ type Config struct {
 	// DrainTimeout is how long a stopping worker keeps sending output to an
 	// unreachable server before leaving it on disk for the next start.
 	DrainTimeout time.Duration
-	// Logger receives the worker's structured logs (nil: discarded).
-	Logger *slog.Logger
-	// Meters, when set, receives the worker's metrics.
-	Meters metric.MeterProvider
 	// APIKey is sent with every call: a worker key (or an admin key).
 	APIKey string
 	// CAFile trusts only this CA (PEM) for an https:// server with a
@@ -106,10 +102,18 @@ type Config struct {
 	// HTTPClient makes the requests to the server (nil: a pooled client).
 	HTTPClient *http.Client
 	// PassEnv names more of the worker's environment variables that jobs
-	// get, beside DefaultPassEnv (a name ending in * passes every variable
-	// with that prefix). Nothing else of the worker's environment reaches
-	// a job.
+	// get, beside DefaultPassEnv() (a name ending in * passes every
+	// variable with that prefix). Nothing else of the worker's environment
+	// reaches a job.
 	PassEnv []string
+
+	// Logger receives the worker's structured logs (nil: discarded).
+	Logger *slog.Logger
+	// Meters makes the worker's metrics (nil: none): the meter
+	// "spool/worker" records spool.worker.jobs, spool.worker.jobs.running,
+	// spool.worker.lines, spool.worker.batches and spool.worker.batch.lines
+	// (docs/metrics.md says what each means).
+	Meters metric.MeterProvider
 }
 
 func (c *Config) setDefaults() error {

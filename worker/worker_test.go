@@ -35,9 +35,9 @@ type env struct {
 func newEnv(t *testing.T, concurrency int, tweak func(*worker.Config)) *env {
 	t.Helper()
 	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
-		c.Server.ShutdownGraceSeconds = 2
-		c.Execution.HeartbeatIntervalSeconds = 1
-		c.Jobs.VisibilityTimeoutSeconds = 3
+		c.Server.ShutdownGrace = 2 * time.Second
+		c.Execution.HeartbeatInterval = time.Second
+		c.Jobs.Lease = 3 * time.Second
 	}))
 	wc := worker.Config{Concurrency: concurrency}
 	if tweak != nil {

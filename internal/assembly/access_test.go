@@ -18,8 +18,8 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
-	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -317,7 +317,7 @@ func TestAccessTable(t *testing.T) {
 
 // The configured public name is answered; look-alikes are not.
 func TestHostAllowList(t *testing.T) {
-	f := newFixture(t, func(c *config.Config) { c.Server.PublicHosts = []string{"spool.example.com"} })
+	f := newFixture(t, func(c *server.Config) { c.Server.PublicHosts = []string{"spool.example.com"} })
 	get := routes["GET /api/v1/jobs"].call
 	for host, want := range map[string]int{
 		"spool.example.com": 200, "SPOOL.example.com.": 200, "localhost": 200, "app.localhost": 200, "127.0.0.1": 200, "[::1]:7070": 200,
@@ -329,7 +329,7 @@ func TestHostAllowList(t *testing.T) {
 	}
 }
 
-func newFixture(t *testing.T, tweaks ...func(*config.Config)) *fixture {
+func newFixture(t *testing.T, tweaks ...func(*server.Config)) *fixture {
 	t.Helper()
 	f := &fixture{srv: start(t, tweaks...)}
 	c := f.srv.Client()

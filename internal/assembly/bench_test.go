@@ -11,7 +11,7 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -23,7 +23,7 @@ import (
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		b.Run("sqlite-synchronous-"+mode, func(b *testing.B) {
-			r := start(b, func(c *config.Config) { c.Store.SQLite.Synchronous = mode })
+			r := start(b, func(c *server.Config) { c.Store.SQLite.Synchronous = mode })
 			roundTrips(b, newClient(b, r), 8)
 		})
 	}

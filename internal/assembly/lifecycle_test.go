@@ -12,7 +12,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/server"
 )
 
 // TestRequestIDNamesOneRequest: the same request_id with the same request
@@ -44,8 +44,8 @@ func TestRequestIDNamesOneRequest(t *testing.T) {
 // the job is cancelled (or its watched state changes), then answers at once;
 // the lease's heartbeat interval is derived from its length.
 func TestHeartbeatWaitsForNews(t *testing.T) {
-	r := start(t, func(c *config.Config) {
-		c.Execution.HeartbeatIntervalSeconds, c.Jobs.VisibilityTimeoutSeconds = 30, 120
+	r := start(t, func(c *server.Config) {
+		c.Execution.HeartbeatInterval, c.Jobs.Lease = 30*time.Second, 120*time.Second
 	})
 	c := newClient(t, r)
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -105,7 +106,7 @@ func listJobs(t *testing.T, srv *spooltest.Server) []any {
 // page of a CORS origin follows a log with a short-lived ticket, never a
 // key in the URL.
 func TestOrigins(t *testing.T) {
-	srv := start(t, func(c *config.Config) { c.Server.CORSOrigins = []string{"https://ci.example.com"} })
+	srv := start(t, func(c *server.Config) { c.Server.CORSOrigins = []string{"https://ci.example.com"} })
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
 	key := "Bearer " + srv.AdminKey
 	enqueue := func(origin string) (*http.Response, string) {
@@ -165,7 +166,7 @@ func TestAuthDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	srv, err := assembly.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	srv, err := assembly.Start(context.Background(), cfg, assembly.Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestNonLoopbackWithoutTLSWarns(t *testing.T) {
 	cfg := config.Default()
 	cfg.Server.Addr, cfg.Server.DataDir = "0.0.0.0:0", t.TempDir()
 	var logs bytes.Buffer
-	srv, err := assembly.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	srv, err := assembly.Start(context.Background(), cfg, assembly.Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

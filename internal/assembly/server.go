@@ -23,6 +23,7 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/otelconnect"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/connectapi"
@@ -40,13 +41,14 @@ import (
 
 // Server is a running spool server.
 type Server struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	store store.JobStore
-	svc   *service.Service
-	doors *doors
-	hs    *http.Server
-	url   string
+	cfg    *config.Config
+	log    *slog.Logger
+	meters metric.MeterProvider // the program's own; nil: the server's registry, on /metrics
+	store  store.JobStore
+	svc    *service.Service
+	doors  *doors
+	hs     *http.Server
+	url    string
 	// waitStreams waits for the WebSocket log streams, which Shutdown does
 	// not track (their connections are hijacked).
 	waitStreams func()
@@ -60,10 +62,22 @@ type Server struct {
 	stopErr  error
 }
 
+// Options are what a server is given beside its configuration.
+type Options struct {
+	// Log receives the server's structured logs (nil: discarded).
+	Log *slog.Logger
+	// Meters makes the server's metrics. nil: the server keeps its own,
+	// with the Go runtime's and the process's, and serves them on
+	// /metrics; otherwise /metrics answers 404, since the program that
+	// runs the server exports its metrics its own way.
+	Meters metric.MeterProvider
+}
+
 // Start opens the configured store and token key, listens on
 // cfg.Server.Addr ("127.0.0.1:0" picks a free port) and serves until Stop is
 // called or ctx ends (then it stops within the configured grace period).
-func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
+func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
+	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -96,7 +110,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 	if cfg.Server.TLS.Enabled() {
 		scheme = "https"
 	}
-	s := &Server{cfg: cfg, log: log, store: st, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, meters: o.Meters, store: st, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{})}
 	s.hs = &http.Server{
 		Handler:           s.routes(signer, sealer),
 		Protocols:         protocols(),
@@ -129,10 +143,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, 
 
 // routes builds the core and mounts every entrance on one mux.
 func (s *Server) routes(signer *token.Signer, sealer *seal.Sealer) http.Handler {
-	// Only an invalid option makes these fail: a programming error.
-	metrics := telemetry.Must(telemetry.New())
-	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: metrics.Meter("server")})
-	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(metrics.Provider()),
+	meters, scrape := s.metrics()
+	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: meters.Meter("spool/server")})
+	// Only an invalid option makes this fail: a programming error.
+	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(meters),
 		otelconnect.WithoutTracing(), otelconnect.WithoutServerPeerAttributes()))
 
 	mux := http.NewServeMux()
@@ -151,13 +165,28 @@ func (s *Server) routes(signer *token.Signer, sealer *seal.Sealer) http.Handler 
 	// API with the session cookie.
 	mux.Handle("/", webui.Handler())
 	s.doors.open("/")
-	mux.Handle("GET /metrics", s.metricsFor(metrics.Handler()))
+	mux.Handle("GET /metrics", s.metricsFor(scrape))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	s.doors.open("GET /healthz")
 	return s.guard(mux)
+}
+
+// metrics is where the server's instruments are made and what /metrics
+// serves: the program's provider and a 404 saying where the metrics went,
+// or the server's own registry (one per server, so that servers in one
+// process do not mix their figures) in the Prometheus text format.
+func (s *Server) metrics() (metric.MeterProvider, http.Handler) {
+	if s.meters != nil {
+		return s.meters, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "this server's metrics go to the program that runs it (its Meters), not to /metrics", http.StatusNotFound)
+		})
+	}
+	// Only an invalid option makes this fail: a programming error.
+	m := telemetry.Must(telemetry.New())
+	return m.Provider(), m.Handler()
 }
 
 // loadTLS reads the server's certificate (nil when TLS is off), at start:

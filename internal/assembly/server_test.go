@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,18 +21,19 @@ import (
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/wire"
+	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 )
 
 // testConfig gives a server a one-second heartbeat, so leases can be two
 // seconds long.
-func testConfig(c *config.Config) {
-	c.Server.ShutdownGraceSeconds = 5
-	c.Execution.HeartbeatIntervalSeconds = 1
-	c.Jobs.VisibilityTimeoutSeconds = 2
+func testConfig(c *server.Config) {
+	c.Server.ShutdownGrace = 5 * time.Second
+	c.Execution.HeartbeatInterval = time.Second
+	c.Jobs.Lease = 2 * time.Second
 }
 
-func start(t testing.TB, tweaks ...func(*config.Config)) *spooltest.Server {
+func start(t testing.TB, tweaks ...func(*server.Config)) *spooltest.Server {
 	t.Helper()
 	opts := []spooltest.Option{spooltest.WithConfig(testConfig)}
 	for _, f := range tweaks {
@@ -366,7 +366,7 @@ func TestBadRequests(t *testing.T) {
 // TestShutdownEndsStreams: stopping the server ends a following stream with
 // Unavailable (the client resumes elsewhere) without waiting out the grace.
 func TestShutdownEndsStreams(t *testing.T) {
-	r := start(t, func(c *config.Config) { c.Server.ShutdownGraceSeconds = 30 })
+	r := start(t, func(c *server.Config) { c.Server.ShutdownGrace = 30 * time.Second })
 	c := newClient(t, r)
 	j := submit(t, c, "sleep", "100")
 	s, err := c.StreamEvents(context.Background(), connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: j.GetJobId(), Follow: true}))
@@ -408,15 +408,15 @@ func TestRestartKeepsJobs(t *testing.T) {
 func TestStartRefusals(t *testing.T) {
 	first := start(t)
 	second := *first.Config()
-	_, err := assembly.Start(context.Background(), &second, slog.New(slog.DiscardHandler))
+	_, err := server.Start(context.Background(), &second)
 	if err == nil || !strings.Contains(err.Error(), "in use by another spool server") {
 		t.Fatalf("second server on one data dir: %v", err)
 	}
+	// Past what validation allows, to see the store's own limit refuse it.
 	big := config.Default()
-	testConfig(big)
 	big.Server.Addr, big.Server.DataDir = "127.0.0.1:0", t.TempDir()
 	big.Execution.Batching.MaxBatchBytes = 32 << 20
-	_, err = assembly.Start(context.Background(), big, slog.New(slog.DiscardHandler))
+	_, err = assembly.Start(context.Background(), big, assembly.Options{})
 	if err == nil || !strings.Contains(err.Error(), "max_batch_bytes") || !strings.Contains(err.Error(), "or less") {
 		t.Fatalf("batch larger than the store's item limit: %v", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 	"github.com/spool-run/spool/internal/token"
 	"github.com/spool-run/spool/internal/wire"
+	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -34,7 +35,7 @@ import (
 var testTokenKey = []byte("0123456789abcdef0123456789abcdef")
 
 // withTokenKey gives a server testTokenKey.
-func withTokenKey(c *config.Config) {
+func withTokenKey(c *server.Config) {
 	c.Server.TokenKey = base64.StdEncoding.EncodeToString(testTokenKey)
 }
 
@@ -259,7 +260,7 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGraceSeconds = "127.0.0.1:0", t.TempDir(), 1
 	cfg.Auth.AdminKey = "spool_" + strings.Repeat("a", 40)
 	var logs spooltest.Buffer
-	srv, err := assembly.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	srv, err := assembly.Start(context.Background(), cfg, assembly.Options{Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func runningWithOneLine(t *testing.T, url, key string) string {
 // one ends the session on the other.
 func TestTicketsAndSignOutAcrossServers(t *testing.T) {
 	db := pgtest.NewDatabase(t)
-	shared := func(c *config.Config) {
+	shared := func(c *server.Config) {
 		withTokenKey(c)
 		c.Store.Type, c.Store.Postgres.URL = "postgres", db
 		c.Auth.AdminKey = "spool_" + strings.Repeat("b", 40)

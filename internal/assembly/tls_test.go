@@ -11,6 +11,7 @@ import (
 	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/testcert"
+	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -21,7 +22,7 @@ import (
 func TestTLS(t *testing.T) {
 	files, _ := testcert.New(t)
 	caFile, certFile, keyFile := files.CA, files.Cert, files.Key
-	srv := start(t, func(c *config.Config) { c.Server.TLS = config.TLS{CertFile: certFile, KeyFile: keyFile} })
+	srv := start(t, func(c *server.Config) { c.Server.TLS = server.TLS{CertFile: certFile, KeyFile: keyFile} })
 	if !strings.HasPrefix(srv.URL, "https://") {
 		t.Fatalf("server URL %s", srv.URL)
 	}
@@ -72,7 +73,7 @@ func TestTLSBadCertificate(t *testing.T) {
 			err := cfg.Validate()
 			if err == nil {
 				var srv *assembly.Server
-				srv, err = assembly.Start(context.Background(), cfg, nil)
+				srv, err = assembly.Start(context.Background(), cfg, assembly.Options{})
 				if err == nil {
 					_ = srv.Stop(context.Background())
 				}

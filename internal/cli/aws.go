@@ -46,6 +46,9 @@ the IAM permissions the server needs.`,
 					return name
 				})
 			}
+			for _, w := range cfg.Warnings {
+				fmt.Fprintln(e.errOut, "spool: warning: "+w)
+			}
 			if err := cfg.Store.AWS.Validate(); err != nil {
 				return err
 			}

@@ -86,7 +86,7 @@ group, and spool consume exits 0. A second signal stops at once.`,
 				return err
 			}
 			jc.Client = c
-			log := newLogger(config.Log{Level: f.logLevel, Format: f.logFormat}, e.errOut)
+			log := config.Log{Level: f.logLevel, Format: f.logFormat}.NewLogger(e.errOut)
 			cfg.Logger, jc.Logger = log, log
 			if f.metricsAddr != "" {
 				m, err := serveMetrics(cmd.Context(), f.metricsAddr, log)

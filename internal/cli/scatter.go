@@ -189,8 +189,8 @@ func (f *scatterFlags) split(ctx context.Context, e *env, items []itembatch.Item
 		}
 		return bs, ws, nil
 	}
-	bs, ws, err := itembatch.Split(items, itembatch.Options{MaxItems: f.maxItems, MaxBytes: f.maxBytes, GroupBy: f.groupBy, MaxItemsPerGroup: f.maxPerGroup})
-	if errors.Is(err, itembatch.ErrInvalidOptions) {
+	bs, ws, err := itembatch.Split(items, itembatch.Config{MaxItems: f.maxItems, MaxBytes: f.maxBytes, GroupBy: f.groupBy, MaxItemsPerGroup: f.maxPerGroup})
+	if errors.Is(err, itembatch.ErrInvalidConfig) {
 		return nil, ws, fmt.Errorf("batching flags: %w", err)
 	}
 	return bs, ws, err

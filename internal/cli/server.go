@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 
@@ -44,12 +42,12 @@ SIGTERM or Ctrl-C stops it gracefully; a second one stops it at once.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			log := newLogger(cfg.Log, e.errOut)
-			for _, w := range config.UnknownEnv(os.Environ()) {
+			log := cfg.Log.NewLogger(e.errOut)
+			for _, w := range append(cfg.Warnings, config.UnknownEnv(os.Environ())...) {
 				log.Warn(w)
 			}
 			assembly.TuneGC()
-			r, err := assembly.Start(cmd.Context(), cfg, log)
+			r, err := assembly.Start(cmd.Context(), cfg, assembly.Options{Log: log})
 			if err != nil {
 				return setting.Rename(err, serverSettingName(cmd, cfgPath, cfg))
 			}
@@ -93,17 +91,4 @@ func serverSettingName(cmd *cobra.Command, cfgPath string, cfg *config.Config) f
 		}
 		return name
 	}
-}
-
-// newLogger builds the server's structured logger.
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
-		level = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -64,7 +64,7 @@ to finish, output is flushed. A second signal stops everything at once
 			cfg.Server = e.server
 			cfg.APIKey, _ = e.apiKey()
 			cfg.CAFile = e.caFile()
-			cfg.Logger = newLogger(config.Log{Level: logLevel, Format: logFormat}, e.errOut)
+			cfg.Logger = config.Log{Level: logLevel, Format: logFormat}.NewLogger(e.errOut)
 			if metricsAddr != "" {
 				m, err := serveMetrics(cmd.Context(), metricsAddr, cfg.Logger)
 				if err != nil {
@@ -116,7 +116,7 @@ to finish, output is flushed. A second signal stops everything at once
 	f.DurationVar(&cfg.ShutdownGrace, "grace", 30*time.Second, "on SIGTERM, how long running jobs may go on")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "how long a stopped command has between SIGTERM and SIGKILL")
 	f.StringVar(&cfg.ID, "id", "", "worker name in logs and job events (default: host-pid)")
-	f.StringArrayVar(&cfg.PassEnv, "pass-env", nil, "also pass this environment variable of the worker to jobs (repeatable; NAME or PREFIX*); by default jobs get only "+strings.Join(worker.DefaultPassEnv, ", "))
+	f.StringArrayVar(&cfg.PassEnv, "pass-env", nil, "also pass this environment variable of the worker to jobs (repeatable; NAME or PREFIX*); by default jobs get only "+strings.Join(worker.DefaultPassEnv(), ", "))
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9464)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")

@@ -29,6 +29,10 @@ type Config struct {
 	Auth      Auth      `yaml:"auth"`
 	Ingest    Ingest    `yaml:"ingest"`
 	Log       Log       `yaml:"log"`
+
+	// Warnings are what reading the configuration found to be said at
+	// start (an old name of a setting); they are not settings.
+	Warnings []string `yaml:"-"`
 }
 
 // Server is how the server listens and where it keeps its files.
@@ -104,9 +108,12 @@ type SQLite struct {
 type Jobs struct {
 	// MaxAttempts is how many leases a job may be given before it is failed.
 	MaxAttempts int `yaml:"max_attempts"`
-	// VisibilityTimeoutSeconds is the default lease length (SQS's name for
-	// it, kept in the file); workers extend it with heartbeats.
-	VisibilityTimeoutSeconds int `yaml:"visibility_timeout_seconds"`
+	// LeaseSeconds is the default lease length; workers extend it with
+	// heartbeats.
+	LeaseSeconds int `yaml:"lease_seconds"`
+	// OldLeaseSeconds is lease_seconds under its old name (SQS's), still
+	// read and moved to LeaseSeconds with a warning (renamed.go).
+	OldLeaseSeconds *int `yaml:"visibility_timeout_seconds,omitempty"`
 	// RetentionDays is how long finished jobs and their logs are kept
 	// after they end; 0 keeps everything.
 	RetentionDays int `yaml:"retention_days"`
@@ -174,20 +181,12 @@ type Ingest struct {
 // IdleTimeout is ingest.idle_timeout_seconds (0: none).
 func (i Ingest) IdleTimeout() time.Duration { return seconds(i.IdleTimeoutSeconds) }
 
-// Log configures the server's structured logs.
-type Log struct {
-	// Level is debug, info, warn or error.
-	Level string `yaml:"level"`
-	// Format is text or json.
-	Format string `yaml:"format"`
-}
-
 // Default returns the configuration used when nothing is set.
 func Default() *Config {
 	return &Config{
 		Server: Server{Addr: "127.0.0.1:7070", DataDir: datadir.Default, ShutdownGraceSeconds: 30},
 		Store:  Store{Type: "sqlite", SQLite: SQLite{Synchronous: "full"}},
-		Jobs:   Jobs{MaxAttempts: 3, VisibilityTimeoutSeconds: 120, RetentionDays: 30},
+		Jobs:   Jobs{MaxAttempts: 3, LeaseSeconds: 120, RetentionDays: 30},
 		Execution: Execution{
 			Batching: Batching{
 				FlushIntervalSeconds:   2,
@@ -265,6 +264,9 @@ func parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 		if err := dec.Decode(cfg); err != nil {
 			return nil, yamlError(data, err)
 		}
+		if err := renamedInFile(cfg, data); err != nil {
+			return nil, err
+		}
 	}
 	if lookup != nil {
 		if err := applyEnv(cfg, lookup); err != nil {
@@ -280,9 +282,9 @@ func parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 // ShutdownGrace is server.shutdown_grace_seconds.
 func (s Server) ShutdownGrace() time.Duration { return seconds(s.ShutdownGraceSeconds) }
 
-// Lease is jobs.visibility_timeout_seconds: how long a lease lasts unless
-// a heartbeat extends it.
-func (j Jobs) Lease() time.Duration { return seconds(j.VisibilityTimeoutSeconds) }
+// Lease is jobs.lease_seconds: how long a lease lasts unless a heartbeat
+// extends it.
+func (j Jobs) Lease() time.Duration { return seconds(j.LeaseSeconds) }
 
 // Retention is how long finished jobs are kept (0: for ever).
 func (j Jobs) Retention() time.Duration { return time.Duration(j.RetentionDays) * 24 * time.Hour }

@@ -19,8 +19,12 @@ func EnvName(path ...string) string {
 	return EnvPrefix + strings.ToUpper(strings.Join(path, "_"))
 }
 
-// applyEnv sets every field whose variable is present.
+// applyEnv sets every field whose variable is present, also under its
+// old name.
 func applyEnv(cfg *Config, lookup func(string) (string, bool)) error {
+	if err := renamedInEnv(cfg, lookup); err != nil {
+		return err
+	}
 	return walk(reflect.ValueOf(cfg).Elem(), nil, func(v reflect.Value, path []string) error {
 		name := EnvName(path...)
 		s, ok := lookup(name)
@@ -128,7 +132,7 @@ func UnknownEnv(environ []string) []string {
 	var warnings []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix) || slices.Contains(known, name) || slices.Contains(otherVars, name) {
+		if !strings.HasPrefix(name, EnvPrefix) || slices.Contains(known, name) || slices.Contains(otherVars, name) || isOldEnvName(name) {
 			continue
 		}
 		w := fmt.Sprintf("%s is not a spool setting and is ignored", name)

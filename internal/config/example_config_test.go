@@ -48,6 +48,11 @@ func TestExampleConfigNamesEverySetting(t *testing.T) {
 	lines := uncomment(string(data))
 
 	keys := keyLines(lines)
+	for _, r := range renames {
+		if i, ok := keys[strings.Join(r.old, ".")]; ok {
+			t.Errorf("line %d of %s gives %s, the old name of %s", i+1, exampleFile, strings.Join(r.old, "."), strings.Join(r.new, "."))
+		}
+	}
 	for _, path := range settingPaths(reflect.TypeFor[Config](), nil) {
 		name := strings.Join(path, ".")
 		i, ok := keys[name]
@@ -175,6 +180,9 @@ func settingPaths(t reflect.Type, path []string) [][]string {
 			continue
 		}
 		p := append(slices.Clone(path), tag)
+		if slices.ContainsFunc(renames, func(r rename) bool { return slices.Equal(r.old, p) }) {
+			continue // an old name, read but not shown
+		}
 		if f.Type.Kind() == reflect.Struct {
 			out = append(out, settingPaths(f.Type, p)...)
 			continue

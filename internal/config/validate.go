@@ -67,7 +67,7 @@ func (c *Config) Validate() error {
 	}
 
 	between("jobs.max_attempts", int64(c.Jobs.MaxAttempts), 1, 100)
-	between("jobs.visibility_timeout_seconds", int64(c.Jobs.VisibilityTimeoutSeconds), 2, 43200)
+	between("jobs.lease_seconds", int64(c.Jobs.LeaseSeconds), 2, 43200)
 	between("jobs.retention_days", int64(c.Jobs.RetentionDays), 0, 36500)
 
 	b := c.Execution.Batching
@@ -77,9 +77,9 @@ func (c *Config) Validate() error {
 	between("execution.batching.playback_interval_millis", int64(b.PlaybackIntervalMillis), 0, 10000)
 	hb := c.Execution.HeartbeatIntervalSeconds
 	between("execution.heartbeat_interval_seconds", int64(hb), 1, 3600)
-	if hb >= 1 && c.Jobs.VisibilityTimeoutSeconds < 2*hb {
-		bad("jobs.visibility_timeout_seconds", "must be at least twice execution.heartbeat_interval_seconds (%d), so one late heartbeat does not lose the lease; got %d",
-			hb, c.Jobs.VisibilityTimeoutSeconds)
+	if hb >= 1 && c.Jobs.LeaseSeconds < 2*hb {
+		bad("jobs.lease_seconds", "must be at least twice execution.heartbeat_interval_seconds (%d), so one late heartbeat does not lose the lease; got %d",
+			hb, c.Jobs.LeaseSeconds)
 	}
 
 	if c.Auth.Disabled && !c.ListensOnLoopback() {

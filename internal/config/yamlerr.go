@@ -90,6 +90,8 @@ func wanted(t reflect.Type) string {
 		return "a list of " + strings.TrimPrefix(wanted(t.Elem()), "a ")
 	case reflect.Map:
 		return "a mapping of names to " + wanted(t.Elem())
+	case reflect.Pointer:
+		return wanted(t.Elem())
 	}
 	return t.String()
 }

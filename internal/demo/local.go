@@ -61,7 +61,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	srv, err := assembly.Start(ctx, cfg, o.Log)
+	srv, err := assembly.Start(ctx, cfg, assembly.Options{Log: o.Log})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -95,7 +95,7 @@ func spoolEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS=1", "SPOOL_JOBS_VISIBILITY_TIMEOUT_SECONDS=3")
+	return append(env, "SPOOL_EXECUTION_HEARTBEAT_INTERVAL_SECONDS=1", "SPOOL_JOBS_LEASE_SECONDS=3")
 }
 
 // kill9 kills the process as a crash would.

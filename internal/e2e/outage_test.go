@@ -17,7 +17,7 @@ import (
 )
 
 // outageLease is the lease length of the outage tests' servers and
-// workers (runIn's SPOOL_JOBS_VISIBILITY_TIMEOUT_SECONDS and startWorker's
+// workers (runIn's SPOOL_JOBS_LEASE_SECONDS and startWorker's
 // --lease), renewed every second.
 const outageLease = 3 * time.Second
 

@@ -15,10 +15,6 @@
 // written without fsync: they survive the worker process dying (the page
 // cache keeps them), which is what matters here, since a machine that loses
 // power loses its running job too.
-//
-// Workers before this layout made an outbox a directory of its own, with
-// header.json and the segments inside; such outboxes are still found and
-// read (legacy.go).
 package outbox
 
 import (
@@ -84,10 +80,8 @@ type pos struct {
 // Outbox is one attempt's outbox. Append and Finish may be called from one
 // goroutine while another calls Next and Ack.
 type Outbox struct {
-	// path names the outbox: segment n is path.NNNNNNNN.seg, or, for a
-	// legacy outbox, path is its directory.
+	// path names the outbox: segment n is path.NNNNNNNN.seg.
 	path     string
-	legacy   bool
 	header   Header
 	segBytes int64
 
@@ -152,8 +146,7 @@ func (o *Outbox) startSegment(n int) error {
 }
 
 // segSuffix ends a segment's file name: .NNNNNNNN.seg; segName is what
-// follows the outbox's name and its dot (in a legacy outbox's directory,
-// the whole name).
+// follows the outbox's name and its dot.
 var (
 	segSuffix = regexp.MustCompile(`\.([0-9]{8})\.seg$`)
 	segName   = regexp.MustCompile(`^([0-9]{8})\.seg$`)
@@ -171,12 +164,8 @@ func List(root string) ([]string, error) {
 	}
 	var paths []string
 	for _, e := range entries {
-		p := filepath.Join(root, e.Name())
-		switch m := segSuffix.FindStringIndex(e.Name()); {
-		case e.IsDir() && isLegacy(p):
-			paths = append(paths, p)
-		case !e.IsDir() && m != nil:
-			paths = append(paths, p[:len(p)-len(e.Name())+m[0]])
+		if m := segSuffix.FindStringIndex(e.Name()); !e.IsDir() && m != nil {
+			paths = append(paths, filepath.Join(root, e.Name()[:m[0]]))
 		}
 	}
 	slices.Sort(paths)
@@ -187,17 +176,12 @@ func List(root string) ([]string, error) {
 // short when the worker died is dropped (it was never sent, so nothing
 // acknowledged is lost).
 func Open(path string) (*Outbox, error) {
-	o := &Outbox{path: path, legacy: isLegacy(path), segBytes: DefaultSegmentBytes, changed: make(chan struct{})}
+	o := &Outbox{path: path, segBytes: DefaultSegmentBytes, changed: make(chan struct{})}
 	segs, err := o.segments()
 	if err != nil {
 		return nil, err
 	}
-	if o.legacy {
-		err = o.readLegacyHeader()
-	} else {
-		err = o.readHeader(segs)
-	}
-	if err != nil {
+	if err := o.readHeader(segs); err != nil {
 		return nil, err
 	}
 	if len(segs) == 0 {
@@ -290,20 +274,13 @@ func readFile(path string, max int64) ([]byte, error) {
 }
 
 func (o *Outbox) segPath(n int) string {
-	if o.legacy {
-		return filepath.Join(o.path, fmt.Sprintf("%08d.seg", n))
-	}
 	return fmt.Sprintf("%s.%08d.seg", o.path, n)
 }
 
 // segments returns the numbers of the outbox's segments on disk, in order:
-// the files PATH.NNNNNNNN.seg, or NNNNNNNN.seg inside a legacy outbox's
-// directory.
+// the files PATH.NNNNNNNN.seg.
 func (o *Outbox) segments() ([]int, error) {
 	dir, prefix := filepath.Dir(o.path), filepath.Base(o.path)+"."
-	if o.legacy {
-		dir, prefix = o.path, ""
-	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
@@ -778,9 +755,6 @@ func (o *Outbox) Close() error {
 // the lease is gone and the server will never take it.
 func (o *Outbox) Remove() error {
 	_ = o.Close()
-	if o.legacy {
-		return os.RemoveAll(o.path)
-	}
 	var errs []error
 	for n := o.lowSeg; n <= o.wSeg; n++ {
 		if err := os.Remove(o.segPath(n)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -799,13 +773,6 @@ func (o *Outbox) Keep(root string) (string, error) {
 		return o.path, fmt.Errorf("outbox: %w", err)
 	}
 	dest := filepath.Join(root, filepath.Base(o.path))
-	if o.legacy {
-		if err := os.Rename(o.path, dest); err != nil {
-			return o.path, fmt.Errorf("outbox: %w", err)
-		}
-		o.path = dest
-		return dest, nil
-	}
 	segs, err := o.segments()
 	if err != nil {
 		return o.path, err
@@ -841,9 +808,6 @@ func Stat(path string) (size int64, modified time.Time, err error) {
 
 // Delete removes an outbox left on disk without opening it.
 func Delete(path string) error {
-	if isLegacy(path) {
-		return os.RemoveAll(path)
-	}
 	files, err := files(path)
 	if err != nil {
 		return err
@@ -857,21 +821,9 @@ func Delete(path string) error {
 	return errors.Join(errs...)
 }
 
-// files are the files of the outbox at path: its segments, or everything
-// in a legacy outbox's directory.
+// files are the files of the outbox at path: its segments.
 func files(path string) ([]string, error) {
-	o := &Outbox{path: path, legacy: isLegacy(path)}
-	if o.legacy {
-		entries, err := os.ReadDir(path)
-		if err != nil {
-			return nil, fmt.Errorf("outbox: %w", err)
-		}
-		var fs []string
-		for _, e := range entries {
-			fs = append(fs, filepath.Join(path, e.Name()))
-		}
-		return fs, nil
-	}
+	o := &Outbox{path: path}
 	segs, err := o.segments()
 	if err != nil {
 		return nil, err

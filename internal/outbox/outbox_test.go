@@ -3,7 +3,6 @@ package outbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +10,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
@@ -230,9 +227,6 @@ func TestOpenEmpty(t *testing.T) {
 	}
 }
 
-// An outbox a worker before the one-file layout left (a directory with
-// header.json and segments without a header record) is found, read to its
-// end, and removed.
 // TestOutboxesSideBySide: outboxes whose names begin alike (attempts 1
 // and 12 of one job) each find only their own segments.
 func TestOutboxesSideBySide(t *testing.T) {
@@ -274,50 +268,6 @@ func TestOutboxesSideBySide(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(root); len(left) != 0 {
 		t.Fatalf("Remove left %v", left)
-	}
-}
-
-func TestLegacyOutbox(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "job1-a2")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	hb, _ := json.Marshal(header())
-	var seg []byte
-	for i := int64(1); i <= 3; i++ {
-		b, _ := proto.Marshal(ev(i, "old"))
-		seg = appendRecord(seg, kindEvent, b)
-	}
-	res, _ := proto.Marshal(&spoolv1.JobResult{ExitCode: 3})
-	seg = appendRecord(seg, kindResult, res)
-	if os.WriteFile(filepath.Join(dir, "header.json"), hb, 0o600) != nil || os.WriteFile(filepath.Join(dir, "00000001.seg"), seg, 0o600) != nil {
-		t.Fatal("cannot write the legacy outbox")
-	}
-	// A new-layout outbox beside it is listed too.
-	if _, err := Create(root, Header{JobID: "job2", Attempt: 1}); err != nil {
-		t.Fatal(err)
-	}
-	paths, err := List(root)
-	if err != nil || len(paths) != 2 || paths[0] != dir {
-		t.Fatalf("List: %v %v", paths, err)
-	}
-	o, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Header() != header() || !o.Finished() {
-		t.Fatalf("legacy header %+v, finished %v", o.Header(), o.Finished())
-	}
-	seqs, got := drain(t, o, 10)
-	if fmt.Sprint(seqs) != "[1 2 3]" || got.GetExitCode() != 3 {
-		t.Fatalf("read %v, result %v", seqs, got)
-	}
-	if err := o.Remove(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatal("Remove left the legacy directory")
 	}
 }
 

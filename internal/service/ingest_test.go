@@ -282,7 +282,7 @@ func TestIngestKeysAndCancel(t *testing.T) {
 func TestIdleSourceEnds(t *testing.T) {
 	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
 		c.Store.Type = "memory"
-		c.Ingest.IdleTimeoutSeconds = 1
+		c.Ingest.IdleTimeout = time.Second
 	}))
 	key := srv.Key(t, "ingest")
 	lines := ingesttest.Lines(ingesttest.Line{Source: "quiet", ID: "1", Timestamp: 1, Message: "only line"})

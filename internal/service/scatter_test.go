@@ -48,8 +48,12 @@ var testStores = []testStore{
 	}},
 	{"aws", true, true, func(t *testing.T) func(c *server.Config) {
 		aws := awstest.Start(t).NewConfig(t)
-		aws.AutoCreateQueues = true
-		return func(c *server.Config) { c.Server.TokenKey, c.Store.Type, c.Store.AWS = tokenKey, "aws", aws }
+		return func(c *server.Config) {
+			c.Server.TokenKey, c.Store.Type = tokenKey, "aws"
+			c.Store.AWS = server.AWS{DynamoDBEndpoint: aws.DynamoDBEndpoint, SQSEndpoint: aws.SQSEndpoint,
+				JobsTable: aws.JobsTable, EventsTable: aws.EventsTable, QueuePrefix: aws.QueuePrefix,
+				AutoCreateQueues: true, DeadLetterCheckInterval: aws.DeadLetterCheckInterval}
+		}
 	}},
 }
 
@@ -79,8 +83,8 @@ func onStores(t *testing.T, want func(testStore) bool, test func(t *testing.T, s
 // and the tests' admin key (the same on every server of a shared store).
 func newServer(t *testing.T, set func(*server.Config)) *spooltest.Server {
 	return spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
-		c.Execution.HeartbeatIntervalSeconds = 1
-		c.Jobs.VisibilityTimeoutSeconds = 3
+		c.Execution.HeartbeatInterval = time.Second
+		c.Jobs.Lease = 3 * time.Second
 		c.Auth.AdminKey = "spool_scatter-tests-0123456789abcdefghijklmnopqrstuvwxyz"
 		set(c)
 	}))

@@ -1,0 +1,192 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/backends/pgstore"
+)
+
+// The configuration has two shapes: the file's (package config: YAML keys,
+// whole seconds, hours and days, the SPOOL_* variables, validation), which
+// the server's insides read, and Config, the Go one, with durations. This
+// file is the one place that maps one to the other, both ways; a test
+// holds the two directions to each other for every setting.
+
+const day = 24 * time.Hour
+
+// fromFile is the Go shape of a configuration read from a file.
+func fromFile(f *config.Config) *Config {
+	s, st, a, p := f.Server, f.Store, f.Store.AWS, f.Store.Postgres
+	b := f.Execution.Batching
+	return &Config{
+		Server: Serving{
+			Addr:          s.Addr,
+			DataDir:       s.DataDir,
+			TokenKey:      s.TokenKey,
+			ShutdownGrace: s.ShutdownGrace(),
+			PublicHosts:   slices.Clone(s.PublicHosts),
+			CORSOrigins:   slices.Clone(s.CORSOrigins),
+			TLS:           TLS{CertFile: s.TLS.CertFile, KeyFile: s.TLS.KeyFile},
+		},
+		Store: Store{
+			Type:   st.Type,
+			SQLite: SQLite{Path: st.SQLite.Path, Synchronous: st.SQLite.Synchronous},
+			Postgres: Postgres{
+				URL:             p.URL,
+				MaxConns:        int(p.MaxConns),
+				MinConns:        int(p.MinConns),
+				MaxConnLifetime: p.MaxConnLifetime,
+				MaxConnIdleTime: p.MaxConnIdleTime,
+				ConnectTimeout:  p.ConnectTimeout,
+			},
+			AWS: AWS{
+				Region:                  a.Region,
+				Endpoint:                a.Endpoint,
+				DynamoDBEndpoint:        a.DynamoDBEndpoint,
+				SQSEndpoint:             a.SQSEndpoint,
+				Queues:                  maps.Clone(a.Queues),
+				QueuePrefix:             a.QueuePrefix,
+				QueueNames:              slices.Clone(a.QueueNames),
+				AutoCreateQueues:        a.AutoCreateQueues,
+				MaxReceiveCount:         a.MaxReceiveCount,
+				JobsTable:               a.JobsTable,
+				EventsTable:             a.EventsTable,
+				EventsTTL:               time.Duration(a.EventsTTLDays) * day,
+				WatchPollInterval:       a.WatchPollInterval,
+				DeadLetterCheckInterval: a.DeadLetterCheckInterval,
+				MaxRetries:              a.MaxRetries,
+			},
+		},
+		Jobs: Jobs{MaxAttempts: f.Jobs.MaxAttempts, Lease: f.Jobs.Lease(), Retention: f.Jobs.Retention()},
+		Execution: Execution{
+			Batching: Batching{
+				FlushInterval:    time.Duration(b.FlushIntervalSeconds) * time.Second,
+				MaxBatchSize:     b.MaxBatchSize,
+				MaxBatchBytes:    b.MaxBatchBytes,
+				PlaybackInterval: time.Duration(b.PlaybackIntervalMillis) * time.Millisecond,
+			},
+			HeartbeatInterval: f.Execution.HeartbeatInterval(),
+		},
+		Auth: Auth{Disabled: f.Auth.Disabled, AdminKey: f.Auth.AdminKey, SessionLength: time.Duration(f.Auth.SessionHours) * time.Hour},
+		Ingest: Ingest{
+			Queue:            f.Ingest.Queue,
+			IdleTimeout:      f.Ingest.IdleTimeout(),
+			MaxBodyBytes:     f.Ingest.MaxBodyBytes,
+			MaxDecodedBytes:  f.Ingest.MaxDecodedBytes,
+			MaxDecodingBytes: f.Ingest.MaxDecodingBytes,
+		},
+		warnings: slices.Clone(f.Warnings),
+	}
+}
+
+// file is c in the file's shape, for the server's insides. A duration
+// that is not a whole number of its setting's unit, or a number too large
+// for it, is an error naming the setting; whether the values are good is
+// then the file's validation's to say.
+func (c *Config) file() (*config.Config, error) {
+	u := units{}
+	s, st, a, p := c.Server, c.Store, c.Store.AWS, c.Store.Postgres
+	b := c.Execution.Batching
+	f := &config.Config{
+		Server: config.Server{
+			Addr:                 s.Addr,
+			DataDir:              s.DataDir,
+			TokenKey:             s.TokenKey,
+			ShutdownGraceSeconds: u.whole("server.shutdown_grace_seconds", s.ShutdownGrace, time.Second),
+			PublicHosts:          slices.Clone(s.PublicHosts),
+			CORSOrigins:          slices.Clone(s.CORSOrigins),
+			TLS:                  config.TLS{CertFile: s.TLS.CertFile, KeyFile: s.TLS.KeyFile},
+		},
+		Store: config.Store{
+			Type:   st.Type,
+			SQLite: config.SQLite{Path: st.SQLite.Path, Synchronous: st.SQLite.Synchronous},
+			Postgres: pgstore.Config{
+				URL:             p.URL,
+				MaxConns:        u.int32("store.postgres.max_conns", p.MaxConns),
+				MinConns:        u.int32("store.postgres.min_conns", p.MinConns),
+				MaxConnLifetime: p.MaxConnLifetime,
+				MaxConnIdleTime: p.MaxConnIdleTime,
+				ConnectTimeout:  p.ConnectTimeout,
+			},
+			AWS: awsstore.Config{
+				Region:                  a.Region,
+				Endpoint:                a.Endpoint,
+				DynamoDBEndpoint:        a.DynamoDBEndpoint,
+				SQSEndpoint:             a.SQSEndpoint,
+				Queues:                  maps.Clone(a.Queues),
+				QueuePrefix:             a.QueuePrefix,
+				QueueNames:              slices.Clone(a.QueueNames),
+				AutoCreateQueues:        a.AutoCreateQueues,
+				MaxReceiveCount:         a.MaxReceiveCount,
+				JobsTable:               a.JobsTable,
+				EventsTable:             a.EventsTable,
+				EventsTTLDays:           u.whole("store.aws.events_ttl_days", a.EventsTTL, day),
+				WatchPollInterval:       a.WatchPollInterval,
+				DeadLetterCheckInterval: a.DeadLetterCheckInterval,
+				MaxRetries:              a.MaxRetries,
+			},
+		},
+		Jobs: config.Jobs{
+			MaxAttempts:   c.Jobs.MaxAttempts,
+			LeaseSeconds:  u.whole("jobs.lease_seconds", c.Jobs.Lease, time.Second),
+			RetentionDays: u.whole("jobs.retention_days", c.Jobs.Retention, day),
+		},
+		Execution: config.Execution{
+			Batching: config.Batching{
+				FlushIntervalSeconds:   u.whole("execution.batching.flush_interval_seconds", b.FlushInterval, time.Second),
+				MaxBatchSize:           b.MaxBatchSize,
+				MaxBatchBytes:          b.MaxBatchBytes,
+				PlaybackIntervalMillis: u.whole("execution.batching.playback_interval_millis", b.PlaybackInterval, time.Millisecond),
+			},
+			HeartbeatIntervalSeconds: u.whole("execution.heartbeat_interval_seconds", c.Execution.HeartbeatInterval, time.Second),
+		},
+		Auth: config.Auth{
+			Disabled:     c.Auth.Disabled,
+			AdminKey:     c.Auth.AdminKey,
+			SessionHours: u.whole("auth.session_hours", c.Auth.SessionLength, time.Hour),
+		},
+		Ingest: config.Ingest{
+			Queue:              c.Ingest.Queue,
+			IdleTimeoutSeconds: u.whole("ingest.idle_timeout_seconds", c.Ingest.IdleTimeout, time.Second),
+			MaxBodyBytes:       c.Ingest.MaxBodyBytes,
+			MaxDecodedBytes:    c.Ingest.MaxDecodedBytes,
+			MaxDecodingBytes:   c.Ingest.MaxDecodingBytes,
+		},
+		// The server's logs are Logger's: the file's log settings only
+		// say how LoadConfig makes it.
+		Log:      config.Default().Log,
+		Warnings: slices.Clone(c.warnings),
+	}
+	if err := errors.Join(u.errs...); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// units converts numbers to the file's units, gathering what does not fit.
+type units struct{ errs []error }
+
+// whole is d in units of unit, which it must be a whole number of.
+func (u *units) whole(key string, d, unit time.Duration) int {
+	if d%unit != 0 {
+		u.errs = append(u.errs, fmt.Errorf("%s: %v is not a whole number of %s", key, d, unitName[unit]))
+	}
+	return int(d / unit)
+}
+
+var unitName = map[time.Duration]string{time.Millisecond: "milliseconds", time.Second: "seconds", time.Hour: "hours", day: "days"}
+
+// int32 is n, which must fit in an int32.
+func (u *units) int32(key string, n int) int32 {
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		u.errs = append(u.errs, fmt.Errorf("%s: %d is too large", key, n))
+	}
+	return int32(n)
+}
