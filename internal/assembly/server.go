@@ -289,8 +289,8 @@ func (s *Server) Wait() error {
 // server did, and the workers kept the jobs running and their output on
 // disk, so their work should not be redone.
 func graceLeases(ctx context.Context, cfg *config.Config, st store.JobStore, log *slog.Logger) error {
-	g, ok := st.(store.LeaseGracer)
-	if !ok {
+	g := st.Capabilities().LeaseGracer
+	if g == nil {
 		return nil
 	}
 	until := time.Now().Add(cfg.Jobs.Lease())

@@ -292,7 +292,7 @@ func (s *Service) RebuildLog(ctx context.Context, m *spoolv1.RebuildLogRequest) 
 		return nil, s.fail(ctx, "RebuildLog", err)
 	}
 	var stored []*spoolv1.JobEvent
-	for ev, err := range s.store.Read(ctx, store.ReadRequest{JobID: job.GetJobId(), FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, s.store, store.ReadRequest{JobID: job.GetJobId(), FromSequence: 1}) {
 		if err != nil {
 			return nil, s.fail(ctx, "RebuildLog", err)
 		}

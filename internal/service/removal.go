@@ -11,7 +11,6 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
-	"github.com/spool-run/spool/internal/store"
 )
 
 // DeleteJob removes a finished job and its whole log. A job still queued
@@ -107,7 +106,7 @@ func (s *Service) SweepRetention(ctx context.Context) (int, error) {
 			break
 		}
 	}
-	if r, ok := s.store.(store.SpaceReclaimer); ok && deleted > 0 {
+	if r := s.store.Capabilities().SpaceReclaimer; r != nil && deleted > 0 {
 		if err := r.ReclaimSpace(ctx); err != nil {
 			return deleted, err
 		}

@@ -103,7 +103,7 @@ func New(o Options) *Service {
 	s.metrics = newMetrics(o.Meter, &s.watchers)
 	s.outage.reset(storekit.Now())
 	s.scatters.init()
-	if ws, ok := o.Store.(store.WatchSharer); ok {
+	if ws := o.Store.Capabilities().WatchSharer; ws != nil {
 		s.watchers.shareWith(ws)
 	}
 	return s

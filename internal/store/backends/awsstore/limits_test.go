@@ -12,6 +12,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 )
 
@@ -57,7 +58,7 @@ func TestLargestItemFits(t *testing.T) {
 		t.Fatalf("append of a %d-byte event: %v", awsstore.MaxItemBytes, err)
 	}
 	var got []*spoolv1.JobEvent
-	for ev, err := range s.Read(ctx, store.ReadRequest{JobID: l.JobID, FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, s, store.ReadRequest{JobID: l.JobID, FromSequence: 1}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,11 +121,6 @@ func insertItems(ctx context.Context, tx *sql.Tx, jobID string, items []storekit
 	return nil
 }
 
-// Read implements store.JobStore: ReadStored, decoded.
-func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return storekit.Decoded(s.ReadStored(ctx, req))
-}
-
 // ReadStored implements store.JobStore. The first query seeks with the primary
 // key to the item holding FromSequence (the last item starting at or before
 // it: sequences have no gaps), within the query that reads the first page,

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 )
-
-var _ store.SpaceReclaimer = (*Store)(nil)
 
 // DeleteJob implements store.RemovalStore in one write transaction: the
 // job's state is checked and its log, accepted events and row deleted

@@ -234,6 +234,14 @@ func (s *Store) Path() string { return s.path }
 // Limits implements store.JobStore.
 func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
 
+// Capabilities implements store.JobStore: a completion's events and result
+// in one write, grace for leases after the server was down, and the space
+// of deleted jobs given back to the file system. One server uses the file,
+// so there are no followers of other servers to share.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Finisher: s, LeaseGracer: s, SpaceReclaimer: s}
+}
+
 // Watch implements store.JobStore.
 func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
 	return s.hub.Watch(ctx, jobKey(jobID))
