@@ -13,10 +13,10 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
-	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 	"github.com/spool-run/spool/internal/store/conformance"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // TestZombieAppendIsFenced: a server reserves a range for attempt 1, then

@@ -12,8 +12,8 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
-	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // lineOfPayload returns a one-line batch at seq, holding line, whose

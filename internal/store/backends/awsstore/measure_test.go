@@ -14,9 +14,9 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
-	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // itemSize is an item's size as DynamoDB bills it: each attribute's name
