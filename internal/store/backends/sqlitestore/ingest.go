@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -35,7 +34,7 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 			open, err = nil, nil
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: find the open job of source %q: %w", req.Source, err)
+			return sqliteErr(err, "find the open job of source %q", req.Source)
 		}
 		seen, err := seenIDs(ctx, tx, req.Source, req.Events)
 		if err != nil {
@@ -48,7 +47,7 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 		id := in.Row.Job.JobId
 		if in.Created {
 			if _, err := tx.ExecContext(ctx, sqlrows.InsertNewJob, sqlrows.InsertJobArgs(in.Row.Job, nil)...); err != nil {
-				return fmt.Errorf("sqlite: create the job of source %q: %w", req.Source, err)
+				return sqliteErr(err, "create the job of source %q", req.Source)
 			}
 		}
 		if err := insertItems(ctx, tx, id, in.Items); err != nil {
@@ -56,16 +55,16 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 		}
 		ins, err := tx.PrepareContext(ctx, sqlrows.InsertAccepted)
 		if err != nil {
-			return fmt.Errorf("sqlite: store accepted events of job %s: %w", id, err)
+			return sqliteErr(err, "store accepted events of job %s", id)
 		}
 		defer ins.Close()
 		for _, a := range in.Accepted {
 			if _, err := ins.ExecContext(ctx, sqlrows.AcceptedArgs(req.Source, id, a)...); err != nil {
-				return fmt.Errorf("sqlite: store accepted event %q of job %s: %w", a.ID, id, err)
+				return sqliteErr(err, "store accepted event %q of job %s", a.ID, id)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, sqlrows.MoveHead, in.MoveHeadArgs()...); err != nil {
-			return fmt.Errorf("sqlite: move head of job %s: %w", id, err)
+			return sqliteErr(err, "move head of job %s", id)
 		}
 		n.job(id)
 		return nil
@@ -88,19 +87,19 @@ func seenIDs(ctx context.Context, tx *sql.Tx, source string, evs []store.RawEven
 		}
 		rows, err := tx.QueryContext(ctx, seenQuery(len(chunk)), args...)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: look up accepted events of source %q: %w", source, err)
+			return nil, sqliteErr(err, "look up accepted events of source %q", source)
 		}
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("sqlite: look up accepted events of source %q: %w", source, err)
+				return nil, sqliteErr(err, "look up accepted events of source %q", source)
 			}
 			seen[id] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("sqlite: look up accepted events of source %q: %w", source, err)
+			return nil, sqliteErr(err, "look up accepted events of source %q", source)
 		}
 	}
 	return seen, nil
@@ -119,12 +118,12 @@ func (s *Store) Accepted(ctx context.Context, jobID string) iter.Seq2[store.Acce
 		sqlrows.AcceptedPages(func(after int64, n int) ([]store.Accepted, error) {
 			rows, err := s.r.QueryContext(ctx, sqlrows.AcceptedPage, jobID, after, n)
 			if err != nil {
-				return nil, fmt.Errorf("sqlite: read accepted events of job %s: %w", jobID, err)
+				return nil, sqliteErr(err, "read accepted events of job %s", jobID)
 			}
 			defer rows.Close()
 			page, err := sqlrows.CollectAccepted(rows)
 			if err != nil {
-				return nil, fmt.Errorf("sqlite: read accepted events of job %s: %w", jobID, err)
+				return nil, sqliteErr(err, "read accepted events of job %s", jobID)
 			}
 			return page, nil
 		}, yield)
@@ -147,7 +146,7 @@ func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.Job
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, sqlrows.DeleteLog, jobID); err != nil {
-			return fmt.Errorf("sqlite: clear the log of job %s: %w", jobID, err)
+			return sqliteErr(err, "clear the log of job %s", jobID)
 		}
 		if err := insertItems(ctx, tx, jobID, items); err != nil {
 			return err

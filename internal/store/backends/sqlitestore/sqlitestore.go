@@ -47,7 +47,16 @@ type Options struct {
 	// conversion of a database made before ReclaimSpace (see
 	// incrementalVacuum).
 	Log *slog.Logger
+	// BusyTimeout is how long a call waits for a lock that another
+	// connection to the file holds (another program writing it, a backup)
+	// before it fails with spool.ErrUnavailable (0: DefaultBusyTimeout).
+	BusyTimeout time.Duration
 }
+
+// DefaultBusyTimeout is how long a call waits for another connection's
+// lock unless Options say otherwise: longer than any write of spool's
+// own takes, short enough that a caller hears of a file held elsewhere.
+const DefaultBusyTimeout = 10 * time.Second
 
 // Store is the SQLite JobStore.
 type Store struct {
@@ -81,6 +90,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("sqlite synchronous must be full or normal, got %q", sync)
 	}
+	busy := opt.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create directory for the database: %w", err)
 	}
@@ -89,7 +102,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	}
 	dsn := func(extra ...string) string {
 		q := url.Values{}
-		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+sync+")")
 		// A write's savepoint keeps the pages it changes in a statement
