@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"iter"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -15,8 +16,9 @@ import (
 )
 
 // seenChunk bounds the ids one query asks about, well below SQLite's
-// bound on a statement's parameters (32,766).
-const seenChunk = 500
+// bound on a statement's parameters (32,766): a power of two, as every
+// seenQuery's count of ids is.
+const seenChunk = 512
 
 // Ingest implements store.IngestStore in one write transaction: the
 // source's open job is looked up, the ids it accepted before dropped, and
@@ -80,12 +82,16 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 func seenIDs(ctx context.Context, tx *sql.Tx, source string, evs []store.RawEvent) (map[string]bool, error) {
 	seen := map[string]bool{}
 	for chunk := range slices.Chunk(evs, seenChunk) {
-		args := make([]any, 0, 1+len(chunk))
+		n := seenSize(len(chunk))
+		args := make([]any, 0, 1+n)
 		args = append(args, source)
 		for _, e := range chunk {
 			args = append(args, e.ID)
 		}
-		rows, err := tx.QueryContext(ctx, seenQuery(len(chunk)), args...)
+		for len(args) < 1+n {
+			args = append(args, chunk[len(chunk)-1].ID) // asked twice, found once
+		}
+		rows, err := tx.QueryContext(ctx, seenQuery(n), args...)
 		if err != nil {
 			return nil, sqliteErr(err, "look up accepted events of source %q", source)
 		}
@@ -104,6 +110,14 @@ func seenIDs(ctx context.Context, tx *sql.Tx, source string, evs []store.RawEven
 	}
 	return seen, nil
 }
+
+// seenSize is the count of ids a query asks about for n ids: the power of
+// two at or above n, the rest filled with an id asked already. The writer
+// keeps every statement it runs compiled (stmtcache.go), up to a bound,
+// by its text; one statement per count of ids, 1 to seenChunk, would fill
+// that cache with lookups used once, and leave every statement after them
+// compiled anew each time. Powers of two make ten statements of them.
+func seenSize(n int) int { return 1 << bits.Len(uint(n-1)) }
 
 // seenQuery asks which of n ids a source has accepted: arguments the
 // source, then the ids.

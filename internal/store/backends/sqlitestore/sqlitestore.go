@@ -114,6 +114,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		q.Set("_txlock", "immediate")
 		return "file:" + path + "?" + q.Encode()
 	}
+	if err := prepare(ctx, dsn(), path, opt.Log); err != nil {
+		return nil, fmt.Errorf("prepare database %s: %w", path, err)
+	}
 	w, err := sql.Open(driverName, dsn())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -121,14 +124,6 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := incrementalVacuum(ctx, w, path, opt.Log); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("prepare database %s: %w", path, err)
-	}
-	if err := migrate(ctx, w); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("prepare database %s: %w", path, err)
-	}
 	// Each of the readers keeps a page cache of its own (2 MB by default):
 	// what they read again and again (a job's row, a key) is small, and a
 	// page the cache misses is in the system's. 512 KB each keeps the
@@ -143,6 +138,23 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	s := &Store{path: path, w: w, r: r, writes: make(chan *pendingWrite), quit: make(chan struct{}), writerDone: make(chan struct{})}
 	go s.writer()
 	return s, nil
+}
+
+// prepare brings the database's schema and vacuum mode up to date, on a
+// connection of its own, closed after: the writer's connection keeps every
+// statement it runs compiled (stmtcache.go), and the migrations' statements,
+// run once, would hold a good part of its cache for the server's life.
+func prepare(ctx context.Context, dsn, path string, log *slog.Logger) error {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if err := incrementalVacuum(ctx, db, path, log); err != nil {
+		return err
+	}
+	return migrate(ctx, db)
 }
 
 // ownFiles makes the database and its journals readable by their owner
