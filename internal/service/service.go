@@ -11,7 +11,8 @@
 //   - the job and lease operations over the JobStore (jobs.go, leases.go)
 //     and task tokens, which fence a lease to one attempt;
 //   - reading logs: replay-then-follow feeds and pages of lines (logs.go),
-//     search in a log and the raw download (logsearch.go);
+//     search in a log and the raw download (logsearch.go, reading through
+//     package logsearch);
 //   - the logs of programs spool did not start: external jobs, their
 //     sources, their end and the rebuild of their logs (ingest.go);
 //   - the "someone is watching" signal that makes workers flush promptly

@@ -7,8 +7,12 @@
 //   - store/storekit: the rules and helpers backends share (appends,
 //     cursors, life-cycle rules, the live Feed);
 //   - store/backends: the implementations (memstore, sqlitestore,
-//     awsstore) and Open, which picks one from the configuration;
+//     pgstore, awsstore) and Open, which picks one from the configuration;
 //   - store/conformance: the suite every backend must pass.
+//
+// What a backend may offer beyond JobStore it declares in its
+// Capabilities (capabilities.go); API keys are a seam of their own,
+// KeyStore (keys.go), that every backend implements beside the jobs.
 //
 // Jobs and events are the API's protobuf messages. Messages a store returns
 // may be shared with other readers (the live feed hands the same event to
