@@ -30,7 +30,8 @@ type LeaseExpirer interface {
 type ReaperOptions struct {
 	Store LeaseExpirer
 	// Outage is what this server saw of the store being away; the core
-	// records the failed calls in it.
+	// records the failed calls in it (nil: a record of the reaper's own
+	// failed sweeps only).
 	Outage *Outage
 	// Grace is how long the leases an outage kept from their heartbeats
 	// get: a lease length (jobs.lease_seconds).
@@ -53,6 +54,9 @@ type Reaper struct {
 // NewReaper returns a reaper of o.Store's leases.
 func NewReaper(o ReaperOptions) *Reaper {
 	o.Log = orDiscard(o.Log)
+	if o.Outage == nil {
+		o.Outage = NewOutage(storekit.Now())
+	}
 	r := &Reaper{o: o, settled: telemetry.Must(orNoop(o.Meter).Int64Counter("spool.leases.settled",
 		metric.WithDescription("Expired leases settled by the reaper (re-queued, failed or cancelled).")))}
 	r.sweeper = sweeper{what: "settled expired leases", interval: reapInterval, log: o.Log, round: r.Sweep}
