@@ -16,6 +16,7 @@ import (
 	"github.com/spool-run/spool/internal/demo"
 	"github.com/spool-run/spool/internal/ingest/ingesttest"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // The ingest bench (embedded SQLite store) sends CloudWatch Logs through the Firehose endpoint as
@@ -125,7 +126,7 @@ func measureIngest(ctx context.Context, cl *demo.Local, deliveries int) (ingestR
 		return r, fmt.Errorf("the bench's first stream has %d lines, want %d", lines, want)
 	}
 	items := 0
-	for _, err := range cl.Server.Store().Read(ctx, store.ReadRequest{JobID: jobs[0].GetJobId(), FromSequence: 1}) {
+	for _, err := range storekit.Read(ctx, cl.Server.Store(), store.ReadRequest{JobID: jobs[0].GetJobId(), FromSequence: 1}) {
 		if err != nil {
 			return r, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/demo"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // storage runs a 10,000-line job and counts the items stored per 1,000
@@ -24,7 +25,7 @@ func storage(ctx context.Context, cl *demo.Local, job emitter) (per1000 float64,
 		return 0, 0, err
 	}
 	stats := &store.ReadStats{}
-	for _, err := range cl.Server.Store().Read(ctx, store.ReadRequest{JobID: id, FromLine: 9000, Stats: stats}) {
+	for _, err := range storekit.Read(ctx, cl.Server.Store(), store.ReadRequest{JobID: id, FromLine: 9000, Stats: stats}) {
 		if err != nil {
 			return 0, 0, err
 		}

@@ -1,7 +1,9 @@
 // Package assembly assembles a spool server: it opens the configured store,
 // builds the service core over it, and serves every entrance on one port
 // (the Connect API, the REST API and its WebSocket, the web UI, /metrics
-// and /healthz), with the lease reaper and the scatter driver beside them and a graceful shutdown.
+// and /healthz), with the background chores beside them (package
+// maintenance: the lease reaper, retention, the idle sweep of external
+// jobs, the scatter driver) and a graceful shutdown.
 // It holds no rules of its own: those are the core's (package service).
 package assembly
 
@@ -29,11 +31,13 @@ import (
 	"github.com/spool-run/spool/internal/connectapi"
 	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/internal/maintenance"
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends"
+	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/internal/token"
 	"github.com/spool-run/spool/internal/webui"
@@ -53,9 +57,15 @@ type Server struct {
 	// not track (their connections are hijacked).
 	waitStreams func()
 
-	stopLoops context.CancelFunc
-	loops     sync.WaitGroup // the reaper, the scatter driver and the idle sweep of external jobs
-	served    chan error     // hs.Serve's result
+	// meter makes the instruments of the core and the chores.
+	meter metric.Meter
+	// outage is what the core saw of the store being away, for the
+	// reaper.
+	outage *maintenance.Outage
+	// chores are the background services, started once the core is and
+	// stopped before the store closes.
+	chores []maintenance.Service
+	served chan error // hs.Serve's result
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when Stop has finished
@@ -110,7 +120,8 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 	if cfg.Server.TLS.Enabled() {
 		scheme = "https"
 	}
-	s := &Server{cfg: cfg, log: log, meters: o.Meters, store: st, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, meters: o.Meters, store: st, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{}),
+		outage: maintenance.NewOutage(storekit.Now())}
 	s.hs = &http.Server{
 		Handler:           s.routes(signer, sealer),
 		Protocols:         protocols(),
@@ -124,12 +135,16 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 		st.Close()
 		return nil, err
 	}
-	loopCtx, stopLoops := context.WithCancel(context.Background())
-	s.stopLoops = stopLoops
-	s.loops.Go(func() { s.svc.RunReaper(loopCtx) })
-	s.loops.Go(func() { s.svc.RunScatters(loopCtx) })
-	s.loops.Go(func() { s.svc.RunIngestSweeper(loopCtx) })
-	s.loops.Go(func() { s.svc.RunRetention(loopCtx) })
+	s.chores = s.newChores()
+	for _, c := range s.chores {
+		// A chore lives as long as the server, not as ctx: Stop ends it.
+		if err := c.Start(context.Background()); err != nil {
+			s.stopChores()
+			ln.Close()
+			st.Close()
+			return nil, err
+		}
+	}
 	go func() {
 		if tlsConfig != nil {
 			s.served <- s.hs.ServeTLS(ln, "", "")
@@ -144,7 +159,8 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 // routes builds the core and mounts every entrance on one mux.
 func (s *Server) routes(signer *token.Signer, sealer *seal.Sealer) http.Handler {
 	meters, scrape := s.metrics()
-	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: meters.Meter("spool/server")})
+	s.meter = meters.Meter("spool/server")
+	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: s.meter, Outages: s.outage})
 	// Only an invalid option makes this fail: a programming error.
 	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(meters),
 		otelconnect.WithoutTracing(), otelconnect.WithoutServerPeerAttributes()))
@@ -298,8 +314,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.log.Warn("WebSocket streams still running after the grace period")
 	}
-	s.stopLoops()
-	s.loops.Wait()
+	s.stopChores()
 	if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
@@ -318,8 +333,8 @@ func (s *Server) Wait() error {
 // server did, and the workers kept the jobs running and their output on
 // disk, so their work should not be redone.
 func graceLeases(ctx context.Context, cfg *config.Config, st store.JobStore, log *slog.Logger) error {
-	g, ok := st.(store.LeaseGracer)
-	if !ok {
+	g := st.Capabilities().LeaseGracer
+	if g == nil {
 		return nil
 	}
 	until := time.Now().Add(cfg.Jobs.Lease())

@@ -18,6 +18,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // Options tune the demo.
@@ -172,7 +173,7 @@ func replay(ctx context.Context, c *client.Client, st store.JobStore, o Options,
 		f.ReplayLines++
 	}
 	stats := &store.ReadStats{}
-	for _, err := range st.Read(ctx, store.ReadRequest{JobID: f.JobID, FromLine: int64(o.ReplayFrom), Stats: stats}) {
+	for _, err := range storekit.Read(ctx, st, store.ReadRequest{JobID: f.JobID, FromLine: int64(o.ReplayFrom), Stats: stats}) {
 		if err != nil {
 			return err
 		}
@@ -184,7 +185,7 @@ func replay(ctx context.Context, c *client.Client, st store.JobStore, o Options,
 
 // measure counts what the store holds for the job.
 func measure(ctx context.Context, st store.JobStore, f *Figures) error {
-	for ev, err := range st.Read(ctx, store.ReadRequest{JobID: f.JobID, FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, st, store.ReadRequest{JobID: f.JobID, FromSequence: 1}) {
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool/internal/logsearch"
 	"github.com/spool-run/spool/internal/service"
 )
 
@@ -41,7 +42,7 @@ const (
 	MaxFrameLines  = maxFrameLines
 	MaxFrameBytes  = maxFrameBytes
 	MaxLogLimit    = service.MaxPageLines
-	MaxSearchLimit = service.MaxSearchMatches
+	MaxSearchLimit = logsearch.MaxMatches
 )
 
 // RouteKeys lists the routes as "METHOD path".

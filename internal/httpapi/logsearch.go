@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/internal/logsearch"
 	"github.com/spool-run/spool/internal/service"
 )
 
@@ -33,8 +34,8 @@ type LogSearch struct {
 
 // parseSearchQuery reads q, case, after_line and limit. What q may be is
 // the core's to say; here it is only taken once.
-func parseSearchQuery(q url.Values) (service.SearchRequest, error) {
-	var sr service.SearchRequest
+func parseSearchQuery(q url.Values) (logsearch.Request, error) {
+	var sr logsearch.Request
 	var err error
 	if sr.Query, err = stringParam(q, "q"); err != nil {
 		return sr, err
@@ -50,7 +51,7 @@ func parseSearchQuery(q url.Values) (service.SearchRequest, error) {
 	if sr.After, err = intParam(q, "after_line", 0, 0, service.MaxLine, "a line number, 0 or more"); err != nil {
 		return sr, err
 	}
-	sr.Limit, err = limitParam(q, service.DefaultSearchMatches, service.MaxSearchMatches)
+	sr.Limit, err = limitParam(q, logsearch.DefaultMatches, logsearch.MaxMatches)
 	return sr, err
 }
 

@@ -30,7 +30,9 @@ func (s *Service) fail(ctx context.Context, op string, err error) error {
 		return apierr.Errorf(spool.ErrThrottled, "%w; retry with backoff", err)
 	}
 	if apierr.Code(err) != connect.CodeInternal {
-		s.noticeOutage(err)
+		if errors.Is(err, spool.ErrUnavailable) {
+			s.outages.Saw()
+		}
 		return err
 	}
 	id := ErrorID()

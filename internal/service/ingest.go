@@ -3,10 +3,8 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -292,7 +290,7 @@ func (s *Service) RebuildLog(ctx context.Context, m *spoolv1.RebuildLogRequest) 
 		return nil, s.fail(ctx, "RebuildLog", err)
 	}
 	var stored []*spoolv1.JobEvent
-	for ev, err := range s.store.Read(ctx, store.ReadRequest{JobID: job.GetJobId(), FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, s.store, store.ReadRequest{JobID: job.GetJobId(), FromSequence: 1}) {
 		if err != nil {
 			return nil, s.fail(ctx, "RebuildLog", err)
 		}
@@ -331,45 +329,11 @@ func itemsChanged(stored, rebuilt []*spoolv1.JobEvent) int {
 	return changed + len(bySeq)
 }
 
-// RunIngestSweeper ends the external jobs whose source has sent nothing
-// for ingest.idle_timeout_seconds, until ctx ends. Every server may run
-// it: ending a job that another server ended changes nothing.
-func (s *Service) RunIngestSweeper(ctx context.Context) {
-	idle := s.cfg.Ingest.IdleTimeout()
-	if idle <= 0 {
-		return
-	}
-	// Sweeping a few times per timeout keeps the end within about a
-	// quarter of it after the source's last event.
-	every := min(max(idle/4, time.Second), 30*time.Second)
-	s.sweep(ctx, every, "ended idle external jobs", func(ctx context.Context) (int, error) { return s.sweepIdle(ctx, idle) })
-}
-
-// sweepIdle ends the running external jobs of the ingest queue that have
-// taken no event for idle, and says how many it ended.
-func (s *Service) sweepIdle(ctx context.Context, idle time.Duration) (int, error) {
-	f := store.ListFilter{Queue: s.cfg.Ingest.Queue, States: []spoolv1.JobState{spoolv1.JobState_JOB_STATE_RUNNING}, Limit: store.MaxListLimit}
-	ended := 0
-	for {
-		jobs, next, err := s.store.List(ctx, f)
-		if err != nil {
-			return ended, err
-		}
-		for _, j := range jobs {
-			if j.GetParams().GetExternal() == nil || time.Since(j.GetUpdatedAt().AsTime()) < idle {
-				continue
-			}
-			note := fmt.Sprintf("ended after %s without a new event (ingest.idle_timeout_seconds)", idle)
-			if _, err := s.endExternal(ctx, j, &spoolv1.JobResult{}, note); err != nil {
-				return ended, err
-			}
-			ended++
-		}
-		if next == "" {
-			return ended, nil
-		}
-		f.Cursor = next
-	}
+// EndExternal ends a running external job, noting first why (the idle
+// sweeper's reason), as CompleteSource does; a job that had ended is
+// returned as it is.
+func (s *Service) EndExternal(ctx context.Context, job *spoolv1.Job, note string) (*spoolv1.Job, error) {
+	return s.endExternal(ctx, job, &spoolv1.JobResult{}, note)
 }
 
 // checkSource bounds a source name as the decoders do.

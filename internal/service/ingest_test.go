@@ -22,6 +22,7 @@ import (
 	"github.com/spool-run/spool/internal/ingest/ingesttest"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlitestore"
+	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/wire"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
@@ -321,7 +322,7 @@ func TestRebuildRepairsTheLog(t *testing.T) {
 	}
 	defer st.Close()
 	var items []*spoolv1.JobEvent
-	for ev, err := range st.Read(ctx, store.ReadRequest{JobID: job.GetJobId(), FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, st, store.ReadRequest{JobID: job.GetJobId(), FromSequence: 1}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/scatter"
 )
 
 // GetJobInput returns the document a scatter's job reads on stdin: its
@@ -49,7 +50,7 @@ func (s *Service) GetJobInput(ctx context.Context, m *spoolv1.GetJobInputRequest
 			out := ""
 			if rec.Failed.Has(i) {
 				failed = append(failed, i)
-			} else if j, err := s.store.Get(ctx, BatchJobID(sc.GetScatterId(), i)); err == nil {
+			} else if j, err := s.store.Get(ctx, scatter.BatchJobID(sc.GetScatterId(), i)); err == nil {
 				out = j.GetResult().GetOutput()
 			} else {
 				return nil, s.fail(ctx, "GetJobInput", err)

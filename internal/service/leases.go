@@ -232,7 +232,7 @@ func (s *Service) complete(ctx context.Context, ref store.LeaseRef, m *spoolv1.C
 // finish stores an attempt's last events, if any, and its result: in one
 // write where the store can (store.Finisher), else one after the other.
 func (s *Service) finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
-	if f, ok := s.store.(store.Finisher); ok && len(evs) > 0 {
+	if f := s.store.Capabilities().Finisher; f != nil && len(evs) > 0 {
 		job, err := f.Finish(ctx, ref, evs, res)
 		if err == nil {
 			s.metrics.eventsPublished(ctx, evs)

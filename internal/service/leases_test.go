@@ -13,6 +13,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // lastEvents are an attempt's PROCESS_START and PROCESS_END, from the
@@ -30,7 +31,7 @@ func lastEvents(l *spoolv1.JobLease) []*spoolv1.JobEvent {
 // storedLog is the sequences and attempts of a job's stored events.
 func storedLog(t *testing.T, o *operator, jobID string) (seqs []int64, attempts []int32) {
 	t.Helper()
-	for ev, err := range o.st.Read(o.ctx, store.ReadRequest{JobID: jobID}) {
+	for ev, err := range storekit.Read(o.ctx, o.st, store.ReadRequest{JobID: jobID}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +153,7 @@ func TestPublishEncodedEvents(t *testing.T) {
 		t.Fatalf("publish: %v, %v; want %d lines", resp, err, l.GetNextLine()+1)
 	}
 	var got []*spoolv1.JobEvent
-	for ev, err := range o.st.Read(o.ctx, store.ReadRequest{JobID: j.GetJobId()}) {
+	for ev, err := range storekit.Read(o.ctx, o.st, store.ReadRequest{JobID: j.GetJobId()}) {
 		if err != nil {
 			t.Fatal(err)
 		}

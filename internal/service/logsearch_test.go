@@ -14,6 +14,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/logsearch"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/memstore"
 )
@@ -132,7 +133,7 @@ func TestSearchMatches(t *testing.T) {
 		{"bell rings", false, []int64{8}},
 		{"bad ", true, []int64{9}},
 	} {
-		res, err := ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: tc.q, CaseSensitive: tc.caseSensitive})
+		res, err := ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: tc.q, CaseSensitive: tc.caseSensitive})
 		if err != nil {
 			t.Fatalf("%q: %v", tc.q, err)
 		}
@@ -142,7 +143,7 @@ func TestSearchMatches(t *testing.T) {
 		}
 	}
 	// A match is the line as ReadLines gives it.
-	res, _ := ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "failed"})
+	res, _ := ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "failed"})
 	page, _ := ls.s.ReadLines(ls.ctx, LinesRequest{JobID: id, After: 1, Limit: 1})
 	if len(res.Matches) != 1 || len(page.Lines) != 1 || res.Matches[0].String() != page.Lines[0].String() {
 		t.Errorf("match %v; ReadLines gives %v", res.Matches, page.Lines)
@@ -157,7 +158,7 @@ func TestSearchPages(t *testing.T) {
 	var all []int64
 	after, calls := int64(0), 0
 	for {
-		res, err := ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "error", After: after, Limit: 30})
+		res, err := ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "error", After: after, Limit: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,15 +185,15 @@ func TestSearchPages(t *testing.T) {
 		t.Errorf("%d calls found %v, ending after %d; want every 5th line in 7 calls, ending after 1000", calls, all, after)
 	}
 
-	res, _ := ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "error", Limit: 5000})
-	if len(res.Matches) != 200 || res.Limit != MaxSearchMatches {
-		t.Errorf("limit 5000: %d matches, limit %d; want 200, %d", len(res.Matches), res.Limit, MaxSearchMatches)
+	res, _ := ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "error", Limit: 5000})
+	if len(res.Matches) != 200 || res.Limit != logsearch.MaxMatches {
+		t.Errorf("limit 5000: %d matches, limit %d; want 200, %d", len(res.Matches), res.Limit, logsearch.MaxMatches)
 	}
-	res, _ = ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "error"})
-	if len(res.Matches) != DefaultSearchMatches || !res.HasMore || res.Limit != DefaultSearchMatches {
+	res, _ = ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "error"})
+	if len(res.Matches) != logsearch.DefaultMatches || !res.HasMore || res.Limit != logsearch.DefaultMatches {
 		t.Errorf("no limit: %d matches, has_more %v, limit %d", len(res.Matches), res.HasMore, res.Limit)
 	}
-	res, _ = ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "error", After: 5000})
+	res, _ = ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "error", After: 5000})
 	if len(res.Matches) != 0 || res.HasMore || res.NextAfter != 5000 {
 		t.Errorf("after the end: %+v", res)
 	}
@@ -208,7 +209,7 @@ func TestSearchScanBudget(t *testing.T) {
 	var all []int64
 	after, calls := int64(0), 0
 	for {
-		res, err := ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "error 99", After: after, ScanLines: 1000})
+		res, err := ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "error 99", After: after, ScanLines: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,18 +233,18 @@ func TestSearchScanBudget(t *testing.T) {
 		long[i] = fmt.Sprintf("%-100d", i+1)
 	}
 	id = ls.job(t, textLines(long...), false)
-	res, err := ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "nothing", ScanBytes: 10 << 10})
+	res, err := ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "nothing", ScanBytes: 10 << 10})
 	if err != nil || res.NextAfter != 103 || !res.ScanStopped || !res.HasMore {
 		t.Errorf("10 KiB of 100-byte lines: %+v, %v; want lines 1-103 scanned, stopped", res, err)
 	}
 
 	// Running: the budget ends on the last stored line, and more may come.
 	id = ls.job(t, numbered(100), true)
-	res, err = ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "error", ScanLines: 100})
+	res, err = ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "error", ScanLines: 100})
 	if err != nil || len(res.Matches) != 20 || !res.HasMore || !res.ScanStopped || res.NextAfter != 100 {
 		t.Errorf("running job: %+v, %v", res, err)
 	}
-	res, err = ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: "error", After: 100})
+	res, err = ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: "error", After: 100})
 	if err != nil || len(res.Matches) != 0 || res.HasMore || res.NextAfter != 100 {
 		t.Errorf("running job after its last line: %+v, %v", res, err)
 	}
@@ -254,27 +255,27 @@ func TestSearchBadRequests(t *testing.T) {
 	ls := newLogStore(t)
 	id := ls.job(t, numbered(10), false)
 	for _, tc := range []struct {
-		r       SearchRequest
+		r       logsearch.Request
 		mention string
 	}{
-		{SearchRequest{JobID: id}, "q is required"},
-		{SearchRequest{JobID: id, Query: strings.Repeat("x", 1001)}, "at most 1000"},
-		{SearchRequest{JobID: id, Query: "a\x1b[31m"}, "control characters"},
-		{SearchRequest{JobID: id, Query: "a\nb"}, "control characters"},
-		{SearchRequest{JobID: id, Query: "\xff"}, "UTF-8"},
-		{SearchRequest{JobID: id, Query: "x", After: -1}, "negative"},
-		{SearchRequest{JobID: id, Query: "x", Limit: -1}, "negative"},
-		{SearchRequest{JobID: id, Query: "x", After: MaxLine + 1}, "line numbers go up to"},
+		{logsearch.Request{JobID: id}, "q is required"},
+		{logsearch.Request{JobID: id, Query: strings.Repeat("x", 1001)}, "at most 1000"},
+		{logsearch.Request{JobID: id, Query: "a\x1b[31m"}, "control characters"},
+		{logsearch.Request{JobID: id, Query: "a\nb"}, "control characters"},
+		{logsearch.Request{JobID: id, Query: "\xff"}, "UTF-8"},
+		{logsearch.Request{JobID: id, Query: "x", After: -1}, "negative"},
+		{logsearch.Request{JobID: id, Query: "x", Limit: -1}, "negative"},
+		{logsearch.Request{JobID: id, Query: "x", After: MaxLine + 1}, "line numbers go up to"},
 	} {
 		_, err := ls.s.SearchLog(ls.ctx, tc.r)
 		if !errors.Is(err, spool.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("%+v: %v; want invalid, mentioning %q", tc.r, err, tc.mention)
 		}
 	}
-	if _, err := ls.s.SearchLog(ls.ctx, SearchRequest{JobID: "01900000-0000-7000-8000-000000000000", Query: "x"}); !errors.Is(err, spool.ErrNotFound) {
+	if _, err := ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: "01900000-0000-7000-8000-000000000000", Query: "x"}); !errors.Is(err, spool.ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
-	if _, err := ls.s.SearchLog(ls.ctx, SearchRequest{JobID: id, Query: strings.Repeat("é", 500)}); err != nil {
+	if _, err := ls.s.SearchLog(ls.ctx, logsearch.Request{JobID: id, Query: strings.Repeat("é", 500)}); err != nil {
 		t.Errorf("a query of 1000 bytes: %v", err)
 	}
 	if _, err := ls.s.OpenRawLog(ls.ctx, "01900000-0000-7000-8000-000000000000"); !errors.Is(err, spool.ErrNotFound) {
@@ -318,33 +319,5 @@ func TestRawLog(t *testing.T) {
 	}
 	if raw.Job().GetJobId() != id {
 		t.Errorf("job %q", raw.Job().GetJobId())
-	}
-}
-
-// shownText leaves out what the web UI's renderer does not show.
-func TestShownText(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":                                         "plain",
-		"\x1b[1;92mbold\x1b[22m x":                      "bold x",
-		"\x1b[38;2;1;2;3;48;5;4mx":                      "x",
-		"\x1b[2K\x1b[1Gcleared\x1b[?25l":                "cleared",
-		"\x1b]0;window title\x07text":                   "text",
-		"\x1b]8;;https://e.com\x1b\\link\x1b]8;;\x1b\\": "link",
-		"\x1b]0;cut\x1b[1mbold":                         "bold",
-		"\x1bPdevice\x1b\\after":                        "after",
-		"\x1bPcut\x1b[1mbold":                           "bold",
-		"\x1b(Bcharset":                                 "charset",
-		"a\x00b\x07c\x7fd\te":                           "abcd\te",
-		"cut off \x1b[3":                                "cut off ",
-		"ends in \x1b":                                  "ends in ",
-		"crlf\r":                                        "crlf\r",
-		"Ünïcödé ABC":                                   "Ünïcödé ABC",
-	} {
-		if got := string(shownText(nil, []byte(in), false)); got != want {
-			t.Errorf("shownText(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if got := string(shownText(nil, []byte("Ünïcödé ABC \xff"), true)); got != "ünïcödé abc \xff" {
-		t.Errorf("folded: %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/telemetry"
 )
 
@@ -21,14 +22,13 @@ type metrics struct {
 	finished  metric.Int64Counter
 	published metric.Int64Counter
 	lines     metric.Int64Counter
-	settled   metric.Int64Counter
 	released  metric.Int64Counter
 	deleted   metric.Int64Counter
 
-	batchesCreated   metric.Int64Counter
-	batchesStarted   metric.Int64Counter
-	batchesCompleted metric.Int64Counter
-	batchesFailed    metric.Int64Counter
+	// scatter are the counters the scatter driver adds to; the core counts
+	// batches started.
+	scatter        scatter.Metrics
+	batchesStarted metric.Int64Counter
 
 	ingestRequests metric.Int64Counter
 	ingestEvents   metric.Int64Counter
@@ -43,18 +43,20 @@ func newMetrics(m metric.Meter, w *watchers) *metrics {
 		finished:  telemetry.Must(m.Int64Counter("spool.jobs.finished", metric.WithDescription("Jobs completed by their workers, by final state."))),
 		published: telemetry.Must(m.Int64Counter("spool.events.published", metric.WithDescription("Events received from workers (a batch counts once), retries included."))),
 		lines:     telemetry.Must(m.Int64Counter("spool.events.published.lines", metric.WithDescription("Output lines received from workers, retries included."))),
-		settled:   telemetry.Must(m.Int64Counter("spool.leases.settled", metric.WithDescription("Expired leases settled by the reaper (re-queued, failed or cancelled)."))),
 		released:  telemetry.Must(m.Int64Counter("spool.leases.released", metric.WithDescription("Leases handed back by stopping workers."))),
 		deleted:   telemetry.Must(m.Int64Counter("spool.jobs.deleted", metric.WithDescription("Finished jobs deleted with their logs, by reason (operator, retention)."))),
 
-		batchesCreated:   telemetry.Must(m.Int64Counter("spool.scatter.batches.created", metric.WithDescription("Scatter batches handed to their queue as jobs."))),
-		batchesStarted:   telemetry.Must(m.Int64Counter("spool.scatter.batches.started", metric.WithDescription("Scatter batch jobs leased for their first attempt."))),
-		batchesCompleted: telemetry.Must(m.Int64Counter("spool.scatter.batches.completed", metric.WithDescription("Scatter batches whose job succeeded."))),
-		batchesFailed:    telemetry.Must(m.Int64Counter("spool.scatter.batches.failed", metric.WithDescription("Scatter batches whose job failed or was cancelled."))),
+		batchesStarted: telemetry.Must(m.Int64Counter("spool.scatter.batches.started", metric.WithDescription("Scatter batch jobs leased for their first attempt."))),
 
 		ingestRequests: telemetry.Must(m.Int64Counter("spool.ingest.requests", metric.WithDescription("Deliveries of logs from elsewhere, by format and outcome (stored, refused, failed)."))),
 		ingestEvents:   telemetry.Must(m.Int64Counter("spool.ingest.events", metric.WithDescription("Log events received from elsewhere, by format and outcome (accepted, duplicate)."))),
 		ingestSources:  telemetry.Must(m.Int64Counter("spool.ingest.jobs.opened", metric.WithDescription("External jobs opened: a source's first events, or its first after its last job ended."))),
+	}
+	sm.scatter = scatter.Metrics{
+		Enqueued:         sm.enqueued,
+		BatchesCreated:   telemetry.Must(m.Int64Counter("spool.scatter.batches.created", metric.WithDescription("Scatter batches handed to their queue as jobs."))),
+		BatchesCompleted: telemetry.Must(m.Int64Counter("spool.scatter.batches.completed", metric.WithDescription("Scatter batches whose job succeeded."))),
+		BatchesFailed:    telemetry.Must(m.Int64Counter("spool.scatter.batches.failed", metric.WithDescription("Scatter batches whose job failed or was cancelled."))),
 	}
 	telemetry.Must(m.Int64ObservableGauge("spool.followers", metric.WithDescription("Clients following a job's output live on this server."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

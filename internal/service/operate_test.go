@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,37 +13,27 @@ import (
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/memstore"
-	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/token"
 )
 
-// operator is a core over an in-memory store, without keys, whose clock
-// the test moves.
+// operator is a core over an in-memory store, without keys.
 type operator struct {
-	s     *Service
-	st    *memstore.Store
-	ctx   context.Context
-	shift atomic.Int64 // nanoseconds added to the store's clock
+	s   *Service
+	st  *memstore.Store
+	ctx context.Context
 }
 
 func newOperator(t *testing.T) *operator {
 	t.Helper()
-	return newOperatorKeeping(t, 1)
-}
-
-// newOperatorKeeping is newOperator with jobs.retention_days set to days.
-func newOperatorKeeping(t *testing.T, days int) *operator {
-	t.Helper()
 	cfg := config.Default()
 	cfg.Auth.Disabled = true
-	cfg.Jobs.RetentionDays = days
 	o := &operator{st: memstore.New(), ctx: WithCredentials(context.Background(), Credentials{Host: "localhost"})}
-	o.s = newCore(t, o.st, cfg, make([]byte, 32), func() time.Time { return storekit.Now().Add(time.Duration(o.shift.Load())) })
+	o.s = newCore(t, o.st, cfg, make([]byte, 32))
 	return o
 }
 
 // newCore is a core over st whose tokens and secrets are keyed with key.
-func newCore(t *testing.T, st store.JobStore, cfg *config.Config, key []byte, clock func() time.Time) *Service {
+func newCore(t *testing.T, st store.JobStore, cfg *config.Config, key []byte) *Service {
 	t.Helper()
 	signer, err := token.NewSigner(key)
 	if err != nil {
@@ -54,7 +43,7 @@ func newCore(t *testing.T, st store.JobStore, cfg *config.Config, key []byte, cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Options{Store: st, Config: cfg, Signer: signer, Sealer: sealer, Clock: clock})
+	return New(Options{Store: st, Config: cfg, Signer: signer, Sealer: sealer})
 }
 
 func (o *operator) enqueue(t *testing.T, queue string) *spoolv1.Job {
@@ -201,43 +190,6 @@ func TestRerun(t *testing.T) {
 	_, err = o.s.RerunJob(o.ctx, &spoolv1.RerunJobRequest{JobId: rejected.GetJob().GetJobId()})
 	if !errors.Is(err, spool.ErrInvalidArgument) {
 		t.Errorf("rerun of a rejected job: %v, want ErrInvalidArgument", err)
-	}
-}
-
-// The retention sweeper deletes the jobs that ended longer ago than
-// jobs.retention_days, and nothing else.
-func TestRetentionSweep(t *testing.T) {
-	o := newOperator(t)
-	for range 3 {
-		o.enqueue(t, "ci")
-	}
-	ok := o.run(t, "ci", 0)
-	bad := o.run(t, "ci", 1) // retried: queued again
-	cancelled, err := o.s.CancelJob(o.ctx, &spoolv1.CancelJobRequest{JobId: bad.GetJobId()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := o.s.SweepRetention(o.ctx); err != nil || n != 0 {
-		t.Fatalf("a sweep the day the jobs ended deleted %d, %v", n, err)
-	}
-	o.shift.Store(int64(25 * time.Hour))
-	if n, err := o.s.SweepRetention(o.ctx); err != nil || n != 2 {
-		t.Fatalf("a sweep a day later deleted %d jobs, %v; want the 2 that ended", n, err)
-	}
-	for _, id := range []string{ok.GetJobId(), cancelled.GetJob().GetJobId()} {
-		if _, err := o.st.Get(o.ctx, id); !errors.Is(err, spool.ErrNotFound) {
-			t.Errorf("job %s after the sweep: %v", id, err)
-		}
-	}
-	if q := queueNamed(t, o, "ci"); q.GetQueued() != 1 {
-		t.Errorf("the queued job went too: %v", q)
-	}
-	keep := newOperatorKeeping(t, 0)
-	keep.enqueue(t, "ci")
-	keep.run(t, "ci", 0)
-	keep.shift.Store(int64(1000 * 24 * time.Hour))
-	if n, err := keep.s.SweepRetention(keep.ctx); err != nil || n != 0 {
-		t.Errorf("retention 0 deleted %d, %v", n, err)
 	}
 }
 

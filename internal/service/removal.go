@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -11,7 +10,6 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
-	"github.com/spool-run/spool/internal/store"
 )
 
 // DeleteJob removes a finished job and its whole log. A job still queued
@@ -53,64 +51,15 @@ func (s *Service) remove(ctx context.Context, job *spoolv1.Job, why string) erro
 	return nil
 }
 
-// Retention sweeping: how often, and how many jobs one store call returns.
-// Each job is deleted in its own short write, so a sweep never holds the
-// store long enough to keep workers from taking jobs.
-const (
-	retentionInterval = time.Minute
-	retentionBatch    = 100
-	// retentionRound caps one round, so a store far behind (a retention
-	// just shortened) catches up over several minutes, not in one burst.
-	retentionRound = 50 * retentionBatch
-)
-
-// RunRetention deletes the jobs that ended more than jobs.retention_days
-// ago, until ctx ends; with retention 0 it returns at once. Every server
-// may run it: deleting a job twice finds it gone.
-func (s *Service) RunRetention(ctx context.Context) {
-	if s.retention <= 0 {
-		return
+// RemoveJob deletes a finished job as DeleteJob does, for the retention
+// sweeper (reason: why, for the metrics): the rule every deletion shares,
+// without a caller to check. A job that is gone already is
+// spool.ErrNotFound; one kept for its scatter, still running, is
+// spool.ErrConflict.
+func (s *Service) RemoveJob(ctx context.Context, jobID, reason string) error {
+	job, err := s.store.Get(ctx, jobID)
+	if err != nil {
+		return err
 	}
-	s.sweep(ctx, retentionInterval, "deleted jobs past retention", s.SweepRetention)
-}
-
-// SweepRetention runs one round of the retention sweeper now and returns
-// how many jobs it deleted.
-func (s *Service) SweepRetention(ctx context.Context) (int, error) {
-	if s.retention <= 0 {
-		return 0, nil
-	}
-	cut := s.clock().Add(-s.retention)
-	deleted := 0
-	for deleted < retentionRound {
-		ids, err := s.store.EndedBefore(ctx, cut, retentionBatch)
-		if err != nil {
-			return deleted, err
-		}
-		gone := 0
-		for _, id := range ids {
-			job, err := s.store.Get(ctx, id)
-			if err == nil {
-				err = s.remove(ctx, job, "retention")
-			}
-			switch {
-			case err == nil:
-				gone++
-			case errors.Is(err, spool.ErrNotFound), errors.Is(err, spool.ErrConflict):
-				// Deleted by another server, or kept for its scatter.
-			default:
-				return deleted + gone, err
-			}
-		}
-		deleted += gone
-		if gone == 0 || len(ids) < retentionBatch {
-			break
-		}
-	}
-	if r, ok := s.store.(store.SpaceReclaimer); ok && deleted > 0 {
-		if err := r.ReclaimSpace(ctx); err != nil {
-			return deleted, err
-		}
-	}
-	return deleted, nil
+	return s.remove(ctx, job, reason)
 }

@@ -1,32 +1,24 @@
 package service
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
-// Bounds on a scatter. A batch is what one job reads on stdin; the batch
-// input is shared by all of them and the gather, so it stays small (Step
-// Functions counts it against the same 256 KiB as the items).
+// Bounds of the requests that carry scatters and results.
 const (
-	maxScatterBatches = 100_000
-	maxBatchBytes     = 16 << 20
-	maxBatchInput     = 64 << 10
 	// MaxScatterRequestBytes: CreateScatter carries every batch.
-	MaxScatterRequestBytes = 256 << 20
+	MaxScatterRequestBytes = scatter.MaxRequestBytes
 	// MaxCompleteRequestBytes: CompleteJob carries the job's result
 	// document (at most spool.MaxResultBytes) and the attempt's last
 	// events, as many as a publish may carry. CompleteJobs carries several
@@ -48,42 +40,21 @@ func (s *Service) CreateScatter(ctx context.Context, m *spoolv1.CreateScatterReq
 	if err := s.checkScatterSpec(spec); err != nil {
 		return nil, err
 	}
-	n := len(m.GetBatches())
-	if n == 0 {
-		return nil, invalid("batches: a scatter needs at least one batch of items")
+	rec, batches, err := scatter.New(spec, m.GetBatches(), storekit.Now())
+	if err != nil {
+		return nil, err
 	}
-	if n > maxScatterBatches {
-		return nil, invalid("batches: %d is more than a scatter may have (%d); use bigger batches", n, maxScatterBatches)
-	}
-	batches := make([][]byte, n)
-	var items int64
-	for i, b := range m.GetBatches() {
-		k, err := countItems(b)
-		if err != nil {
-			return nil, invalid("batches[%d]: %v", i, err)
-		}
-		items += int64(k)
-		batches[i] = []byte(b)
-	}
-	now := timestamppb.New(storekit.Now())
-	sc := &spoolv1.Scatter{
-		ScatterId: uuid.Must(uuid.NewV7()).String(),
-		State:     spoolv1.ScatterState_SCATTER_STATE_RUNNING,
-		Spec:      spec,
-		Progress:  &spoolv1.ScatterProgress{BatchCount: int32(n), Waiting: int32(n), ItemCount: items},
-		CreatedAt: now,
-		UpdatedAt: now,
-	}
-	rec := &store.ScatterRecord{Scatter: sc, Active: true, Ended: store.NewBits(int32(n)), Failed: store.NewBits(int32(n))}
+	sc := rec.Scatter
 	if err := s.store.CreateScatter(ctx, rec, batches); err != nil {
 		return nil, s.fail(ctx, "CreateScatter", err)
 	}
-	s.audit(ctx, caller, "scatter created", "scatter_id", sc.GetScatterId(), "queue", spec.GetQueue(), "batches", n, "items", items)
-	s.scatters.kick(sc.GetScatterId())
+	s.audit(ctx, caller, "scatter created", "scatter_id", sc.GetScatterId(), "queue", spec.GetQueue(), "batches", len(batches), "items", sc.GetProgress().GetItemCount())
+	s.scatters.Kick(sc.GetScatterId())
 	return &spoolv1.CreateScatterResponse{Scatter: sc}, nil
 }
 
-// checkScatterSpec validates a scatter's spec and fills in its defaults.
+// checkScatterSpec validates a scatter's spec and fills in its defaults:
+// its jobs as any job, then what is a scatter's own.
 func (s *Service) checkScatterSpec(spec *spoolv1.ScatterSpec) error {
 	queue, err := checkQueue(spec.GetQueue())
 	if err != nil {
@@ -98,53 +69,10 @@ func (s *Service) checkScatterSpec(spec *spoolv1.ScatterSpec) error {
 			return fmt.Errorf("gather: %w", err)
 		}
 	}
-	if len(spec.GetParams().GetStdin()) > 0 || len(spec.GetGather().GetStdin()) > 0 {
-		return invalid("params.stdin: a scatter's jobs read their input document on stdin; put shared data in batch_input")
-	}
-	if len(spec.GetParams().GetSecretNames()) > 0 || len(spec.GetGather().GetSecretNames()) > 0 {
-		return invalid("params.secret_names: a scatter's jobs cannot have secrets; submit jobs with secrets one by one")
-	}
 	if spec.MaxAttempts, err = s.checkBudget(spec.GetMaxAttempts(), spec.GetRetries()); err != nil {
 		return err
 	}
-	in := strings.TrimSpace(spec.GetBatchInput())
-	switch {
-	case in == "":
-		in = "{}"
-	case len(in) > maxBatchInput:
-		return invalid("batch_input: %d bytes; at most %d", len(in), maxBatchInput)
-	case !json.Valid([]byte(in)):
-		return invalid("batch_input is not valid JSON")
-	}
-	var compact bytes.Buffer
-	_ = json.Compact(&compact, []byte(in))
-	spec.BatchInput = compact.String()
-	if spec.GetMaxConcurrency() < 0 {
-		return invalid("max_concurrency must not be negative (0: no limit)")
-	}
-	if spec.ToleratedFailureCount != nil && spec.GetToleratedFailureCount() < 0 {
-		return invalid("tolerated_failure_count must not be negative")
-	}
-	if p := spec.ToleratedFailurePercentage; p != nil && (*p < 0 || *p > 100) {
-		return invalid("tolerated_failure_percentage must be between 0 and 100, got %g", *p)
-	}
-	return nil
-}
-
-// countItems checks that a batch is a non-empty JSON array and counts its
-// items.
-func countItems(batch string) (int, error) {
-	if len(batch) > maxBatchBytes {
-		return 0, fmt.Errorf("%d bytes; a batch may hold at most %d", len(batch), maxBatchBytes)
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal([]byte(batch), &items); err != nil {
-		return 0, fmt.Errorf("not a JSON array of items: %v", err)
-	}
-	if len(items) == 0 {
-		return 0, errors.New("empty: leave empty batches out")
-	}
-	return len(items), nil
+	return scatter.CheckSpec(spec)
 }
 
 // GetScatter returns a scatter and its progress as its driver last
@@ -230,7 +158,7 @@ func (s *Service) ListScatterBatches(ctx context.Context, m *spoolv1.ListScatter
 	for i := from; i < end; i++ {
 		b := &spoolv1.ScatterBatch{BatchIndex: i}
 		if i < rec.Released {
-			j, err := s.store.Get(ctx, BatchJobID(rec.Scatter.GetScatterId(), i))
+			j, err := s.store.Get(ctx, scatter.BatchJobID(rec.Scatter.GetScatterId(), i))
 			switch {
 			case err == nil:
 				b.Job, b.ItemCount = j, j.GetParams().GetScatter().GetItemCount()
@@ -268,7 +196,7 @@ func (s *Service) CancelScatter(ctx context.Context, m *spoolv1.CancelScatterReq
 		if m.GetReason() != "" {
 			reason += ": " + m.GetReason()
 		}
-		stop(rec, spoolv1.ScatterState_SCATTER_STATE_CANCELLED, reason)
+		scatter.Stop(rec, spoolv1.ScatterState_SCATTER_STATE_CANCELLED, reason)
 		err = s.store.UpdateScatter(ctx, rec)
 		if errors.Is(err, store.ErrScatterMoved) {
 			continue
@@ -278,7 +206,7 @@ func (s *Service) CancelScatter(ctx context.Context, m *spoolv1.CancelScatterReq
 		}
 		s.audit(ctx, caller, "scatter cancelled", "scatter_id", rec.Scatter.GetScatterId(), "reason", m.GetReason())
 		// The round cancels the batch jobs now rather than at the next tick.
-		if err := s.driveScatter(ctx, rec.Scatter.GetScatterId()); err != nil {
+		if err := s.scatters.Drive(ctx, rec.Scatter.GetScatterId()); err != nil {
 			s.log.WarnContext(ctx, "cancelling a scatter's jobs failed; its driver will go on", "scatter_id", rec.Scatter.GetScatterId(), "error", err)
 		}
 		if now, err := s.store.GetScatter(ctx, rec.Scatter.GetScatterId()); err == nil {
@@ -288,9 +216,15 @@ func (s *Service) CancelScatter(ctx context.Context, m *spoolv1.CancelScatterReq
 	}
 }
 
-// BatchJobID is the id of the job of batch i of a scatter: named after the
-// scatter, so that every server and every try means the same job.
-func BatchJobID(scatterID string, i int32) string { return fmt.Sprintf("%s.%d", scatterID, i) }
+// Scatters is the driver of scatters' rounds: the core kicks it when a
+// scatter is created or one of its batch jobs ends, and runs a round
+// itself when a scatter is cancelled; the server's maintenance loop
+// (maintenance.ScatterDriver) runs the rest.
+func (s *Service) Scatters() *scatter.Driver { return s.scatters }
 
-// GatherJobID is the id of a scatter's gather job.
-func GatherJobID(scatterID string) string { return scatterID + ".gather" }
+// kickScatterOf asks for a round of the scatter job belongs to, if any.
+func (s *Service) kickScatterOf(job *spoolv1.Job) {
+	if id := job.GetParams().GetScatter().GetScatterId(); id != "" {
+		s.scatters.Kick(id)
+	}
+}

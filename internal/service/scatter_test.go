@@ -15,7 +15,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/service"
+	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 	"github.com/spool-run/spool/server"
@@ -188,7 +188,7 @@ func TestScatterBatchesAndGather(t *testing.T) {
 			t.Fatalf("batches: %d, next %d, %v", len(batches), next, err)
 		}
 		for i, b := range batches {
-			if b.GetJob().GetJobId() != service.BatchJobID(sc.GetScatterId(), int32(i)) || b.GetItemCount() != 3 ||
+			if b.GetJob().GetJobId() != scatter.BatchJobID(sc.GetScatterId(), int32(i)) || b.GetItemCount() != 3 ||
 				b.GetJob().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || b.GetJob().GetAttempt() != 1 {
 				t.Fatalf("batch %d: %v", i, b)
 			}
@@ -241,7 +241,7 @@ func wantAtMostAtOnce(t *testing.T, c *client.Client, sc *spoolv1.Scatter, limit
 	type span struct{ from, to time.Time }
 	var spans []span
 	for i := range sc.GetProgress().GetBatchCount() {
-		j, err := c.Job(context.Background(), service.BatchJobID(sc.GetScatterId(), i))
+		j, err := c.Job(context.Background(), scatter.BatchJobID(sc.GetScatterId(), i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,7 +346,7 @@ func TestScatterToleratedFailures(t *testing.T) {
 		sc = follow(t, c, sc.GetScatterId())
 		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_FAILED, 0, 1, 3)
 		for i := int32(1); i < 4; i++ {
-			if _, err := c.Job(context.Background(), service.BatchJobID(sc.GetScatterId(), i)); !errors.Is(err, spool.ErrNotFound) {
+			if _, err := c.Job(context.Background(), scatter.BatchJobID(sc.GetScatterId(), i)); !errors.Is(err, spool.ErrNotFound) {
 				t.Fatalf("batch %d of a scatter that failed before it started has a job: %v", i, err)
 			}
 		}
@@ -367,7 +367,7 @@ func TestScatterBadResult(t *testing.T) {
 		}
 		sc = follow(t, c, sc.GetScatterId())
 		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_FAILED, 0, 1, 0)
-		j, err := c.Job(context.Background(), service.BatchJobID(sc.GetScatterId(), 0))
+		j, err := c.Job(context.Background(), scatter.BatchJobID(sc.GetScatterId(), 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -399,13 +399,13 @@ func TestScatterCancel(t *testing.T) {
 			t.Fatalf("cancelled scatter: %s %q", sc.GetState(), sc.GetError())
 		}
 		for i := int32(0); i < 2; i++ {
-			j := srv.WaitJob(t, service.BatchJobID(sc.GetScatterId(), i))
+			j := srv.WaitJob(t, scatter.BatchJobID(sc.GetScatterId(), i))
 			if j.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED {
 				t.Fatalf("running batch %d after the cancel: %s", i, j.GetState())
 			}
 		}
 		for i := int32(2); i < 10; i++ {
-			if _, err := c.Job(context.Background(), service.BatchJobID(sc.GetScatterId(), i)); !errors.Is(err, spool.ErrNotFound) {
+			if _, err := c.Job(context.Background(), scatter.BatchJobID(sc.GetScatterId(), i)); !errors.Is(err, spool.ErrNotFound) {
 				t.Fatalf("waiting batch %d got a job after the cancel: %v", i, err)
 			}
 		}

@@ -188,7 +188,7 @@ func TestSecretsOnlyInTheLease(t *testing.T) {
 // secrets.
 func TestSecretsSealedUnderAnotherKey(t *testing.T) {
 	o := newOperator(t)
-	other := newCore(t, o.st, o.s.cfg, bytes.Repeat([]byte{7}, 32), nil)
+	other := newCore(t, o.st, o.s.cfg, bytes.Repeat([]byte{7}, 32))
 	req := secretRequest("deploys", "", map[string]string{"DEPLOY_TOKEN": theSecret})
 	req.MaxAttempts = 2
 	resp, err := o.s.EnqueueJob(o.ctx, req)

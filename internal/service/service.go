@@ -11,15 +11,19 @@
 //   - the job and lease operations over the JobStore (jobs.go, leases.go)
 //     and task tokens, which fence a lease to one attempt;
 //   - reading logs: replay-then-follow feeds and pages of lines (logs.go),
-//     search in a log and the raw download (logsearch.go);
+//     search in a log and the raw download (logsearch.go, reading through
+//     package logsearch);
 //   - the logs of programs spool did not start: external jobs, their
 //     sources, their end and the rebuild of their logs (ingest.go);
 //   - the "someone is watching" signal that makes workers flush promptly
 //     (watchers.go);
-//   - the job-level metrics (metrics.go) and the lease reaper (reaper.go);
-//   - scatters: checking and storing them (scatter.go), driving their
-//     batches through the queue (scatterdriver.go), and the input each of
-//     their jobs reads (input.go);
+//   - the job-level metrics (metrics.go);
+//   - scatters: who may create, read and cancel them (scatter.go, with
+//     their rules in package scatter), and the input each of their jobs
+//     reads (input.go);
+//   - the rules the server's background chores (package maintenance)
+//     share with the requests: deleting a job (RemoveJob) and ending an
+//     external one (EndExternal);
 //   - draining: on shutdown, long polls and follows end at once so clients
 //     resume elsewhere or later.
 package service
@@ -34,9 +38,9 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
-	"github.com/spool-run/spool/internal/store/storekit"
 	"github.com/spool-run/spool/internal/token"
 )
 
@@ -55,34 +59,34 @@ type Options struct {
 	Log *slog.Logger
 	// Meter makes the core's instruments (nil: no metrics).
 	Meter metric.Meter
-	// Clock is what the retention sweeper takes for now (nil: the store's
-	// clock). Tests move it to see jobs age.
-	Clock func() time.Time
+	// Outages hears of every call that found the store away (nil: no
+	// one): the reaper gives leases grace after them (maintenance.Outage).
+	Outages Outages
+}
+
+// Outages records store calls that found the store away.
+type Outages interface {
+	Saw()
 }
 
 // Service is the application core. Its methods are safe for concurrent use.
 type Service struct {
-	store store.JobStore
-	clock func() time.Time
-	// retention is jobs.retention_days, read once: the sweeper runs beside
-	// everything else for the server's whole life.
-	retention time.Duration
-	signer    *token.Signer
-	sealer    *seal.Sealer
-	cfg       *config.Config
-	log       *slog.Logger
-	metrics   *metrics
+	store   store.JobStore
+	signer  *token.Signer
+	sealer  *seal.Sealer
+	cfg     *config.Config
+	log     *slog.Logger
+	metrics *metrics
+	outages Outages
 	// watchers counts live followers, reported to publishing workers.
 	watchers watchers
 	touched  touches
-	// scatters are the scatters this server's driver should look at now.
-	scatters scatterKicks
+	// scatters runs scatters' rounds.
+	scatters *scatter.Driver
 	// pollers are the workers polling each queue here.
 	pollers pollers
 	// decoding bounds what ingested deliveries decode to at once.
 	decoding decodeBudget
-	// outage is what this server saw of the store being away.
-	outage storeOutage
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down
@@ -96,18 +100,22 @@ func New(o Options) *Service {
 	if o.Meter == nil {
 		o.Meter = noop.NewMeterProvider().Meter("spool")
 	}
-	if o.Clock == nil {
-		o.Clock = storekit.Now
+	if o.Outages == nil {
+		o.Outages = noOutages{}
 	}
-	s := &Service{store: o.Store, clock: o.Clock, retention: o.Config.Jobs.Retention(), signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, drain: make(chan struct{})}
+	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
-	s.outage.reset(storekit.Now())
-	s.scatters.init()
-	if ws, ok := o.Store.(store.WatchSharer); ok {
+	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: o.Config.ExecutionConfig, Log: o.Log, Metrics: s.metrics.scatter})
+	if ws := o.Store.Capabilities().WatchSharer; ws != nil {
 		s.watchers.shareWith(ws)
 	}
 	return s
 }
+
+// noOutages is Options.Outages when no one listens.
+type noOutages struct{}
+
+func (noOutages) Saw() {}
 
 // Drain tells long polls and follows to end now: the server is shutting
 // down, and their clients should resume elsewhere or after the restart.

@@ -23,12 +23,3 @@ type RemovalStore interface {
 	// they got and ask again.
 	EndedBefore(ctx context.Context, t time.Time, limit int) ([]string, error)
 }
-
-// SpaceReclaimer is implemented by stores whose files keep the space of
-// deleted rows until told to give it back (SQLite). The retention sweeper
-// calls it after a round that deleted something.
-type SpaceReclaimer interface {
-	// ReclaimSpace returns free pages to the file system, a bounded amount
-	// per call so it never holds the store for long.
-	ReclaimSpace(ctx context.Context) error
-}

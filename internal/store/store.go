@@ -7,8 +7,12 @@
 //   - store/storekit: the rules and helpers backends share (appends,
 //     cursors, life-cycle rules, the live Feed);
 //   - store/backends: the implementations (memstore, sqlitestore,
-//     awsstore) and Open, which picks one from the configuration;
+//     pgstore, awsstore) and Open, which picks one from the configuration;
 //   - store/conformance: the suite every backend must pass.
+//
+// What a backend may offer beyond JobStore it declares in its
+// Capabilities (capabilities.go); API keys are a seam of their own,
+// KeyStore (keys.go), that every backend implements beside the jobs.
 //
 // Jobs and events are the API's protobuf messages. Messages a store returns
 // may be shared with other readers (the live feed hands the same event to
@@ -85,16 +89,13 @@ type JobStore interface {
 	// atomically with storekit.CheckAppend. Events published encoded are
 	// stored as they came when they carry their attempt and line numbers.
 	Append(ctx context.Context, l LeaseRef, evs []events.Published) (Head, error)
-	// Read yields the stored items of a job's log in sequence order, starting
-	// with the item that contains r.FromSequence (or, with r.FromLine, the
-	// first item holding anything after line r.FromLine-1). It seeks straight
-	// to that item and yields every item it fetched, untrimmed: callers trim
-	// (see Trim). Batches carry their first_line.
-	Read(ctx context.Context, r ReadRequest) iter.Seq2[*spoolv1.JobEvent, error]
-	// ReadStored is Read yielding the items as stored, decoded only as far
-	// as their headers (events.Stored): what a reader that passes most
-	// items on whole reads. Read is ReadStored with each item decoded
-	// (storekit.Decoded).
+	// ReadStored yields the stored items of a job's log in sequence order,
+	// starting with the item that contains r.FromSequence (or, with
+	// r.FromLine, the first item holding anything after line
+	// r.FromLine-1), each decoded only as far as its header
+	// (events.Stored). It seeks straight to that item and yields every item
+	// it fetched, untrimmed: callers trim (see Trim). Batches carry their
+	// first_line. storekit.Read yields the same items decoded.
 	ReadStored(ctx context.Context, r ReadRequest) iter.Seq2[*events.Stored, error]
 	// Watch returns a channel closed at the next change to the job's log or
 	// state after the call. Callers take it before reading, so a change
@@ -105,6 +106,8 @@ type JobStore interface {
 
 	// Limits says what the backend can store.
 	Limits() Limits
+	// Capabilities says which optional features the backend offers.
+	Capabilities() Capabilities
 	// Close releases the store's resources.
 	Close() error
 
@@ -114,41 +117,6 @@ type JobStore interface {
 	IngestStore
 	QueueStore
 	RemovalStore
-}
-
-// Finisher is a store that records an attempt's last events and its result
-// in one write: what a short job's completion carries. Without it, the
-// core appends, then completes, in two.
-type Finisher interface {
-	// Finish is Append of evs, then Complete of res, atomically: both or
-	// neither. A repeat of a completion already recorded returns the job
-	// unchanged.
-	Finish(ctx context.Context, l LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error)
-}
-
-// KeyStore keeps the API keys. Only a hash of each key's secret is stored;
-// the service core checks every call's key against it, with no cache, so a
-// revoked key stops working at once on every server sharing the store.
-type KeyStore interface {
-	// CreateKey stores a new key. A name in use is spool.ErrAlreadyExists.
-	CreateKey(ctx context.Context, k KeyRecord) error
-	// KeyByHash returns the key whose secret hashes to hash, revoked or not,
-	// or spool.ErrNotFound.
-	KeyByHash(ctx context.Context, hash string) (KeyRecord, error)
-	// ListKeys returns every key, oldest first.
-	ListKeys(ctx context.Context) ([]*spoolv1.Key, error)
-	// RevokeKey marks the named key revoked at at (a key revoked before
-	// keeps its first time), or spool.ErrNotFound.
-	RevokeKey(ctx context.Context, name string, at time.Time) (*spoolv1.Key, error)
-	// TouchKey records that the key with this hash was used at at.
-	TouchKey(ctx context.Context, hash string, at time.Time) error
-}
-
-// KeyRecord is an API key as stored: its public part and the hash of its
-// secret.
-type KeyRecord struct {
-	Key  *spoolv1.Key
-	Hash string
 }
 
 // DefaultQueue is the queue used when a request names none.
@@ -271,34 +239,4 @@ func (nj NewJob) Check() error {
 type Limits struct {
 	// MaxItemBytes is the largest encoded event item the backend stores.
 	MaxItemBytes int
-}
-
-// LeaseGracer is implemented by stores whose leases only run while a spool
-// server runs (SQLite, memory): a server coming back after an outage gives
-// running jobs' leases until `until`, so their workers, which kept the jobs
-// running and their output on disk, can reconnect instead of having the
-// work redone. (With SQS the lease is SQS's visibility timeout, which runs
-// whether or not a server is up, so that store does not implement it.) An
-// outage of the store while servers run is ExpireLeases' to deal with (see
-// Sweep); this covers the first start after an upgrade too, when no sweep
-// has been recorded yet.
-type LeaseGracer interface {
-	GraceLeases(ctx context.Context, until time.Time) (int, error)
-}
-
-// WatchSharer is implemented by stores that several servers share and that
-// can carry messages between them (PostgreSQL's LISTEN/NOTIFY). Through it
-// every server knows which jobs someone follows on any server, so a worker
-// that publishes through one server flushes promptly for a follower on
-// another. Stores without it leave the signal to each server alone.
-type WatchSharer interface {
-	// ShareWatch says whether this server now has followers of jobID. It
-	// does not wait for the other servers to hear it.
-	ShareWatch(jobID string, watched bool)
-	// WatchedElsewhere reports whether another server has followers of
-	// jobID.
-	WatchedElsewhere(jobID string) bool
-	// OnWatchChange sets fn, called when WatchedElsewhere(jobID) may have
-	// changed.
-	OnWatchChange(fn func(jobID string))
 }

@@ -25,7 +25,7 @@ func readItems(t *testing.T, s store.JobStore, r store.ReadRequest) ([]*spoolv1.
 	stats := &store.ReadStats{}
 	r.Stats = stats
 	var out []*spoolv1.JobEvent
-	for ev, err := range s.Read(context.Background(), r) {
+	for ev, err := range storekit.Read(context.Background(), s, r) {
 		if err != nil {
 			t.Fatalf("Read: %v", err)
 		}

@@ -469,7 +469,7 @@ func testGraceLeavesExternalJobs(t *testing.T, b Backend) {
 	ctx := context.Background()
 	job := ingest(t, s, newSource(), rawEvents("e", 1)).Job
 	runningJob(t, s, newJob(newQueue()))
-	n, err := s.(store.LeaseGracer).GraceLeases(ctx, time.Now().Add(time.Hour))
+	n, err := s.Capabilities().LeaseGracer.GraceLeases(ctx, time.Now().Add(time.Hour))
 	if err != nil || n < 1 {
 		t.Fatalf("GraceLeases extended %d leases (%v), want the worker's", n, err)
 	}

@@ -295,7 +295,7 @@ func testGraceLeases(t *testing.T, b Backend) {
 	enqueue(t, s, newJob(q))
 	l := leaseOne(t, s, q, shortLease)
 	time.Sleep(shortLease + 100*time.Millisecond) // expired, as during an outage
-	n, err := s.(store.LeaseGracer).GraceLeases(ctx, time.Now().Add(time.Minute))
+	n, err := s.Capabilities().LeaseGracer.GraceLeases(ctx, time.Now().Add(time.Minute))
 	if err != nil || n != 1 {
 		t.Fatalf("GraceLeases: %d jobs, err %v; want 1", n, err)
 	}
@@ -316,7 +316,7 @@ func testGraceLeases(t *testing.T, b Backend) {
 // events the log refuses leave the job as it was.
 func testFinish(t *testing.T, b Backend) {
 	s := open(t, b)
-	f := s.(store.Finisher)
+	f := s.Capabilities().Finisher
 	ctx := context.Background()
 	q := newQueue()
 	l := runningJob(t, s, newJob(q))

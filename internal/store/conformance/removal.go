@@ -30,7 +30,7 @@ func wantGone(t *testing.T, s store.JobStore, j *spoolv1.Job) {
 			t.Fatalf("deleted job %s still listed", j.GetJobId())
 		}
 	}
-	for ev, err := range s.Read(ctx, store.ReadRequest{JobID: j.GetJobId(), FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, s, store.ReadRequest{JobID: j.GetJobId(), FromSequence: 1}) {
 		if err != nil && !errors.Is(err, spool.ErrNotFound) {
 			t.Fatalf("Read of a deleted job: %v", err)
 		}

@@ -120,14 +120,7 @@ func Run(t *testing.T, b Backend) {
 	if b.Watching != nil {
 		tests = append(tests, named{"WaitsLeaveNothing", testWaitsLeaveNothing})
 	}
-	probe := b.Open(t)
-	if _, ok := probe.(store.Finisher); ok {
-		tests = append(tests, named{"FinishStoresEventsAndResultTogether", testFinish})
-	}
-	if _, ok := probe.(store.LeaseGracer); ok {
-		tests = append(tests, named{"GraceLeasesAfterAnOutage", testGraceLeases}, named{"GraceLeavesExternalJobs", testGraceLeavesExternalJobs})
-	}
-	_ = probe.Close()
+	tests = append(tests, capabilityCases(t, b)...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -2,7 +2,6 @@ package storekit
 
 import (
 	"fmt"
-	"iter"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -241,20 +240,4 @@ func ItemFromPayload(payload []byte, seq int64) (*events.Stored, error) {
 // something needs it (events.StoredAs).
 func ItemFromColumns(seq, end, firstLine, lineCount int64, typ int32, payload []byte) *events.Stored {
 	return events.StoredAs(events.Header{Sequence: seq, EndSequence: end, Type: spoolv1.EventType(typ), FirstLine: firstLine, LineCount: lineCount}, payload)
-}
-
-// Decoded yields the events of stored items as messages: a store's Read in
-// terms of its ReadStored.
-func Decoded(items iter.Seq2[*events.Stored, error]) iter.Seq2[*spoolv1.JobEvent, error] {
-	return func(yield func(*spoolv1.JobEvent, error) bool) {
-		for st, err := range items {
-			var ev *spoolv1.JobEvent
-			if err == nil {
-				ev, err = st.Event()
-			}
-			if !yield(ev, err) || err != nil {
-				return
-			}
-		}
-	}
 }

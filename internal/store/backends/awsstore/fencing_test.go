@@ -16,6 +16,7 @@ import (
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 	"github.com/spool-run/spool/internal/store/conformance"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // TestZombieAppendIsFenced: a server reserves a range for attempt 1, then
@@ -76,7 +77,7 @@ func TestZombieAppendIsFenced(t *testing.T) {
 	// though its line number (4, ending before attempt 2's batch) would
 	// come first in the by-line index.
 	var first *spoolv1.JobEvent
-	for ev, err := range live.Read(ctx, store.ReadRequest{JobID: l1.JobID, FromLine: 5}) {
+	for ev, err := range storekit.Read(ctx, live, store.ReadRequest{JobID: l1.JobID, FromLine: 5}) {
 		if err != nil {
 			t.Fatal(err)
 		}

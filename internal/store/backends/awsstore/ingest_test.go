@@ -98,7 +98,7 @@ func wantLog(t *testing.T, s store.JobStore, jobID string, want []string) {
 		t.Fatal(err)
 	}
 	var stored []*spoolv1.JobEvent
-	for ev, err := range s.Read(ctx, store.ReadRequest{JobID: jobID, FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, s, store.ReadRequest{JobID: jobID, FromSequence: 1}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // lineOfPayload returns a one-line batch at seq, holding line, whose
@@ -57,7 +58,7 @@ func TestLargestItemFits(t *testing.T) {
 		t.Fatalf("append of a %d-byte event: %v", awsstore.MaxItemBytes, err)
 	}
 	var got []*spoolv1.JobEvent
-	for ev, err := range s.Read(ctx, store.ReadRequest{JobID: l.JobID, FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, s, store.ReadRequest{JobID: l.JobID, FromSequence: 1}) {
 		if err != nil {
 			t.Fatal(err)
 		}

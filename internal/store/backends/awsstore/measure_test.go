@@ -16,6 +16,7 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // itemSize is an item's size as DynamoDB bills it: each attribute's name
@@ -120,7 +121,7 @@ func measure(t *testing.T, s *awsstore.Store, calls *awsstore.Calls, nj store.Ne
 	}
 	calls.Take() // not the reads above
 	stats := &store.ReadStats{}
-	for _, err := range s.Read(context.Background(), store.ReadRequest{JobID: l.JobID, FromLine: 9000, Stats: stats}) {
+	for _, err := range storekit.Read(context.Background(), s, store.ReadRequest{JobID: l.JobID, FromLine: 9000, Stats: stats}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/spool-run/spool"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -19,11 +18,6 @@ import (
 // readPage is how many items a read asks DynamoDB for at a time (which
 // also stops at 1 MB).
 const readPage = 100
-
-// Read implements store.JobStore: ReadStored, decoded.
-func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return storekit.Decoded(s.ReadStored(ctx, req))
-}
 
 // ReadStored implements store.JobStore. It reads the job first, strongly
 // consistently: its committed head bounds the read (items past it belong

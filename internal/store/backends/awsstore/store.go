@@ -121,6 +121,12 @@ func (s *Store) Config() Config { return s.cfg }
 // Limits implements store.JobStore.
 func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
 
+// Capabilities implements store.JobStore: none. A completion is an append,
+// then a commit of the job, as DynamoDB writes them; leases are SQS's
+// visibility timeouts, which run whether a server does or not; servers
+// share no messages of their own; and DynamoDB gives space back by itself.
+func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{} }
+
 // Watch implements store.JobStore: see watcher.
 func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
 	return s.watch.Watch(ctx, jobID)

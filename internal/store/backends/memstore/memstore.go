@@ -79,6 +79,15 @@ func (s *Store) Limits() store.Limits {
 	return store.Limits{MaxItemBytes: MaxItemBytes}
 }
 
+// Capabilities implements store.JobStore: grace for leases, which run only
+// while this process does. A completion is an append, then a completion,
+// as the stores without a transaction for both make it, which keeps the
+// core's path for them under test; one process has no other servers to
+// share followers with, and nothing to give back to a file system.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{LeaseGracer: s}
+}
+
 // Watch implements store.JobStore.
 func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
 	return s.hub.Watch(ctx, jobKey(jobID))
@@ -414,11 +423,6 @@ func (s *Store) Append(_ context.Context, ref store.LeaseRef, evs []events.Publi
 		s.hub.Notify(jobKey(ref.JobID))
 	}
 	return r.head, nil
-}
-
-// Read implements store.JobStore: ReadStored, decoded.
-func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return storekit.Decoded(s.ReadStored(ctx, req))
 }
 
 // ReadStored implements store.JobStore: items are read from their payloads,

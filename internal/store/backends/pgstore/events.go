@@ -150,11 +150,6 @@ func itemColumns(items []storekit.Item) columns {
 	return c
 }
 
-// Read implements store.JobStore: ReadStored, decoded.
-func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return storekit.Decoded(s.ReadStored(ctx, req))
-}
-
 // ReadStored implements store.JobStore: the read starts at the item holding
 // FromSequence (found by primary key within the query that reads the first
 // page), or at the first item after line FromLine-1 (a query of its own on

@@ -55,11 +55,7 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var (
-	_ store.JobStore    = (*Store)(nil)
-	_ store.LeaseGracer = (*Store)(nil)
-	_ store.WatchSharer = (*Store)(nil)
-)
+var _ store.JobStore = (*Store)(nil)
 
 // Open connects to the database, brings its schema up to date (servers
 // starting together take turns, under an advisory lock) and starts
@@ -154,6 +150,14 @@ func (s *Store) Close() error {
 
 // Limits implements store.JobStore.
 func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
+
+// Capabilities implements store.JobStore: a completion's events and result
+// in one transaction, grace for leases after every server was down, and
+// followers shared between servers over LISTEN/NOTIFY. PostgreSQL gives
+// the space of deleted rows back by itself (autovacuum).
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Finisher: s, LeaseGracer: s, WatchSharer: s}
+}
 
 // Watch implements store.JobStore.
 func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {

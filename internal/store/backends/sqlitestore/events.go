@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"iter"
 	"strings"
 
@@ -68,7 +67,7 @@ func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.Le
 		)
 		err := tx.QueryRowContext(ctx, `SELECT end_seq, attempt FROM events WHERE job_id = ? AND seq = ?`, ref.JobID, rep.Sequence).Scan(&end, &attempt)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return store.Head{}, fmt.Errorf("sqlite: read event %d of job %s: %w", rep.Sequence, ref.JobID, err)
+			return store.Head{}, sqliteErr(err, "read event %d of job %s", rep.Sequence, ref.JobID)
 		}
 		if err := rep.Check(end, attempt, err == nil); err != nil {
 			return store.Head{}, err
@@ -81,7 +80,7 @@ func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.Le
 		return store.Head{}, err
 	}
 	if _, err := tx.ExecContext(ctx, sqlrows.MoveHead, plan.Head.NextSequence, plan.Head.NextLine, storekit.Now().UnixMicro(), ref.JobID); err != nil {
-		return store.Head{}, fmt.Errorf("sqlite: move head of job %s: %w", ref.JobID, err)
+		return store.Head{}, sqliteErr(err, "move head of job %s", ref.JobID)
 	}
 	n.job(ref.JobID)
 	return plan.Head, nil
@@ -114,16 +113,11 @@ func insertItems(ctx context.Context, tx *sql.Tx, jobID string, items []storekit
 				int32(it.Type), it.Attempt, it.Time.UnixMilli(), it.Payload)
 		}
 		if _, err := tx.ExecContext(ctx, insertStatements[n], args...); err != nil {
-			return fmt.Errorf("sqlite: store events %d-%d of job %s: %w", items[0].Sequence, items[n-1].EndSequence, jobID, err)
+			return sqliteErr(err, "store events %d-%d of job %s", items[0].Sequence, items[n-1].EndSequence, jobID)
 		}
 		items = items[n:]
 	}
 	return nil
-}
-
-// Read implements store.JobStore: ReadStored, decoded.
-func (s *Store) Read(ctx context.Context, req store.ReadRequest) iter.Seq2[*spoolv1.JobEvent, error] {
-	return storekit.Decoded(s.ReadStored(ctx, req))
 }
 
 // ReadStored implements store.JobStore. The first query seeks with the primary
@@ -141,7 +135,7 @@ func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2
 				return // nothing after that line yet
 			}
 			if err != nil {
-				yield(nil, fmt.Errorf("sqlite: seek line %d of job %s: %w", req.FromLine, req.JobID, err))
+				yield(nil, sqliteErr(err, "seek line %d of job %s", req.FromLine, req.JobID))
 				return
 			}
 			seek = false
@@ -164,19 +158,19 @@ func (s *Store) readPage(ctx context.Context, jobID string, from int64, n int, s
 	}
 	rows, err := s.r.QueryContext(ctx, q, jobID, from, n)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read events of job %s: %w", jobID, err)
+		return nil, sqliteErr(err, "read events of job %s", jobID)
 	}
 	defer rows.Close()
 	var out []*events.Stored
 	for rows.Next() {
 		var c sqlrows.StoredRow
 		if err := rows.Scan(c.Dest()...); err != nil {
-			return nil, fmt.Errorf("sqlite: read events of job %s: %w", jobID, err)
+			return nil, sqliteErr(err, "read events of job %s", jobID)
 		}
 		out = append(out, c.Stored())
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: read events of job %s: %w", jobID, err)
+		return nil, sqliteErr(err, "read events of job %s", jobID)
 	}
 	return out, nil
 }

@@ -109,3 +109,21 @@ func RawJob(s *Store, id string) ([]byte, error) {
 	}
 	return out, rows.Err()
 }
+
+// WriterCache reads the writer connection's statement cache: statements
+// compiled so far and statements held.
+func WriterCache(s *Store) (compiled, held int, err error) {
+	conn, err := s.w.Conn(context.Background())
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		c := dc.(*cachingConn)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		compiled, held = c.compiled, len(c.stmts)
+		return nil
+	})
+	return compiled, held, err
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/apierr"
@@ -113,7 +112,7 @@ func (s *Store) commit(group []*pendingWrite) {
 	}
 	tx, err := s.w.BeginTx(context.Background(), nil)
 	if err != nil {
-		fail(fmt.Errorf("sqlite: begin: %w", err))
+		fail(sqliteErr(err, "begin"))
 		return
 	}
 	for _, w := range group {
@@ -124,7 +123,7 @@ func (s *Store) commit(group []*pendingWrite) {
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		fail(fmt.Errorf("sqlite: commit: %w", err))
+		fail(sqliteErr(err, "commit"))
 	}
 }
 
@@ -132,16 +131,16 @@ func (s *Store) commit(group []*pendingWrite) {
 // error of the savepoint itself (the transaction is gone) is returned.
 func (s *Store) runOne(tx *sql.Tx, w *pendingWrite) error {
 	if _, err := tx.Exec(`SAVEPOINT write`); err != nil {
-		return fmt.Errorf("sqlite: savepoint: %w", err)
+		return sqliteErr(err, "savepoint")
 	}
 	if w.err = w.fn(w.ctx, tx, &w.n); w.err != nil {
 		w.n = nil
 		if _, err := tx.Exec(`ROLLBACK TO write`); err != nil {
-			return errors.Join(w.err, fmt.Errorf("sqlite: roll back a failed write: %w", err))
+			return errors.Join(w.err, sqliteErr(err, "roll back a failed write"))
 		}
 	}
 	if _, err := tx.Exec(`RELEASE write`); err != nil {
-		return fmt.Errorf("sqlite: release savepoint: %w", err)
+		return sqliteErr(err, "release savepoint")
 	}
 	return nil
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"iter"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -16,8 +16,9 @@ import (
 )
 
 // seenChunk bounds the ids one query asks about, well below SQLite's
-// bound on a statement's parameters (32,766).
-const seenChunk = 500
+// bound on a statement's parameters (32,766): a power of two, as every
+// seenQuery's count of ids is.
+const seenChunk = 512
 
 // Ingest implements store.IngestStore in one write transaction: the
 // source's open job is looked up, the ids it accepted before dropped, and
@@ -35,7 +36,7 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 			open, err = nil, nil
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: find the open job of source %q: %w", req.Source, err)
+			return sqliteErr(err, "find the open job of source %q", req.Source)
 		}
 		seen, err := seenIDs(ctx, tx, req.Source, req.Events)
 		if err != nil {
@@ -48,7 +49,7 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 		id := in.Row.Job.JobId
 		if in.Created {
 			if _, err := tx.ExecContext(ctx, sqlrows.InsertNewJob, sqlrows.InsertJobArgs(in.Row.Job, nil)...); err != nil {
-				return fmt.Errorf("sqlite: create the job of source %q: %w", req.Source, err)
+				return sqliteErr(err, "create the job of source %q", req.Source)
 			}
 		}
 		if err := insertItems(ctx, tx, id, in.Items); err != nil {
@@ -56,16 +57,16 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 		}
 		ins, err := tx.PrepareContext(ctx, sqlrows.InsertAccepted)
 		if err != nil {
-			return fmt.Errorf("sqlite: store accepted events of job %s: %w", id, err)
+			return sqliteErr(err, "store accepted events of job %s", id)
 		}
 		defer ins.Close()
 		for _, a := range in.Accepted {
 			if _, err := ins.ExecContext(ctx, sqlrows.AcceptedArgs(req.Source, id, a)...); err != nil {
-				return fmt.Errorf("sqlite: store accepted event %q of job %s: %w", a.ID, id, err)
+				return sqliteErr(err, "store accepted event %q of job %s", a.ID, id)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, sqlrows.MoveHead, in.MoveHeadArgs()...); err != nil {
-			return fmt.Errorf("sqlite: move head of job %s: %w", id, err)
+			return sqliteErr(err, "move head of job %s", id)
 		}
 		n.job(id)
 		return nil
@@ -81,30 +82,42 @@ func (s *Store) Ingest(ctx context.Context, req store.IngestRequest) (store.Inge
 func seenIDs(ctx context.Context, tx *sql.Tx, source string, evs []store.RawEvent) (map[string]bool, error) {
 	seen := map[string]bool{}
 	for chunk := range slices.Chunk(evs, seenChunk) {
-		args := make([]any, 0, 1+len(chunk))
+		n := seenSize(len(chunk))
+		args := make([]any, 0, 1+n)
 		args = append(args, source)
 		for _, e := range chunk {
 			args = append(args, e.ID)
 		}
-		rows, err := tx.QueryContext(ctx, seenQuery(len(chunk)), args...)
+		for len(args) < 1+n {
+			args = append(args, chunk[len(chunk)-1].ID) // asked twice, found once
+		}
+		rows, err := tx.QueryContext(ctx, seenQuery(n), args...)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: look up accepted events of source %q: %w", source, err)
+			return nil, sqliteErr(err, "look up accepted events of source %q", source)
 		}
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("sqlite: look up accepted events of source %q: %w", source, err)
+				return nil, sqliteErr(err, "look up accepted events of source %q", source)
 			}
 			seen[id] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("sqlite: look up accepted events of source %q: %w", source, err)
+			return nil, sqliteErr(err, "look up accepted events of source %q", source)
 		}
 	}
 	return seen, nil
 }
+
+// seenSize is the count of ids a query asks about for n ids: the power of
+// two at or above n, the rest filled with an id asked already. The writer
+// keeps every statement it runs compiled (stmtcache.go), up to a bound,
+// by its text; one statement per count of ids, 1 to seenChunk, would fill
+// that cache with lookups used once, and leave every statement after them
+// compiled anew each time. Powers of two make ten statements of them.
+func seenSize(n int) int { return 1 << bits.Len(uint(n-1)) }
 
 // seenQuery asks which of n ids a source has accepted: arguments the
 // source, then the ids.
@@ -119,12 +132,12 @@ func (s *Store) Accepted(ctx context.Context, jobID string) iter.Seq2[store.Acce
 		sqlrows.AcceptedPages(func(after int64, n int) ([]store.Accepted, error) {
 			rows, err := s.r.QueryContext(ctx, sqlrows.AcceptedPage, jobID, after, n)
 			if err != nil {
-				return nil, fmt.Errorf("sqlite: read accepted events of job %s: %w", jobID, err)
+				return nil, sqliteErr(err, "read accepted events of job %s", jobID)
 			}
 			defer rows.Close()
 			page, err := sqlrows.CollectAccepted(rows)
 			if err != nil {
-				return nil, fmt.Errorf("sqlite: read accepted events of job %s: %w", jobID, err)
+				return nil, sqliteErr(err, "read accepted events of job %s", jobID)
 			}
 			return page, nil
 		}, yield)
@@ -147,7 +160,7 @@ func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.Job
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, sqlrows.DeleteLog, jobID); err != nil {
-			return fmt.Errorf("sqlite: clear the log of job %s: %w", jobID, err)
+			return sqliteErr(err, "clear the log of job %s", jobID)
 		}
 		if err := insertItems(ctx, tx, jobID, items); err != nil {
 			return err

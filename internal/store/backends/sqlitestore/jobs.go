@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"modernc.org/sqlite"
@@ -26,7 +25,7 @@ func getRow(ctx context.Context, q interface {
 		return nil, store.JobNotFound(id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read job %s: %w", id, err)
+		return nil, sqliteErr(err, "read job %s", id)
 	}
 	return r, nil
 }
@@ -54,7 +53,7 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 			return err
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: insert job: %w", err)
+			return sqliteErr(err, "insert job")
 		}
 		if k, _ := res.RowsAffected(); k == 1 {
 			out, created = j, true
@@ -63,7 +62,7 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 		}
 		r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE request_id = ?`, j.RequestId))
 		if err != nil {
-			return fmt.Errorf("sqlite: read job of request %q: %w", j.RequestId, err)
+			return sqliteErr(err, "read job of request %q", j.RequestId)
 		}
 		out = r.Job
 		return nil
@@ -79,7 +78,7 @@ func (s *Store) JobSecrets(ctx context.Context, id string) ([]byte, error) {
 		return nil, store.JobNotFound(id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read the secrets of job %s: %w", id, err)
+		return nil, sqliteErr(err, "read the secrets of job %s", id)
 	}
 	return b, nil
 }
@@ -104,19 +103,19 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]*spoolv1.Job, s
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list jobs: %w", err)
+		return nil, "", sqliteErr(err, "list jobs")
 	}
 	defer rows.Close()
 	var out []*spoolv1.Job
 	for rows.Next() {
 		r, err := sqlrows.ScanJob(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list jobs: %w", err)
+			return nil, "", sqliteErr(err, "list jobs")
 		}
 		out = append(out, r.Job)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("sqlite: list jobs: %w", err)
+		return nil, "", sqliteErr(err, "list jobs")
 	}
 	out, next := sqlrows.NextCursor(out, limit)
 	return out, next, nil
@@ -145,7 +144,7 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, er
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: cancel job %s: %w", id, err)
+			return sqliteErr(err, "cancel job %s", id)
 		}
 		n.job(id)
 		r, err = getRow(ctx, tx, id)
@@ -169,7 +168,7 @@ func finish(ctx context.Context, tx *sql.Tx, id string, st spoolv1.JobState, res
 func settle(ctx context.Context, tx *sql.Tx, r *sqlrows.Row, o storekit.Outcome, keepLease bool, now time.Time) error {
 	q, args := sqlrows.Settle(r, o, keepLease, now)
 	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("sqlite: settle job %s: %w", r.Job.JobId, err)
+		return sqliteErr(err, "settle job %s", r.Job.JobId)
 	}
 	return nil
 }
@@ -200,7 +199,7 @@ func (s *Store) edit(ctx context.Context, id string, fn sqlrows.Edit) (*spoolv1.
 		}
 		q, args := sqlrows.WriteEdit(r.Job)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("sqlite: edit job %s: %w", id, err)
+			return sqliteErr(err, "edit job %s", id)
 		}
 		n.job(id)
 		return nil

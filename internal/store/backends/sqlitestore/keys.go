@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spool-run/spool"
@@ -19,7 +18,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.KeyRecord) error {
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		res, err := tx.ExecContext(ctx, sqlrows.InsertKey, sqlrows.InsertKeyArgs(k)...)
 		if err != nil {
-			return fmt.Errorf("sqlite: create key: %w", err)
+			return sqliteErr(err, "create key")
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apierr.Errorf(spool.ErrAlreadyExists, "a key named %q exists already", k.Key.GetName())
@@ -35,7 +34,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (store.KeyRecord, er
 		return store.KeyRecord{}, apierr.Errorf(spool.ErrNotFound, "no such key")
 	}
 	if err != nil {
-		return store.KeyRecord{}, fmt.Errorf("sqlite: read key: %w", err)
+		return store.KeyRecord{}, sqliteErr(err, "read key")
 	}
 	return k, nil
 }
@@ -44,14 +43,14 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (store.KeyRecord, er
 func (s *Store) ListKeys(ctx context.Context) ([]*spoolv1.Key, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlrows.KeyCols+` FROM keys ORDER BY created_at, name`)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+		return nil, sqliteErr(err, "list keys")
 	}
 	defer rows.Close()
 	var out []*spoolv1.Key
 	for rows.Next() {
 		k, err := sqlrows.ScanKey(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list keys: %w", err)
+			return nil, sqliteErr(err, "list keys")
 		}
 		out = append(out, k.Key)
 	}
@@ -68,7 +67,7 @@ func (s *Store) RevokeKey(ctx context.Context, name string, at time.Time) (*spoo
 			return apierr.Errorf(spool.ErrNotFound, "no key named %q", name)
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: revoke key %s: %w", name, err)
+			return sqliteErr(err, "revoke key %s", name)
 		}
 		out = k.Key
 		return nil
@@ -79,7 +78,9 @@ func (s *Store) RevokeKey(ctx context.Context, name string, at time.Time) (*spoo
 // TouchKey implements store.KeyStore.
 func (s *Store) TouchKey(ctx context.Context, hash string, at time.Time) error {
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
-		_, err := tx.ExecContext(ctx, `UPDATE keys SET last_used_at = ? WHERE hash = ?`, at.UnixMicro(), hash)
-		return err
+		if _, err := tx.ExecContext(ctx, `UPDATE keys SET last_used_at = ? WHERE hash = ?`, at.UnixMicro(), hash); err != nil {
+			return sqliteErr(err, "record the use of a key")
+		}
+		return nil
 	})
 }

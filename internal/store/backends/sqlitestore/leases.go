@@ -28,27 +28,27 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 		rows, err := tx.QueryContext(ctx, `SELECT job_id FROM jobs WHERE queue = ? AND state = ? AND (run_after IS NULL OR run_after <= ?)
 			ORDER BY created_at, job_id LIMIT ?`, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max))
 		if err != nil {
-			return fmt.Errorf("sqlite: find ready jobs: %w", err)
+			return sqliteErr(err, "find ready jobs")
 		}
 		var ids []string
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return fmt.Errorf("sqlite: find ready jobs: %w", err)
+				return sqliteErr(err, "find ready jobs")
 			}
 			ids = append(ids, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("sqlite: find ready jobs: %w", err)
+			return sqliteErr(err, "find ready jobs")
 		}
 		expires := now.Add(req.LeaseDuration)
 		for _, id := range ids {
 			r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, attempt = attempt + 1, lease_id = ?, lease_expires_at = ?, updated_at = ?, started_at = ?
 				WHERE job_id = ? RETURNING `+sqlrows.JobCols, sqlrows.Running, storekit.NewLeaseID(), expires.UnixMicro(), now.UnixMicro(), now.UnixMicro(), id))
 			if err != nil {
-				return fmt.Errorf("sqlite: lease job %s: %w", id, err)
+				return sqliteErr(err, "lease job %s", id)
 			}
 			n.job(id)
 			out = append(out, r.Lease())
@@ -66,20 +66,20 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 func expire(ctx context.Context, tx *sql.Tx, n *notes, now time.Time) (int, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE state = ? AND lease_expires_at <= ?`, sqlrows.Running, now.UnixMicro())
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+		return 0, sqliteErr(err, "find expired leases")
 	}
 	var found []*sqlrows.Row
 	for rows.Next() {
 		r, err := sqlrows.ScanJob(rows)
 		if err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+			return 0, sqliteErr(err, "find expired leases")
 		}
 		found = append(found, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("sqlite: find expired leases: %w", err)
+		return 0, sqliteErr(err, "find expired leases")
 	}
 	for _, r := range found {
 		o := storekit.Expired(r.Job, now)
@@ -124,7 +124,7 @@ func graceLeases(ctx context.Context, tx *sql.Tx, from, until time.Time) (int, e
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE state = ? AND lease_expires_at >= ? AND lease_expires_at < ?`,
 		until.UnixMicro(), sqlrows.Running, from.UnixMicro(), until.UnixMicro())
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: grace leases: %w", err)
+		return 0, sqliteErr(err, "grace leases")
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
@@ -161,11 +161,14 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 		expires = storekit.Now().Add(d)
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE job_id = ? AND state = ? AND attempt = ? AND lease_id = ?
 			RETURNING cancel_requested`, expires.UnixMicro(), ref.JobID, sqlrows.Running, ref.Attempt, ref.LeaseID).Scan(&cancel)
-		if err == sql.ErrNoRows {
+		switch {
+		case err == sql.ErrNoRows:
 			_, err = current(ctx, tx, ref)
 			if err == nil {
 				err = fmt.Errorf("sqlite: heartbeat of job %s matched no lease", ref.JobID)
 			}
+		case err != nil:
+			err = sqliteErr(err, "heartbeat of job %s", ref.JobID)
 		}
 		return err
 	})
@@ -233,7 +236,7 @@ func (s *Store) GraceLeases(ctx context.Context, until time.Time) (int, error) {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ? WHERE state = ? AND lease_expires_at < ?`,
 			until.UnixMicro(), sqlrows.Running, until.UnixMicro())
 		if err != nil {
-			return fmt.Errorf("sqlite: grace leases: %w", err)
+			return sqliteErr(err, "grace leases")
 		}
 		n, err = res.RowsAffected()
 		return err

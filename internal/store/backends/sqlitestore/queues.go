@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/spool-run/spool/internal/store"
@@ -28,11 +27,11 @@ func (s *Store) QueueStats(ctx context.Context, since time.Time) ([]store.QueueS
 func (s *Store) query(ctx context.Context, what string, collect func(sqlrows.Rows) error, q string, args ...any) error {
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
+		return sqliteErr(err, "%s", what)
 	}
 	defer rows.Close()
 	if err := collect(rows); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
+		return sqliteErr(err, "%s", what)
 	}
 	return nil
 }
@@ -42,7 +41,7 @@ func (s *Store) SetQueuePaused(ctx context.Context, name string, paused bool, at
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		q, args := sqlrows.SetQueuePaused(name, paused, at)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("sqlite: pause or resume queue %q: %w", name, err)
+			return sqliteErr(err, "pause or resume queue %q", name)
 		}
 		return nil
 	})
@@ -52,7 +51,7 @@ func (s *Store) SetQueuePaused(ctx context.Context, name string, paused bool, at
 func (s *Store) QueuePaused(ctx context.Context, name string) (bool, error) {
 	var paused bool
 	if err := s.r.QueryRowContext(ctx, sqlrows.SelectQueuePaused, name).Scan(&paused); err != nil {
-		return false, fmt.Errorf("sqlite: is queue %q paused: %w", name, err)
+		return false, sqliteErr(err, "is queue %q paused", name)
 	}
 	return paused, nil
 }

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 )
-
-var _ store.SpaceReclaimer = (*Store)(nil)
 
 // DeleteJob implements store.RemovalStore in one write transaction: the
 // job's state is checked and its log, accepted events and row deleted
@@ -26,7 +23,7 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 		}
 		for _, q := range sqlrows.DeleteJob {
 			if _, err := tx.ExecContext(ctx, q, id); err != nil {
-				return fmt.Errorf("sqlite: delete job %s: %w", id, err)
+				return sqliteErr(err, "delete job %s", id)
 			}
 		}
 		n.job(id)
@@ -65,7 +62,7 @@ func (s *Store) ReclaimSpace(ctx context.Context) error {
 	// only when asked for the next row: every row must be read.
 	rows, err := s.w.QueryContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, ReclaimPages))
 	if err != nil {
-		return fmt.Errorf("sqlite: reclaim free pages: %w", err)
+		return sqliteErr(err, "reclaim free pages")
 	}
 	freed := 0
 	for rows.Next() {
@@ -73,13 +70,13 @@ func (s *Store) ReclaimSpace(ctx context.Context) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite: reclaim free pages: %w", err)
+		return sqliteErr(err, "reclaim free pages")
 	}
 	if freed == 0 {
 		return nil
 	}
 	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
-		return fmt.Errorf("sqlite: checkpoint after reclaiming %d pages: %w", freed, err)
+		return sqliteErr(err, "checkpoint after reclaiming %d pages", freed)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
@@ -27,19 +26,19 @@ func (s *Store) CreateScatter(ctx context.Context, rec *store.ScatterRecord, bat
 		// written.
 		res, err := tx.ExecContext(ctx, sqlrows.InsertScatter, id, rec.Active, blob)
 		if err != nil {
-			return fmt.Errorf("sqlite: create scatter %s: %w", id, err)
+			return sqliteErr(err, "create scatter %s", id)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ScatterExists(id)
 		}
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO scatter_batches (scatter_id, batch_index, items) VALUES (?, ?, ?)`)
 		if err != nil {
-			return fmt.Errorf("sqlite: create scatter %s: %w", id, err)
+			return sqliteErr(err, "create scatter %s", id)
 		}
 		defer ins.Close()
 		for i, b := range batches {
 			if _, err := ins.ExecContext(ctx, id, i, b); err != nil {
-				return fmt.Errorf("sqlite: create scatter %s: batch %d: %w", id, i, err)
+				return sqliteErr(err, "create scatter %s: batch %d", id, i)
 			}
 		}
 		return nil
@@ -58,7 +57,7 @@ func (s *Store) GetScatter(ctx context.Context, id string) (*store.ScatterRecord
 		return nil, store.ScatterNotFound(id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read scatter %s: %w", id, err)
+		return nil, sqliteErr(err, "read scatter %s", id)
 	}
 	return rec, nil
 }
@@ -70,19 +69,19 @@ func (s *Store) ListScatters(ctx context.Context, f store.ScatterFilter) ([]*sto
 	q, args := sqlrows.ListScattersQuery(f, limit+1)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
+		return nil, "", sqliteErr(err, "list scatters")
 	}
 	defer rows.Close()
 	var out []*store.ScatterRecord
 	for rows.Next() {
 		rec, err := sqlrows.ScanScatter(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
+			return nil, "", sqliteErr(err, "list scatters")
 		}
 		out = append(out, rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("sqlite: list scatters: %w", err)
+		return nil, "", sqliteErr(err, "list scatters")
 	}
 	out, next := sqlrows.NextScatters(out, limit)
 	return out, next, nil
@@ -100,7 +99,7 @@ func (s *Store) UpdateScatter(ctx context.Context, rec *store.ScatterRecord) err
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		res, err := tx.ExecContext(ctx, sqlrows.UpdateScatter, rec.Active, blob, id, rec.Version)
 		if err != nil {
-			return fmt.Errorf("sqlite: update scatter %s: %w", id, err)
+			return sqliteErr(err, "update scatter %s", id)
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			return nil
@@ -112,7 +111,7 @@ func (s *Store) UpdateScatter(ctx context.Context, rec *store.ScatterRecord) err
 		case errors.Is(err, sql.ErrNoRows):
 			return store.ScatterNotFound(id)
 		case err != nil:
-			return fmt.Errorf("sqlite: update scatter %s: %w", id, err)
+			return sqliteErr(err, "update scatter %s", id)
 		}
 		return store.ErrScatterMoved
 	})
@@ -133,7 +132,7 @@ func (s *Store) ScatterBatch(ctx context.Context, id string, index int32) ([]byt
 		return nil, store.ScatterNotFound(id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read batch %d of scatter %s: %w", index, id, err)
+		return nil, sqliteErr(err, "read batch %d of scatter %s", index, id)
 	}
 	return items, nil
 }

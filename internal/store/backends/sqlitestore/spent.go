@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
@@ -19,12 +18,12 @@ func (s *Store) SpendOnce(ctx context.Context, id string, until time.Time) (firs
 		case errors.Is(err, sql.ErrNoRows):
 			first = false
 		case err != nil:
-			return fmt.Errorf("sqlite: spend %s: %w", id, err)
+			return sqliteErr(err, "spend %s", id)
 		default:
 			first = true
 		}
 		if _, err := tx.ExecContext(ctx, sqlrows.ForgetSpent, now); err != nil {
-			return fmt.Errorf("sqlite: forget spent ids: %w", err)
+			return sqliteErr(err, "forget spent ids")
 		}
 		return nil
 	})
@@ -39,7 +38,7 @@ func (s *Store) Spent(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("sqlite: read spent %s: %w", id, err)
+		return false, sqliteErr(err, "read spent %s", id)
 	}
 	return until > sqlrows.Micros(time.Now()), nil
 }

@@ -47,7 +47,16 @@ type Options struct {
 	// conversion of a database made before ReclaimSpace (see
 	// incrementalVacuum).
 	Log *slog.Logger
+	// BusyTimeout is how long a call waits for a lock that another
+	// connection to the file holds (another program writing it, a backup)
+	// before it fails with spool.ErrUnavailable (0: DefaultBusyTimeout).
+	BusyTimeout time.Duration
 }
+
+// DefaultBusyTimeout is how long a call waits for another connection's
+// lock unless Options say otherwise: longer than any write of spool's
+// own takes, short enough that a caller hears of a file held elsewhere.
+const DefaultBusyTimeout = 10 * time.Second
 
 // Store is the SQLite JobStore.
 type Store struct {
@@ -81,6 +90,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("sqlite synchronous must be full or normal, got %q", sync)
 	}
+	busy := opt.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create directory for the database: %w", err)
 	}
@@ -89,7 +102,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	}
 	dsn := func(extra ...string) string {
 		q := url.Values{}
-		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+sync+")")
 		// A write's savepoint keeps the pages it changes in a statement
@@ -101,6 +114,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		q.Set("_txlock", "immediate")
 		return "file:" + path + "?" + q.Encode()
 	}
+	if err := prepare(ctx, dsn(), path, opt.Log); err != nil {
+		return nil, fmt.Errorf("prepare database %s: %w", path, err)
+	}
 	w, err := sql.Open(driverName, dsn())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -108,14 +124,6 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := incrementalVacuum(ctx, w, path, opt.Log); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("prepare database %s: %w", path, err)
-	}
-	if err := migrate(ctx, w); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("prepare database %s: %w", path, err)
-	}
 	// Each of the readers keeps a page cache of its own (2 MB by default):
 	// what they read again and again (a job's row, a key) is small, and a
 	// page the cache misses is in the system's. 512 KB each keeps the
@@ -130,6 +138,23 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	s := &Store{path: path, w: w, r: r, writes: make(chan *pendingWrite), quit: make(chan struct{}), writerDone: make(chan struct{})}
 	go s.writer()
 	return s, nil
+}
+
+// prepare brings the database's schema and vacuum mode up to date, on a
+// connection of its own, closed after: the writer's connection keeps every
+// statement it runs compiled (stmtcache.go), and the migrations' statements,
+// run once, would hold a good part of its cache for the server's life.
+func prepare(ctx context.Context, dsn, path string, log *slog.Logger) error {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if err := incrementalVacuum(ctx, db, path, log); err != nil {
+		return err
+	}
+	return migrate(ctx, db)
 }
 
 // ownFiles makes the database and its journals readable by their owner
@@ -233,6 +258,14 @@ func (s *Store) Path() string { return s.path }
 
 // Limits implements store.JobStore.
 func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
+
+// Capabilities implements store.JobStore: a completion's events and result
+// in one write, grace for leases after the server was down, and the space
+// of deleted jobs given back to the file system. One server uses the file,
+// so there are no followers of other servers to share.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Finisher: s, LeaseGracer: s, SpaceReclaimer: s}
+}
 
 // Watch implements store.JobStore.
 func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {

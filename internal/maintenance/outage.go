@@ -1,11 +1,11 @@
-package service
+package maintenance
 
 import (
 	"sync"
 	"time"
 )
 
-// storeOutage is what this server saw of its store being away: calls that
+// Outage is what this server saw of its store being away: calls that
 // failed because the store could not be reached, and when the store last
 // answered a sweep of leases before them. The reaper's next sweep passes
 // that time to the store (store.Sweep.Since), so leases an outage kept from
@@ -13,23 +13,21 @@ import (
 // record of sweeps catches the outages this server did not see. While
 // calls keep failing, every sweep gives that grace again: a store that
 // cannot be relied on to take heartbeats settles no lease.
-type storeOutage struct {
+type Outage struct {
 	mu       sync.Mutex
 	answered time.Time // the start of the last sweep the store answered
 	failures int       // calls that found the store away, ever
 	handled  int       // failures the sweeps since have given grace for
 }
 
-// reset starts the record at t, when the store is known to answer (the
-// server has just opened it).
-func (o *storeOutage) reset(t time.Time) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.answered, o.handled = t, o.failures
+// NewOutage starts the record at t, when the store is known to answer
+// (the server has just opened it).
+func NewOutage(t time.Time) *Outage {
+	return &Outage{answered: t}
 }
 
-// saw records that a call found the store away.
-func (o *storeOutage) saw() {
+// Saw records that a call found the store away.
+func (o *Outage) Saw() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failures++
@@ -38,7 +36,7 @@ func (o *storeOutage) saw() {
 // since returns, for a sweep about to begin, when the store last answered
 // before failures not yet given grace for (zero: none), and how many
 // failures the sweep deals with.
-func (o *storeOutage) since() (time.Time, int) {
+func (o *Outage) since() (time.Time, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.failures > o.handled {
@@ -50,7 +48,7 @@ func (o *storeOutage) since() (time.Time, int) {
 // swept records that a sweep begun at start was answered, having dealt
 // with seen failures. A failure seen during it is left for the next sweep,
 // which then gives grace from before it.
-func (o *storeOutage) swept(start time.Time, seen int) {
+func (o *Outage) swept(start time.Time, seen int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.handled = max(o.handled, seen)

@@ -1,4 +1,4 @@
-package service
+package maintenance
 
 import (
 	"testing"
@@ -10,13 +10,12 @@ import (
 // one is regular again. A failure during a sweep counts for the next.
 func TestStoreOutageSince(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	var o storeOutage
-	o.reset(t0)
+	o := NewOutage(t0)
 	if since, _ := o.since(); !since.IsZero() {
 		t.Fatalf("no failure seen, yet since = %v", since)
 	}
 
-	o.saw()
+	o.Saw()
 	since, seen := o.since()
 	if !since.Equal(t0) {
 		t.Fatalf("after a failure, since = %v, want the last answer %v", since, t0)
@@ -30,7 +29,7 @@ func TestStoreOutageSince(t *testing.T) {
 	// A failure while a sweep runs: that sweep does not deal with it, and
 	// the next gives grace from before it.
 	_, seen = o.since()
-	o.saw()
+	o.Saw()
 	o.swept(t1.Add(time.Second), seen)
 	if since, _ := o.since(); !since.Equal(t1) {
 		t.Fatalf("a failure during a sweep: since = %v, want %v", since, t1)

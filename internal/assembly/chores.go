@@ -1,0 +1,26 @@
+package assembly
+
+import (
+	"github.com/spool-run/spool/internal/maintenance"
+)
+
+// newChores builds the server's background chores over its store and
+// core, as the configuration sets them.
+func (s *Server) newChores() []maintenance.Service {
+	cfg := s.cfg
+	return []maintenance.Service{
+		maintenance.NewReaper(maintenance.ReaperOptions{Store: s.store, Outage: s.outage, Grace: cfg.Jobs.Lease(), Log: s.log, Meter: s.meter}),
+		maintenance.NewScatterDriver(maintenance.ScatterOptions{Store: s.store, Rounds: s.svc.Scatters(), Log: s.log}),
+		maintenance.NewIdleSources(maintenance.IdleOptions{Store: s.store, Jobs: s.svc, Queue: cfg.Ingest.Queue, Idle: cfg.Ingest.IdleTimeout(), Log: s.log}),
+		maintenance.NewRetention(maintenance.RetentionOptions{Store: s.store, Jobs: s.svc, Reclaimer: s.store.Capabilities().SpaceReclaimer,
+			Retention: cfg.Jobs.Retention(), Log: s.log}),
+	}
+}
+
+// stopChores stops every chore started, each waiting for its round under
+// way.
+func (s *Server) stopChores() {
+	for _, c := range s.chores {
+		c.Stop()
+	}
+}

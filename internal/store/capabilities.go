@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
+)
+
+// Capabilities are the features a backend may offer beyond JobStore, each
+// the store itself where it offers it and nil where it does not. Every
+// backend declares them (JobStore.Capabilities), so what a store can do is
+// said in one place and asked for by name, and the conformance suite can
+// say which features a backend runs without.
+type Capabilities struct {
+	// Finisher stores an attempt's last events and its result in one
+	// write.
+	Finisher Finisher
+	// LeaseGracer gives running jobs' leases time after no server ran.
+	LeaseGracer LeaseGracer
+	// WatchSharer tells the servers sharing the store who follows which
+	// job.
+	WatchSharer WatchSharer
+	// SpaceReclaimer gives the space of deleted jobs back to the file
+	// system.
+	SpaceReclaimer SpaceReclaimer
+}
+
+// Missing names the features c lacks, for people.
+func (c Capabilities) Missing() []string {
+	var out []string
+	for _, f := range []struct {
+		name    string
+		offered bool
+	}{
+		{"Finisher", c.Finisher != nil},
+		{"LeaseGracer", c.LeaseGracer != nil},
+		{"WatchSharer", c.WatchSharer != nil},
+		{"SpaceReclaimer", c.SpaceReclaimer != nil},
+	} {
+		if !f.offered {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// Finisher records an attempt's last events and its result in one write:
+// what a short job's completion carries. Without it, the core appends,
+// then completes, in two.
+type Finisher interface {
+	// Finish is Append of evs, then Complete of res, atomically: both or
+	// neither. A repeat of a completion already recorded returns the job
+	// unchanged.
+	Finish(ctx context.Context, l LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error)
+}
+
+// LeaseGracer is offered by stores whose leases only run while a spool
+// server runs (SQLite, memory, and PostgreSQL, whose leases run on the
+// servers' clocks): a server coming back after an outage gives running
+// jobs' leases until `until`, so their workers, which kept the jobs running
+// and their output on disk, can reconnect instead of having the work
+// redone. (With SQS the lease is SQS's visibility timeout, which runs
+// whether or not a server is up, so that store does not offer it.) An
+// outage of the store while servers run is ExpireLeases' to deal with (see
+// Sweep); this covers the first start after an upgrade too, when no sweep
+// has been recorded yet.
+type LeaseGracer interface {
+	GraceLeases(ctx context.Context, until time.Time) (int, error)
+}
+
+// WatchSharer is offered by stores that several servers share and that
+// can carry messages between them (PostgreSQL's LISTEN/NOTIFY). Through it
+// every server knows which jobs someone follows on any server, so a worker
+// that publishes through one server flushes promptly for a follower on
+// another. Stores without it leave the signal to each server alone.
+type WatchSharer interface {
+	// ShareWatch says whether this server now has followers of jobID. It
+	// does not wait for the other servers to hear it.
+	ShareWatch(jobID string, watched bool)
+	// WatchedElsewhere reports whether another server has followers of
+	// jobID.
+	WatchedElsewhere(jobID string) bool
+	// OnWatchChange sets fn, called when WatchedElsewhere(jobID) may have
+	// changed.
+	OnWatchChange(fn func(jobID string))
+}
+
+// SpaceReclaimer is offered by stores whose files keep the space of
+// deleted rows until told to give it back (SQLite). The retention sweeper
+// calls it after a round that deleted something.
+type SpaceReclaimer interface {
+	// ReclaimSpace returns free pages to the file system, a bounded amount
+	// per call so it never holds the store for long.
+	ReclaimSpace(ctx context.Context) error
+}
