@@ -11,6 +11,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 func newCompletionCmd(e *env) *cobra.Command {
@@ -120,7 +121,7 @@ func jobCompletions(ctx context.Context, e *env, prefix string, given []string, 
 		if !strings.HasPrefix(id, prefix) || slices.Contains(given, id) {
 			continue
 		}
-		what := strings.ReplaceAll(truncate(commandLine(j.GetParams()), 60), "\t", " ")
+		what := strings.ReplaceAll(termview.Truncate(commandLine(j.GetParams()), 60), "\t", " ")
 		out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s (%s, %s)", what, spool.StateName(j.GetState()), ago(j.GetCreatedAt().AsTime(), now))))
 	}
 	return out, directive

@@ -14,6 +14,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 func newJobsCmd(e *env) *cobra.Command {
@@ -74,7 +75,7 @@ func newJobsListCmd(e *env) *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
 					attempt, ago(j.GetCreatedAt().AsTime(), now), ago(j.GetStartedAt().AsTime(), now), elapsed(j, now),
-					truncate(commandLine(j.GetParams()), 60))
+					termview.Truncate(commandLine(j.GetParams()), 60))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -201,7 +202,7 @@ func printJob(e *env, j *spoolv1.Job) {
 		row("Secrets", "%s", strings.Join(names, "=***, ")+"=***")
 	}
 	if in := j.GetParams().GetStdin(); len(in) > 0 {
-		row("Stdin", "%d bytes: %s", len(in), truncate(strconv.Quote(string(in)), 200))
+		row("Stdin", "%d bytes: %s", len(in), termview.Truncate(strconv.Quote(string(in)), 200))
 	}
 	if m := j.GetParams().GetScatter(); m != nil {
 		if m.GetGather() {
@@ -243,7 +244,7 @@ func printJob(e *env, j *spoolv1.Job) {
 			row("Error", "%s", r.GetError())
 		}
 		if r.GetOutput() != "" {
-			row("Result", "%s", truncate(r.GetOutput(), 200))
+			row("Result", "%s", termview.Truncate(r.GetOutput(), 200))
 		}
 		if r.GetStartedAt() != nil && r.GetFinishedAt() != nil {
 			row("Ran for", "%s", duration(r.GetFinishedAt().AsTime().Sub(r.GetStartedAt().AsTime())))

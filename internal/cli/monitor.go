@@ -11,6 +11,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 // lineCountPoll is how often monitor refreshes a running job's line count
@@ -45,7 +46,7 @@ lines alone, as spool logs does.`,
 			case slow:
 				scale = 2
 			}
-			return monitor(cmd.Context(), e, args[0], from, newPacer(scale), detectTerm(e.out))
+			return monitor(cmd.Context(), e, args[0], from, termview.NewPacer(scale), termview.Detect(e.out))
 		},
 	}
 	cmd.Flags().Int64Var(&from, "from", 0, "start at this line (negative: that many lines before the end)")
@@ -56,7 +57,7 @@ lines alone, as spool logs does.`,
 }
 
 // monitor plays job jobID back from line from, paced by p, drawn for t.
-func monitor(ctx context.Context, e *env, jobID string, from int64, p *pacer, t termInfo) error {
+func monitor(ctx context.Context, e *env, jobID string, from int64, p *termview.Pacer, t termview.Info) error {
 	c, err := e.client()
 	if err != nil {
 		return err
@@ -65,27 +66,27 @@ func monitor(ctx context.Context, e *env, jobID string, from int64, p *pacer, t 
 	if err != nil {
 		return err
 	}
-	scr := newScreen(e, t)
+	scr := termview.NewScreen(e.out, e.errOut, t)
 	prog := &progress{}
 	prog.total.Store(job.GetLineCount())
-	if t.tty && !spool.IsFinal(job.GetState()) {
+	if t.TTY && !spool.IsFinal(job.GetState()) {
 		pollCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		go prog.poll(pollCtx, c, job.GetJobId())
 	}
 	// What is already on its way is shown before waiting.
-	sleep := p.sleep
-	p.sleep = func(ctx context.Context, d time.Duration) error {
-		if err := scr.flush(); err != nil {
+	sleep := p.Sleep
+	p.Sleep = func(ctx context.Context, d time.Duration) error {
+		if err := scr.Flush(); err != nil {
 			return err
 		}
 		return sleep(ctx, d)
 	}
-	lost := func(error, time.Duration) { _ = scr.setStatus(prog.text() + " · reconnecting…") }
-	if !t.tty {
+	lost := func(error, time.Duration) { _ = scr.SetStatus(prog.text() + " · reconnecting…") }
+	if !t.TTY {
 		lost = (&reconnectNotice{w: e.errOut}).lost
 	}
-	if err := scr.setStatus(prog.text()); err != nil {
+	if err := scr.SetStatus(prog.text()); err != nil {
 		return err
 	}
 	s := outputStream(ctx, c, job.GetJobId(), startLine(from, job), true, outputOnly, lost)
@@ -94,34 +95,34 @@ func monitor(ctx context.Context, e *env, jobID string, from int64, p *pacer, t 
 			return stopMonitor(ctx, scr, err)
 		}
 		for _, ev := range events.Unpack(batch) {
-			skipped, err := p.wait(ctx, ev.GetTimestamp().AsTime())
+			skipped, err := p.Wait(ctx, ev.GetTimestamp().AsTime())
 			if err != nil {
 				return stopMonitor(ctx, scr, err)
 			}
 			if skipped > 0 {
-				if err := scr.note("… paused " + pauseText(skipped)); err != nil {
+				if err := scr.Note("… paused " + termview.PauseText(skipped)); err != nil {
 					return err
 				}
 			}
 			d := ev.GetOutputData()
 			prog.line = d.GetLineNumber()
-			scr.status = prog.text()
-			if err := scr.line(d); err != nil {
+			scr.NextStatus(prog.text())
+			if err := scr.Line(d); err != nil {
 				return err
 			}
 		}
-		if err := scr.flush(); err != nil {
+		if err := scr.Flush(); err != nil {
 			return err
 		}
 	}
 	done := s.Finished()
-	return scr.finish(fmt.Sprintf("%d lines · %s", done.GetLineCount(), outcome(done)))
+	return scr.Finish(fmt.Sprintf("%d lines · %s", done.GetLineCount(), outcome(done)))
 }
 
 // stopMonitor leaves the screen tidy when playback stops early: Ctrl-C
 // exits quietly, anything else is reported.
-func stopMonitor(ctx context.Context, scr *screen, err error) error {
-	_ = scr.clear()
+func stopMonitor(ctx context.Context, scr *termview.Screen, err error) error {
+	_ = scr.Clear()
 	if ctx.Err() != nil {
 		return interrupted
 	}

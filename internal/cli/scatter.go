@@ -17,6 +17,7 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/termview"
 	"github.com/spool-run/spool/itembatch"
 )
 
@@ -125,7 +126,7 @@ func (f *scatterFlags) scatter(cmd *cobra.Command, e *env, job client.Submission
 	}
 	if f.batchInput != "" {
 		if !json.Valid([]byte(f.batchInput)) {
-			return ns, fmt.Errorf("--batch-input is not valid JSON: %s", truncate(f.batchInput, 60))
+			return ns, fmt.Errorf("--batch-input is not valid JSON: %s", termview.Truncate(f.batchInput, 60))
 		}
 		ns.BatchInput = json.RawMessage(f.batchInput)
 	}
@@ -199,16 +200,16 @@ func (f *scatterFlags) split(ctx context.Context, e *env, items []itembatch.Item
 // followScatter shows a scatter's progress until it ends, and exits as it
 // ended: 0 if it succeeded.
 func followScatter(ctx context.Context, e *env, c *client.Client, id string) error {
-	ti := detectTerm(e.errOut)
+	ti := termview.Detect(e.errOut)
 	sc, err := c.FollowScatter(ctx, id, 300*time.Millisecond, func(sc *spoolv1.Scatter) {
 		line := progressLine(sc, ti)
-		if ti.tty {
-			fmt.Fprint(e.errOut, ansiClearLine+line)
+		if ti.TTY {
+			fmt.Fprint(e.errOut, termview.ClearLine+line)
 		} else {
 			fmt.Fprintln(e.errOut, line)
 		}
 	})
-	if ti.tty {
+	if ti.TTY {
 		fmt.Fprintln(e.errOut)
 	}
 	if err != nil {
@@ -225,19 +226,15 @@ func followScatter(ctx context.Context, e *env, c *client.Client, id string) err
 
 // progressLine says where a scatter is in one line: a bar on a terminal,
 // then the counts.
-func progressLine(sc *spoolv1.Scatter, ti termInfo) string {
+func progressLine(sc *spoolv1.Scatter, ti termview.Info) string {
 	p := sc.GetProgress()
 	n := p.GetBatchCount()
 	ended := p.GetSucceeded() + p.GetFailed() + p.GetCancelled()
 	var b strings.Builder
-	if ti.tty {
+	if ti.TTY {
 		const width = 24
 		done := int(int64(ended) * width / int64(max(n, 1)))
-		bar := strings.Repeat("█", done) + strings.Repeat("░", width-done)
-		if ti.color && p.GetFailed()+p.GetCancelled() > 0 {
-			bar = ansiRed + bar + ansiReset
-		}
-		b.WriteString(bar + " ")
+		b.WriteString(ti.Bar(done, width, p.GetFailed()+p.GetCancelled() > 0) + " ")
 	}
 	fmt.Fprintf(&b, "%s: %d/%d batches · %d queued · %d running · %d succeeded · %d failed", spool.ScatterStateName(sc.GetState()),
 		ended, n, p.GetQueued()+p.GetWaiting(), p.GetRunning(), p.GetSucceeded(), p.GetFailed())

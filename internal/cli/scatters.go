@@ -13,6 +13,7 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 func newScattersCmd(e *env) *cobra.Command {
@@ -59,7 +60,7 @@ func newScattersListCmd(e *env) *cobra.Command {
 			for _, sc := range scs {
 				p := sc.GetProgress()
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sc.GetScatterId(), sc.GetSpec().GetQueue(), spool.ScatterStateName(sc.GetState()),
-					p.GetBatchCount(), p.GetSucceeded(), p.GetFailed(), ago(sc.GetCreatedAt().AsTime(), now), truncate(commandLine(sc.GetSpec().GetParams()), 50))
+					p.GetBatchCount(), p.GetSucceeded(), p.GetFailed(), ago(sc.GetCreatedAt().AsTime(), now), termview.Truncate(commandLine(sc.GetSpec().GetParams()), 50))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -158,14 +159,14 @@ func printScatter(e *env, sc *spoolv1.Scatter) {
 		row("Error", "%s", sc.GetError())
 	}
 	row("Command", "%s", commandLine(spec.GetParams()))
-	row("Progress", "%s", progressLine(sc, termInfo{}))
+	row("Progress", "%s", progressLine(sc, termview.Info{}))
 	row("Batches", "%d (%d items); jobs %s", p.GetBatchCount(), p.GetItemCount(), batchJobPattern(sc.GetScatterId()))
 	limit := "none"
 	if spec.GetMaxConcurrency() > 0 {
 		limit = fmt.Sprint(spec.GetMaxConcurrency())
 	}
 	row("Concurrency", "%s", limit)
-	row("Batch input", "%s", truncate(spec.GetBatchInput(), 80))
+	row("Batch input", "%s", termview.Truncate(spec.GetBatchInput(), 80))
 	if g := spec.GetGather(); g != nil {
 		gather := commandLine(g)
 		if sc.GetGatherJobId() != "" {
