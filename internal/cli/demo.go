@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spool-run/spool/internal/demo"
-	"github.com/spool-run/spool/internal/termview"
 )
 
 func newDemoCmd(e *env) *cobra.Command {
@@ -22,7 +21,7 @@ Nothing is left behind.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := demo.Run(cmd.Context(), demo.Options{
-				Lines: lines, ReplayFrom: from, Out: e.out, Live: termview.Detect(e.out).TTY,
+				Lines: lines, ReplayFrom: from, Out: e.out, Live: e.outTerm.TTY,
 				Log: slog.New(slog.NewTextHandler(e.errOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			})
 			return err

@@ -14,7 +14,7 @@ import (
 const progressMinLines = 20000
 
 func newLogsCmd(e *env) *cobra.Command {
-	var opts logsOptions
+	cfg := logsConfig{progressMin: progressMinLines, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "logs [flags] JOB_ID",
 		Short: "Print a job's output from any line; follow it live with -f",
@@ -36,60 +36,59 @@ stderr goes to a pipe or a file.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.errTerm = termview.Detect(e.errOut)
-			opts.outTTY = termview.Detect(e.out).TTY
-			opts.progressMin = progressMinLines
-			opts.now = time.Now
-			return printLogs(cmd.Context(), e, args[0], opts)
+			cfg.jobID = args[0]
+			return runLogs(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().Int64Var(&opts.from, "from", 0, "start at this line (negative: that many lines before the end)")
-	cmd.Flags().BoolVarP(&opts.follow, "follow", "f", false, "keep printing new output until the job ends")
-	cmd.Flags().BoolVarP(&opts.timestamps, "timestamps", "t", false, "start each line with the time it was written (RFC 3339, UTC, milliseconds)")
+	cmd.Flags().Int64Var(&cfg.from, "from", 0, "start at this line (negative: that many lines before the end)")
+	cmd.Flags().BoolVarP(&cfg.follow, "follow", "f", false, "keep printing new output until the job ends")
+	cmd.Flags().BoolVarP(&cfg.timestamps, "timestamps", "t", false, "start each line with the time it was written (RFC 3339, UTC, milliseconds)")
 	cmd.AddCommand(newLogsRebuildCmd(e))
 	return cmd
 }
 
-// logsOptions are spool logs' flags, and what it found about its streams.
-type logsOptions struct {
+// logsConfig is what `spool logs` is told on its command line.
+type logsConfig struct {
+	jobID              string
 	from               int64
 	follow, timestamps bool
-	errTerm            termview.Info // stderr: a terminal gets the progress line
-	outTTY             bool          // stdout is a terminal (the same one, surely)
-	progressMin        int64         // lines a replay needs for a progress line
+	progressMin        int64 // lines a replay needs for a progress line
 	now                func() time.Time
 }
 
-func printLogs(ctx context.Context, e *env, jobID string, opts logsOptions) error {
+// runLogs prints a job's output. A long replay gets a progress line when
+// stderr is a terminal; it is erased before stdout's lines too when stdout
+// is a terminal (the same one, surely).
+func runLogs(ctx context.Context, cfg logsConfig, e *env) error {
 	c, err := e.client()
 	if err != nil {
 		return err
 	}
 	// Ask for the job first: a wrong id or an unreachable server is
 	// reported at once instead of being retried as a lost stream.
-	job, err := c.Job(ctx, jobID)
+	job, err := c.Job(ctx, cfg.jobID)
 	if err != nil {
 		return err
 	}
-	from := startLine(opts.from, job)
-	popts := printOptions{timestamps: opts.timestamps}
+	from := startLine(cfg.from, job)
+	popts := printOptions{timestamps: cfg.timestamps}
 	// What is stored now is the replay; the progress line is about that
 	// part, since nobody knows how long a live job's log will get.
 	last := job.GetLineCount()
-	if opts.errTerm.TTY && last-max(from, 1)+1 > opts.progressMin {
-		p := termview.NewReplayProgress(e.errOut, opts.errTerm, max(from, 1), last, opts.now)
+	if e.errTerm.TTY && last-max(from, 1)+1 > cfg.progressMin {
+		p := termview.NewReplayProgress(e.errOut, e.errTerm, max(from, 1), last, cfg.now)
 		defer p.End()
 		shared := *e
 		// Whatever reaches the terminal takes the progress line off
 		// first, so no output lands on the row it occupied.
 		shared.errOut = p.Erasing(e.errOut)
-		if opts.outTTY {
+		if e.outTerm.TTY {
 			shared.out = p.Erasing(e.out)
 		}
 		e = &shared
 		popts.printed = p.Printed
 	}
-	_, _, err = printOutput(ctx, e, c, job.GetJobId(), from, opts.follow, popts)
+	_, _, err = printOutput(ctx, e, c, job.GetJobId(), from, cfg.follow, popts)
 	if err != nil && ctx.Err() != nil {
 		return interrupted
 	}

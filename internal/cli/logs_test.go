@@ -161,11 +161,11 @@ func TestLogsProgress(t *testing.T) {
 	job := spooltest.RunJob(t, srv, lines...)
 	logs := func(errTerm termview.Info, outTTY bool, out, errOut io.Writer) {
 		t.Helper()
-		e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: out, errOut: errOut}
+		e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: out, errOut: errOut, errTerm: errTerm, outTerm: termview.Info{TTY: outTTY}}
 		// The replay needs over 1,000 lines here; every batch (50 lines)
 		// is 300ms after the one before, so due for a draw.
-		opts := logsOptions{errTerm: errTerm, outTTY: outTTY, progressMin: 1000, now: tick(300 * time.Millisecond)}
-		if err := printLogs(context.Background(), e, job.GetJobId(), opts); err != nil {
+		cfg := logsConfig{jobID: job.GetJobId(), progressMin: 1000, now: tick(300 * time.Millisecond)}
+		if err := runLogs(context.Background(), cfg, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,8 +209,8 @@ func TestLogsProgress(t *testing.T) {
 	}
 	// A short replay on a terminal: none either.
 	errOut.Reset()
-	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: io.Discard, errOut: &errOut}
-	if err := printLogs(context.Background(), e, job.GetJobId(), logsOptions{from: -900, errTerm: terminal, progressMin: 1000, now: tick(time.Second)}); err != nil {
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: io.Discard, errOut: &errOut, errTerm: terminal}
+	if err := runLogs(context.Background(), logsConfig{jobID: job.GetJobId(), from: -900, progressMin: 1000, now: tick(time.Second)}, e); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(errOut.String(), "lines/s") || strings.Contains(errOut.String(), "\x1b") {
@@ -237,10 +237,10 @@ func TestLogsProgressFollow(t *testing.T) {
 	l.Write(lines[:1500]...)
 
 	var out, errOut spooltest.Buffer
-	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut}
-	opts := logsOptions{follow: true, errTerm: termview.Info{TTY: true, Width: 80}, progressMin: 1000, now: tick(300 * time.Millisecond)}
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut, errTerm: termview.Info{TTY: true, Width: 80}}
+	cfg := logsConfig{jobID: l.JobID(), follow: true, progressMin: 1000, now: tick(300 * time.Millisecond)}
 	done := make(chan error, 1)
-	go func() { done <- printLogs(context.Background(), e, l.JobID(), opts) }()
+	go func() { done <- runLogs(context.Background(), cfg, e) }()
 	eventually(t, "the stored lines", func() bool { return strings.HasSuffix(out.String(), "\n1499\n") })
 	l.Write(lines[1500:]...)
 	l.End(0)

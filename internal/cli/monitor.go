@@ -19,10 +19,7 @@ import (
 const lineCountPoll = 2 * time.Second
 
 func newMonitorCmd(e *env) *cobra.Command {
-	var (
-		from       int64
-		fast, slow bool
-	)
+	var cfg monitorConfig
 	cmd := &cobra.Command{
 		Use:   "monitor [flags] JOB_ID",
 		Short: "Play a job's output back with its recorded timing, then follow it live",
@@ -39,30 +36,50 @@ lines alone, as spool logs does.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			scale := 1.0
-			switch {
-			case fast:
-				scale = 0
-			case slow:
-				scale = 2
-			}
-			return monitor(cmd.Context(), e, args[0], from, termview.NewPacer(scale), termview.Detect(e.out))
+			cfg.jobID = args[0]
+			return runMonitor(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().Int64Var(&from, "from", 0, "start at this line (negative: that many lines before the end)")
-	cmd.Flags().BoolVar(&fast, "fast", false, "no pauses: print as fast as the output arrives")
-	cmd.Flags().BoolVar(&slow, "slow", false, "pauses twice as long as recorded")
+	cmd.Flags().Int64Var(&cfg.from, "from", 0, "start at this line (negative: that many lines before the end)")
+	cmd.Flags().BoolVar(&cfg.fast, "fast", false, "no pauses: print as fast as the output arrives")
+	cmd.Flags().BoolVar(&cfg.slow, "slow", false, "pauses twice as long as recorded")
 	cmd.MarkFlagsMutuallyExclusive("fast", "slow")
 	return cmd
 }
 
-// monitor plays job jobID back from line from, paced by p, drawn for t.
-func monitor(ctx context.Context, e *env, jobID string, from int64, p *termview.Pacer, t termview.Info) error {
+// monitorConfig is what `spool monitor` is told on its command line.
+type monitorConfig struct {
+	jobID      string
+	from       int64
+	fast, slow bool
+	// pacer, when set, paces playback in place of the one --fast or
+	// --slow asks for (a test's, on a clock of its own).
+	pacer *termview.Pacer
+}
+
+// newPacer is the pacer the flags ask for.
+func (cfg monitorConfig) newPacer() *termview.Pacer {
+	if cfg.pacer != nil {
+		return cfg.pacer
+	}
+	scale := 1.0
+	switch {
+	case cfg.fast:
+		scale = 0
+	case cfg.slow:
+		scale = 2
+	}
+	return termview.NewPacer(scale)
+}
+
+// runMonitor plays a job back on stdout, drawn for the screen it is.
+func runMonitor(ctx context.Context, cfg monitorConfig, e *env) error {
+	p, t := cfg.newPacer(), e.outTerm
 	c, err := e.client()
 	if err != nil {
 		return err
 	}
-	job, err := c.Job(ctx, jobID)
+	job, err := c.Job(ctx, cfg.jobID)
 	if err != nil {
 		return err
 	}
@@ -89,7 +106,7 @@ func monitor(ctx context.Context, e *env, jobID string, from int64, p *termview.
 	if err := scr.SetStatus(prog.text()); err != nil {
 		return err
 	}
-	s := outputStream(ctx, c, job.GetJobId(), startLine(from, job), true, outputOnly, lost)
+	s := outputStream(ctx, c, job.GetJobId(), startLine(cfg.from, job), true, outputOnly, lost)
 	for batch, err := range s.Batches() {
 		if err != nil {
 			return stopMonitor(ctx, scr, err)

@@ -70,7 +70,7 @@ func TestMonitorOnTerminal(t *testing.T) {
 		spooltest.Line{Text: "ok", At: at.Add(5*time.Minute + 12*time.Second + 300*time.Millisecond)})
 
 	var b bytes.Buffer
-	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &b, errOut: &b}
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &b, errOut: &b, outTerm: termview.Info{TTY: true, Width: 80, Color: true}}
 	// Sleeping moves the pacer's clock on, and is recorded.
 	now, sleeps := time.Now(), []time.Duration(nil)
 	p := termview.NewPacer(1)
@@ -80,7 +80,7 @@ func TestMonitorOnTerminal(t *testing.T) {
 		now = now.Add(d)
 		return nil
 	}
-	if err := monitor(context.Background(), e, job.GetJobId(), 0, p, termview.Info{TTY: true, Width: 80, Color: true}); err != nil {
+	if err := runMonitor(context.Background(), monitorConfig{jobID: job.GetJobId(), pacer: p}, e); err != nil {
 		t.Fatal(err)
 	}
 	if want := []time.Duration{termview.MaxPause, 300 * time.Millisecond}; !slices.Equal(sleeps, want) {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 // Version is set at build time with -ldflags "-X …/cli.Version=v1.2.3";
@@ -27,13 +28,17 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// env is what every command gets: where the server is and the streams.
+// env is what every command's run function gets beside its own config:
+// where the server is, the key to show it, and the streams, with what
+// kind of screen each output is (tests set these to draw as on one).
 type env struct {
-	server string
-	creds  credentials
-	in     io.Reader
-	out    io.Writer
-	errOut io.Writer
+	server  string
+	creds   credentials
+	in      io.Reader
+	out     io.Writer
+	errOut  io.Writer
+	outTerm termview.Info
+	errTerm termview.Info
 }
 
 // client is the client of commands: a call that finds the server (or its
@@ -68,7 +73,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
-	e := &env{in: stdin, out: stdout, errOut: stderr}
+	e := &env{in: stdin, out: stdout, errOut: stderr, outTerm: termview.Detect(stdout), errTerm: termview.Detect(stderr)}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -200,7 +200,7 @@ func (f *scatterFlags) split(ctx context.Context, e *env, items []itembatch.Item
 // followScatter shows a scatter's progress until it ends, and exits as it
 // ended: 0 if it succeeded.
 func followScatter(ctx context.Context, e *env, c *client.Client, id string) error {
-	ti := termview.Detect(e.errOut)
+	ti := e.errTerm
 	sc, err := c.FollowScatter(ctx, id, 300*time.Millisecond, func(sc *spoolv1.Scatter) {
 		line := progressLine(sc, ti)
 		if ti.TTY {

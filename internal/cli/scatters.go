@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -132,11 +133,11 @@ func newScattersCancelCmd(e *env) *cobra.Command {
 
 // scatterOrNotFound shows the scatter of an id `spool jobs get` did not find
 // as a job, so both kinds of id work there.
-func scatterOrNotFound(cmd *cobra.Command, e *env, c *client.Client, id string, jobErr error, asJSON bool) error {
+func scatterOrNotFound(ctx context.Context, e *env, c *client.Client, id string, jobErr error, asJSON bool) error {
 	if !errors.Is(jobErr, spool.ErrNotFound) || uuid.Validate(id) != nil {
 		return jobErr
 	}
-	sc, err := c.Scatter(cmd.Context(), id)
+	sc, err := c.Scatter(ctx, id)
 	if err != nil {
 		return jobErr
 	}
