@@ -13,7 +13,7 @@ import (
 )
 
 func newQueuesCmd(e *env) *cobra.Command {
-	var asJSON bool
+	var cfg queuesConfig
 	cmd := &cobra.Command{
 		Use:   "queues",
 		Short: "Show the queues: what waits, runs and ended in each; pause and resume them",
@@ -25,47 +25,56 @@ how many workers poll it (through the server asked, in the last minute).`,
   spool queues resume builds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			queues, window, err := c.Queues(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.QueueListView(&spoolv1.ListQueuesResponse{Queues: queues, WindowSeconds: int32(window / time.Second)}))
-			}
-			if len(queues) == 0 {
-				fmt.Fprintln(e.out, "no queues yet: a queue appears with its first job (spool submit -q NAME -- CMD)")
-				return nil
-			}
-			now := time.Now()
-			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "QUEUE\tSTATE\tQUEUED\tRUNNING\tSUCCEEDED %s\tFAILED %s\tOLDEST WAITING\tWORKERS\n", window, window)
-			for _, q := range queues {
-				state := "active"
-				if q.GetPaused() {
-					state = "paused " + ago(q.GetPausedAt().AsTime(), now)
-				}
-				failed := q.GetFailed()
-				fails := fmt.Sprint(failed)
-				if n := q.GetCancelled(); n > 0 {
-					fails += fmt.Sprintf(" (+%d cancelled)", n)
-				}
-				oldest := "-"
-				if t := q.GetOldestQueuedAt(); t != nil {
-					oldest = duration(now.Sub(t.AsTime()).Truncate(time.Second))
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", q.GetName(), state, q.GetQueued(), q.GetRunning(),
-					q.GetSucceeded(), fails, oldest, q.GetWorkers())
-			}
-			return tw.Flush()
+			return runQueues(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
 	cmd.AddCommand(newQueuePauseCmd(e, true), newQueuePauseCmd(e, false))
 	return cmd
+}
+
+// queuesConfig is what `spool queues` is told on its command line.
+type queuesConfig struct {
+	asJSON bool
+}
+
+func runQueues(ctx context.Context, cfg queuesConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	queues, window, err := c.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.QueueListView(&spoolv1.ListQueuesResponse{Queues: queues, WindowSeconds: int32(window / time.Second)}))
+	}
+	if len(queues) == 0 {
+		fmt.Fprintln(e.out, "no queues yet: a queue appears with its first job (spool submit -q NAME -- CMD)")
+		return nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "QUEUE\tSTATE\tQUEUED\tRUNNING\tSUCCEEDED %s\tFAILED %s\tOLDEST WAITING\tWORKERS\n", window, window)
+	for _, q := range queues {
+		state := "active"
+		if q.GetPaused() {
+			state = "paused " + ago(q.GetPausedAt().AsTime(), now)
+		}
+		failed := q.GetFailed()
+		fails := fmt.Sprint(failed)
+		if n := q.GetCancelled(); n > 0 {
+			fails += fmt.Sprintf(" (+%d cancelled)", n)
+		}
+		oldest := "-"
+		if t := q.GetOldestQueuedAt(); t != nil {
+			oldest = duration(now.Sub(t.AsTime()).Truncate(time.Second))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", q.GetName(), state, q.GetQueued(), q.GetRunning(),
+			q.GetSucceeded(), fails, oldest, q.GetWorkers())
+	}
+	return tw.Flush()
 }
 
 // newQueuePauseCmd is spool queues pause (or, with pause false, resume).
