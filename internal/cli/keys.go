@@ -47,29 +47,29 @@ func newKeysCreateCmd(e *env) *cobra.Command {
 			return runKeysCreate(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().StringVar(&cfg.k.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
-	cmd.Flags().StringVar(&cfg.k.Role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
-	cmd.Flags().StringSliceVarP(&cfg.k.Queues, "queue", "q", nil, "for a worker key: the only queues it may run jobs from (repeat, or comma-separate)")
+	cmd.Flags().StringVar(&cfg.key.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
+	cmd.Flags().StringVar(&cfg.key.Role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
+	cmd.Flags().StringSliceVarP(&cfg.key.Queues, "queue", "q", nil, "for a worker key: the only queues it may run jobs from (repeat, or comma-separate)")
 	return cmd
 }
 
 // keysCreateConfig is what `spool keys create` is told on its command line.
 type keysCreateConfig struct {
-	k client.NewKey
+	key client.NewKey
 }
 
 func runKeysCreate(ctx context.Context, cfg keysCreateConfig, e *env) error {
-	if cfg.k.Name == "" {
+	if cfg.key.Name == "" {
 		return fmt.Errorf("--name is needed: the key's name, for the audit log and to revoke it")
 	}
-	if cfg.k.Role == "" {
+	if cfg.key.Role == "" {
 		return fmt.Errorf("--role is needed: admin, submit, read, worker or ingest")
 	}
 	c, err := e.client()
 	if err != nil {
 		return err
 	}
-	key, secret, err := c.CreateKey(ctx, cfg.k)
+	key, secret, err := c.CreateKey(ctx, cfg.key)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func newKeysRevokeCmd(e *env) *cobra.Command {
 		Short: "Revoke an API key: it stops working at once",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.keyID = args[0]
+			cfg.name = args[0]
 			return runKeysRevoke(cmd.Context(), cfg, e)
 		},
 	}
@@ -147,7 +147,7 @@ func newKeysRevokeCmd(e *env) *cobra.Command {
 
 // keysRevokeConfig is what `spool keys revoke` is told on its command line.
 type keysRevokeConfig struct {
-	keyID string
+	name string
 }
 
 func runKeysRevoke(ctx context.Context, cfg keysRevokeConfig, e *env) error {
@@ -155,7 +155,7 @@ func runKeysRevoke(ctx context.Context, cfg keysRevokeConfig, e *env) error {
 	if err != nil {
 		return err
 	}
-	k, err := c.RevokeKey(ctx, cfg.keyID)
+	k, err := c.RevokeKey(ctx, cfg.name)
 	if err != nil {
 		return err
 	}

@@ -79,9 +79,10 @@ func runQueues(ctx context.Context, cfg queuesConfig, e *env) error {
 
 // newQueuePauseCmd is spool queues pause (or, with pause false, resume).
 func newQueuePauseCmd(e *env, pause bool) *cobra.Command {
-	use, short, done := "resume QUEUE", "Let workers take a paused queue's jobs again", "resumed: workers take its jobs again"
+	cfg := queuePauseConfig{pause: pause}
+	use, short := "resume QUEUE", "Let workers take a paused queue's jobs again"
 	if pause {
-		use, short, done = "pause QUEUE", "Stop workers from taking a queue's jobs; running jobs go on", "paused: workers take none of its jobs until spool queues resume"
+		use, short = "pause QUEUE", "Stop workers from taking a queue's jobs; running jobs go on"
 	}
 	return &cobra.Command{
 		Use:   use,
@@ -91,26 +92,38 @@ func newQueuePauseCmd(e *env, pause bool) *cobra.Command {
 			return completeQueues(cmd.Context(), e, args, pause)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			set := c.ResumeQueue
-			if pause {
-				set = c.PauseQueue
-			}
-			q, err := set(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.out, "queue %s %s", q.GetName(), done)
-			if pause && q.GetRunning() > 0 {
-				fmt.Fprintf(e.out, " (%d running go on)", q.GetRunning())
-			}
-			fmt.Fprintln(e.out)
-			return nil
+			cfg.queue = args[0]
+			return runQueuePause(cmd.Context(), cfg, e)
 		},
 	}
+}
+
+// queuePauseConfig is what `spool queues pause` and `spool queues resume`
+// are told on their command line; pause says which of the two it is.
+type queuePauseConfig struct {
+	queue string
+	pause bool
+}
+
+func runQueuePause(ctx context.Context, cfg queuePauseConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	set, done := c.ResumeQueue, "resumed: workers take its jobs again"
+	if cfg.pause {
+		set, done = c.PauseQueue, "paused: workers take none of its jobs until spool queues resume"
+	}
+	q, err := set(ctx, cfg.queue)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "queue %s %s", q.GetName(), done)
+	if cfg.pause && q.GetRunning() > 0 {
+		fmt.Fprintf(e.out, " (%d running go on)", q.GetRunning())
+	}
+	fmt.Fprintln(e.out)
+	return nil
 }
 
 // completeQueues offers the queues that pause (or resume) would change.
