@@ -15,6 +15,7 @@ import (
 )
 
 func newCompletionCmd(e *env) *cobra.Command {
+	var cfg completionConfig
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a script that makes your shell complete spool's commands, flags and job ids",
@@ -46,18 +47,29 @@ Start a new shell after installing for every shell.`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root := cmd.Root()
-			switch args[0] {
-			case "bash":
-				return root.GenBashCompletionV2(e.out, true)
-			case "zsh":
-				return root.GenZshCompletion(e.out)
-			case "fish":
-				return root.GenFishCompletion(e.out, true)
-			default:
-				return root.GenPowerShellCompletionWithDesc(e.out)
-			}
+			cfg.shell, cfg.root = args[0], cmd.Root()
+			return runCompletion(cmd.Context(), cfg, e)
 		},
+	}
+}
+
+// completionConfig is what `spool completion` is told on its command line.
+type completionConfig struct {
+	shell string
+	root  *cobra.Command // whose commands and flags the script completes
+}
+
+func runCompletion(ctx context.Context, cfg completionConfig, e *env) error {
+	root := cfg.root
+	switch cfg.shell {
+	case "bash":
+		return root.GenBashCompletionV2(e.out, true)
+	case "zsh":
+		return root.GenZshCompletion(e.out)
+	case "fish":
+		return root.GenFishCompletion(e.out, true)
+	default:
+		return root.GenPowerShellCompletionWithDesc(e.out)
 	}
 }
 
