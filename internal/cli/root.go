@@ -1,4 +1,8 @@
-// Package cli is the spool command line: one cobra command per file.
+// Package cli is the spool command line: one cobra command per file. Each
+// command is a config struct, filled from its flags and arguments, and a
+// run function that does the work with it (tests call that directly); the
+// cobra command only binds the flags and calls it. Drawing on a terminal
+// is internal/termview's.
 package cli
 
 import (
