@@ -42,6 +42,8 @@ type Backend struct {
 	// that keeps data at rest must set it; without it (the memory store)
 	// only what the methods return is checked.
 	RawJob func(t *testing.T, s store.JobStore, jobID string) []byte
+	// Polling says how the store's dequeues wait, for the wake-up tests.
+	Polling Polling
 }
 
 // Run runs the whole suite.
