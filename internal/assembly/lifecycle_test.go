@@ -90,8 +90,7 @@ func TestReportUndeliveredWithStaleToken(t *testing.T) {
 	ctx := context.Background()
 	j := submit(t, c, "true")
 	l1 := dequeue(t, c, 2)
-	time.Sleep(2200 * time.Millisecond) // attempt 1's lease runs out
-	if l2 := dequeue(t, c, 10); l2.GetJob().GetAttempt() != 2 {
+	if l2 := dequeue(t, c, 10); l2.GetJob().GetAttempt() != 2 { // once attempt 1's lease has run out
 		t.Fatalf("redelivered as attempt %d", l2.GetJob().GetAttempt())
 	}
 	resp, err := c.ReportUndelivered(ctx, connect.NewRequest(&spoolv1.ReportUndeliveredRequest{TaskToken: l1.GetTaskToken(),

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -98,9 +100,11 @@ func submit(t *testing.T, c *api, argv ...string) *spoolv1.Job {
 	return j
 }
 
+// dequeue leases one job, waiting for one up to 20 s: a job whose lease
+// runs out is there again once the reaper has settled it.
 func dequeue(t *testing.T, c *api, vis int32) *spoolv1.JobLease {
 	t.Helper()
-	resp, err := c.DequeueJobs(context.Background(), connect.NewRequest(&spoolv1.DequeueJobsRequest{MaxJobs: 1, WaitSeconds: 5, VisibilityTimeoutSeconds: vis, WorkerId: "test"}))
+	resp, err := c.DequeueJobs(context.Background(), connect.NewRequest(&spoolv1.DequeueJobsRequest{MaxJobs: 1, WaitSeconds: 20, VisibilityTimeoutSeconds: vis, WorkerId: "test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,8 +269,8 @@ func TestTokensAreFenced(t *testing.T) {
 		wantCode(t, err, connect.CodeInvalidArgument, name+" token complete")
 	}
 
-	time.Sleep(2200 * time.Millisecond) // attempt 1's lease runs out
-	l2 := dequeue(t, c, 10)
+	l2 := dequeue(t, c, 10) // once attempt 1's lease has run out
+
 	var err error
 	if l2.GetJob().GetAttempt() != 2 {
 		t.Fatalf("redelivered as attempt %d", l2.GetJob().GetAttempt())
@@ -373,13 +377,16 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server sends the headers once the feed is open.
+	if h := s.ResponseHeader(); len(h) == 0 {
+		t.Fatal("the stream has no headers")
+	}
 	ended := make(chan error, 1)
 	go func() {
 		for s.Receive() {
 		}
 		ended <- s.Err()
 	}()
-	time.Sleep(200 * time.Millisecond)
 	begin := time.Now()
 	r.Stop()
 	if took := time.Since(begin); took > 10*time.Second {
@@ -426,22 +433,89 @@ func TestStartRefusals(t *testing.T) {
 // a server coming back gives running jobs a lease length to reconnect
 // instead of re-queueing them on its first sweep.
 func TestRestartGracesRunningLeases(t *testing.T) {
-	r := start(t)
+	sweeps := &sweepCount{changed: make(chan struct{})}
+	r := start(t, func(c *server.Config) { c.Meters = sweeps })
 	c := newClient(t, r)
 	j := submit(t, c, "sleep", "60")
-	dequeue(t, c, 2)
+	l := dequeue(t, c, 2)
 	r.Stop()
-	time.Sleep(2500 * time.Millisecond) // the lease has run out meanwhile
+	// What is tested is a lease that ran out by the clock while no server
+	// ran: nothing but the clock can make that happen.
+	time.Sleep(time.Until(l.GetLeaseExpiresAt().AsTime()) + 100*time.Millisecond)
+	before := sweeps.count()
 	r.Restart()
-	time.Sleep(2 * time.Second) // more than one reaper sweep
+	sweeps.waitFor(t, before+1)
 	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.GetState() != spoolv1.JobState_JOB_STATE_RUNNING || got.GetAttempt() != 1 {
-		t.Fatalf("after the restart the job is %s on attempt %d; want still running, attempt 1", got.GetState(), got.GetAttempt())
+		t.Fatalf("after the restart's first sweep the job is %s on attempt %d; want still running, attempt 1", got.GetState(), got.GetAttempt())
 	}
 }
+
+// sweepCount is a meter provider that counts the reaper's sweeps: each
+// sweep adds what it settled, nothing or more, to spool.leases.settled.
+type sweepCount struct {
+	noop.MeterProvider
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // closed and replaced at each sweep
+}
+
+func (p *sweepCount) Meter(string, ...metric.MeterOption) metric.Meter { return sweepMeter{p: p} }
+
+func (p *sweepCount) swept() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *sweepCount) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// waitFor waits until n sweeps were made in all.
+func (p *sweepCount) waitFor(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		p.mu.Lock()
+		got, changed := p.n, p.changed
+		p.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("the reaper swept %d times in 30 s, want %d", got, n)
+		}
+	}
+}
+
+type sweepMeter struct {
+	noop.Meter
+	p *sweepCount
+}
+
+func (m sweepMeter) Int64Counter(name string, opts ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	if name != "spool.leases.settled" {
+		return m.Meter.Int64Counter(name, opts...)
+	}
+	return sweepCounter{p: m.p}, nil
+}
+
+type sweepCounter struct {
+	noop.Int64Counter
+	p *sweepCount
+}
+
+func (c sweepCounter) Add(context.Context, int64, ...metric.AddOption) { c.p.swept() }
 
 // recorder notes the encoding and size of request bodies.
 type recorder struct {
