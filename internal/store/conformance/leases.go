@@ -141,7 +141,7 @@ func testLeaseExpiry(t *testing.T, b Backend) {
 	j := enqueue(t, s, nj)
 
 	l1 := leaseOne(t, s, q, shortLease)
-	time.Sleep(shortLease + 100*time.Millisecond)
+	runOut(l1)
 	// Only a reaper's sweep settles an expired lease; Dequeue leaves it.
 	if ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: shortLease}); err != nil || len(ls) != 0 {
 		t.Fatalf("Dequeue took over an expired lease no sweep had settled: %v %v", ls, err)
@@ -158,7 +158,7 @@ func testLeaseExpiry(t *testing.T, b Backend) {
 	wantErr(t, err, spool.ErrStaleLease, "heartbeat of attempt 1")
 
 	// Attempt 2 is the last: its expiry fails the job.
-	time.Sleep(shortLease + 100*time.Millisecond)
+	runOut(l2)
 	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func testExpireLeases(t *testing.T, b Backend) {
 	if _, err := s.Cancel(ctx, cancelled.GetJobId(), ""); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(shortLease + 100*time.Millisecond)
+	runOut(ls...)
 	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func testGraceLeases(t *testing.T, b Backend) {
 	q := newQueue()
 	enqueue(t, s, newJob(q))
 	l := leaseOne(t, s, q, shortLease)
-	time.Sleep(shortLease + 100*time.Millisecond) // expired, as during an outage
+	runOut(l) // expired, as during an outage
 	n, err := s.Capabilities().LeaseGracer.GraceLeases(ctx, time.Now().Add(time.Minute))
 	if err != nil || n != 1 {
 		t.Fatalf("GraceLeases: %d jobs, err %v; want 1", n, err)

@@ -129,14 +129,15 @@ func testSharedReapers(t *testing.T, a, b store.JobStore) {
 	for range 40 {
 		ids = append(ids, enqueue(t, a, newJob(q)).GetJobId())
 	}
-	for leased := 0; leased < len(ids); {
+	var leases []store.Lease
+	for len(leases) < len(ids) {
 		ls, err := a.Dequeue(context.Background(), store.DequeueRequest{Queue: q, Max: 10, LeaseDuration: shortLease})
 		if err != nil || len(ls) == 0 {
 			t.Fatalf("Dequeue: %d leases, %v", len(ls), err)
 		}
-		leased += len(ls)
+		leases = append(leases, ls...)
 	}
-	time.Sleep(shortLease + 100*time.Millisecond)
+	runOut(leases...)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0
