@@ -67,8 +67,11 @@ func onEveryStore(t *testing.T, test func(t *testing.T, srv *spooltest.Server)) 
 }
 
 // onStores runs test over each store that want keeps, giving it what
-// configures a server to use the store (the same store each time).
+// configures a server to use the store (the same store each time). The
+// calling test runs beside the package's other tests: each has servers and
+// stores of its own, and most of its time is spent waiting on them.
 func onStores(t *testing.T, want func(testStore) bool, test func(t *testing.T, set func(*server.Config))) {
+	t.Parallel()
 	for _, st := range testStores {
 		if !want(st) {
 			continue
