@@ -19,6 +19,7 @@ import (
 // returns the first job; with a different one it is refused, naming the
 // first job, as idempotency keys are in payment APIs.
 func TestRequestIDNamesOneRequest(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
@@ -44,6 +45,7 @@ func TestRequestIDNamesOneRequest(t *testing.T) {
 // the job is cancelled (or its watched state changes), then answers at once;
 // the lease's heartbeat interval is derived from its length.
 func TestHeartbeatWaitsForNews(t *testing.T) {
+	t.Parallel()
 	r := start(t, func(c *server.Config) {
 		c.Execution.HeartbeatInterval, c.Jobs.Lease = 30*time.Second, 120*time.Second
 	})
@@ -85,6 +87,7 @@ func TestHeartbeatWaitsForNews(t *testing.T) {
 // still say, with its token, how much output it could not deliver; the
 // note goes on the job. A forged token cannot.
 func TestReportUndeliveredWithStaleToken(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()

@@ -116,6 +116,7 @@ func dequeue(t *testing.T, c *api, vis int32) *spoolv1.JobLease {
 
 // TestProtocols: one handler speaks Connect JSON (curl), gRPC and gRPC-Web.
 func TestProtocols(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 
 	// The README's curl example, as raw JSON over HTTP.
@@ -165,6 +166,7 @@ func TestProtocols(t *testing.T) {
 // TestJobLifecycle: enqueue, lease, heartbeat, publish, follow, complete,
 // through the API.
 func TestJobLifecycle(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
@@ -254,6 +256,7 @@ func TestJobLifecycle(t *testing.T) {
 // TestTokensAreFenced: forged, foreign and tampered tokens are
 // InvalidArgument; an old attempt's real token is FailedPrecondition.
 func TestTokensAreFenced(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
@@ -289,6 +292,7 @@ func TestTokensAreFenced(t *testing.T) {
 
 // TestTokenFromAnotherServer: a token signed with another key is refused.
 func TestTokenFromAnotherServer(t *testing.T) {
+	t.Parallel()
 	a, b := start(t), start(t)
 	ca, cb := newClient(t, a), newClient(t, b)
 	submit(t, ca, "true")
@@ -301,6 +305,7 @@ func TestTokenFromAnotherServer(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
@@ -370,6 +375,7 @@ func TestBadRequests(t *testing.T) {
 // TestShutdownEndsStreams: stopping the server ends a following stream with
 // Unavailable (the client resumes elsewhere) without waiting out the grace.
 func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
 	r := start(t, func(c *server.Config) { c.Server.ShutdownGrace = 30 * time.Second })
 	c := newClient(t, r)
 	j := submit(t, c, "sleep", "100")
@@ -402,6 +408,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 
 // TestRestartKeepsJobs: the embedded store survives a server restart.
 func TestRestartKeepsJobs(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	j := submit(t, c, "echo", "persist")
@@ -413,6 +420,7 @@ func TestRestartKeepsJobs(t *testing.T) {
 }
 
 func TestStartRefusals(t *testing.T) {
+	t.Parallel()
 	first := start(t)
 	second := *first.Config()
 	_, err := server.Start(context.Background(), &second)
@@ -433,6 +441,7 @@ func TestStartRefusals(t *testing.T) {
 // a server coming back gives running jobs a lease length to reconnect
 // instead of re-queueing them on its first sweep.
 func TestRestartGracesRunningLeases(t *testing.T) {
+	t.Parallel()
 	sweeps := &sweepCount{changed: make(chan struct{})}
 	r := start(t, func(c *server.Config) { c.Meters = sweeps })
 	c := newClient(t, r)
@@ -535,6 +544,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // TestZstdRequests: a client asking for compressed requests sends zstd,
 // and the server reads it.
 func TestZstdRequests(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	rec := &recorder{}
 	c, err := wire.Dial(r.URL, wire.Options{Compress: true, APIKey: r.AdminKey, HTTPClient: &http.Client{Transport: rec}})
@@ -561,6 +571,7 @@ func TestZstdRequests(t *testing.T) {
 // TestMetrics: /metrics reports job and RPC figures in the Prometheus text
 // format.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	submit(t, c, "true")
