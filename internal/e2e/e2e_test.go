@@ -178,7 +178,10 @@ func slowCount(n int) string {
 // TestWorkerKilledMidJob: kill -9 of a worker mid-job; the job is
 // redelivered after its lease, attempt 2 completes, and attempt 1's late
 // publishes are refused.
-func TestWorkerKilledMidJob(t *testing.T) { onEveryStore(t, testWorkerKilledMidJob) }
+func TestWorkerKilledMidJob(t *testing.T) {
+	t.Parallel()
+	onEveryStore(t, testWorkerKilledMidJob)
+}
 
 func testWorkerKilledMidJob(t *testing.T, store []string) {
 	addr := freePort(t)
@@ -273,7 +276,10 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 // TestServerKilledWhileJobsRun: the server dies (kill -9) and comes back on
 // the same data directory while jobs run; every job's output is complete,
 // exactly once, in order.
-func TestServerKilledWhileJobsRun(t *testing.T) { onEveryStore(t, testServerKilledWhileJobsRun) }
+func TestServerKilledWhileJobsRun(t *testing.T) {
+	t.Parallel()
+	onEveryStore(t, testServerKilledWhileJobsRun)
+}
 
 func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 	addr, data := freePort(t), t.TempDir()
@@ -328,6 +334,7 @@ func numbers(n int) string {
 // worker's disk already: after kill -9, the next worker on that directory
 // delivers every line the command printed, then hands the job back.
 func TestWorkerKilledKeepsBufferedLines(t *testing.T) {
+	t.Parallel()
 	onEveryStore(t, testWorkerKilledKeepsBufferedLines)
 }
 

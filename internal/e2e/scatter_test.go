@@ -16,7 +16,10 @@ import (
 // scatter's batches run and started again on the same store; the scatter
 // goes on where it was, every batch has exactly one job, and all of them
 // succeed.
-func TestServerKilledMidScatter(t *testing.T) { onEveryStore(t, testServerKilledMidScatter) }
+func TestServerKilledMidScatter(t *testing.T) {
+	t.Parallel()
+	onEveryStore(t, testServerKilledMidScatter)
+}
 
 func testServerKilledMidScatter(t *testing.T, store []string) {
 	addr, data := freePort(t), t.TempDir()
