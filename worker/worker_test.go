@@ -258,6 +258,17 @@ func waitForLines(t *testing.T, e *env, id string, n int64) {
 	t.Fatalf("job %s never had %d lines", id, n)
 }
 
+// waitForFile waits up to a minute for a job to create path.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("no job created %s", path)
+}
+
 // TestManyJobsAtOnce: 100 concurrent jobs of 1,000 lines each; no line is
 // lost, repeated or out of order.
 func TestManyJobsAtOnce(t *testing.T) {
@@ -285,11 +296,20 @@ func TestManyJobsAtOnce(t *testing.T) {
 func TestServerAwayThenBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 2, nil)
-	script := `i=1; while [ $i -le 400 ]; do echo $i; i=$((i+1)); [ $((i % 20)) -eq 0 ] && sleep 0.1; done; true`
-	a, b := e.submit(t, sh(script)), e.submit(t, sh(script))
+	// Each job leaves a file once it has printed everything.
+	dir := t.TempDir()
+	job := func(name string) client.Submission {
+		return client.Submission{Env: map[string]string{"DONE": filepath.Join(dir, name)},
+			Script: `i=1; while [ $i -le 400 ]; do echo $i; i=$((i+1)); [ $((i % 20)) -eq 0 ] && sleep 0.1; done; touch "$DONE"`}
+	}
+	a, b := e.submit(t, job("a")), e.submit(t, job("b"))
 	waitForLines(t, e, a, 50)
 	e.srv.Stop()
-	time.Sleep(1500 * time.Millisecond) // output piles up in the outboxes
+	// The rest of the output piles up in the outboxes: the jobs finish
+	// while the server is away.
+	for _, name := range []string{"a", "b"} {
+		waitForFile(t, filepath.Join(dir, name))
+	}
 	e.srv.Restart()
 	for _, id := range []string{a, b} {
 		j := e.wait(t, id)
@@ -442,7 +462,9 @@ func TestServerAwayLongerThanALease(t *testing.T) {
 	id := e.submit(t, sh(script))
 	waitForLines(t, e, id, 20)
 	e.srv.Stop()
-	time.Sleep(5 * time.Second) // leases are 3 s
+	// An outage longer than a lease (3 s) is what is tested: only the
+	// clock makes one.
+	time.Sleep(5 * time.Second)
 	e.srv.Restart()
 	j := e.wait(t, id)
 	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetAttempt() != 1 {
