@@ -24,7 +24,7 @@ func TestServerKilledMidScatter(t *testing.T) {
 func testServerKilledMidScatter(t *testing.T, store []string) {
 	addr, data := freePort(t), t.TempDir()
 	srv, c := startServer(t, addr, data, store...)
-	startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "3")
+	w := startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "3")
 	const n = 12
 	batches := make([]json.RawMessage, n)
 	for i := range batches {
@@ -48,7 +48,7 @@ func testServerKilledMidScatter(t *testing.T, store []string) {
 		}
 	}
 	srv.kill9(t)
-	time.Sleep(500 * time.Millisecond)
+	w.waitSaid(t, serverGone...) // batches run on with the server away
 	startServer(t, addr, data, store...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
