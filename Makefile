@@ -45,9 +45,10 @@ check-generated:
 ## their time waiting on servers, leases and timers, not on the CPU, so up
 ## to 8 of a package's parallel tests run at once (go test's default is one
 ## per CPU); packages still build and run one per CPU (-p's default), as the
-## builds do need the CPU.
+## builds do need the CPU. go test's own vet pass is off: `make test` has
+## just run all of go vet.
 unit:
-	$(GO) test -race -timeout 30m -parallel 8 ./...
+	$(GO) test -race -timeout 30m -parallel 8 -vet=off ./...
 
 ## fuzz: run every fuzzer for FUZZTIME (their corpora also run in `unit`)
 fuzz:
