@@ -443,7 +443,9 @@ func TestStartRefusals(t *testing.T) {
 func TestRestartGracesRunningLeases(t *testing.T) {
 	t.Parallel()
 	sweeps := &sweepCount{changed: make(chan struct{})}
-	r := start(t, func(c *server.Config) { c.Meters = sweeps })
+	// The job's lease is 2 s; the grace a restart gives is the configured
+	// lease, long enough that the first sweep comes well within it.
+	r := start(t, func(c *server.Config) { c.Meters, c.Jobs.Lease = sweeps, 10*time.Second })
 	c := newClient(t, r)
 	j := submit(t, c, "sleep", "60")
 	l := dequeue(t, c, 2)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,27 +34,64 @@ func start(t *testing.T) *env {
 // running submits a job and leases it as its worker, which has started it.
 func (e *env) running(t *testing.T) *spooltest.Lease {
 	t.Helper()
+	return e.runningFor(t, t)
+}
+
+// runningFor is running with the lease's failures reported to tb.
+func (e *env) runningFor(t *testing.T, tb testing.TB) *spooltest.Lease {
+	t.Helper()
 	if _, _, err := e.c.Submit(context.Background(), client.Submission{Argv: []string{"seq", "1", "10000"}}); err != nil {
 		t.Fatal(err)
 	}
-	l := spooltest.LeaseJob(t, e.srv, "")
+	l := spooltest.LeaseJob(tb, e.srv, "")
 	l.Begin()
 	return l
 }
 
-// writeAsync writes lines from..to as l's worker in chunks, on a goroutine,
-// then ends the job with exit code 0. The returned channel closes when it
-// is done.
-func writeAsync(l *spooltest.Lease, from, to, chunk int) <-chan struct{} {
+// writeLines writes lines from..to as l's worker in chunks, then ends the
+// job with exit code 0.
+func writeLines(l *spooltest.Lease, from, to, chunk int) {
+	for i := from; i <= to; i += chunk {
+		l.Write(spooltest.Seq(i, min(i+chunk-1, to))...)
+	}
+	l.End(0)
+}
+
+// writingJob submits a job and writes lines from..to as its worker, in
+// chunks, on a goroutine, then ends it with exit code 0. The returned
+// channel closes when it is done. The lease reports its failures as the
+// writer's, with Errorf.
+func (e *env) writingJob(t *testing.T, from, to, chunk int) (*spooltest.Lease, <-chan struct{}) {
+	t.Helper()
+	l := e.runningFor(t, writer{t})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := from; i <= to; i += chunk {
-			l.Write(spooltest.Seq(i, min(i+chunk-1, to))...)
-		}
-		l.End(0)
+		writeLines(l, from, to, chunk)
 	}()
-	return done
+	return l, done
+}
+
+// writer is a test as seen from a goroutine that writes for it: a failure
+// is reported with Errorf, which any goroutine may call, and ends that
+// goroutine (t.Fatal may end only the test's own).
+type writer struct{ testing.TB }
+
+func (w writer) Fatal(args ...any) {
+	w.Helper()
+	w.Error(args...)
+	runtime.Goexit()
+}
+
+func (w writer) Fatalf(format string, args ...any) {
+	w.Helper()
+	w.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+func (w writer) FailNow() {
+	w.Fail()
+	runtime.Goexit()
 }
 
 // get fetches path from the server and decodes its JSON body into out.

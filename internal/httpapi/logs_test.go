@@ -19,8 +19,7 @@ import (
 func TestLogPagesWhileWriting(t *testing.T) {
 	t.Parallel()
 	e := start(t)
-	l := e.running(t)
-	done := writeAsync(l, 1, 10000, 100)
+	l, done := e.writingJob(t, 1, 10000, 100)
 	seq := sequence{next: 1}
 	after, pages := int64(0), 0
 	for seq.next <= 10000 {

@@ -58,7 +58,7 @@ func TestStreamManyClients(t *testing.T) {
 		}()
 	}
 	ready.Wait() // every client is reading: the rest is written while they follow
-	<-writeAsync(l, 501, 10000, 100)
+	writeLines(l, 501, 10000, 100)
 	for range clients {
 		if err := <-errs; err != nil {
 			t.Error(err)
@@ -71,8 +71,7 @@ func TestStreamManyClients(t *testing.T) {
 func TestStreamResume(t *testing.T) {
 	t.Parallel()
 	e := start(t)
-	l := e.running(t)
-	done := writeAsync(l, 1, 10000, 250)
+	l, done := e.writingJob(t, 1, 10000, 250)
 	ctx := within(t, time.Minute)
 
 	c := e.dial(ctx, t, wsURL(e.srv.URL, l.JobID(), 0), nil)

@@ -16,6 +16,7 @@ import (
 // operator would: `aws dynamodb scan` on the events table shows the
 // OUTPUT_BATCH items (event_type 2), each with its ttl.
 func TestAWSCLISeesOutputBatches(t *testing.T) {
+	t.Parallel()
 	awsBin, err := exec.LookPath("aws")
 	if err != nil {
 		t.Fatal("install the AWS CLI: apt-get install -y awscli (make test does this)")

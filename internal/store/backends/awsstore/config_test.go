@@ -15,6 +15,7 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	if err := (awsstore.Config{}).Validate(); err != nil {
 		t.Fatalf("the empty config (all defaults) is refused: %v", err)
 	}
@@ -58,6 +59,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestOpenWithoutTables(t *testing.T) {
+	t.Parallel()
 	srv := awstest.Shared(t)
 	_, err := awsstore.Open(context.Background(), awsstore.Config{DynamoDBEndpoint: srv.DynamoDB, SQSEndpoint: srv.SQS, JobsTable: "never-made"})
 	if err == nil || !strings.Contains(err.Error(), "never-made") || !strings.Contains(err.Error(), "spool aws init") {
@@ -66,6 +68,7 @@ func TestOpenWithoutTables(t *testing.T) {
 }
 
 func TestUnconfiguredQueue(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	cfg.AutoCreateQueues = false
 	s := openStore(t, cfg)
@@ -81,6 +84,7 @@ func TestUnconfiguredQueue(t *testing.T) {
 }
 
 func TestThrottlingBecomesErrThrottled(t *testing.T) {
+	t.Parallel()
 	for code, throttled := range map[string]bool{
 		"ProvisionedThroughputExceededException": true,
 		"ThrottlingException":                    true,

@@ -14,6 +14,7 @@ import (
 // local-aws-sqs. Every test gets its own tables; Reopen is a server
 // restart: a new Store on the same tables and queues.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	conformance.Run(t, conformance.Backend{
 		Open: func(t *testing.T) store.JobStore {
 			s, err := awsstore.OpenPolling(context.Background(), awstest.Shared(t).NewConfig(t))
@@ -47,6 +48,7 @@ func TestConformance(t *testing.T) {
 // TestShared: two stores on the same tables and queues, as two servers
 // sharing them, behave as one (the suite every shared store passes).
 func TestShared(t *testing.T) {
+	t.Parallel()
 	conformance.RunShared(t, conformance.Shared{Polling: polling, Pair: func(t *testing.T) (store.JobStore, store.JobStore) {
 		cfg := awstest.Shared(t).NewConfig(t)
 		a, err := awsstore.OpenPolling(context.Background(), cfg)

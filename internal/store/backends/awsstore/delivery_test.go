@@ -25,6 +25,7 @@ import (
 // server) finishes that enqueue instead of creating a second job, and the
 // job is delivered once, with the secrets the first enqueue gave it.
 func TestEnqueueFinishedAfterCrash(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	crashing, other := openStore(t, cfg), openStore(t, cfg)
 	ctx := context.Background()
@@ -79,6 +80,7 @@ func v7At(t time.Time) string {
 // except those that may yet (a job still being written, a job leased
 // under another message), which are hidden.
 func TestPoisonMessages(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	q := newQueue()
@@ -118,6 +120,7 @@ func TestPoisonMessages(t *testing.T) {
 // TestDuplicateDeliveryLeasesOnce: two messages for one job, received by
 // two servers at once, give one lease.
 func TestDuplicateDeliveryLeasesOnce(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	a, b := openStore(t, cfg), openStore(t, cfg)
 	ctx := context.Background()
@@ -155,6 +158,7 @@ func TestDuplicateDeliveryLeasesOnce(t *testing.T) {
 // receive) and moves it to the dead-letter queue, ExpireLeases fails its
 // job, which would otherwise wait for a delivery that never comes.
 func TestDeadLetteredJobFails(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	cfg.MaxReceiveCount = 1
 	s := openStore(t, cfg)

@@ -25,6 +25,7 @@ import (
 // conditions), they must not overwrite or interleave with attempt 2's log,
 // and its commit must be refused.
 func TestZombieAppendIsFenced(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	zombie, live := openStore(t, cfg), openStore(t, cfg)
 	ctx := context.Background()
@@ -94,6 +95,7 @@ func TestZombieAppendIsFenced(t *testing.T) {
 // in part, then whole; the retries take the reservation over and store the
 // events once.
 func TestRetriedPublishAfterCrash(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	crash := errors.New("server crashed")
@@ -142,6 +144,7 @@ func TestRetriedPublishAfterCrash(t *testing.T) {
 // reservation over and stores them. When the first call wakes, it writes
 // the same items again and reports success: the events are stored once.
 func TestSlowPublishAndItsRetry(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	l := running(t, s, newJob(newQueue()), time.Minute)

@@ -120,6 +120,7 @@ func wantLog(t *testing.T, s store.JobStore, jobID string, want []string) {
 // the sender's retry, once the dead call's reservation is taken over,
 // stores them, and the log holds each once.
 func TestIngestDiedBeforeCommit(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	dead, live := openStore(t, cfg), openStore(t, cfg)
 	awsstore.SetIngestTiming(live, time.Second, 20*time.Second)
@@ -163,6 +164,7 @@ func TestIngestDiedBeforeCommit(t *testing.T) {
 // the events: they would point into the hole, and the next delivery of the
 // events would store them again. Its commit is refused.
 func TestIngestStalledCallCannotUndoDedupe(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	stalled, live := openStore(t, cfg), openStore(t, cfg)
 	awsstore.SetIngestTiming(live, time.Second, 20*time.Second)
@@ -249,6 +251,7 @@ func TestIngestLongCallKeepsItsReservation(t *testing.T) {
 // TestListBySource: a source's jobs newest first, a page at a time, by
 // state; nothing for a cursor of another listing or another source.
 func TestListBySource(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	src := newSource()
@@ -312,6 +315,7 @@ func TestListBySource(t *testing.T) {
 //
 //	go test ./internal/store/backends/awsstore -run TestIngestCost -v
 func TestIngestCost(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	s, calls, err := awsstore.OpenCounting(context.Background(), cfg)
 	if err != nil {
@@ -375,6 +379,7 @@ func maps(a, b map[string]int) bool {
 // even in its item, so the leases index never holds it; Get shows none,
 // ExpireLeases leaves it alone, and ReplaceLog takes no item past its head.
 func TestExternalJobIsNeverLeased(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	job := ingestOK(t, s, newSource(), rawEvents("e", 1, 3)).Job

@@ -44,6 +44,7 @@ func lineOfPayload(t *testing.T, seq, line int64, size int) *spoolv1.JobEvent {
 // DynamoDB (whose 400 KB limit counts every attribute) and read back
 // whole; one byte more is refused before anything is written.
 func TestLargestItemFits(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	if got := s.Limits().MaxItemBytes; got != awsstore.MaxItemBytes || got > 400<<10-512 {

@@ -17,6 +17,7 @@ import (
 // that goes on where the call stopped, and paging on finds the job, in all
 // queues and in its own.
 func TestListWorkBounded(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	s, calls, err := awsstore.OpenCounting(context.Background(), cfg)
 	if err != nil {

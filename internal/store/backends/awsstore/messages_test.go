@@ -24,6 +24,7 @@ func wantQueue(t *testing.T, s *awsstore.Store, q string, all, inFlight int) {
 // lease lasts (heartbeats included), deleted when it completes, and
 // dropped at the next receive once the job was cancelled.
 func TestMessagesFollowTheJob(t *testing.T) {
+	t.Parallel()
 	s, calls, err := awsstore.OpenCounting(context.Background(), awstest.Shared(t).NewConfig(t))
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,7 @@ func TestMessagesFollowTheJob(t *testing.T) {
 // TestRejectedJobSendsNoMessage: a job recorded as rejected is final from
 // the start, so it puts nothing on its queue for workers to receive.
 func TestRejectedJobSendsNoMessage(t *testing.T) {
+	t.Parallel()
 	s, err := awsstore.Open(context.Background(), awstest.Shared(t).NewConfig(t))
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // dead-letter queues and redrive), notes that dynalite has no TTL, and
 // running it again changes nothing but queue attributes.
 func TestProvisionIsIdempotent(t *testing.T) {
+	t.Parallel()
 	srv := awstest.Shared(t)
 	name := fmt.Sprintf("prov%d", queueSeq.Add(1))
 	cfg := awsstore.Config{

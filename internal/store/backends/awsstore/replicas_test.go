@@ -16,6 +16,7 @@ import (
 // B sees what a worker publishes through A, every event exactly once and
 // in order, while it is being written, and stops when A completes the job.
 func TestFeedAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	a, b := openStore(t, cfg), openStore(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -94,6 +95,7 @@ func TestFeedAcrossReplicas(t *testing.T) {
 // TestWatchAcrossReplicas: Watch on B fires for a change made through A,
 // not without one, and B stops polling once nobody watches.
 func TestWatchAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	a := openStore(t, cfg)
 	b, calls, err := awsstore.OpenCounting(context.Background(), cfg)

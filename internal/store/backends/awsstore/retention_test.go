@@ -68,6 +68,7 @@ func partitionSize(t *testing.T, s *awsstore.Store, part string) int {
 // a later note does not move; jobs not final have none, and a request
 // marker expires JobTTL after its job's creation.
 func TestFinalJobsCarryTTL(t *testing.T) {
+	t.Parallel()
 	const keep = 72 * time.Hour
 	cfg := awstest.Shared(t).NewConfig(t)
 	cfg.JobTTL = keep
@@ -164,6 +165,7 @@ func TestFinalJobsCarryTTL(t *testing.T) {
 
 // TestJobsKeptWithoutTTL: with JobTTL 0 (the default) nothing expires.
 func TestJobsKeptWithoutTTL(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	nj := newJob(newQueue())
@@ -184,6 +186,7 @@ func TestJobsKeptWithoutTTL(t *testing.T) {
 // DynamoDB has not deleted yet, counts as gone: the request id makes a new
 // job.
 func TestExpiredMarkerIsReplaced(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	cfg.JobTTL = time.Hour
 	s := openStore(t, cfg)
@@ -216,6 +219,7 @@ func TestExpiredMarkerIsReplaced(t *testing.T) {
 // DynamoDB's TTL is not brought back from the source's record (as a job
 // whose opening was cut short would be): the next events open a new job.
 func TestExpiredSourceJobStaysGone(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	cfg.JobTTL = time.Millisecond
 	s := openStore(t, cfg)
@@ -244,6 +248,7 @@ func TestExpiredSourceJobStaysGone(t *testing.T) {
 // job: its log, its request marker, and for an external job its accepted
 // events and their markers.
 func TestDeleteJobLeavesNothing(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	cfg := s.Config()
@@ -286,6 +291,7 @@ func TestDeleteJobLeavesNothing(t *testing.T) {
 // TestQueueStatsAcrossServers: a server that never used a queue lists it
 // (the queue registry), paused or with jobs.
 func TestQueueStatsAcrossServers(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	a := openStore(t, cfg)
 	ctx := context.Background()
@@ -319,6 +325,7 @@ func TestQueueStatsAcrossServers(t *testing.T) {
 // TestQueueStatsBound: a queue's counts examine at most statsScan of its
 // newest jobs (doc.go, Queues), so a larger backlog counts as that many.
 func TestQueueStatsBound(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	awsstore.SetStatsScan(s, 3)
 	ctx := context.Background()
@@ -348,6 +355,7 @@ func TestQueueStatsBound(t *testing.T) {
 // stopped, so a front of old jobs that are not to go (queued ones) longer
 // than one call's work does not hide the ended jobs after it.
 func TestEndedBeforeGoesOn(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	awsstore.SetEndedScan(s, 2, 1)
 	ctx := context.Background()

@@ -75,6 +75,7 @@ func batchItems(t *testing.T, s *awsstore.Store, id string, index int) []int {
 // an item under DynamoDB's limit, and read back whole, around the
 // boundaries and for a batch the size of the largest the service takes.
 func TestScatterBatchChunks(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	const chunk = 350 << 10
@@ -123,6 +124,7 @@ func TestScatterBatchChunks(t *testing.T) {
 // creates it, and reads give the retry's batches, nothing of the first
 // try's.
 func TestScatterCreateCrash(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	crashing, other := openStore(t, cfg), openStore(t, cfg)
 	ctx := context.Background()
@@ -166,6 +168,7 @@ func TestScatterCreateCrash(t *testing.T) {
 // TestScatterUpdate: an update of a missing scatter is not found, and
 // moving a scatter between active and not moves it between listings.
 func TestScatterUpdate(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	missing := scatterRec(1)
@@ -219,6 +222,7 @@ func TestScatterUpdate(t *testing.T) {
 // pages of the full listing are exact: the last full page says there is
 // no next one.
 func TestActiveScattersListedCheaply(t *testing.T) {
+	t.Parallel()
 	s, calls, err := awsstore.OpenCounting(context.Background(), awstest.Shared(t).NewConfig(t))
 	if err != nil {
 		t.Fatal(err)
@@ -286,6 +290,7 @@ func TestActiveScattersListedCheaply(t *testing.T) {
 // TestManyScatterBatches: a scatter of 1,000 batches of 10 KB is written
 // in 40 BatchWriteItem calls, a few at once, and quickly.
 func TestManyScatterBatches(t *testing.T) {
+	t.Parallel()
 	s, calls, err := awsstore.OpenCounting(context.Background(), awstest.Shared(t).NewConfig(t))
 	if err != nil {
 		t.Fatal(err)
@@ -325,6 +330,7 @@ func TestManyScatterBatches(t *testing.T) {
 // the job item is written is waited for, as any new job's is: the wait
 // goes by when the message was sent, not by the id's time.
 func TestNamedJobMessageWaits(t *testing.T) {
+	t.Parallel()
 	s := freshStore(t)
 	ctx := context.Background()
 	q := newQueue()

@@ -56,6 +56,7 @@ type cfnQueue struct {
 // TestTemplateMatchesProvision: the CloudFormation template declares the
 // same tables, indexes and queue settings as Provision.
 func TestTemplateMatchesProvision(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "deploy", "aws", "spool.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // nobody watches the watcher keeps nothing (and stops polling). A watch
 // that lasts is still woken.
 func TestWatchesForgotten(t *testing.T) {
+	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
 	s, calls, err := awsstore.OpenCounting(context.Background(), cfg)
 	if err != nil {
