@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 )
 
@@ -469,7 +469,7 @@ func catchUpGoal(ctx context.Context, job emitter) ([]goalRow, error) {
 	back := time.Now()
 	for {
 		j, err := r.Client.Job(ctx, submitted.GetJobId())
-		if err == nil && spool.IsFinal(j.GetState()) {
+		if err == nil && convert.State(j.GetState()).IsFinal() {
 			break
 		}
 		if time.Since(back) > time.Minute {

@@ -13,6 +13,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/worker"
 )
@@ -41,7 +42,7 @@ func Example() {
 		line := ev.GetOutputData()
 		fmt.Println(line.GetLineNumber(), line.GetStream(), string(line.GetOutput()))
 	}
-	fmt.Println("the job", spool.StateName(s.Finished().GetState()))
+	fmt.Println("the job", convert.State(s.Finished().GetState()).String())
 	// Output:
 	// 1 STREAM_TYPE_STDOUT building
 	// 2 STREAM_TYPE_STDOUT done
@@ -169,7 +170,7 @@ func ExampleClient_CreateKey() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(key.GetName(), spool.RoleName(key.GetRole()), key.GetQueues(), strings.HasPrefix(secret, "spool_"))
+	fmt.Println(key.GetName(), convert.Role(key.GetRole()).String(), key.GetQueues(), strings.HasPrefix(secret, "spool_"))
 
 	// A worker key may not submit jobs: the server says so.
 	w, err := client.New(url, client.WithAPIKey(secret))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/server"
 )
 
@@ -51,7 +52,7 @@ func ExampleStart() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(keys[0].GetName(), spool.RoleName(keys[0].GetRole()))
+	fmt.Println(keys[0].GetName(), convert.Role(keys[0].GetRole()).String())
 	// Output:
 	// 200 OK
 	// admin admin

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/worker"
 )
@@ -56,7 +56,7 @@ func Example() {
 		}
 		fmt.Println(string(ev.GetOutputData().GetOutput()))
 	}
-	fmt.Println("the job", spool.StateName(s.Finished().GetState()))
+	fmt.Println("the job", convert.State(s.Finished().GetState()).String())
 
 	stop() // a graceful stop: running jobs may finish
 	if err := <-done; err != nil {

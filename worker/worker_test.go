@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
@@ -406,7 +406,7 @@ func TestStopAfterGraceRetriesJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spool.IsFinal(j.GetState()) {
+	if convert.State(j.GetState()).IsFinal() {
 		t.Fatalf("a job stopped by a worker shutdown was completed: %s %v", j.GetState(), j.GetResult())
 	}
 	evs := e.logOf(t, id)

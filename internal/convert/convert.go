@@ -200,6 +200,15 @@ func Queue(q *spoolv1.Queue) *spool.Queue {
 		Cancelled: int(q.GetCancelled()), OldestQueuedAt: timeOf(q.GetOldestQueuedAt()), Workers: int(q.GetWorkers())}
 }
 
+// Queues are the queues qs.
+func Queues(qs []*spoolv1.Queue) []*spool.Queue {
+	out := make([]*spool.Queue, len(qs))
+	for i, q := range qs {
+		out[i] = Queue(q)
+	}
+	return out
+}
+
 // QueueProto is the wire's queue q (nil for nil).
 func QueueProto(q *spool.Queue) *spoolv1.Queue {
 	if q == nil {

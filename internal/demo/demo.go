@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -143,9 +143,9 @@ func follow(ctx context.Context, c *client.Client, o Options, f *Figures) error 
 	}
 	f.Lines = job.GetLineCount()
 	fmt.Fprintf(o.Out, "followed it live: %d lines in %s, ending with %q; the job %s\n",
-		f.FollowedLive, f.FollowTime.Round(time.Millisecond), last, spool.StateName(job.GetState()))
+		f.FollowedLive, f.FollowTime.Round(time.Millisecond), last, convert.State(job.GetState()).String())
 	if job.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		return fmt.Errorf("the demo job %s: %s", spool.StateName(job.GetState()), job.GetResult().GetError())
+		return fmt.Errorf("the demo job %s: %s", convert.State(job.GetState()).String(), job.GetResult().GetError())
 	}
 	return nil
 }

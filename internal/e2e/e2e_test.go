@@ -18,9 +18,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/outbox"
 	"github.com/spool-run/spool/internal/wire"
 	"github.com/spool-run/spool/spooltest"
@@ -162,7 +162,7 @@ func waitFinal(t *testing.T, c *client.Client, id string) *spoolv1.Job {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		j, err := c.Job(context.Background(), id)
-		if err == nil && spool.IsFinal(j.GetState()) {
+		if err == nil && convert.State(j.GetState()).IsFinal() {
 			return j
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.json from the current views")
@@ -67,20 +69,23 @@ func fullScatter() *spoolv1.Scatter {
 }
 
 // goldenViews are what the REST API and --json print for the jobs, scatters
-// and queues above, keyed by their golden file.
+// and queues above, as they come from the wire, keyed by their golden file.
+// The files were written when the views still read the wire's messages
+// themselves: these views of spool's types must print them byte for byte.
 func goldenViews() map[string]any {
 	plainScatter := proto.Clone(fullScatter()).(*spoolv1.Scatter)
 	plainScatter.Spec.BatchInput, plainScatter.Spec.Gather = "", nil
 	plainScatter.Spec.ToleratedFailureCount, plainScatter.Spec.ToleratedFailurePercentage = nil, nil
+	queues := []*spool.Queue{
+		convert.Queue(&spoolv1.Queue{Name: "builds", Paused: true, PausedAt: at(4), Queued: 7, Running: 2, Succeeded: 30, Failed: 3, Cancelled: 1, OldestQueuedAt: at(1), Workers: 4}),
+		convert.Queue(&spoolv1.Queue{Name: "default"}),
+	}
 	return map[string]any{
-		"job.json":     View(fullJob()),
-		"jobs.json":    ListView([]*spoolv1.Job{fullJob(), externalJob(), {JobId: "empty"}}, "cursor-2"),
-		"scatter.json": ScatterListView([]*spoolv1.Scatter{fullScatter(), plainScatter}, "next"),
-		"batches.json": ScatterBatchesView([]*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1}}, 2),
-		"queues.json": QueueListView(&spoolv1.ListQueuesResponse{WindowSeconds: 3600, Queues: []*spoolv1.Queue{
-			{Name: "builds", Paused: true, PausedAt: at(4), Queued: 7, Running: 2, Succeeded: 30, Failed: 3, Cancelled: 1, OldestQueuedAt: at(1), Workers: 4},
-			{Name: "default"},
-		}}),
+		"job.json":     View(convert.Job(fullJob())),
+		"jobs.json":    ListView(convert.Jobs([]*spoolv1.Job{fullJob(), externalJob(), {JobId: "empty"}}), "cursor-2"),
+		"scatter.json": ScatterListView(convert.Scatters([]*spoolv1.Scatter{fullScatter(), plainScatter}), "next"),
+		"batches.json": ScatterBatchesView(convert.ScatterBatches([]*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1}}), 2),
+		"queues.json":  QueueListView(queues, time.Hour),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
@@ -138,7 +139,7 @@ func wantProgress(t *testing.T, sc *spoolv1.Scatter, state spoolv1.ScatterState,
 	if sc.GetState() != state || p.GetSucceeded() != succeeded || p.GetFailed() != failed || p.GetCancelled() != cancelled ||
 		p.GetQueued()+p.GetRunning()+p.GetWaiting() != 0 {
 		t.Fatalf("scatter %s ended %s (%s) with %v; want %s with %d succeeded, %d failed, %d cancelled",
-			sc.GetScatterId(), spool.ScatterStateName(sc.GetState()), sc.GetError(), p, spool.ScatterStateName(state), succeeded, failed, cancelled)
+			sc.GetScatterId(), convert.ScatterState(sc.GetState()).String(), sc.GetError(), p, convert.ScatterState(state).String(), succeeded, failed, cancelled)
 	}
 }
 
