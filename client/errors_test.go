@@ -23,7 +23,7 @@ func TestIsUnavailable(t *testing.T) {
 	c := srv.Client()
 	srv.Stop()
 	_, err := c.Job(context.Background(), "any")
-	if !client.IsUnavailable(err) || !errors.Is(err, spool.ErrUnavailable) {
+	if !errors.Is(err, spool.ErrUnavailable) || !errors.Is(err, spool.ErrUnavailable) {
 		t.Errorf("a call to a stopped server: %v is not unavailable", err)
 	}
 
@@ -35,7 +35,7 @@ func TestIsUnavailable(t *testing.T) {
 	defer busy.Close()
 	_, listenErr := net.Listen("tcp", busy.Addr().String())
 	for _, err := range []error{fileErr, listenErr, fmt.Errorf("open the data directory: %w", fileErr)} {
-		if err == nil || client.IsUnavailable(err) {
+		if err == nil || errors.Is(err, spool.ErrUnavailable) {
 			t.Errorf("%v is said to be unavailable", err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestIsUnavailable(t *testing.T) {
 // refuses it, instead of quietly meaning "no timeout".
 func TestNegativeTimeoutRefused(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	_, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"true"}, Timeout: -5 * time.Second})
+	_, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"true"}, Timeout: -5 * time.Second})
 	if !errors.Is(err, spool.ErrInvalidArgument) || !strings.Contains(err.Error(), "params.timeout") {
 		t.Fatalf("got %v, want the server to refuse params.timeout", err)
 	}

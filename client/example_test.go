@@ -13,7 +13,6 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/worker"
 )
@@ -24,17 +23,17 @@ func Example() {
 	defer stop()
 	ctx := context.Background()
 
-	// Or: client.New(client.URLFromEnv(), client.WithAPIKey(client.APIKeyFromEnv()))
-	c, err := client.New(url, client.WithAPIKey(key))
+	// Or: client.New(client.Config{URL: client.URLFromEnv(), APIKey: client.APIKeyFromEnv()})
+	c, err := client.New(client.Config{URL: url, APIKey: key})
 	if err != nil {
 		log.Fatal(err)
 	}
-	job, _, err := c.Submit(ctx, client.Submission{Script: "echo building; echo done"})
+	job, _, err := c.Submit(ctx, client.SubmitParams{Script: "echo building; echo done"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := c.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true,
-		Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := c.Events(ctx, job.ID, client.StreamOptions{Follow: true,
+		Types: []spool.EventType{spool.EventOutput}})
 	for ev, err := range s.All() {
 		if err != nil {
 			log.Fatal(err)
@@ -42,7 +41,7 @@ func Example() {
 		line := ev.GetOutputData()
 		fmt.Println(line.GetLineNumber(), line.GetStream(), string(line.GetOutput()))
 	}
-	fmt.Println("the job", convert.State(s.Finished().GetState()).String())
+	fmt.Println("the job", s.Finished().State.String())
 	// Output:
 	// 1 STREAM_TYPE_STDOUT building
 	// 2 STREAM_TYPE_STDOUT done
@@ -55,17 +54,17 @@ func ExampleClient_Events_fromLine() {
 	url, key, stop := exampleSpool()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(url, client.WithAPIKey(key))
+	c, err := client.New(client.Config{URL: url, APIKey: key})
 	if err != nil {
 		log.Fatal(err)
 	}
-	job, _, err := c.Submit(ctx, client.Submission{Argv: []string{"seq", "1", "10"}})
+	job, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"seq", "1", "10"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	waitFinal(ctx, c, job.GetJobId())
+	waitFinal(ctx, c, job.ID)
 
-	for ev, err := range c.Events(ctx, job.GetJobId(), client.StreamOptions{FromLine: 8}).All() {
+	for ev, err := range c.Events(ctx, job.ID, client.StreamOptions{FromLine: 8}).All() {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -83,7 +82,7 @@ func ExampleClient_Events_fromLine() {
 func ExampleClient_Job_notFound() {
 	url, key, stop := exampleSpool()
 	defer stop()
-	c, err := client.New(url, client.WithAPIKey(key))
+	c, err := client.New(client.Config{URL: url, APIKey: key})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -97,30 +96,30 @@ func ExampleClient_Rerun() {
 	url, key, stop := exampleSpool()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(url, client.WithAPIKey(key))
+	c, err := client.New(client.Config{URL: url, APIKey: key})
 	if err != nil {
 		log.Fatal(err)
 	}
-	first, _, err := c.Submit(ctx, client.Submission{Script: "echo flaky; exit 1"})
+	first, _, err := c.Submit(ctx, client.SubmitParams{Script: "echo flaky; exit 1"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	// A job must have finished to be run again (or it is spool.ErrConflict).
-	s := c.Events(ctx, first.GetJobId(), client.StreamOptions{Follow: true})
+	s := c.Events(ctx, first.ID, client.StreamOptions{Follow: true})
 	for _, err := range s.All() {
 		if err != nil {
 			log.Fatal(err)
 		}
 	}
-	again, err := c.Rerun(ctx, first.GetJobId(), "")
+	again, err := c.Rerun(ctx, first.ID, "")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("rerun of the first:", again.GetRerunOf() == first.GetJobId())
-	if err := c.Delete(ctx, first.GetJobId()); err != nil {
+	fmt.Println("rerun of the first:", again.RerunOf == first.ID)
+	if err := c.Delete(ctx, first.ID); err != nil {
 		log.Fatal(err)
 	}
-	_, err = c.Job(ctx, first.GetJobId())
+	_, err = c.Job(ctx, first.ID)
 	fmt.Println("first deleted:", errors.Is(err, spool.ErrNotFound))
 	// Output:
 	// rerun of the first: true
@@ -133,14 +132,14 @@ func ExampleClient_PauseQueue() {
 	url, key, stop := exampleSpool()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(url, client.WithAPIKey(key))
+	c, err := client.New(client.Config{URL: url, APIKey: key})
 	if err != nil {
 		log.Fatal(err)
 	}
 	if _, err := c.PauseQueue(ctx, "deploys"); err != nil {
 		log.Fatal(err)
 	}
-	if _, _, err := c.Submit(ctx, client.Submission{Queue: "deploys", Argv: []string{"./deploy.sh"}}); err != nil {
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "deploys", Argv: []string{"./deploy.sh"}}); err != nil {
 		log.Fatal(err)
 	}
 	queues, _, err := c.Queues(ctx)
@@ -148,10 +147,10 @@ func ExampleClient_PauseQueue() {
 		log.Fatal(err)
 	}
 	for _, q := range queues {
-		if q.GetName() != "deploys" {
+		if q.Name != "deploys" {
 			continue // the worker's own queue, "default", shows too
 		}
-		fmt.Printf("%s paused=%v queued=%d running=%d\n", q.GetName(), q.GetPaused(), q.GetQueued(), q.GetRunning())
+		fmt.Printf("%s paused=%v queued=%d running=%d\n", q.Name, q.Paused, q.Queued, q.Running)
 	}
 	// Output: deploys paused=true queued=1 running=0
 }
@@ -162,22 +161,22 @@ func ExampleClient_CreateKey() {
 	url, adminKey, stop := exampleSpool()
 	defer stop()
 	ctx := context.Background()
-	admin, err := client.New(url, client.WithAPIKey(adminKey))
+	admin, err := client.New(client.Config{URL: url, APIKey: adminKey})
 	if err != nil {
 		log.Fatal(err)
 	}
-	key, secret, err := admin.CreateKey(ctx, client.NewKey{Name: "builder-1", Role: "worker", Queues: []string{"builds"}})
+	key, secret, err := admin.CreateKey(ctx, client.KeyParams{Name: "builder-1", Role: spool.RoleWorker, Queues: []string{"builds"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(key.GetName(), convert.Role(key.GetRole()).String(), key.GetQueues(), strings.HasPrefix(secret, "spool_"))
+	fmt.Println(key.Name, key.Role.String(), key.Queues, strings.HasPrefix(secret, "spool_"))
 
 	// A worker key may not submit jobs: the server says so.
-	w, err := client.New(url, client.WithAPIKey(secret))
+	w, err := client.New(client.Config{URL: url, APIKey: secret})
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, _, err = w.Submit(ctx, client.Submission{Queue: "builds", Argv: []string{"make"}})
+	_, _, err = w.Submit(ctx, client.SubmitParams{Queue: "builds", Argv: []string{"make"}})
 	fmt.Println(errors.Is(err, spool.ErrPermissionDenied))
 
 	// Revoked, it stops working at once.
@@ -194,7 +193,7 @@ func ExampleClient_CreateKey() {
 
 // waitFinal follows a job until it has ended.
 func waitFinal(ctx context.Context, c *client.Client, id string) {
-	s := c.Events(ctx, id, client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_PROCESS_END}})
+	s := c.Events(ctx, id, client.StreamOptions{Follow: true, Types: []spool.EventType{spool.EventProcessEnd}})
 	for _, err := range s.All() {
 		if err != nil {
 			log.Fatal(err)

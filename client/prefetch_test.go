@@ -73,7 +73,7 @@ func TestPrefetchOneAhead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seqs = append(seqs, ev.GetSequence())
+		seqs = append(seqs, ev.Sequence)
 		if len(seqs) > 1 {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
@@ -56,7 +57,7 @@ func TestEventsFromSequence(t *testing.T) {
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 1000)...)
 	// PROCESS_START is sequence 1, so line L is sequence L+1; PROCESS_END
 	// is 1002.
-	s := c.Events(context.Background(), job.GetJobId(), client.StreamOptions{FromSequence: 75})
+	s := c.Events(context.Background(), job.ID, client.StreamOptions{FromSequence: 75})
 	got := collect(t, s)
 	checkSeq(t, got, 75, 1002)
 	first := got[0].GetOutputData()
@@ -66,11 +67,11 @@ func TestEventsFromSequence(t *testing.T) {
 	if got[len(got)-1].GetEventType() != spoolv1.EventType_EVENT_TYPE_PROCESS_END {
 		t.Fatalf("last event: %v", got[len(got)-1])
 	}
-	if f := s.Finished(); f.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || f.GetLineCount() != 1000 {
+	if f := s.Finished(); f.State != spool.Succeeded || f.LineCount != 1000 {
 		t.Fatalf("Finished() = %v", f)
 	}
 
-	log, err := c.ReadLog(context.Background(), job.GetJobId())
+	log, err := c.ReadLog(context.Background(), job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +82,8 @@ func TestEventsFromLine(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
-	s := c.Events(context.Background(), job.GetJobId(), client.StreamOptions{
-		FromLine: 9000, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := c.Events(context.Background(), job.ID, client.StreamOptions{
+		FromLine: 9000, Types: []spool.EventType{spool.EventOutput}})
 	got := collect(t, s)
 	checkSeq(t, got, 9001, 10001)
 	if d := got[0].GetOutputData(); d.GetLineNumber() != 9000 || string(d.GetOutput()) != "9000" {
@@ -95,7 +96,7 @@ func TestBatches(t *testing.T) {
 	c := srv.Client()
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 120)...)
 	var got []*spoolv1.JobEvent
-	for ev, err := range c.Events(context.Background(), job.GetJobId(), client.StreamOptions{FromSequence: 75}).Batches() {
+	for ev, err := range c.Events(context.Background(), job.ID, client.StreamOptions{FromSequence: 75}).Batches() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestBatches(t *testing.T) {
 func TestFollowRunningJob(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "seq 1 500"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "seq 1 500"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -170,7 +171,7 @@ func TestFollowRunningJob(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the follower did not end when the job finished")
 	}
-	if s.Finished().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+	if s.Finished().State != spool.Succeeded {
 		t.Fatalf("Finished() = %v", s.Finished())
 	}
 }
@@ -180,7 +181,7 @@ func TestFollowRunningJob(t *testing.T) {
 func TestBreakClosesStream(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 100"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "sleep 100"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -238,11 +239,11 @@ func TestEventsGiveUp(t *testing.T) {
 	policy := fastRetry
 	policy.GiveUpAfter = 500 * time.Millisecond
 	policy.OnRetry = func(error, time.Duration) { retries++ }
-	for _, err := range c.Events(context.Background(), job.GetJobId(), client.StreamOptions{Reconnect: policy}).All() {
+	for _, err := range c.Events(context.Background(), job.ID, client.StreamOptions{Reconnect: policy}).All() {
 		if err == nil {
 			t.Fatal("read events from a stopped server")
 		}
-		if !client.IsUnavailable(err) || !strings.Contains(err.Error(), "gave up") {
+		if !errors.Is(err, spool.ErrUnavailable) || !strings.Contains(err.Error(), "gave up") {
 			t.Fatalf("got %v, want an Unavailable error that says it gave up", err)
 		}
 	}
@@ -256,7 +257,7 @@ func TestEventsGiveUp(t *testing.T) {
 func TestEventsEndWithContext(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 100"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "sleep 100"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")

@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/server"
 )
 
@@ -44,7 +42,7 @@ func ExampleStart() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := client.New(srv.URL(), client.WithAPIKey(string(key)))
+	c, err := client.New(client.Config{URL: srv.URL(), APIKey: string(key)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -52,7 +50,7 @@ func ExampleStart() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(keys[0].GetName(), convert.Role(keys[0].GetRole()).String())
+	fmt.Println(keys[0].Name, keys[0].Role.String())
 	// Output:
 	// 200 OK
 	// admin admin

@@ -78,18 +78,18 @@ func TestRunAsScatter(t *testing.T) {
 	needJobUser(t)
 	e := newEnv(t, 1, func(c *worker.Config) { c.SpoolDir, c.RunAs = sharedSpoolDir(t), jobUser })
 	run := func(script string) *spoolv1.Job {
-		sc, err := e.c.StartScatter(t.Context(), client.NewScatter{Job: client.Submission{Script: script},
+		sc, err := e.c.StartScatter(t.Context(), client.ScatterParams{Job: client.SubmitParams{Script: script},
 			Batches: []json.RawMessage{json.RawMessage(`["x"]`)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			batches, _, err := e.c.ScatterBatches(t.Context(), sc.GetScatterId(), 0, 10)
+			batches, _, err := e.c.ScatterBatches(t.Context(), sc.ID, 0, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(batches) == 1 && batches[0].GetJob() != nil {
-				return e.wait(t, batches[0].GetJob().GetJobId())
+			if len(batches) == 1 && batches[0].Job != nil {
+				return e.wait(t, batches[0].Job.ID)
 			}
 		}
 		t.Fatal("the scatter's batch never got a job")

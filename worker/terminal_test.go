@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/worker"
@@ -75,13 +76,13 @@ func processStart(t *testing.T, evs []*spoolv1.JobEvent) *spoolv1.ProcessStartEv
 func TestTerminalJob(t *testing.T) {
 	t.Setenv("TERM", "") // the worker has none to pass on
 	e, log := newLoggedEnv(t, 2)
-	onTerminal := client.Submission{PTY: true, Timeout: time.Minute, Script: lookAround + `stty size
+	onTerminal := client.SubmitParams{PTY: true, Timeout: time.Minute, Script: lookAround + `stty size
 echo "TERM=$TERM"
 printf '10%%\r20%%\r\n'
 cat
 echo 'input ended'
 seq 1 3000`}
-	onPipes := client.Submission{Script: lookAround}
+	onPipes := client.SubmitParams{Script: lookAround}
 	tid, pid := e.submit(t, onTerminal), e.submit(t, onPipes)
 
 	if j := e.wait(t, tid); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
@@ -125,7 +126,7 @@ func head(b []byte) []byte { return b[:min(len(b), 120)] }
 func TestTerminalJobWithStdin(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	in := []byte("line one\nbinary \x00\xff\x03\x04\x1a\r\n" + strings.Repeat("long ", 2000) + "\nno newline")
-	id := e.submit(t, client.Submission{PTY: true, Stdin: in,
+	id := e.submit(t, client.SubmitParams{PTY: true, Stdin: in,
 		Script: `[ -t 1 ] && echo 'stdout: terminal'; [ -t 0 ] || echo 'stdin: not a terminal'; cksum`})
 	if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
 		t.Fatalf("job: %s %v", j.GetState(), j.GetResult())
@@ -148,8 +149,8 @@ func TestTerminalJobWithStdin(t *testing.T) {
 func TestTerminalScatterBatch(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	item, _ := json.Marshal(strings.Repeat("a long item ", 1000))
-	sc, err := e.c.StartScatter(context.Background(), client.NewScatter{
-		Job:     client.Submission{PTY: true, Script: `[ -t 1 ] && [ ! -t 0 ] && cmp - "$SPOOL_BATCH_FILE" && echo '{}' > "$SPOOL_RESULT"`},
+	sc, err := e.c.StartScatter(context.Background(), client.ScatterParams{
+		Job:     client.SubmitParams{PTY: true, Script: `[ -t 1 ] && [ ! -t 0 ] && cmp - "$SPOOL_BATCH_FILE" && echo '{}' > "$SPOOL_RESULT"`},
 		Batches: []json.RawMessage{json.RawMessage("[" + string(item) + "]")},
 	})
 	if err != nil {
@@ -157,11 +158,11 @@ func TestTerminalScatterBatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if sc, err = e.c.FollowScatter(ctx, sc.GetScatterId(), 50*time.Millisecond, nil); err != nil {
+	if sc, err = e.c.FollowScatter(ctx, sc.ID, 50*time.Millisecond, nil); err != nil {
 		t.Fatal(err)
 	}
-	if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED {
-		t.Fatalf("the scatter ended %s: %s", sc.GetState(), sc.GetError())
+	if sc.State != spool.ScatterSucceeded {
+		t.Fatalf("the scatter ended %s: %s", sc.State, sc.Error)
 	}
 }
 
@@ -226,8 +227,8 @@ echo $! >> "$PIDS"; echo $$ >> "$PIDS"
 echo started
 sleep 300`
 	dir := t.TempDir()
-	cancelled := client.Submission{PTY: true, Script: script, Env: map[string]string{"PIDS": filepath.Join(dir, "cancelled")}}
-	timedOut := client.Submission{PTY: true, Script: script, Timeout: time.Second, Env: map[string]string{"PIDS": filepath.Join(dir, "timed-out")}}
+	cancelled := client.SubmitParams{PTY: true, Script: script, Env: map[string]string{"PIDS": filepath.Join(dir, "cancelled")}}
+	timedOut := client.SubmitParams{PTY: true, Script: script, Timeout: time.Second, Env: map[string]string{"PIDS": filepath.Join(dir, "timed-out")}}
 	cid, tid := e.submit(t, cancelled), e.submit(t, timedOut)
 	waitForLines(t, e, cid, 1)
 	if _, err := e.c.Cancel(context.Background(), cid, "test"); err != nil {
@@ -261,9 +262,9 @@ sleep 300`
 func TestTerminalJobLeavesProcesses(t *testing.T) {
 	e, log := newLoggedEnv(t, 2)
 	dir := t.TempDir()
-	inGroup := client.Submission{PTY: true, Script: `sleep 300 & echo $! > "$PIDS"; echo done`,
+	inGroup := client.SubmitParams{PTY: true, Script: `sleep 300 & echo $! > "$PIDS"; echo done`,
 		Env: map[string]string{"PIDS": filepath.Join(dir, "in-group")}}
-	escaped := client.Submission{PTY: true, Env: map[string]string{"PIDS": filepath.Join(dir, "escaped")},
+	escaped := client.SubmitParams{PTY: true, Env: map[string]string{"PIDS": filepath.Join(dir, "escaped")},
 		Script: `setsid sh -c 'echo $$ > "$PIDS"; exec sleep 300' &
 while [ ! -s "$PIDS" ]; do sleep 0.05; done
 echo done`}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
@@ -34,11 +33,11 @@ type env struct {
 // seconds) and a worker with the given concurrency.
 func newEnv(t *testing.T, concurrency int, tweak func(*worker.Config)) *env {
 	t.Helper()
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
 		c.Server.ShutdownGrace = 2 * time.Second
 		c.Execution.HeartbeatInterval = time.Second
 		c.Jobs.Lease = 3 * time.Second
-	}))
+	}})
 	wc := worker.Config{Concurrency: concurrency}
 	if tweak != nil {
 		tweak(&wc)
@@ -46,16 +45,16 @@ func newEnv(t *testing.T, concurrency int, tweak func(*worker.Config)) *env {
 	return &env{srv: srv, c: srv.Client(), w: spooltest.NewWorker(t, srv, wc)}
 }
 
-func (e *env) submit(t *testing.T, s client.Submission) string {
+func (e *env) submit(t *testing.T, s client.SubmitParams) string {
 	t.Helper()
 	j, _, err := e.c.Submit(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return j.GetJobId()
+	return j.ID
 }
 
-func sh(script string) client.Submission { return client.Submission{Script: script} }
+func sh(script string) client.SubmitParams { return client.SubmitParams{Script: script} }
 
 // wait follows the job until it is final and returns it.
 func (e *env) wait(t *testing.T, id string) *spoolv1.Job {
@@ -120,7 +119,7 @@ func storedItems(t *testing.T, e *env, id string) map[spoolv1.EventType]int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts[ev.GetEventType()]++
+		counts[ev.Type]++
 	}
 	return counts
 }
@@ -129,7 +128,7 @@ func storedItems(t *testing.T, e *env, id string) map[spoolv1.EventType]int {
 // stores about two output batches plus PROCESS_START and PROCESS_END.
 func TestHundredLines(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	id := e.submit(t, client.Submission{Argv: []string{"seq", "1", "100"}})
+	id := e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "100"}})
 	j := e.wait(t, id)
 	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetResult().GetExitCode() != 0 {
 		t.Fatalf("job: %v", j)
@@ -170,8 +169,8 @@ func TestExitCodeStderrAndEnv(t *testing.T) {
 func TestStdin(t *testing.T) {
 	e := newEnv(t, 2, nil)
 	in := []byte("line one\nbinary \x00\xff\n")
-	with := e.submit(t, client.Submission{Argv: []string{"od", "-An", "-c"}, Stdin: in})
-	without := e.submit(t, client.Submission{Argv: []string{"wc", "-c"}})
+	with := e.submit(t, client.SubmitParams{Argv: []string{"od", "-An", "-c"}, Stdin: in})
+	without := e.submit(t, client.SubmitParams{Argv: []string{"wc", "-c"}})
 	want, err := exec.Command("sh", "-c", `printf 'line one\nbinary \000\377\n' | od -An -c`).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +189,7 @@ func TestStdin(t *testing.T) {
 
 func TestCannotStart(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	id := e.submit(t, client.Submission{Argv: []string{"/no/such/program"}})
+	id := e.submit(t, client.SubmitParams{Argv: []string{"/no/such/program"}})
 	j := e.wait(t, id)
 	if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || !strings.Contains(j.GetResult().GetError(), "could not start") {
 		t.Fatalf("job: %v", j.GetResult())
@@ -205,7 +204,7 @@ func TestCannotStart(t *testing.T) {
 // said to be missing, not blamed on the program.
 func TestWorkingDirMissing(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	j := e.wait(t, e.submit(t, client.Submission{Argv: []string{"pwd"}, WorkingDir: "/nonexistent/dir"}))
+	j := e.wait(t, e.submit(t, client.SubmitParams{Argv: []string{"pwd"}, WorkingDir: "/nonexistent/dir"}))
 	if got := j.GetResult().GetError(); !strings.HasPrefix(got, "the working directory /nonexistent/dir does not exist on worker ") {
 		t.Fatalf("job error %q, want it to say the directory does not exist on the worker", got)
 	}
@@ -245,7 +244,7 @@ func waitForLines(t *testing.T, e *env, id string, n int64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.GetLineCount() >= n {
+		if j.LineCount >= n {
 			return
 		}
 	}
@@ -258,7 +257,7 @@ func TestManyJobsAtOnce(t *testing.T) {
 	e := newEnv(t, 100, nil)
 	var ids []string
 	for range 100 {
-		ids = append(ids, e.submit(t, client.Submission{Argv: []string{"seq", "1", "1000"}}))
+		ids = append(ids, e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "1000"}}))
 	}
 	var wg sync.WaitGroup
 	for _, id := range ids {
@@ -406,8 +405,8 @@ func TestStopAfterGraceRetriesJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if convert.State(j.GetState()).IsFinal() {
-		t.Fatalf("a job stopped by a worker shutdown was completed: %s %v", j.GetState(), j.GetResult())
+	if j.State.IsFinal() {
+		t.Fatalf("a job stopped by a worker shutdown was completed: %s %v", j.State, j.Result)
 	}
 	evs := e.logOf(t, id)
 	last := evs[len(evs)-1]
@@ -416,8 +415,8 @@ func TestStopAfterGraceRetriesJob(t *testing.T) {
 	}
 	// Attempt 2 is leased at once: the job was handed back.
 	l := spooltest.LeaseJob(t, e.srv, "")
-	if l.JobID() != id || l.GetJob().GetAttempt() != 2 {
-		t.Fatalf("retry: job %s attempt %d", l.JobID(), l.GetJob().GetAttempt())
+	if l.JobID() != id || l.Job().Attempt != 2 {
+		t.Fatalf("retry: job %s attempt %d", l.JobID(), l.Job().Attempt)
 	}
 }
 
@@ -449,7 +448,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, 1, func(c *worker.Config) { c.Meters = m.Provider() })
-	e.wait(t, e.submit(t, client.Submission{Argv: []string{"seq", "1", "100"}}))
+	e.wait(t, e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "100"}}))
 	e.w.Stop()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

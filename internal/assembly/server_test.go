@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
@@ -35,9 +36,9 @@ func testConfig(c *server.Config) {
 
 func start(t testing.TB, tweaks ...func(*server.Config)) *spooltest.Server {
 	t.Helper()
-	opts := []spooltest.Option{spooltest.WithConfig(testConfig)}
+	opts := []spooltest.Option{spooltest.Config{Server: testConfig}}
 	for _, f := range tweaks {
-		opts = append(opts, spooltest.WithConfig(f))
+		opts = append(opts, spooltest.Config{Server: f})
 	}
 	return spooltest.NewServer(t, opts...)
 }
@@ -56,7 +57,7 @@ func newClient(t testing.TB, srv *spooltest.Server, key ...string) *api {
 	if len(key) > 0 {
 		k = key[0]
 	}
-	c, err := client.New(srv.URL, client.WithAPIKey(k))
+	c, err := client.New(client.Config{URL: srv.URL, APIKey: k})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func wantCode(t *testing.T, err error, code connect.Code, what string) {
 
 func submit(t *testing.T, c *api, argv ...string) *spoolv1.Job {
 	t.Helper()
-	j, _, err := c.Submit(context.Background(), client.Submission{Argv: argv})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: argv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func TestRestartKeepsJobs(t *testing.T) {
 	j := submit(t, c, "echo", "persist")
 	r.Restart()
 	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
-	if err != nil || got.GetParams().GetArgv()[1] != "persist" {
+	if err != nil || got.Params.Argv[1] != "persist" {
 		t.Fatalf("after restart: %v %v", got, err)
 	}
 }
@@ -438,8 +439,8 @@ func TestRestartGracesRunningLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.GetState() != spoolv1.JobState_JOB_STATE_RUNNING || got.GetAttempt() != 1 {
-		t.Fatalf("after the restart the job is %s on attempt %d; want still running, attempt 1", got.GetState(), got.GetAttempt())
+	if got.State != spool.Running || got.Attempt != 1 {
+		t.Fatalf("after the restart the job is %s on attempt %d; want still running, attempt 1", got.State, got.Attempt)
 	}
 }
 
@@ -474,7 +475,7 @@ func TestZstdRequests(t *testing.T) {
 	}
 	j := resp.Msg.GetJob()
 	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
-	if err != nil || got.GetParams().GetScript() != script {
+	if err != nil || got.Params.Script != script {
 		t.Fatalf("the server did not read the compressed request back whole: %v", err)
 	}
 	rec.mu.Lock()

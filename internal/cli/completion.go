@@ -116,12 +116,12 @@ func jobCompletions(ctx context.Context, e *env, prefix string, given []string, 
 	now := time.Now()
 	var out []cobra.Completion
 	for _, j := range jobs {
-		id := j.GetJobId()
+		id := j.ID
 		if !strings.HasPrefix(id, prefix) || slices.Contains(given, id) {
 			continue
 		}
-		what := strings.ReplaceAll(truncate(commandLine(j.GetParams()), 60), "\t", " ")
-		out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s (%s, %s)", what, spool.StateName(j.GetState()), ago(j.GetCreatedAt().AsTime(), now))))
+		what := strings.ReplaceAll(truncate(commandLine(j.Params), 60), "\t", " ")
+		out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s (%s, %s)", what, spool.StateName(j.State), ago(j.CreatedAt, now))))
 	}
 	return out, directive
 }

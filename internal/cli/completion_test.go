@@ -56,13 +56,13 @@ func TestJobIDCompletion(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	done := spooltest.RunJob(t, srv, spooltest.Line{Text: "hello"}).GetJobId()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "make test"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "make test"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	running := l.JobID()
-	queued, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"make", "lint"}, Queue: "slow"})
+	queued, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"make", "lint"}, Queue: "slow"})
 	if err != nil {
 		t.Fatal(err)
 	}

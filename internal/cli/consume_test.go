@@ -42,7 +42,7 @@ func TestConsumeCommandBadInput(t *testing.T) {
 func TestJobsGetShowsARejectedJob(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t)
-	j, _, err := srv.Client().Submit(context.Background(), client.Submission{Stdin: []byte("not a spec"), RejectReason: "message jobs/0@9 cannot become a job"})
+	j, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Stdin: []byte("not a spec"), RejectReason: "message jobs/0@9 cannot become a job"})
 	if err != nil {
 		t.Fatal(err)
 	}

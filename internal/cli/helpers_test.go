@@ -96,7 +96,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // submitJob submits a job to the default queue.
 func submitJob(t *testing.T, c *client.Client) *spoolv1.Job {
 	t.Helper()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "seq 1 1000"})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "seq 1 1000"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ created. Revoking a key stops it at once, on every server.`,
 }
 
 func newKeysCreateCmd(e *env) *cobra.Command {
-	var k client.NewKey
+	var k client.KeyParams
 	cmd := &cobra.Command{
 		Use:   "create --role ROLE --name NAME",
 		Short: "Create an API key and print it (its last line is the key alone)",

@@ -129,7 +129,7 @@ func TestLoginFromAnyDirectory(t *testing.T) {
 
 	// A stored key that is revoked later: the error says how to replace
 	// or forget it.
-	_, secret, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: "carol", Role: "read"})
+	_, secret, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: "carol", Role: "read"})
 	if err != nil {
 		t.Fatal(err)
 	}

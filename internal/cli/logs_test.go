@@ -75,7 +75,7 @@ func TestLogsFollow(t *testing.T) {
 // retry) is introduced on stderr, so the log shows where it begins.
 func TestLogsMarkAttempts(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Script: "flaky", Retries: 1}); err != nil {
+	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "flaky", Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")

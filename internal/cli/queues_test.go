@@ -19,7 +19,7 @@ func TestQueuesListPauseResume(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	for range 2 {
-		if _, _, err := c.Submit(context.Background(), client.Submission{Queue: "builds", Argv: []string{"make"}}); err != nil {
+		if _, _, err := c.Submit(context.Background(), client.SubmitParams{Queue: "builds", Argv: []string{"make"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,7 +17,7 @@ func TestFollowEndsWhenKeyRevoked(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	follow := func(t *testing.T, role string, args func(jobID string) []string, lease func() *spooltest.Lease) {
 		name := "follower-" + role
-		_, key, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: name, Role: role})
+		_, key, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: name, Role: role})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestFollowEndsWhenKeyRevoked(t *testing.T) {
 	}
 	t.Run("logs -f", func(t *testing.T) {
 		follow(t, "read", func(jobID string) []string { return []string{"logs", "-f", jobID} }, func() *spooltest.Lease {
-			if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"make"}}); err != nil {
+			if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"make"}}); err != nil {
 				t.Fatal(err)
 			}
 			return spooltest.LeaseJob(t, srv, "")

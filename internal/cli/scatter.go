@@ -112,8 +112,8 @@ exits 0 if it succeeded and 1 if not.`,
 }
 
 // scatter reads the items, cuts them into batches and builds the request.
-func (f *scatterFlags) scatter(cmd *cobra.Command, e *env, job client.Submission) (client.NewScatter, error) {
-	ns := client.NewScatter{Job: job, MaxConcurrency: f.maxConcurrency}
+func (f *scatterFlags) scatter(cmd *cobra.Command, e *env, job client.SubmitParams) (client.ScatterParams, error) {
+	ns := client.ScatterParams{Job: job, MaxConcurrency: f.maxConcurrency}
 	if f.items == "" {
 		return ns, errors.New(`say where the items are: --items FILE (JSON Lines or a JSON array; "-" for stdin)`)
 	}

@@ -39,8 +39,8 @@ func (f *submitFlags) register(cmd *cobra.Command) {
 }
 
 // submission builds the job from the flags and the command's arguments.
-func (f *submitFlags) submission(args []string) (client.Submission, error) {
-	s := client.Submission{Queue: f.queue, Argv: args, Script: f.script, WorkingDir: f.workdir, Timeout: f.timeout,
+func (f *submitFlags) submission(args []string) (client.SubmitParams, error) {
+	s := client.SubmitParams{Queue: f.queue, Argv: args, Script: f.script, WorkingDir: f.workdir, Timeout: f.timeout,
 		Repository: f.repo, Ref: f.ref, RequestID: f.requestID, MaxAttempts: f.maxAttempts, Retries: f.retries}
 	switch {
 	case len(args) == 0 && f.script == "":

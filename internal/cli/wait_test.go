@@ -117,7 +117,7 @@ func TestJobsWaitRefusals(t *testing.T) {
 	}
 
 	c := srv.Client()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 100", Queue: "slow"})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "sleep 100", Queue: "slow"})
 	if err != nil {
 		t.Fatal(err)
 	}

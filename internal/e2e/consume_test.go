@@ -94,11 +94,11 @@ func consumeArgs(c *kfake.Cluster, caFile, server string, extra ...string) []str
 func jobsByRequest(t *testing.T, c *client.Client) (map[string]*spoolv1.Job, int) {
 	t.Helper()
 	out, n := map[string]*spoolv1.Job{}, 0
-	for j, err := range c.Jobs(context.Background(), &spoolv1.ListJobsRequest{}) {
+	for j, err := range c.Jobs(context.Background(), client.ListParams{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[j.GetRequestId()] = j
+		out[j.RequestID] = j
 		n++
 	}
 	return out, n

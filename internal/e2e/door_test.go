@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/ingest/ingesttest"
@@ -275,7 +276,7 @@ func TestOverLimitBodiesRefusedUnread(t *testing.T) {
 			addr := freePort(t)
 			srv, c := startServer(t, addr, t.TempDir())
 			url := "http://" + addr
-			_, key, err := c.CreateKey(context.Background(), client.NewKey{Name: "caller", Role: tc.role})
+			_, key, err := c.CreateKey(context.Background(), client.KeyParams{Name: "caller", Role: tc.role})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +330,7 @@ func TestIngestBombsBounded(t *testing.T) {
 	addr := freePort(t)
 	srv, c := startServer(t, addr, t.TempDir())
 	url := "http://" + addr
-	_, key, err := c.CreateKey(context.Background(), client.NewKey{Name: "firehose", Role: "ingest"})
+	_, key, err := c.CreateKey(context.Background(), client.KeyParams{Name: "firehose", Role: spool.RoleIngest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func TestIngestDecodingBoundServerWide(t *testing.T) {
 	srv, c := startServerEnv(t, addr, t.TempDir(), []string{
 		"SPOOL_INGEST_MAX_DECODED_BYTES=" + strconv.Itoa(budget), "SPOOL_INGEST_MAX_DECODING_BYTES=" + strconv.Itoa(budget)})
 	url := "http://" + addr
-	_, key, err := c.CreateKey(context.Background(), client.NewKey{Name: "firehose", Role: "ingest"})
+	_, key, err := c.CreateKey(context.Background(), client.KeyParams{Name: "firehose", Role: spool.RoleIngest})
 	if err != nil {
 		t.Fatal(err)
 	}

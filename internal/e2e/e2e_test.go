@@ -22,6 +22,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/outbox"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/internal/wire"
 	"github.com/spool-run/spool/spooltest"
 )
@@ -49,7 +50,7 @@ func TestMain(m *testing.M) {
 // proc is a spool process whose output goes to the test log.
 type proc struct {
 	cmd *exec.Cmd
-	out *spooltest.Buffer
+	out *safebuf.Buffer
 }
 
 // adminKey is every test server's admin key (auth.admin_key), and what
@@ -67,7 +68,7 @@ func run(t *testing.T, name string, args ...string) *proc {
 // environment (and short leases).
 func runIn(t *testing.T, name, dir string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(spoolBin, args...), out: &spooltest.Buffer{}}
+	p := &proc{cmd: exec.Command(spoolBin, args...), out: &safebuf.Buffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.Dir = dir
 	p.cmd.Env = append(spoolEnv(), env...)
@@ -129,7 +130,7 @@ func startServerEnv(t *testing.T, addr, dataDir string, env []string, extra ...s
 	t.Helper()
 	p := runIn(t, "server "+addr, "", append([]string{"SPOOL_AUTH_ADMIN_KEY=" + adminKey, "SPOOL_API_KEY=" + adminKey}, env...),
 		append([]string{"server", "--addr", addr, "--data-dir", dataDir}, extra...)...)
-	c, err := client.New("http://"+addr, client.WithAPIKey(adminKey))
+	c, err := client.New(client.Config{URL: "http://"+addr, APIKey: adminKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func startWorker(t *testing.T, name, url, spoolDir string, extra ...string) *pro
 func waitLines(t *testing.T, c *client.Client, id string, n int64) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if j, err := c.Job(context.Background(), id); err == nil && j.GetLineCount() >= n {
+		if j, err := c.Job(context.Background(), id); err == nil && j.LineCount >= n {
 			return
 		}
 	}
@@ -162,7 +163,7 @@ func waitFinal(t *testing.T, c *client.Client, id string) *spoolv1.Job {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		j, err := c.Job(context.Background(), id)
-		if err == nil && convert.State(j.GetState()).IsFinal() {
+		if err == nil && j.State.IsFinal() {
 			return j
 		}
 	}
@@ -186,11 +187,11 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 	url := "http://" + addr
 	dirA := t.TempDir()
 	a := startWorker(t, "worker A", url, dirA)
-	job, _, err := c.Submit(context.Background(), client.Submission{Script: slowCount(60)})
+	job, _, err := c.Submit(context.Background(), client.SubmitParams{Script: slowCount(60)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := job.GetJobId()
+	id := job.ID
 	waitLines(t, c, id, 10)
 	a.kill9(t)
 
@@ -248,17 +249,17 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 	prevAttempt := int32(0)
 	var second []string
 	for i, ev := range log {
-		if ev.GetSequence() != int64(i+1) {
-			t.Fatalf("event %d has sequence %d", i, ev.GetSequence())
+		if ev.Sequence != int64(i+1) {
+			t.Fatalf("event %d has sequence %d", i, ev.Sequence)
 		}
-		if ev.GetAttempt() < prevAttempt {
-			t.Fatalf("attempt %d's event after attempt %d's", ev.GetAttempt(), prevAttempt)
+		if ev.Attempt < prevAttempt {
+			t.Fatalf("attempt %d's event after attempt %d's", ev.Attempt, prevAttempt)
 		}
-		prevAttempt = ev.GetAttempt()
+		prevAttempt = ev.Attempt
 		if ev.GetProcessStart() != nil {
-			starts = append(starts, ev.GetAttempt())
+			starts = append(starts, ev.Attempt)
 		}
-		if d := ev.GetOutputData(); d != nil && ev.GetAttempt() == 2 {
+		if d := ev.GetOutputData(); d != nil && ev.Attempt == 2 {
 			second = append(second, string(d.GetOutput()))
 		}
 	}
@@ -281,11 +282,11 @@ func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 	startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "4")
 	var ids []string
 	for range 4 {
-		j, _, err := c.Submit(context.Background(), client.Submission{Script: slowCount(80)})
+		j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: slowCount(80)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, j.GetJobId())
+		ids = append(ids, j.ID)
 	}
 	waitLines(t, c, ids[0], 15)
 	srv.kill9(t)
@@ -302,8 +303,8 @@ func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 		}
 		var lines []string
 		for i, ev := range log {
-			if ev.GetSequence() != int64(i+1) {
-				t.Fatalf("job %s: event %d has sequence %d", id, i, ev.GetSequence())
+			if ev.Sequence != int64(i+1) {
+				t.Fatalf("job %s: event %d has sequence %d", id, i, ev.Sequence)
 			}
 			if d := ev.GetOutputData(); d != nil {
 				lines = append(lines, string(d.GetOutput()))
@@ -341,7 +342,7 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 	// spell), then 30 more that wait in the batch: fewer than 50, and the
 	// flush interval is a minute.
 	script := fmt.Sprintf("echo line 1; sleep 1; seq -f 'line %%g' 2 31; touch %s; sleep 120", mark)
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: script, MaxAttempts: 5})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: script, MaxAttempts: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,8 +362,8 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 			t.Fatal("the printed lines never reached the worker's spool directory")
 		}
 	}
-	if got, _ := c.Job(context.Background(), j.GetJobId()); got.GetLineCount() != 1 {
-		t.Fatalf("%d lines stored before the kill; want only the first, the rest still batching", got.GetLineCount())
+	if got, _ := c.Job(context.Background(), j.ID); got.LineCount != 1 {
+		t.Fatalf("%d lines stored before the kill; want only the first, the rest still batching", got.LineCount)
 	}
 	w.kill9(t)
 
@@ -372,7 +373,7 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after the kill, attempt 1 has %d of its 31 lines stored", len(lines))
 		}
-		log, err := c.ReadLog(context.Background(), j.GetJobId())
+		log, err := c.ReadLog(context.Background(), j.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

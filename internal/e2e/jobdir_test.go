@@ -33,7 +33,7 @@ func startOneMachine(t *testing.T, dir string, workerArgs ...string) *oneMachine
 	srv := runIn(t, "server", dir, []string{"SPOOL_SERVER_ADDR=" + addr}, "server")
 	m.adminKey = waitFile(t, filepath.Join(dir, "spool-data", "admin.key"), srv)
 	var err error
-	if m.admin, err = client.New("http://"+addr, client.WithAPIKey(m.adminKey)); err != nil {
+	if m.admin, err = client.New(client.Config{URL: "http://"+addr, APIKey: m.adminKey}); err != nil {
 		t.Fatal(err)
 	}
 	m.worker = runIn(t, "worker", dir, m.env, append([]string{"worker"}, workerArgs...)...)

@@ -16,13 +16,13 @@ import (
 func TestWorkerWithRevokedKeyExits(t *testing.T) {
 	addr := freePort(t)
 	_, c := startServer(t, addr, t.TempDir())
-	_, secret, err := c.CreateKey(context.Background(), client.NewKey{Name: "builder", Role: "worker"})
+	_, secret, err := c.CreateKey(context.Background(), client.KeyParams{Name: "builder", Role: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := runIn(t, "worker", "", []string{"SPOOL_API_KEY=" + secret},
 		"worker", "--server", "http://"+addr, "--spool-dir", t.TempDir(), "--kill-grace", "1s")
-	job, _, err := c.Submit(context.Background(), client.Submission{Script: "echo started; sleep 120"})
+	job, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "echo started; sleep 120"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestPostgresAwayDoesNotRerunJobs(t *testing.T) {
 	script := fmt.Sprintf(`echo "$SPOOL_JOB_ID $SPOOL_JOB_ATTEMPT" >> %s; i=1; while [ $i -le %d ]; do echo $i; sleep 0.2; i=$((i+1)); done`, starts, lines)
 	var ids []string
 	for range jobs {
-		j, _, err := c.Submit(context.Background(), client.Submission{Script: script})
+		j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: script})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,8 +27,8 @@ func testServerKilledMidScatter(t *testing.T, store []string) {
 	for i := range batches {
 		batches[i] = json.RawMessage(fmt.Sprintf(`[{"n":%d},{"n":%d}]`, 2*i, 2*i+1))
 	}
-	sc, err := c.StartScatter(context.Background(), client.NewScatter{
-		Job:            client.Submission{Script: `sleep 0.4; echo "{\"batch\": $SPOOL_BATCH_INDEX}" > "$SPOOL_RESULT"`},
+	sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+		Job:            client.SubmitParams{Script: `sleep 0.4; echo "{\"batch\": $SPOOL_BATCH_INDEX}" > "$SPOOL_RESULT"`},
 		Batches:        batches,
 		MaxConcurrency: 3,
 	})

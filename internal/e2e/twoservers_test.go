@@ -33,7 +33,7 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 	_, b := startServerEnv(t, freePort(t), t.TempDir(), env, store...)
 	startWorker(t, "worker", a.URL(), t.TempDir())
 
-	job, _, err := a.Submit(context.Background(), client.Submission{Script: slowCount(40)})
+	job, _, err := a.Submit(context.Background(), client.SubmitParams{Script: slowCount(40)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +87,11 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 
 	// A key made through A works on B; revoked through A, B refuses it on
 	// its very next call: keys live in the shared store, never in a cache.
-	_, secret, err := a.CreateKey(context.Background(), client.NewKey{Name: "reader", Role: "read"})
+	_, secret, err := a.CreateKey(context.Background(), client.KeyParams{Name: "reader", Role: "read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := client.New(b.URL(), client.WithAPIKey(secret))
+	reader, err := client.New(client.Config{URL: b.URL(), APIKey: secret})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func start(t *testing.T) *env {
 // running submits a job and leases it as its worker, which has started it.
 func (e *env) running(t *testing.T) *spooltest.Lease {
 	t.Helper()
-	if _, _, err := e.c.Submit(context.Background(), client.Submission{Argv: []string{"seq", "1", "10000"}}); err != nil {
+	if _, _, err := e.c.Submit(context.Background(), client.SubmitParams{Argv: []string{"seq", "1", "10000"}}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, e.srv, "")

@@ -106,7 +106,7 @@ func TestIngestOnEveryStore(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		ctx := context.Background()
 		c := srv.Client()
-		key := srv.Key(t, "ingest")
+		key := srv.Key(t, spool.RoleIngest)
 		a, b := "/ecs/api:ecs/api/task-1", "/aws/lambda/resize:2026/11/25/[$LATEST]0a1b"
 		delivery := ingesttest.FirehoseBody("req-1", 1_700_000_001_000,
 			ingesttest.Record(ingesttest.DataMessage("/ecs/api", "ecs/api/task-1", cwEvents("a", 1, 120)...)),
@@ -169,7 +169,7 @@ func TestIngestOnEveryStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || done.GetJobId() != job.GetJobId() {
+		if done.State != spool.Succeeded || done.ID != job.GetJobId() {
 			t.Fatalf("completed: %v", done)
 		}
 		select {
@@ -184,7 +184,7 @@ func TestIngestOnEveryStore(t *testing.T) {
 			t.Fatalf("completing a source with no open job: %v, want not found", err)
 		}
 		again, err := c.CompleteExternal(ctx, job.GetJobId())
-		if err != nil || again.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		if err != nil || again.State != spool.Succeeded {
 			t.Fatalf("completing an ended job again: %v, %v", again, err)
 		}
 		// Past events reopen nothing; new ones open a new job.
@@ -217,15 +217,15 @@ func TestIngestOnEveryStore(t *testing.T) {
 // nothing else; a cancelled external job ends at once; EnqueueJob cannot
 // make an external job.
 func TestIngestKeysAndCancel(t *testing.T) {
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) { c.Store.Type = "memory" }))
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Store.Type = "memory" }})
 	ctx := context.Background()
-	key := srv.Key(t, "ingest")
-	ing := srv.Client(client.WithAPIKey(key))
+	key := srv.Key(t, spool.RoleIngest)
+	ing := srv.Client(client.Config{APIKey: key})
 	lines := ingesttest.Lines(ingesttest.Line{Source: "svc", ID: "1", Timestamp: 1, Message: "hello"})
 	if code := post(t, srv, "/api/v1/ingest/lines", key, lines, nil); code != http.StatusOK {
 		t.Fatalf("ingest key sending lines: %d", code)
 	}
-	if code := post(t, srv, "/api/v1/ingest/lines", srv.Key(t, "submit"), lines, nil); code != http.StatusForbidden {
+	if code := post(t, srv, "/api/v1/ingest/lines", srv.Key(t, spool.RoleSubmit), lines, nil); code != http.StatusForbidden {
 		t.Fatalf("submit key sending lines: %d, want 403", code)
 	}
 	if code := post(t, srv, "/api/v1/ingest/lines", key, lines, nil); code != http.StatusOK {
@@ -240,7 +240,7 @@ func TestIngestKeysAndCancel(t *testing.T) {
 	if _, _, err := ing.JobsPage(ctx, &spoolv1.ListJobsRequest{}); !errors.Is(err, spool.ErrPermissionDenied) {
 		t.Fatalf("ingest key listing jobs: %v, want permission denied", err)
 	}
-	if _, _, err := ing.Submit(ctx, client.Submission{Argv: []string{"true"}}); !errors.Is(err, spool.ErrPermissionDenied) {
+	if _, _, err := ing.Submit(ctx, client.SubmitParams{Argv: []string{"true"}}); !errors.Is(err, spool.ErrPermissionDenied) {
 		t.Fatalf("ingest key submitting: %v, want permission denied", err)
 	}
 	if _, err := ing.RebuildLog(ctx, "x"); !errors.Is(err, spool.ErrPermissionDenied) {
@@ -252,17 +252,17 @@ func TestIngestKeysAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cancelled.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED || cancelled.GetResult().GetError() != "cancelled: wrong service" {
+	if cancelled.State != spool.Cancelled || cancelled.Result.Error != "cancelled: wrong service" {
 		t.Fatalf("cancelled external job: %v", cancelled)
 	}
-	command, _, err := c.Submit(ctx, client.Submission{Argv: []string{"true"}})
+	command, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.RebuildLog(ctx, command.GetJobId()); !errors.Is(err, spool.ErrInvalidArgument) {
+	if _, err := c.RebuildLog(ctx, command.ID); !errors.Is(err, spool.ErrInvalidArgument) {
 		t.Fatalf("rebuilding a command's log: %v, want invalid argument", err)
 	}
-	if _, err := c.CompleteExternal(ctx, command.GetJobId()); !errors.Is(err, spool.ErrInvalidArgument) {
+	if _, err := c.CompleteExternal(ctx, command.ID); !errors.Is(err, spool.ErrInvalidArgument) {
 		t.Fatalf("completing a command as a source: %v, want invalid argument", err)
 	}
 	if _, err := ing.CompleteSource(ctx, "svc"); !errors.Is(err, spool.ErrNotFound) {
@@ -281,20 +281,20 @@ func TestIngestKeysAndCancel(t *testing.T) {
 // TestIdleSourceEnds: a source that sends nothing for the idle timeout has
 // its job ended, with a note that says why.
 func TestIdleSourceEnds(t *testing.T) {
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
 		c.Store.Type = "memory"
 		c.Ingest.IdleTimeout = time.Second
-	}))
-	key := srv.Key(t, "ingest")
+	}})
+	key := srv.Key(t, spool.RoleIngest)
 	lines := ingesttest.Lines(ingesttest.Line{Source: "quiet", ID: "1", Timestamp: 1, Message: "only line"})
 	if code := post(t, srv, "/api/v1/ingest/lines", key, lines, nil); code != http.StatusOK {
 		t.Fatalf("lines: %d", code)
 	}
 	job := srv.WaitJob(t, sourceJobs(t, srv.Client(), "quiet")[0].GetJobId())
-	if job.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || len(job.GetNotes()) != 1 {
+	if job.State != spool.Succeeded || len(job.Notes) != 1 {
 		t.Fatalf("idle source's job: %v", job)
 	}
-	if ended := job.GetResult().GetFinishedAt().AsTime().Sub(job.GetCreatedAt().AsTime()); ended < time.Second {
+	if ended := job.Result.FinishedAt.Sub(job.CreatedAt); ended < time.Second {
 		t.Fatalf("the job ended %s after its only event, before the idle timeout", ended)
 	}
 }
@@ -304,7 +304,7 @@ func TestIdleSourceEnds(t *testing.T) {
 func TestRebuildRepairsTheLog(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	ctx := context.Background()
-	key := srv.Key(t, "ingest")
+	key := srv.Key(t, spool.RoleIngest)
 	for from := 1; from <= 200; from += 30 {
 		delivery := ingesttest.FirehoseBody(fmt.Sprint(from), 1,
 			ingesttest.Record(ingesttest.DataMessage("g", "s", cwEvents("e", from, min(from+29, 200))...)))

@@ -149,8 +149,8 @@ func TestScatterBatchesAndGather(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job:        client.Submission{Script: countItems},
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job:        client.SubmitParams{Script: countItems},
 			Batches:    batches(5, 3),
 			BatchInput: json.RawMessage(`{"width": 800}`),
 			Gather:     `cat > "$SPOOL_RESULT"`,
@@ -223,8 +223,8 @@ func TestScatterConcurrencyLimit(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 6})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "sleep 0.3"}, Batches: batches(6, 1), MaxConcurrency: 2,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "sleep 0.3"}, Batches: batches(6, 1), MaxConcurrency: 2,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -273,8 +273,8 @@ func TestScatterConcurrencyAcrossServers(t *testing.T) {
 				c = srv.Client()
 			}
 		}
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "sleep 0.3"}, Batches: batches(8, 1), MaxConcurrency: 2,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "sleep 0.3"}, Batches: batches(8, 1), MaxConcurrency: 2,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -309,8 +309,8 @@ func TestScatterToleratedFailures(t *testing.T) {
 			{"percentage past the limit", nil, pct(49), false},
 			{"both, one passed", count(5), pct(25), false},
 		} {
-			sc, err := c.StartScatter(context.Background(), client.NewScatter{
-				Job: client.Submission{Script: failOdd}, Batches: batches(4, 1), Gather: `cat > "$SPOOL_RESULT"`,
+			sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+				Job: client.SubmitParams{Script: failOdd}, Batches: batches(4, 1), Gather: `cat > "$SPOOL_RESULT"`,
 				ToleratedFailureCount: tc.count, ToleratedFailurePercentage: tc.pct,
 			})
 			if err != nil {
@@ -338,8 +338,8 @@ func TestScatterToleratedFailures(t *testing.T) {
 		}
 
 		// One at a time and nothing tolerated: the first failure stops it.
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "exit 3"}, Batches: batches(4, 1), MaxConcurrency: 1,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "exit 3"}, Batches: batches(4, 1), MaxConcurrency: 1,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -360,8 +360,8 @@ func TestScatterBadResult(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: `echo 'not json' > "$SPOOL_RESULT"`}, Batches: batches(1, 1),
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: `echo 'not json' > "$SPOOL_RESULT"`}, Batches: batches(1, 1),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -385,8 +385,8 @@ func TestScatterCancel(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "sleep 60"}, Batches: batches(10, 1), MaxConcurrency: 2,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "sleep 60"}, Batches: batches(10, 1), MaxConcurrency: 2,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -435,8 +435,8 @@ func TestScatterSurvivesRestart(t *testing.T) {
 		srv := newServer(t, set)
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 3})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "sleep 0.5; " + countItems}, Batches: batches(9, 2), MaxConcurrency: 3,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "sleep 0.5; " + countItems}, Batches: batches(9, 2), MaxConcurrency: 3,
 			Gather: `cat > "$SPOOL_RESULT"`,
 		})
 		if err != nil {

@@ -30,7 +30,7 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 	c := srv.Client()
 	ctx := context.Background()
 	for range 3 {
-		if _, _, err := c.Submit(ctx, client.Submission{Queue: "builds", Argv: []string{"make"}}); err != nil {
+		if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "builds", Argv: []string{"make"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestJobPageRerun(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
-	if _, _, err := c.Submit(ctx, client.Submission{Queue: "ci", Argv: []string{"make", "test"}}); err != nil {
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "ci", Argv: []string{"make", "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "ci")
@@ -130,8 +130,8 @@ func TestJobPageRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.GetRerunOf() != l.JobID() || strings.Join(j.GetParams().GetArgv(), " ") != "make test" || j.GetQueue() != "ci" {
-		t.Fatalf("the new job: rerun_of %q, argv %q, queue %q", j.GetRerunOf(), j.GetParams().GetArgv(), j.GetQueue())
+	if j.RerunOf != l.JobID() || strings.Join(j.Params.Argv, " ") != "make test" || j.Queue != "ci" {
+		t.Fatalf("the new job: rerun_of %q, argv %q, queue %q", j.RerunOf, j.Params.Argv, j.Queue)
 	}
 	if got := b.text(t, "#command"); got != "make test" {
 		t.Errorf("the new job's page shows %q", got)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
@@ -20,7 +21,7 @@ import (
 const batchScript = `sleep 0.2; echo '{"ok":true}' > "$SPOOL_RESULT"`
 
 // startScatter starts a scatter of batches of items ("[1,2]", ...) on srv.
-func startScatter(t *testing.T, srv *spooltest.Server, ns client.NewScatter, batches ...string) *spoolv1.Scatter {
+func startScatter(t *testing.T, srv *spooltest.Server, ns client.ScatterParams, batches ...string) *spoolv1.Scatter {
 	t.Helper()
 	for _, b := range batches {
 		ns.Batches = append(ns.Batches, json.RawMessage(b))
@@ -42,8 +43,8 @@ const progressNow = `(() => { const p = document.querySelector("#progress [role=
 func TestScatterPageFollowsProgress(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	tolerated := int32(1)
-	sc := startScatter(t, srv, client.NewScatter{
-		Job:                   client.Submission{Script: batchScript, Queue: "images"},
+	sc := startScatter(t, srv, client.ScatterParams{
+		Job:                   client.SubmitParams{Script: batchScript, Queue: "images"},
 		BatchInput:            json.RawMessage(`{"width": 800}`),
 		MaxConcurrency:        2,
 		ToleratedFailureCount: &tolerated,
@@ -178,12 +179,12 @@ func TestScatterNotFound(t *testing.T) {
 // cancels it, and then the batches never handed out say they will not run.
 func TestScattersPagesAndCancel(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	first := startScatter(t, srv, client.NewScatter{Job: client.Submission{Script: "true"}}, `["a"]`)
+	first := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "true"}}, `["a"]`)
 	var batches []string
 	for i := range 150 {
 		batches = append(batches, fmt.Sprintf(`[%d]`, i))
 	}
-	big := startScatter(t, srv, client.NewScatter{Job: client.Submission{Argv: []string{"./resize", "--width", "800"}}, MaxConcurrency: 120}, batches...)
+	big := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Argv: []string{"./resize", "--width", "800"}}, MaxConcurrency: 120}, batches...)
 	id := big.GetScatterId()
 
 	b := signedIn(t, srv)
@@ -232,8 +233,8 @@ func TestScattersPagesAndCancel(t *testing.T) {
 	// at its driver's next round: the page refreshes until then.
 	b.waitFor(t, "every batch to be counted as ended", progressNow+` === "150/150"`)
 	got, err := srv.Client().Scatter(context.Background(), id)
-	if err != nil || got.GetState() != spoolv1.ScatterState_SCATTER_STATE_CANCELLED {
-		t.Fatalf("scatter after cancel: %v %v", got.GetState(), err)
+	if err != nil || got.State != spool.ScatterCancelled {
+		t.Fatalf("scatter after cancel: %v %v", got.State, err)
 	}
 }
 
@@ -241,10 +242,10 @@ func TestScattersPagesAndCancel(t *testing.T) {
 // server's reason rather than pretend.
 func TestScatterCancelNeedsSubmit(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	sc := startScatter(t, srv, client.NewScatter{Job: client.Submission{Script: "true"}}, `[1]`)
+	sc := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "true"}}, `[1]`)
 	b := newBrowser(t)
 	b.do(t, "open the scatter page", chromedp.Navigate(srv.URL+"/scatters/"+sc.GetScatterId()))
-	b.signIn(t, srv.Key(t, "read"))
+	b.signIn(t, srv.Key(t, spool.RoleRead))
 	b.waitFor(t, "the cancel button", `!document.getElementById("cancel").hidden`)
 	b.do(t, "click cancel twice", chromedp.Click(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel")))
 	b.waitFor(t, "the refusal", `document.getElementById("error").textContent.startsWith("Cancel failed:")`)
