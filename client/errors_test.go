@@ -3,41 +3,71 @@ package client_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"os"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/spooltest"
 )
 
-// TestIsUnavailable: only a call that could not reach the server is
-// "unavailable"; local errors whose system error looks like a network one
-// (every errno has Timeout and Temporary methods) are not.
-func TestIsUnavailable(t *testing.T) {
+// TestUnavailable: a call that could not reach the server is
+// spool.ErrUnavailable; one the server refused is not.
+func TestUnavailable(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	srv.Stop()
 	_, err := c.Job(context.Background(), "any")
-	if !errors.Is(err, spool.ErrUnavailable) || !errors.Is(err, spool.ErrUnavailable) {
+	if !errors.Is(err, spool.ErrNotFound) || errors.Is(err, spool.ErrUnavailable) {
+		t.Errorf("a job the server does not have: %v", err)
+	}
+	srv.Stop()
+	_, err = c.Job(context.Background(), "any")
+	if !errors.Is(err, spool.ErrUnavailable) {
 		t.Errorf("a call to a stopped server: %v is not unavailable", err)
 	}
+}
 
-	_, fileErr := os.ReadFile("/no/such/spool.yaml")
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+// TestLoggerAndMeters: the client logs each call it tries again, and
+// measures its calls with the program's meters.
+func TestLoggerAndMeters(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	var logs safebuf.Buffer
+	reader := sdkmetric.NewManualReader()
+	c := srv.Client(client.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Meters: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Retry: client.Retry{For: 300 * time.Millisecond}})
+	if _, err := c.Job(context.Background(), "any"); !errors.Is(err, spool.ErrNotFound) {
 		t.Fatal(err)
 	}
-	defer busy.Close()
-	_, listenErr := net.Listen("tcp", busy.Addr().String())
-	for _, err := range []error{fileErr, listenErr, fmt.Errorf("open the data directory: %w", fileErr)} {
-		if err == nil || errors.Is(err, spool.ErrUnavailable) {
-			t.Errorf("%v is said to be unavailable", err)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			names = append(names, m.Name)
 		}
+	}
+	if !slices.Contains(names, "rpc.client.duration") {
+		t.Errorf("the client's calls were not measured: %q", names)
+	}
+	if logs.String() != "" {
+		t.Errorf("a call that worked was logged: %s", logs.String())
+	}
+
+	srv.Stop()
+	if _, err := c.Job(context.Background(), "any"); !errors.Is(err, spool.ErrUnavailable) {
+		t.Fatalf("a call to a stopped server: %v", err)
+	}
+	if got := logs.String(); !strings.Contains(got, "level=INFO") || !strings.Contains(got, "trying again") {
+		t.Errorf("the retries were not logged: %q", got)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/worker"
 )
@@ -38,13 +37,14 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		line := ev.GetOutputData()
-		fmt.Println(line.GetLineNumber(), line.GetStream(), string(line.GetOutput()))
+		for _, line := range ev.Lines {
+			fmt.Println(line.Number, line.Stream, line.Text)
+		}
 	}
-	fmt.Println("the job", s.Finished().State.String())
+	fmt.Println("the job", s.Finished().State)
 	// Output:
-	// 1 STREAM_TYPE_STDOUT building
-	// 2 STREAM_TYPE_STDOUT done
+	// 1 stdout building
+	// 2 stdout done
 	// the job succeeded
 }
 
@@ -68,8 +68,8 @@ func ExampleClient_Events_fromLine() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if line := ev.GetOutputData(); line != nil {
-			fmt.Printf("line %d: %s\n", line.GetLineNumber(), line.GetOutput())
+		for _, line := range ev.Lines {
+			fmt.Printf("line %d: %s\n", line.Number, line.Text)
 		}
 	}
 	// Output:
@@ -169,7 +169,7 @@ func ExampleClient_CreateKey() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(key.Name, key.Role.String(), key.Queues, strings.HasPrefix(secret, "spool_"))
+	fmt.Println(key.Name, key.Role, key.Queues, strings.HasPrefix(secret, "spool_"))
 
 	// A worker key may not submit jobs: the server says so.
 	w, err := client.New(client.Config{URL: url, APIKey: secret})
@@ -183,12 +183,40 @@ func ExampleClient_CreateKey() {
 	if _, err := admin.RevokeKey(ctx, "builder-1"); err != nil {
 		log.Fatal(err)
 	}
-	_, _, err = w.JobsPage(ctx, &spoolv1.ListJobsRequest{Queue: "builds"})
+	_, _, err = w.JobsPage(ctx, client.ListParams{Queue: "builds"})
 	fmt.Println(errors.Is(err, spool.ErrUnauthenticated))
 	// Output:
 	// builder-1 worker [builds] true
 	// true
 	// true
+}
+
+// List the jobs that did not succeed, newest first: Jobs fetches pages as
+// the loop goes on.
+func ExampleClient_Jobs() {
+	url, key, stop := exampleSpool()
+	defer stop()
+	ctx := context.Background()
+	c, err := client.New(client.Config{URL: url, APIKey: key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, script := range []string{"exit 0", "exit 3", "exit 4"} {
+		job, _, err := c.Submit(ctx, client.SubmitParams{Script: script})
+		if err != nil {
+			log.Fatal(err)
+		}
+		waitFinal(ctx, c, job.ID)
+	}
+	for job, err := range c.Jobs(ctx, client.ListParams{States: []spool.State{spool.Failed, spool.Cancelled}, PageSize: 1}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(job.Params.Script, job.State, job.Result.ExitCode)
+	}
+	// Output:
+	// exit 4 failed 4
+	// exit 3 failed 3
 }
 
 // waitFinal follows a job until it has ended.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -24,7 +23,7 @@ type follower struct {
 	paused  chan struct{} // closed once pauseAt events were received
 	resume  chan struct{}
 	done    chan error
-	events  []*spoolv1.JobEvent
+	events  []*spool.Event
 	mu      sync.Mutex
 	retries []error
 }
@@ -159,11 +158,13 @@ func TestResumeAfterCut(t *testing.T) {
 		t.Fatalf("got %d events, want 3002", len(f.events))
 	}
 	for i, ev := range f.events {
-		if ev.GetSequence() != int64(i+1) {
-			t.Fatalf("event %d has sequence %d", i, ev.GetSequence())
+		if ev.Sequence != int64(i+1) {
+			t.Fatalf("event %d has sequence %d", i, ev.Sequence)
 		}
-		if d := ev.GetOutputData(); d != nil && string(d.GetOutput()) != lines[d.GetLineNumber()-1].Text {
-			t.Fatalf("line %d is wrong", d.GetLineNumber())
+		for _, l := range ev.Lines {
+			if l.Text != lines[l.Number-1].Text {
+				t.Fatalf("line %d is wrong", l.Number)
+			}
 		}
 	}
 	if len(f.retried()) == 0 {
