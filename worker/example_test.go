@@ -53,9 +53,9 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(string(ev.GetOutputData().GetOutput()))
+		fmt.Println(ev.Lines[0].Text)
 	}
-	fmt.Println("the job", s.Finished().State.String())
+	fmt.Println("the job", s.Finished().State)
 
 	stop() // a graceful stop: running jobs may finish
 	if err := <-done; err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
@@ -49,7 +48,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func job(t *testing.T, c *client.Client, id string) *spoolv1.Job {
+func job(t *testing.T, c *client.Client, id string) *spool.Job {
 	t.Helper()
 	j, err := c.Job(context.Background(), id)
 	if err != nil {
@@ -71,7 +70,7 @@ func outboxHas(dir, text string) bool {
 }
 
 // linesOfAttempt returns the output lines attempt printed, as stored.
-func linesOfAttempt(t *testing.T, c *client.Client, id string, attempt int32) []string {
+func linesOfAttempt(t *testing.T, c *client.Client, id string, attempt int) []string {
 	t.Helper()
 	log, err := c.ReadLog(context.Background(), id)
 	if err != nil {
@@ -79,8 +78,10 @@ func linesOfAttempt(t *testing.T, c *client.Client, id string, attempt int32) []
 	}
 	var out []string
 	for _, ev := range log {
-		if d := ev.GetOutputData(); d != nil && ev.Attempt == attempt {
-			out = append(out, string(d.GetOutput()))
+		for _, l := range ev.Lines {
+			if ev.Attempt == attempt {
+				out = append(out, l.Text)
+			}
 		}
 	}
 	return out
@@ -116,15 +117,15 @@ func TestFullSpoolDiskHandsJobBack(t *testing.T) {
 	// (it was already waiting for one) went straight back, counting
 	// against nothing.
 	got := job(t, c, j.ID)
-	if got.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || got.GetReleasedAttempts() != got.GetAttempt()-1 {
+	if got.State != spool.Queued || got.ReleasedAttempts != got.Attempt-1 {
 		t.Fatalf("after the disk failed the job is %s on attempt %d (%d handed back), want queued with only attempt 1 lost",
-			got.GetState(), got.GetAttempt(), got.GetReleasedAttempts())
+			got.State, got.Attempt, got.ReleasedAttempts)
 	}
-	if n := got.GetNotes(); len(n) == 0 || !strings.Contains(n[0], "attempt 1 handed back") || !strings.Contains(n[0], "could not write its spool directory") ||
+	if n := got.Notes; len(n) == 0 || !strings.Contains(n[0], "attempt 1 handed back") || !strings.Contains(n[0], "could not write its spool directory") ||
 		!strings.Contains(n[0], "no space left") {
 		t.Fatalf("the job's notes do not say why it was handed back: %q", n)
 	}
-	before := got.GetAttempt()
+	before := got.Attempt
 
 	// The disk has room again: the worker takes the job, which now runs.
 	if err := os.Remove(filepath.Join(dir, ".probe")); err != nil {
@@ -148,11 +149,11 @@ func TestGracefulStopHandsJobsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := spooltest.NewWorker(t, srv, worker.Config{ShutdownGrace: 300 * time.Millisecond})
-	eventually(t, "the job's first line", func() bool { return job(t, c, j.ID).GetLineCount() == 1 })
+	eventually(t, "the job's first line", func() bool { return job(t, c, j.ID).LineCount == 1 })
 	w.Stop()
 	got := job(t, c, j.ID)
-	if got.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || got.GetReleasedAttempts() != 1 {
-		t.Fatalf("after the worker stopped: %s, released %d; want queued at once, released 1", got.GetState(), got.GetReleasedAttempts())
+	if got.State != spool.Queued || got.ReleasedAttempts != 1 {
+		t.Fatalf("after the worker stopped: %s, released %d; want queued at once, released 1", got.State, got.ReleasedAttempts)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
 	if l.JobID() != j.ID || l.Job().Attempt != 2 {
@@ -171,7 +172,7 @@ func TestRestartDeliversOutputOfExpiredLease(t *testing.T) {
 	if got := linesOfAttempt(t, c, id, 1); got[0] != "line 1" || got[28] != "line 29" {
 		t.Fatalf("attempt 1's lines: %v", got)
 	}
-	if n := job(t, c, id).GetNotes(); len(n) != 0 {
+	if n := job(t, c, id).Notes; len(n) != 0 {
 		t.Fatalf("notes %q: nothing was lost", n)
 	}
 }
@@ -190,8 +191,8 @@ func TestRestartReportsOutputItCannotDeliver(t *testing.T) {
 	cfg := logTo(t, &log)
 	cfg.Queue, cfg.SpoolDir = "elsewhere", dir
 	spooltest.NewWorker(t, srv, cfg)
-	eventually(t, "the loss to be recorded", func() bool { return len(job(t, c, id).GetNotes()) == 1 })
-	note := job(t, c, id).GetNotes()[0]
+	eventually(t, "the loss to be recorded", func() bool { return len(job(t, c, id).Notes) == 1 })
+	note := job(t, c, id).Notes[0]
 	kept := filepath.Join(dir, "undelivered", id+"-a1")
 	if !strings.Contains(note, "attempt 1: 29 lines could not be delivered") || !strings.Contains(note, kept) {
 		t.Fatalf("note %q", note)
@@ -220,7 +221,7 @@ func crashWithUnsentOutput(t *testing.T) (*spooltest.Server, *client.Client, str
 	}
 	dir := t.TempDir()
 	w := spooltest.NewWorker(t, srv, worker.Config{SpoolDir: dir})
-	eventually(t, "the job to start", func() bool { return job(t, c, j.ID).GetLastSequence() >= 1 })
+	eventually(t, "the job to start", func() bool { return job(t, c, j.ID).LastSequence >= 1 })
 	srv.Stop()
 	if err := os.WriteFile(filepath.Join(j.Params.WorkingDir, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -229,7 +230,7 @@ func crashWithUnsentOutput(t *testing.T) (*spooltest.Server, *client.Client, str
 	w.Kill()
 	srv.Restart()
 	eventually(t, "the lease to run out", func() bool {
-		return job(t, c, j.ID).GetState() == spoolv1.JobState_JOB_STATE_QUEUED
+		return job(t, c, j.ID).State == spool.Queued
 	})
 	return srv, c, j.ID, dir
 }
@@ -288,7 +289,7 @@ func TestCancelReachesTheCommandAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	spooltest.NewWorker(t, srv, worker.Config{})
-	eventually(t, "the command to start", func() bool { return job(t, c, j.ID).GetLineCount() == 1 })
+	eventually(t, "the command to start", func() bool { return job(t, c, j.ID).LineCount == 1 })
 	asked := time.Now()
 	if _, err := c.Cancel(context.Background(), j.ID, "superseded"); err != nil {
 		t.Fatal(err)
@@ -317,8 +318,8 @@ func TestRetriesRunAFailingCommandAgain(t *testing.T) {
 	if done.State != spool.Failed || done.Attempt != 2 || done.RetriedAttempts != 1 || done.Result.ExitCode != 3 {
 		t.Fatalf("job ended %s on attempt %d (retried %d): %v", done.State, done.Attempt, done.RetriedAttempts, done.Result)
 	}
-	for a := int32(1); a <= 2; a++ {
-		if got := linesOfAttempt(t, c, j.ID, a); len(got) != 1 || got[0] != "attempt "+strconv.Itoa(int(a)) {
+	for a := 1; a <= 2; a++ {
+		if got := linesOfAttempt(t, c, j.ID, a); len(got) != 1 || got[0] != "attempt "+strconv.Itoa(a) {
 			t.Fatalf("attempt %d printed %v", a, got)
 		}
 	}

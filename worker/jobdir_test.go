@@ -10,7 +10,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
@@ -28,8 +27,8 @@ func TestJobDirectories(t *testing.T) {
 		spoolDir := t.TempDir()
 		e := newEnv(t, 1, func(c *worker.Config) { c.SpoolDir, c.KeepJobDirs = spoolDir, keep })
 		id := e.submit(t, sh(script))
-		if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("job: %v", j.GetResult())
+		if j := e.wait(t, id); j.State != spool.Succeeded {
+			t.Fatalf("job: %v", j.Result)
 		}
 		out, _ := output(e.logOf(t, id))
 		own := filepath.Join(spoolDir, "jobs", id+"-a1")
@@ -47,7 +46,7 @@ func TestJobDirectories(t *testing.T) {
 
 	e := newEnv(t, 1, nil)
 	j := e.wait(t, e.submit(t, client.SubmitParams{Argv: []string{"pwd"}, WorkingDir: "sub"}))
-	if got := j.GetResult().GetError(); !strings.Contains(got, `the working directory "sub" is taken inside the job's own directory`) || !strings.Contains(got, "--workdir") {
+	if got := j.Result.Error; !strings.Contains(got, `the working directory "sub" is taken inside the job's own directory`) || !strings.Contains(got, "--workdir") {
 		t.Fatalf("a relative working directory: %q", got)
 	}
 

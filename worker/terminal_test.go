@@ -18,7 +18,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/worker"
 )
 
@@ -56,11 +55,11 @@ func newLoggedEnv(t *testing.T, concurrency int) (*env, *logBuffer) {
 	return e, log
 }
 
-func processStart(t *testing.T, evs []*spoolv1.JobEvent) *spoolv1.ProcessStartEvent {
+func processStart(t *testing.T, evs []*spool.Event) *spool.ProcessStart {
 	t.Helper()
 	for _, ev := range evs {
-		if ps := ev.GetProcessStart(); ps != nil {
-			return ps
+		if ev.Start != nil {
+			return ev.Start
 		}
 	}
 	t.Fatal("the log has no PROCESS_START")
@@ -85,11 +84,11 @@ seq 1 3000`}
 	onPipes := client.SubmitParams{Script: lookAround}
 	tid, pid := e.submit(t, onTerminal), e.submit(t, onPipes)
 
-	if j := e.wait(t, tid); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("terminal job: %s %v", j.GetState(), j.GetResult())
+	if j := e.wait(t, tid); j.State != spool.Succeeded {
+		t.Fatalf("terminal job: %s %v", j.State, j.Result)
 	}
 	evs := e.logOf(t, tid)
-	if !processStart(t, evs).GetPty() {
+	if !processStart(t, evs).PTY {
 		t.Fatal("the terminal job's PROCESS_START does not say pty")
 	}
 	var want bytes.Buffer
@@ -102,11 +101,11 @@ seq 1 3000`}
 		t.Fatalf("terminal job: stdout %q…, stderr %q; want stdout %q…, no stderr", head(out), errOut, head(want.Bytes()))
 	}
 
-	if j := e.wait(t, pid); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("pipe job: %s %v", j.GetState(), j.GetResult())
+	if j := e.wait(t, pid); j.State != spool.Succeeded {
+		t.Fatalf("pipe job: %s %v", j.State, j.Result)
 	}
 	evs = e.logOf(t, pid)
-	if processStart(t, evs).GetPty() {
+	if processStart(t, evs).PTY {
 		t.Fatal("the pipe job's PROCESS_START says pty")
 	}
 	if out, errOut := output(evs); string(out) != "plain\n" || string(errOut) != "to stderr\n" {
@@ -128,8 +127,8 @@ func TestTerminalJobWithStdin(t *testing.T) {
 	in := []byte("line one\nbinary \x00\xff\x03\x04\x1a\r\n" + strings.Repeat("long ", 2000) + "\nno newline")
 	id := e.submit(t, client.SubmitParams{PTY: true, Stdin: in,
 		Script: `[ -t 1 ] && echo 'stdout: terminal'; [ -t 0 ] || echo 'stdin: not a terminal'; cksum`})
-	if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %s %v", j.GetState(), j.GetResult())
+	if j := e.wait(t, id); j.State != spool.Succeeded {
+		t.Fatalf("job: %s %v", j.State, j.Result)
 	}
 	cmd := exec.Command("cksum")
 	cmd.Stdin = bytes.NewReader(in)
@@ -236,15 +235,15 @@ sleep 300`
 	}
 	for _, c := range []struct {
 		id, pids string
-		state    spoolv1.JobState
+		state    spool.State
 		why      string
 	}{
-		{cid, cancelled.Env["PIDS"], spoolv1.JobState_JOB_STATE_CANCELLED, "cancelled: test"},
-		{tid, timedOut.Env["PIDS"], spoolv1.JobState_JOB_STATE_FAILED, "timed out after 1s"},
+		{cid, cancelled.Env["PIDS"], spool.Cancelled, "cancelled: test"},
+		{tid, timedOut.Env["PIDS"], spool.Failed, "timed out after 1s"},
 	} {
 		j := e.wait(t, c.id)
-		if j.GetState() != c.state || j.GetResult().GetError() != c.why {
-			t.Fatalf("job %s: %s %q, want %s %q", c.id, j.GetState(), j.GetResult().GetError(), c.state, c.why)
+		if j.State != c.state || j.Result.Error != c.why {
+			t.Fatalf("job %s: %s %q, want %s %q", c.id, j.State, j.Result.Error, c.state, c.why)
 		}
 		pids := readPids(t, c.pids)
 		if len(pids) != 2 {
@@ -280,8 +279,8 @@ echo done`}
 	gid, eid := e.submit(t, inGroup), e.submit(t, escaped)
 	for _, id := range []string{gid, eid} {
 		j := e.wait(t, id)
-		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("job %s: %s %v", id, j.GetState(), j.GetResult())
+		if j.State != spool.Succeeded {
+			t.Fatalf("job %s: %s %v", id, j.State, j.Result)
 		}
 		if out, _ := output(e.logOf(t, id)); string(out) != "done\n" {
 			t.Fatalf("job %s printed %q", id, out)

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
@@ -57,13 +57,13 @@ func (e *env) submit(t *testing.T, s client.SubmitParams) string {
 func sh(script string) client.SubmitParams { return client.SubmitParams{Script: script} }
 
 // wait follows the job until it is final and returns it.
-func (e *env) wait(t *testing.T, id string) *spoolv1.Job {
+func (e *env) wait(t *testing.T, id string) *spool.Job {
 	t.Helper()
 	return e.srv.WaitJob(t, id)
 }
 
 // logOf replays a job's whole log, one event per line.
-func (e *env) logOf(t *testing.T, id string) []*spoolv1.JobEvent {
+func (e *env) logOf(t *testing.T, id string) []*spool.Event {
 	t.Helper()
 	evs, err := e.c.ReadLog(context.Background(), id)
 	if err != nil {
@@ -73,20 +73,18 @@ func (e *env) logOf(t *testing.T, id string) []*spoolv1.JobEvent {
 }
 
 // output is the job's stdout and stderr text, reconstructed byte for byte.
-func output(evs []*spoolv1.JobEvent) (stdout, stderr []byte) {
+func output(evs []*spool.Event) (stdout, stderr []byte) {
 	for _, ev := range evs {
-		d := ev.GetOutputData()
-		if d == nil {
-			continue
-		}
-		b := append(d.GetOutput(), '\n')
-		if d.GetPartial() {
-			b = b[:len(b)-1]
-		}
-		if d.GetStream() == spoolv1.StreamType_STREAM_TYPE_STDERR {
-			stderr = append(stderr, b...)
-		} else {
-			stdout = append(stdout, b...)
+		for _, l := range ev.Lines {
+			b := append([]byte(l.Text), '\n')
+			if l.Partial {
+				b = b[:len(b)-1]
+			}
+			if l.Stream == spool.Stderr {
+				stderr = append(stderr, b...)
+			} else {
+				stdout = append(stdout, b...)
+			}
 		}
 	}
 	return stdout, stderr
@@ -94,11 +92,11 @@ func output(evs []*spoolv1.JobEvent) (stdout, stderr []byte) {
 
 // checkSeq checks the events have contiguous sequences and their output is
 // exactly the lines 1..n.
-func checkSeq(t *testing.T, evs []*spoolv1.JobEvent, n int) {
+func checkSeq(t *testing.T, evs []*spool.Event, n int) {
 	t.Helper()
 	for i, ev := range evs {
-		if ev.GetSequence() != evs[0].GetSequence()+int64(i) {
-			t.Fatalf("event %d has sequence %d after %d", i, ev.GetSequence(), evs[0].GetSequence())
+		if ev.Sequence != evs[0].Sequence+int64(i) {
+			t.Fatalf("event %d has sequence %d after %d", i, ev.Sequence, evs[0].Sequence)
 		}
 	}
 	var want bytes.Buffer
@@ -112,9 +110,9 @@ func checkSeq(t *testing.T, evs []*spoolv1.JobEvent, n int) {
 
 // storedItems counts a finished job's stored items by type: a stream that
 // does not unpack batches yields each stored item as one event.
-func storedItems(t *testing.T, e *env, id string) map[spoolv1.EventType]int {
+func storedItems(t *testing.T, e *env, id string) map[spool.EventType]int {
 	t.Helper()
-	counts := map[spoolv1.EventType]int{}
+	counts := map[spool.EventType]int{}
 	for ev, err := range e.c.Events(context.Background(), id, client.StreamOptions{}).Batches() {
 		if err != nil {
 			t.Fatal(err)
@@ -130,21 +128,21 @@ func TestHundredLines(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	id := e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "100"}})
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetResult().GetExitCode() != 0 {
+	if j.State != spool.Succeeded || j.Result.ExitCode != 0 {
 		t.Fatalf("job: %v", j)
 	}
 	evs := e.logOf(t, id)
 	checkSeq(t, evs[1:len(evs)-1], 100) // between start and end
-	if evs[0].GetEventType() != spoolv1.EventType_EVENT_TYPE_PROCESS_START || evs[len(evs)-1].GetEventType() != spoolv1.EventType_EVENT_TYPE_PROCESS_END {
+	if evs[0].Type != spool.EventProcessStart || evs[len(evs)-1].Type != spool.EventProcessEnd {
 		t.Fatalf("log does not start and end with the process: %v … %v", evs[0], evs[len(evs)-1])
 	}
 	items := storedItems(t, e, id)
-	if b := items[spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH]; b < 2 || b > 3 ||
-		items[spoolv1.EventType_EVENT_TYPE_PROCESS_START] != 1 || items[spoolv1.EventType_EVENT_TYPE_PROCESS_END] != 1 {
+	if b := items[spool.EventOutput]; b < 2 || b > 3 ||
+		items[spool.EventProcessStart] != 1 || items[spool.EventProcessEnd] != 1 {
 		t.Fatalf("stored items %v, want 2 (at most 3) output batches, one start, one end", items)
 	}
-	if j.GetLineCount() != 100 || j.GetLastSequence() != 102 {
-		t.Fatalf("job says %d lines, last sequence %d", j.GetLineCount(), j.GetLastSequence())
+	if j.LineCount != 100 || j.LastSequence != 102 {
+		t.Fatalf("job says %d lines, last sequence %d", j.LineCount, j.LastSequence)
 	}
 }
 
@@ -154,8 +152,8 @@ func TestExitCodeStderrAndEnv(t *testing.T) {
 	s.Env = map[string]string{"GREETING": "hello"}
 	id := e.submit(t, s)
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || j.GetResult().GetExitCode() != 3 || j.GetResult().GetError() != "" {
-		t.Fatalf("job: %v", j.GetResult())
+	if j.State != spool.Failed || j.Result.ExitCode != 3 || j.Result.Error != "" {
+		t.Fatalf("job: %v", j.Result)
 	}
 	out, errOut := output(e.logOf(t, id))
 	if string(out) != "out hello\n" || string(errOut) != "job "+id+"\n" {
@@ -175,8 +173,8 @@ func TestStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := e.wait(t, with); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %v", j.GetResult())
+	if j := e.wait(t, with); j.State != spool.Succeeded {
+		t.Fatalf("job: %v", j.Result)
 	}
 	if out, _ := output(e.logOf(t, with)); !bytes.Equal(out, want) {
 		t.Fatalf("the command read\n%s\nwant\n%s", out, want)
@@ -191,11 +189,11 @@ func TestCannotStart(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	id := e.submit(t, client.SubmitParams{Argv: []string{"/no/such/program"}})
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || !strings.Contains(j.GetResult().GetError(), "could not start") {
-		t.Fatalf("job: %v", j.GetResult())
+	if j.State != spool.Failed || !strings.Contains(j.Result.Error, "could not start") {
+		t.Fatalf("job: %v", j.Result)
 	}
 	evs := e.logOf(t, id)
-	if len(evs) != 1 || evs[0].GetProcessError() == nil {
+	if len(evs) != 1 || evs[0].Type != spool.EventProcessError || evs[0].Error == "" {
 		t.Fatalf("log: %v, want one PROCESS_ERROR", evs)
 	}
 }
@@ -205,7 +203,7 @@ func TestCannotStart(t *testing.T) {
 func TestWorkingDirMissing(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	j := e.wait(t, e.submit(t, client.SubmitParams{Argv: []string{"pwd"}, WorkingDir: "/nonexistent/dir"}))
-	if got := j.GetResult().GetError(); !strings.HasPrefix(got, "the working directory /nonexistent/dir does not exist on worker ") {
+	if got := j.Result.Error; !strings.HasPrefix(got, "the working directory /nonexistent/dir does not exist on worker ") {
 		t.Fatalf("job error %q, want it to say the directory does not exist on the worker", got)
 	}
 }
@@ -216,8 +214,8 @@ func TestTimeout(t *testing.T) {
 	s.Timeout = 500 * time.Millisecond
 	start := time.Now()
 	j := e.wait(t, e.submit(t, s))
-	if !strings.Contains(j.GetResult().GetError(), "timed out after 500ms") || j.GetState() != spoolv1.JobState_JOB_STATE_FAILED {
-		t.Fatalf("job: %v", j.GetResult())
+	if !strings.Contains(j.Result.Error, "timed out after 500ms") || j.State != spool.Failed {
+		t.Fatalf("job: %v", j.Result)
 	}
 	if took := time.Since(start); took > 20*time.Second {
 		t.Fatalf("a 500ms timeout took %v", took)
@@ -232,8 +230,8 @@ func TestCancelRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED {
-		t.Fatalf("job: %s %v", j.GetState(), j.GetResult())
+	if j.State != spool.Cancelled {
+		t.Fatalf("job: %s %v", j.State, j.Result)
 	}
 }
 
@@ -262,8 +260,8 @@ func TestManyJobsAtOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {
-			if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-				t.Errorf("job %s: %s", id, j.GetState())
+			if j := e.wait(t, id); j.State != spool.Succeeded {
+				t.Errorf("job %s: %s", id, j.State)
 			}
 		})
 	}
@@ -286,8 +284,8 @@ func TestServerAwayThenBack(t *testing.T) {
 	e.srv.Restart()
 	for _, id := range []string{a, b} {
 		j := e.wait(t, id)
-		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("job %s: %s %v", id, j.GetState(), j.GetResult())
+		if j.State != spool.Succeeded {
+			t.Fatalf("job %s: %s %v", id, j.State, j.Result)
 		}
 		evs := e.logOf(t, id)
 		checkSeq(t, evs[1:len(evs)-1], 400)
@@ -321,8 +319,8 @@ func TestRepositoryCheckout(t *testing.T) {
 		s := sh("cat hello.txt 2>/dev/null || echo missing")
 		s.Repository, s.Ref = "file://"+repo, ref
 		id := e.submit(t, s)
-		if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("ref %q: %v", ref, j.GetResult())
+		if j := e.wait(t, id); j.State != spool.Succeeded {
+			t.Fatalf("ref %q: %v", ref, j.Result)
 		}
 		if out, _ := output(e.logOf(t, id)); string(out) != want {
 			t.Fatalf("ref %q: output %q, want %q", ref, out, want)
@@ -337,7 +335,7 @@ func TestRepositoryCheckout(t *testing.T) {
 		bad := sh("true")
 		bad.Repository, bad.Ref = c.repo, c.ref
 		id := e.submit(t, bad)
-		if got := e.wait(t, id).GetResult().GetError(); !strings.HasPrefix(got, c.want) {
+		if got := e.wait(t, id).Result.Error; !strings.HasPrefix(got, c.want) {
 			t.Errorf("repository %s, ref %q: job error %q, want it to start %q", c.repo, c.ref, got, c.want)
 		}
 		if _, errOut := output(e.logOf(t, id)); !bytes.Contains(errOut, []byte("fatal:")) {
@@ -353,8 +351,8 @@ func TestRawBytesLongLinesAndPartialEnd(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	script := `printf '\377\376 not utf-8\r\n'; head -c 600000 /dev/zero | tr '\0' 'x'; printf '\nno newline at the end'`
 	id := e.submit(t, sh(script))
-	if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %v", j.GetResult())
+	if j := e.wait(t, id); j.State != spool.Succeeded {
+		t.Fatalf("job: %v", j.Result)
 	}
 	want, err := exec.Command("/bin/sh", "-c", script).Output()
 	if err != nil {
@@ -366,10 +364,10 @@ func TestRawBytesLongLinesAndPartialEnd(t *testing.T) {
 	}
 	lines := 0
 	for _, ev := range evs {
-		if d := ev.GetOutputData(); d != nil {
+		for _, l := range ev.Lines {
 			lines++
-			if len(d.GetOutput()) > 256<<10 {
-				t.Fatalf("line %d is %d bytes, more than max_batch_bytes", d.GetLineNumber(), len(d.GetOutput()))
+			if len(l.Text) > 256<<10 {
+				t.Fatalf("line %d is %d bytes, more than max_batch_bytes", l.Number, len(l.Text))
 			}
 		}
 	}
@@ -385,8 +383,8 @@ func TestGracefulStopFinishesJobs(t *testing.T) {
 	waitForLines(t, e, id, 1)
 	e.w.Stop()
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %s %v", j.GetState(), j.GetResult())
+	if j.State != spool.Succeeded {
+		t.Fatalf("job: %s %v", j.State, j.Result)
 	}
 	if out, _ := output(e.logOf(t, id)); string(out) != "begin\nend\n" {
 		t.Fatalf("output %q", out)
@@ -410,7 +408,7 @@ func TestStopAfterGraceRetriesJob(t *testing.T) {
 	}
 	evs := e.logOf(t, id)
 	last := evs[len(evs)-1]
-	if last.GetEventType() != spoolv1.EventType_EVENT_TYPE_PROCESS_END || !strings.Contains(evs[len(evs)-2].GetProcessError().GetMessage(), "shutting down") {
+	if last.Type != spool.EventProcessEnd || !strings.Contains(evs[len(evs)-2].Error, "shutting down") {
 		t.Fatalf("log ends with %v %v", evs[len(evs)-2], last)
 	}
 	// Attempt 2 is leased at once: the job was handed back.
@@ -433,8 +431,8 @@ func TestServerAwayLongerThanALease(t *testing.T) {
 	time.Sleep(5 * time.Second) // leases are 3 s
 	e.srv.Restart()
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetAttempt() != 1 {
-		t.Fatalf("job %s on attempt %d: %v", j.GetState(), j.GetAttempt(), j.GetResult())
+	if j.State != spool.Succeeded || j.Attempt != 1 {
+		t.Fatalf("job %s on attempt %d: %v", j.State, j.Attempt, j.Result)
 	}
 	evs := e.logOf(t, id)
 	checkSeq(t, evs[1:len(evs)-1], 200)

@@ -255,19 +255,19 @@ func TestOverLimitBodiesRefusedUnread(t *testing.T) {
 	for _, tc := range []struct {
 		name, path string
 		header     func(key string) http.Header
-		role       string // of the key sent
+		role       spool.Role // of the key sent
 		body       *filler
 		declared   bool
 		want       string
 	}{
 		// 300 MB is over CreateScatter's 256 MiB.
-		{"Connect CreateScatter, 300 MB declared", spoolv1connect.ScatterServiceCreateScatterProcedure, connectHeader, "submit",
+		{"Connect CreateScatter, 300 MB declared", spoolv1connect.ScatterServiceCreateScatterProcedure, connectHeader, spool.RoleSubmit,
 			procBody(300 * mib), true, `"code":"resource_exhausted"`},
-		{"Connect EnqueueJob, 200 MB chunked", spoolv1connect.JobServiceEnqueueJobProcedure, connectHeader, "submit",
+		{"Connect EnqueueJob, 200 MB chunked", spoolv1connect.JobServiceEnqueueJobProcedure, connectHeader, spool.RoleSubmit,
 			procBody(200 * mib), false, `"code":"resource_exhausted"`},
-		{"REST POST /api/v1/scatters, 300 MB declared", "/api/v1/scatters", jsonHeader, "submit",
+		{"REST POST /api/v1/scatters, 300 MB declared", "/api/v1/scatters", jsonHeader, spool.RoleSubmit,
 			scatterBody(300 * mib), true, `over 268435456 bytes`},
-		{"REST POST /api/v1/ingest/lines, 200 MB chunked", "/api/v1/ingest/lines", jsonHeader, "ingest",
+		{"REST POST /api/v1/ingest/lines, 200 MB chunked", "/api/v1/ingest/lines", jsonHeader, spool.RoleIngest,
 			newFiller(`{"source": "s", "id": "1", "timestamp": 1, "message": "`, 'a', 200*mib, `"}`), false, `ingest.max_body_bytes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,13 +18,12 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/outbox"
 	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/internal/wire"
-	"github.com/spool-run/spool/spooltest"
 )
 
 // spoolBin is the spool binary built for these tests.
@@ -130,7 +129,7 @@ func startServerEnv(t *testing.T, addr, dataDir string, env []string, extra ...s
 	t.Helper()
 	p := runIn(t, "server "+addr, "", append([]string{"SPOOL_AUTH_ADMIN_KEY=" + adminKey, "SPOOL_API_KEY=" + adminKey}, env...),
 		append([]string{"server", "--addr", addr, "--data-dir", dataDir}, extra...)...)
-	c, err := client.New(client.Config{URL: "http://"+addr, APIKey: adminKey})
+	c, err := client.New(client.Config{URL: "http://" + addr, APIKey: adminKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +158,7 @@ func waitLines(t *testing.T, c *client.Client, id string, n int64) {
 	t.Fatalf("job %s never reached %d lines", id, n)
 }
 
-func waitFinal(t *testing.T, c *client.Client, id string) *spoolv1.Job {
+func waitFinal(t *testing.T, c *client.Client, id string) *spool.Job {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		j, err := c.Job(context.Background(), id)
@@ -208,12 +207,12 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 
 	startWorker(t, "worker B", url, t.TempDir())
 	done := waitFinal(t, c, id)
-	if done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || done.GetAttempt() != 2 {
-		t.Fatalf("job ended %s on attempt %d: %v", done.GetState(), done.GetAttempt(), done.GetResult())
+	if done.State != spool.Succeeded || done.Attempt != 2 {
+		t.Fatalf("job ended %s on attempt %d: %v", done.State, done.Attempt, done.Result)
 	}
 
 	// Attempt 1 publishing late is refused, heartbeat and complete too.
-	late := &spoolv1.JobEvent{Sequence: done.GetLastSequence() + 1, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR,
+	late := &spoolv1.JobEvent{Sequence: done.LastSequence + 1, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR,
 		EventData: &spoolv1.JobEvent_ProcessError{ProcessError: &spoolv1.ProcessErrorEvent{Message: "late"}}}
 	rpc, err := wire.Dial(url, wire.Options{APIKey: adminKey})
 	if err != nil {
@@ -245,8 +244,8 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var starts []int32
-	prevAttempt := int32(0)
+	var starts []int
+	prevAttempt := 0
 	var second []string
 	for i, ev := range log {
 		if ev.Sequence != int64(i+1) {
@@ -256,11 +255,13 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 			t.Fatalf("attempt %d's event after attempt %d's", ev.Attempt, prevAttempt)
 		}
 		prevAttempt = ev.Attempt
-		if ev.GetProcessStart() != nil {
+		if ev.Start != nil {
 			starts = append(starts, ev.Attempt)
 		}
-		if d := ev.GetOutputData(); d != nil && ev.Attempt == 2 {
-			second = append(second, string(d.GetOutput()))
+		for _, l := range ev.Lines {
+			if ev.Attempt == 2 {
+				second = append(second, l.Text)
+			}
 		}
 	}
 	if fmt.Sprint(starts) != "[1 2]" {
@@ -294,8 +295,8 @@ func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 	startServer(t, addr, data, store...)
 	for _, id := range ids {
 		j := waitFinal(t, c, id)
-		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("job %s: %s %v", id, j.GetState(), j.GetResult())
+		if j.State != spool.Succeeded {
+			t.Fatalf("job %s: %s %v", id, j.State, j.Result)
 		}
 		log, err := c.ReadLog(context.Background(), id)
 		if err != nil {
@@ -306,8 +307,8 @@ func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 			if ev.Sequence != int64(i+1) {
 				t.Fatalf("job %s: event %d has sequence %d", id, i, ev.Sequence)
 			}
-			if d := ev.GetOutputData(); d != nil {
-				lines = append(lines, string(d.GetOutput()))
+			for _, l := range ev.Lines {
+				lines = append(lines, l.Text)
 			}
 		}
 		if want := numbers(80); strings.Join(lines, ",") != want {
@@ -379,8 +380,10 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 		}
 		lines = lines[:0]
 		for _, ev := range log {
-			if d := ev.GetOutputData(); d != nil && ev.GetAttempt() == 1 {
-				lines = append(lines, string(d.GetOutput()))
+			for _, l := range ev.Lines {
+				if ev.Attempt == 1 {
+					lines = append(lines, l.Text)
+				}
 			}
 		}
 	}
@@ -388,15 +391,15 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 		t.Fatalf("attempt 1's lines: %v", lines)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		got, _ := c.Job(context.Background(), j.GetJobId())
-		if got.GetState() == spoolv1.JobState_JOB_STATE_QUEUED && got.GetAttempt() == 1 {
+		got, _ := c.Job(context.Background(), j.ID)
+		if got.State == spool.Queued && got.Attempt == 1 {
 			break // handed back at once, not after its 30 s lease
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the job was not handed back: %s attempt %d", got.GetState(), got.GetAttempt())
+			t.Fatalf("the job was not handed back: %s attempt %d", got.State, got.Attempt)
 		}
 	}
-	if _, err := c.Cancel(context.Background(), j.GetJobId(), "done"); err != nil {
+	if _, err := c.Cancel(context.Background(), j.ID, "done"); err != nil {
 		t.Fatal(err)
 	}
 }

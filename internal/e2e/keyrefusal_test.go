@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestWorkerWithRevokedKeyExits(t *testing.T) {
 	addr := freePort(t)
 	_, c := startServer(t, addr, t.TempDir())
-	_, secret, err := c.CreateKey(context.Background(), client.KeyParams{Name: "builder", Role: "worker"})
+	_, secret, err := c.CreateKey(context.Background(), client.KeyParams{Name: "builder", Role: spool.RoleWorker})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestWorkerWithRevokedKeyExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLines(t, c, job.GetJobId(), 1)
+	waitLines(t, c, job.ID, 1)
 	if _, err := c.RevokeKey(context.Background(), "builder"); err != nil {
 		t.Fatal(err)
 	}
