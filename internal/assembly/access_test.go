@@ -275,8 +275,8 @@ func TestAccessTable(t *testing.T) {
 
 	f := newFixture(t)
 	keys := map[string]string{"admin": f.srv.AdminKey}
-	for _, role := range []string{"submit", "read", "worker", "ingest"} {
-		keys[role] = f.srv.Key(t, role)
+	for _, role := range []spool.Role{spool.RoleSubmit, spool.RoleRead, spool.RoleWorker, spool.RoleIngest} {
+		keys[role.String()] = f.srv.Key(t, role)
 	}
 	keys["worker-other"] = f.srv.Key(t, spool.RoleWorker, "other")
 	revoked := f.srv.Key(t, spool.RoleAdmin)
@@ -338,7 +338,7 @@ func newFixture(t *testing.T, tweaks ...func(*server.Config)) *fixture {
 	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "q", Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
-	f.token = spooltest.LeaseJob(t, f.srv, "q").GetTaskToken()
+	f.token = spooltest.LeaseJob(t, f.srv, "q").TaskToken()
 	queued, _, err := c.Submit(ctx, client.SubmitParams{Queue: "q", Argv: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
@@ -366,8 +366,8 @@ func lastKeyName(t *testing.T, srv *spooltest.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(keys, func(a, b *spoolv1.Key) int { return a.GetCreatedAt().AsTime().Compare(b.GetCreatedAt().AsTime()) })
-	return keys[len(keys)-1].GetName()
+	slices.SortFunc(keys, func(a, b *spool.Key) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return keys[len(keys)-1].Name
 }
 
 // as is an HTTP client that sends c's key and Host.

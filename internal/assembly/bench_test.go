@@ -86,9 +86,7 @@ func BenchmarkReadWholeLog(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if ev.GetOutputData() != nil {
-					lines++
-				}
+				lines += len(ev.Lines)
 			}
 			if lines != 10_000 {
 				b.Fatalf("read %d lines", lines)

@@ -68,7 +68,7 @@ func TestHeartbeatWaitsForNews(t *testing.T) {
 			TaskToken: lease.GetTaskToken(), VisibilityTimeoutSeconds: 100, WaitSeconds: 30}))
 		got <- answer{resp, err}
 	}()
-	if _, err := c.Cancel(ctx, j.GetJobId(), "enough"); err != nil {
+	if _, err := c.Cancel(ctx, j.ID, "enough"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -103,7 +103,7 @@ func TestReportUndeliveredWithStaleToken(t *testing.T) {
 	if len(notes) != 1 || !strings.HasPrefix(notes[0], "attempt 1: 11 lines could not be delivered") || !strings.Contains(notes[0], "host:/var/lib/spool") {
 		t.Fatalf("notes %q", notes)
 	}
-	got, err := c.Job(ctx, j.GetJobId())
+	got, err := c.Job(ctx, j.ID)
 	if err != nil || len(got.Notes) != 1 {
 		t.Fatalf("the note is not kept: %v %v", got.Notes, err)
 	}

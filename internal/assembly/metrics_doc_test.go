@@ -70,7 +70,7 @@ func TestMetricsDocServer(t *testing.T) {
 	// A job the test plays the worker of: enqueued, leased, output, done;
 	// another, deleted once done.
 	spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
-	if err := srv.Client().Delete(ctx, spooltest.RunJob(t, srv).GetJobId()); err != nil {
+	if err := srv.Client().Delete(ctx, spooltest.RunJob(t, srv).ID); err != nil {
 		t.Fatal(err)
 	}
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/server"
@@ -225,7 +224,10 @@ func TestRevocationEndsStreams(t *testing.T) {
 			}
 			break
 		}
-		n := ev.GetOutputData().GetLineNumber()
+		var n int64
+		if ev.Lines != nil {
+			n = ev.Lines[0].Number
+		}
 		if n == 3 {
 			if _, err := srv.Client().RevokeKey(context.Background(), lastKeyName(t, srv)); err != nil {
 				t.Fatal(err)

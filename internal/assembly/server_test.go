@@ -36,11 +36,12 @@ func testConfig(c *server.Config) {
 
 func start(t testing.TB, tweaks ...func(*server.Config)) *spooltest.Server {
 	t.Helper()
-	opts := []spooltest.Option{spooltest.Config{Server: testConfig}}
-	for _, f := range tweaks {
-		opts = append(opts, spooltest.Config{Server: f})
-	}
-	return spooltest.NewServer(t, opts...)
+	return spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
+		testConfig(c)
+		for _, f := range tweaks {
+			f(c)
+		}
+	}})
 }
 
 // api is the whole JobService as a worker sees it, with the client's
@@ -90,7 +91,7 @@ func wantCode(t *testing.T, err error, code connect.Code, what string) {
 	}
 }
 
-func submit(t *testing.T, c *api, argv ...string) *spoolv1.Job {
+func submit(t *testing.T, c *api, argv ...string) *spool.Job {
 	t.Helper()
 	j, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: argv})
 	if err != nil {
@@ -166,15 +167,15 @@ func TestJobLifecycle(t *testing.T) {
 	c := newClient(t, r)
 	ctx := context.Background()
 	job := submit(t, c, "echo", "hi")
-	if job.GetExecutionConfig().GetBatching().GetMaxBatchSize() != 50 {
-		t.Fatalf("the job does not carry the server's batching config: %v", job.GetExecutionConfig())
+	if job.Execution.MaxBatchSize != 50 {
+		t.Fatalf("the job does not carry the server's batching config: %v", job.Execution)
 	}
 	lease := dequeue(t, c, 10)
-	if lease.GetJob().GetJobId() != job.GetJobId() || lease.GetNextSequence() != 1 || lease.GetNextLine() != 1 || lease.GetTaskToken() == "" {
+	if lease.GetJob().GetJobId() != job.ID || lease.GetNextSequence() != 1 || lease.GetNextLine() != 1 || lease.GetTaskToken() == "" {
 		t.Fatalf("lease: %v", lease)
 	}
 
-	stream, err := c.StreamEvents(ctx, connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: job.GetJobId(), Follow: true, Unpack: true}))
+	stream, err := c.StreamEvents(ctx, connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: job.ID, Follow: true, Unpack: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	r := start(t, func(c *server.Config) { c.Server.ShutdownGrace = 30 * time.Second })
 	c := newClient(t, r)
 	j := submit(t, c, "sleep", "100")
-	s, err := c.StreamEvents(context.Background(), connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: j.GetJobId(), Follow: true}))
+	s, err := c.StreamEvents(context.Background(), connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: j.ID, Follow: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func TestRestartKeepsJobs(t *testing.T) {
 	c := newClient(t, r)
 	j := submit(t, c, "echo", "persist")
 	r.Restart()
-	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
+	got, err := newClient(t, r).Job(context.Background(), j.ID)
 	if err != nil || got.Params.Argv[1] != "persist" {
 		t.Fatalf("after restart: %v %v", got, err)
 	}
@@ -435,7 +436,7 @@ func TestRestartGracesRunningLeases(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond) // the lease has run out meanwhile
 	r.Restart()
 	time.Sleep(2 * time.Second) // more than one reaper sweep
-	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
+	got, err := newClient(t, r).Job(context.Background(), j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

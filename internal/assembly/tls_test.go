@@ -8,7 +8,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/testcert"
@@ -41,7 +40,7 @@ func TestTLS(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: follow over TLS: %v", name, err)
 			}
-			out = append(out, string(ev.GetOutputData().GetOutput()))
+			out = append(out, ev.Lines[0].Text)
 		}
 		if strings.Join(out, "\n") != "over tls" {
 			t.Errorf("%s: output %q", name, out)

@@ -28,7 +28,7 @@ func TestJobs(t *testing.T) {
 			t.Fatal(resp.Status)
 		}
 		want := jobjson.Job{JobID: queued.ID, Kind: "command", Queue: "builds", State: "queued", CreatedAt: queued.CreatedAt, UpdatedAt: queued.UpdatedAt,
-			MaxAttempts: queued.MaxAttempts, RequestID: "req-1",
+			MaxAttempts: int32(queued.MaxAttempts), RequestID: "req-1",
 			Params: jobjson.JobParams{Script: "make test", Env: map[string]string{"CI": "1"}, TimeoutSeconds: 90}}
 		if !sameJob(j, want) {
 			t.Errorf("got %+v\nwant %+v", j, want)

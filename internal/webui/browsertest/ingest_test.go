@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/ingest/ingesttest"
 	"github.com/spool-run/spool/spooltest"
 )

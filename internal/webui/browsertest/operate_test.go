@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/chromedp/chromedp"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/wire"
@@ -63,7 +64,7 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 	if err != nil || !paused(qs, "builds") {
 		t.Fatalf("the server does not have builds paused: %v", err)
 	}
-	if ls, _, err := c.JobsPage(ctx, &spoolv1.ListJobsRequest{Queue: "builds", States: []spoolv1.JobState{spoolv1.JobState_JOB_STATE_QUEUED}}); err != nil || len(ls) != 1 {
+	if ls, _, err := c.JobsPage(ctx, client.ListParams{Queue: "builds", States: []spool.State{spool.Queued}}); err != nil || len(ls) != 1 {
 		t.Fatalf("queued jobs of the paused queue: %d, %v", len(ls), err)
 	}
 	if ls := dequeueNow(t, srv, "builds"); len(ls) != 0 {
@@ -77,10 +78,10 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 	}
 }
 
-func paused(qs []*spoolv1.Queue, name string) bool {
+func paused(qs []*spool.Queue, name string) bool {
 	for _, q := range qs {
-		if q.GetName() == name {
-			return q.GetPaused()
+		if q.Name == name {
+			return q.Paused
 		}
 	}
 	return false

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -21,7 +20,7 @@ import (
 const batchScript = `sleep 0.2; echo '{"ok":true}' > "$SPOOL_RESULT"`
 
 // startScatter starts a scatter of batches of items ("[1,2]", ...) on srv.
-func startScatter(t *testing.T, srv *spooltest.Server, ns client.ScatterParams, batches ...string) *spoolv1.Scatter {
+func startScatter(t *testing.T, srv *spooltest.Server, ns client.ScatterParams, batches ...string) *spool.Scatter {
 	t.Helper()
 	for _, b := range batches {
 		ns.Batches = append(ns.Batches, json.RawMessage(b))
@@ -42,7 +41,7 @@ const progressNow = `(() => { const p = document.querySelector("#progress [role=
 // a batch's job page lead back to it. Screenshots are kept.
 func TestScatterPageFollowsProgress(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	tolerated := int32(1)
+	tolerated := 1
 	sc := startScatter(t, srv, client.ScatterParams{
 		Job:                   client.SubmitParams{Script: batchScript, Queue: "images"},
 		BatchInput:            json.RawMessage(`{"width": 800}`),
@@ -50,7 +49,7 @@ func TestScatterPageFollowsProgress(t *testing.T) {
 		ToleratedFailureCount: &tolerated,
 		Gather:                `cat > /dev/null`,
 	}, `[1,2]`, `[3,4]`, `[5]`)
-	id := sc.GetScatterId()
+	id := sc.ID
 
 	// No worker yet: the scatter stays running with two batches queued and
 	// the third waiting for its turn.
@@ -185,13 +184,13 @@ func TestScattersPagesAndCancel(t *testing.T) {
 		batches = append(batches, fmt.Sprintf(`[%d]`, i))
 	}
 	big := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Argv: []string{"./resize", "--width", "800"}}, MaxConcurrency: 120}, batches...)
-	id := big.GetScatterId()
+	id := big.ID
 
 	b := signedIn(t, srv)
 	b.do(t, "open the scatters page", chromedp.Navigate(srv.URL+"/scatters"))
 	b.waitFor(t, "both scatters", `document.querySelectorAll("#scatters tr").length === 2 && document.querySelector("#scatters a.id") !== null`)
 	ids := eval[[]string](t, b, `[...document.querySelectorAll("#scatters a.id")].map(a => a.textContent)`)
-	if len(ids) != 2 || ids[0] != id || ids[1] != first.GetScatterId() {
+	if len(ids) != 2 || ids[0] != id || ids[1] != first.ID {
 		t.Errorf("the scatters page lists %q, want newest first", ids)
 	}
 	if row := b.texts(t, "#scatters tr")[0]; !strings.Contains(row, "running") || !strings.Contains(row, "0/150") || !strings.Contains(row, "./resize --width 800") {
@@ -244,7 +243,7 @@ func TestScatterCancelNeedsSubmit(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	sc := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "true"}}, `[1]`)
 	b := newBrowser(t)
-	b.do(t, "open the scatter page", chromedp.Navigate(srv.URL+"/scatters/"+sc.GetScatterId()))
+	b.do(t, "open the scatter page", chromedp.Navigate(srv.URL+"/scatters/"+sc.ID))
 	b.signIn(t, srv.Key(t, spool.RoleRead))
 	b.waitFor(t, "the cancel button", `!document.getElementById("cancel").hidden`)
 	b.do(t, "click cancel twice", chromedp.Click(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel")))
