@@ -49,9 +49,10 @@ fuzz:
 	@./scripts/fuzz.sh $(FUZZTIME)
 
 ## bench: the goals table: every performance goal, spool's figure and its
-## baseline measured in the same run (about 4 minutes on 2 CPUs)
+## baseline measured in the same run, written into docs/performance.md
+## (about 4 minutes on 2 CPUs)
 bench:
-	$(GO) run ./bench -goals
+	$(GO) run ./bench -goals -docs docs
 
 ## bench-go: the go test benchmarks of the hot paths, six runs each, in the
 ## format benchstat compares (save two runs' output and `benchstat old new`)

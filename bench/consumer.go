@@ -72,8 +72,7 @@ func runConsumerBench() {
 	if err != nil {
 		fail(fmt.Errorf("batches of 20: %w", err))
 	}
-	row := func(name, sv, bv, ratio string) { fmt.Printf("%-44s %14s %14s   %s\n", name, sv, bv, ratio) }
-	row("", "sequential", "batches of 20", "batches vs sequential")
+	row := newTable("consumer", runCommand(), figureWidths, "", "sequential", "batches of 20", "batches vs sequential").row
 	row(fmt.Sprintf("messages/s, %d messages, %v I/O each", consumerBenchMessages, consumerBenchIO),
 		fmt.Sprintf("%.0f", seq), fmt.Sprintf("%.0f", bat), fmt.Sprintf("%.1fx the throughput (goal: 10x)", bat/seq))
 	fmt.Println("  sequential: batch size 1, one message at a time; batches of 20: the handler runs the 20 concurrently")

@@ -40,15 +40,15 @@ type goalRow struct {
 	info bool
 }
 
-func printGoal(g goalRow) {
-	verdict := "not yet"
+// verdict is the last column of the row.
+func (g goalRow) verdict() string {
 	switch {
-	case g.measure == "" || g.info:
-		verdict = ""
+	case g.info:
+		return ""
 	case g.met:
-		verdict = "met"
+		return "met"
 	}
-	fmt.Printf("%-50s %-22s %-34s %-24s %s\n", g.measure, g.spool, g.baseline, g.goal, verdict)
+	return "not yet"
 }
 
 // goalStep measures a group of rows.
@@ -66,7 +66,7 @@ type goalStep struct {
 // noop, live, read or catchup).
 func runGoals(ctx context.Context, job emitter, sz sizes, only string, log *slog.Logger) error {
 	fmt.Printf("goals: servers in processes of their own on the embedded SQLite store (synchronous=full)\n\n")
-	printGoal(goalRow{spool: "spool", baseline: "baseline (same run)", goal: "goal"})
+	t := newTable("goals", runCommand(), []int{-50, -22, -34, -24}, "measure", "spool", "baseline (same run)", "goal", "")
 	steps := []goalStep{
 		{"lines", func() ([]goalRow, error) {
 			return linesGoal(ctx, job, sz.goalFewJobs, sz.goalLines, 20, sz.goalFewJobs, false, log)
@@ -92,7 +92,7 @@ func runGoals(ctx context.Context, job emitter, sz sizes, only string, log *slog
 			return err
 		}
 		for _, r := range rows {
-			printGoal(r)
+			t.row(r.measure, r.spool, r.baseline, r.goal, r.verdict())
 		}
 	}
 	fmt.Println()

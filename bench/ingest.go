@@ -38,8 +38,7 @@ type ingestResult struct {
 func compareIngest(ctx context.Context, sz sizes, log *slog.Logger) error {
 	fmt.Printf("\nlogs from elsewhere: CloudWatch Logs through POST /api/v1/ingest/firehose, %d log streams at once, %d events a delivery\n\n",
 		ingestSources, ingestPerDelivery)
-	row := func(name, a, b, ratio string) { fmt.Printf("%-44s %14s %14s   %s\n", name, a, b, ratio) }
-	row("", "batched", "unbatched", "batched vs unbatched")
+	row := newTable("ingest", runCommand(), figureWidths, "", "batched", "unbatched", "batched vs unbatched").row
 	var res [2]ingestResult
 	for i, batched := range []bool{true, false} {
 		cl, err := demo.StartLocal(ctx, demo.LocalOptions{Log: log, Configure: func(c *config.Config) {

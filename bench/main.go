@@ -29,6 +29,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/spool-run/spool/internal/batcher"
@@ -57,8 +58,18 @@ func main() {
 	flag.BoolVar(&onlySpool, "only-spool", false, "with -goals -goal lines or many: spool's figures alone, without the baselines (for profiling and comparing builds)")
 	flag.StringVar(&serverProfiles, "server-profiles", "", "with -goals: each server process writes its CPU profile (server-1.pprof, ... in the order they start) and its allocations and heap (server-1.mem.pprof, ...) to this directory")
 	memProfile := flag.String("memprofile", "", "write the allocations and heap of the whole run (bench and servers share the process) to this file")
+	docs := flag.String("docs", "", "write the tables this run measured into the pages of this directory that have a place for them (docs: what make bench does)")
 	flag.Parse()
 	defer profile(*cpuProfile, *memProfile)()
+	if *docs != "" {
+		// Deferred, so that every mode's tables are written once it has
+		// measured them all; a failed run exits before and writes nothing.
+		defer func() {
+			if err := writeDocs(*docs, time.Now()); err != nil {
+				fail(err)
+			}
+		}()
+	}
 	if *consumerOnly {
 		runConsumerBench()
 		return
@@ -270,8 +281,7 @@ func measure(ctx context.Context, cl *demo.Local, job emitter, sz sizes) (result
 }
 
 func printTable(b, u result, sz sizes) {
-	row := func(name, bv, uv, ratio string) { fmt.Printf("%-44s %14s %14s   %s\n", name, bv, uv, ratio) }
-	row("", "batched", "unbatched", "batched vs unbatched")
+	row := newTable("batching", runCommand(), figureWidths, "", "batched", "unbatched", "batched vs unbatched").row
 	row("stored items per 1,000 lines", fmt.Sprintf("%.1f", b.itemsPer1000), fmt.Sprintf("%.1f", u.itemsPer1000),
 		fmt.Sprintf("%.1fx fewer writes", u.itemsPer1000/b.itemsPer1000))
 	row("items read to replay lines 9,000-10,000", fmt.Sprint(b.replayItems), fmt.Sprint(u.replayItems),
@@ -283,6 +293,19 @@ func printTable(b, u result, sz sizes) {
 	row("live latency p50 / p99 at 10,000 lines/s", b.fast.String(), u.fast.String(), "")
 	row("items per 1,000 lines, followed at 10,000/s", fmt.Sprintf("%.1f", b.fastItemsPer1000),
 		fmt.Sprintf("%.1f", u.fastItemsPer1000), fmt.Sprintf("%.0fx fewer writes than lines", 1000/b.fastItemsPer1000))
+}
+
+// figureWidths are the terminal's columns of the tables that compare two
+// configurations: the measure, the two figures, and what they say.
+var figureWidths = []int{-44, 14, 16}
+
+// runCommand is how a reader runs this run again: what a table in docs/
+// names beside itself.
+func runCommand() string {
+	if len(os.Args) < 2 {
+		return "go run ./bench"
+	}
+	return "go run ./bench " + strings.Join(os.Args[1:], " ")
 }
 
 // sinceStart is a small helper for timings.

@@ -26,14 +26,14 @@ type scatterResult struct {
 func compareScatters(ctx context.Context, pgURL string, sz sizes, log *slog.Logger) error {
 	fmt.Printf("\nscatter of %d items in batches of %d (%d batch jobs, each runs `true`); the baseline submits as many plain jobs one by one\n",
 		sz.scatterItems, sz.scatterBatch, sz.scatterItems/sz.scatterBatch)
+	t := newTable("scatter", runCommand(), []int{-12, 22, 18, 20}, "store", "start: items/s", "run: batches/s", "plain jobs: jobs/s", "batches vs plain jobs")
 	return eachStore(ctx, pgURL, sz, log, func(pg bool, _ float64, cl *demo.Local) error {
 		r, err := measureScatter(ctx, cl, sz.scatterItems, sz.scatterBatch)
 		if err != nil {
 			return err
 		}
-		name := map[bool]string{false: "SQLite", true: "PostgreSQL"}[pg]
-		fmt.Printf("  %-11s start %8.0f items/s · run %6.0f batches/s · plain jobs %6.0f jobs/s (%.2fx)\n", name+":",
-			r.itemsPerSecond, r.batchesPerSecond, r.jobsPerSecond, r.batchesPerSecond/r.jobsPerSecond)
+		t.row(storeName(pg), fmt.Sprintf("%.0f", r.itemsPerSecond), fmt.Sprintf("%.0f", r.batchesPerSecond),
+			fmt.Sprintf("%.0f", r.jobsPerSecond), fmt.Sprintf("%.2fx", r.batchesPerSecond/r.jobsPerSecond))
 		return nil
 	})
 }

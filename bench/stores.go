@@ -50,9 +50,8 @@ func compareStores(ctx context.Context, job emitter, pgURL string, sz sizes, log
 		return err
 	}
 	s, p := results[0], results[1]
-	row := func(name, sv, pv, note string) { fmt.Printf("%-44s %14s %14s   %s\n", name, sv, pv, note) }
 	fmt.Println()
-	row("", "SQLite", "PostgreSQL", "PostgreSQL vs SQLite")
+	row := newTable("stores", runCommand(), figureWidths, "", "SQLite", "PostgreSQL", "PostgreSQL vs SQLite").row
 	row(fmt.Sprintf("queue alone: jobs/s, %d jobs", sz.queueJobs), fmt.Sprintf("%.0f", s.queueJobsPerSecond), fmt.Sprintf("%.0f", p.queueJobsPerSecond),
 		fmt.Sprintf("%.2fx (goal on PostgreSQL: 2,000 jobs/s)", p.queueJobsPerSecond/s.queueJobsPerSecond))
 	row("  the same on the store itself, no API", fmt.Sprintf("%.0f", s.storeJobsPerSecond), fmt.Sprintf("%.0f", p.storeJobsPerSecond),
@@ -68,15 +67,23 @@ func compareStores(ctx context.Context, job emitter, pgURL string, sz sizes, log
 // compareQueues measures only the queue alone on SQLite and, when pgURL is
 // not empty, on PostgreSQL: the quick loop for work on the queue's path.
 func compareQueues(ctx context.Context, pgURL string, sz sizes, log *slog.Logger) error {
+	t := newTable("queue", runCommand(), []int{-12, 26, 26}, "store", fmt.Sprintf("jobs/s through the API (%d jobs)", sz.queueJobs), "jobs/s on the store itself", "the API's share")
 	return eachStore(ctx, pgURL, sz, log, func(pg bool, alone float64, cl *demo.Local) error {
 		perSecond, err := queueAlone(ctx, cl, sz.queueJobs)
 		if err != nil {
 			return err
 		}
-		name := map[bool]string{false: "SQLite", true: "PostgreSQL"}[pg]
-		fmt.Printf("queue alone on %-11s %6.0f jobs/s through the API, %6.0f on the store itself (%d jobs)\n", name+":", perSecond, alone, sz.queueJobs)
+		t.row(storeName(pg), fmt.Sprintf("%.0f", perSecond), fmt.Sprintf("%.0f", alone), fmt.Sprintf("%.0f%%", 100*perSecond/alone))
 		return nil
 	})
+}
+
+// storeName is what a table calls the store a run measured.
+func storeName(pg bool) string {
+	if pg {
+		return "PostgreSQL"
+	}
+	return "SQLite"
 }
 
 // eachStore measures SQLite and, when pgURL is not empty, PostgreSQL (a

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -16,7 +17,7 @@ func newAWSCmd(e *env) *cobra.Command {
 		Use:   "aws",
 		Short: "Set up the AWS backend (SQS queues, DynamoDB tables)",
 	}
-	var cfgPath string
+	var cfg awsInitConfig
 	initCmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create the SQS queues and DynamoDB tables store.aws names, if missing",
@@ -33,37 +34,46 @@ the IAM permissions the server needs.`,
   SPOOL_STORE_AWS_REGION=eu-west-1 spool aws init`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, w := range config.UnknownEnv(os.Environ()) {
-				fmt.Fprintln(e.errOut, "spool: warning: "+w)
-			}
-			cfg, err := config.Read(cfgPath, os.LookupEnv)
-			if err != nil {
-				// The file is the only setting spool aws init has a flag for.
-				return setting.Rename(err, func(name string) string {
-					if name == "config" {
-						return "--config"
-					}
-					return name
-				})
-			}
-			for _, w := range cfg.Warnings {
-				fmt.Fprintln(e.errOut, "spool: warning: "+w)
-			}
-			if err := cfg.Store.AWS.Validate(); err != nil {
-				return err
-			}
-			rep, err := awsstore.Provision(cmd.Context(), cfg.Store.AWS)
-			fmt.Fprint(e.out, rep.String())
-			if err != nil {
-				return fmt.Errorf("setting up AWS: %w", err)
-			}
-			if cfg.Store.Type != "aws" {
-				fmt.Fprintln(e.errOut, "note: store.type is not aws yet; set it (and server.token_key) to use these resources")
-			}
-			return nil
+			return runAWSInit(cmd.Context(), cfg, e)
 		},
 	}
-	initCmd.Flags().StringVar(&cfgPath, "config", "", "the server's YAML configuration (its store.aws section)")
+	initCmd.Flags().StringVar(&cfg.configPath, "config", "", "the server's YAML configuration (its store.aws section)")
 	cmd.AddCommand(initCmd)
 	return cmd
+}
+
+// awsInitConfig is what `spool aws init` is told on its command line.
+type awsInitConfig struct {
+	configPath string
+}
+
+func runAWSInit(ctx context.Context, cfg awsInitConfig, e *env) error {
+	for _, w := range config.UnknownEnv(os.Environ()) {
+		fmt.Fprintln(e.errOut, "spool: warning: "+w)
+	}
+	conf, err := config.Read(cfg.configPath, os.LookupEnv)
+	if err != nil {
+		// The file is the only setting spool aws init has a flag for.
+		return setting.Rename(err, func(name string) string {
+			if name == "config" {
+				return "--config"
+			}
+			return name
+		})
+	}
+	for _, w := range conf.Warnings {
+		fmt.Fprintln(e.errOut, "spool: warning: "+w)
+	}
+	if err := conf.Store.AWS.Validate(); err != nil {
+		return err
+	}
+	rep, err := awsstore.Provision(ctx, conf.Store.AWS)
+	fmt.Fprint(e.out, rep.String())
+	if err != nil {
+		return fmt.Errorf("setting up AWS: %w", err)
+	}
+	if conf.Store.Type != "aws" {
+		fmt.Fprintln(e.errOut, "note: store.type is not aws yet; set it (and server.token_key) to use these resources")
+	}
+	return nil
 }

@@ -11,9 +11,11 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 func newCompletionCmd(e *env) *cobra.Command {
+	var cfg completionConfig
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a script that makes your shell complete spool's commands, flags and job ids",
@@ -45,18 +47,29 @@ Start a new shell after installing for every shell.`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root := cmd.Root()
-			switch args[0] {
-			case "bash":
-				return root.GenBashCompletionV2(e.out, true)
-			case "zsh":
-				return root.GenZshCompletion(e.out)
-			case "fish":
-				return root.GenFishCompletion(e.out, true)
-			default:
-				return root.GenPowerShellCompletionWithDesc(e.out)
-			}
+			cfg.shell, cfg.root = args[0], cmd.Root()
+			return runCompletion(cmd.Context(), cfg, e)
 		},
+	}
+}
+
+// completionConfig is what `spool completion` is told on its command line.
+type completionConfig struct {
+	shell string
+	root  *cobra.Command // whose commands and flags the script completes
+}
+
+func runCompletion(ctx context.Context, cfg completionConfig, e *env) error {
+	root := cfg.root
+	switch cfg.shell {
+	case "bash":
+		return root.GenBashCompletionV2(e.out, true)
+	case "zsh":
+		return root.GenZshCompletion(e.out)
+	case "fish":
+		return root.GenFishCompletion(e.out, true)
+	default:
+		return root.GenPowerShellCompletionWithDesc(e.out)
 	}
 }
 
@@ -116,12 +129,12 @@ func jobCompletions(ctx context.Context, e *env, prefix string, given []string, 
 	now := time.Now()
 	var out []cobra.Completion
 	for _, j := range jobs {
-		id := j.ID
+		id := j.GetJobId()
 		if !strings.HasPrefix(id, prefix) || slices.Contains(given, id) {
 			continue
 		}
-		what := strings.ReplaceAll(truncate(commandLine(j.Params), 60), "\t", " ")
-		out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s (%s, %s)", what, spool.StateName(j.State), ago(j.CreatedAt, now))))
+		what := strings.ReplaceAll(termview.Truncate(commandLine(j.GetParams()), 60), "\t", " ")
+		out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s (%s, %s)", what, spool.StateName(j.GetState()), ago(j.GetCreatedAt().AsTime(), now))))
 	}
 	return out, directive
 }

@@ -31,9 +31,8 @@ type consumeFlags struct {
 
 func newConsumeCmd(e *env) *cobra.Command {
 	var (
-		job     submitFlags
-		secrets secretFlags
-		f       consumeFlags
+		cfg             consumeConfig
+		job, secrets, f = &cfg.job, &cfg.secrets, &cfg.f
 	)
 	cmd := &cobra.Command{
 		Use:   "consume --brokers HOSTS --topic T --group G [flags] [-- COMMAND [ARG...]]",
@@ -73,40 +72,8 @@ group, and spool consume exits 0. A second signal stops at once.`,
   SPOOL_EVENTHUBS_CONNECTION_STRING='Endpoint=sb://ns.servicebus.windows.net/;...;EntityPath=jobs' \
       spool consume --group spool`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := f.consumerConfig()
-			if err != nil {
-				return err
-			}
-			jc, err := f.jobs(&job, secrets, cmd, args)
-			if err != nil {
-				return err
-			}
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			jc.Client = c
-			log := config.Log{Level: f.logLevel, Format: f.logFormat}.NewLogger(e.errOut)
-			cfg.Logger, jc.Logger = log, log
-			if f.metricsAddr != "" {
-				m, err := serveMetrics(cmd.Context(), f.metricsAddr, log)
-				if err != nil {
-					return err
-				}
-				cfg.Meters = m.Provider()
-			}
-			var dlq *consumer.Consumer
-			if f.deadLetter != "" {
-				jc.DeadLetter = func(ctx context.Context, m consumer.Message, reason string) error {
-					return msgjobs.DeadLetterTo(dlq.Client(), f.deadLetter)(ctx, m, reason)
-				}
-			}
-			cons, err := consumer.New(cfg, msgjobs.Handler(jc))
-			if err != nil {
-				return flagError(err)
-			}
-			dlq = cons
-			return runConsumer(cmd.Context(), cons, log.Info, log.Warn)
+			cfg.argv, cfg.given = args, givenFlags(cmd)
+			return runConsume(cmd.Context(), cfg, e)
 		},
 	}
 	job.register(cmd)
@@ -129,6 +96,54 @@ group, and spool consume exits 0. A second signal stops at once.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	return cmd
+}
+
+// consumeConfig is what `spool consume` is told on its command line: the
+// job's flags (for a COMMAND), the secrets, the consumer's flags.
+type consumeConfig struct {
+	argv    []string
+	job     submitFlags
+	secrets secretFlags
+	f       consumeFlags
+	given   map[string]bool // the flags given
+}
+
+// runConsume turns messages into jobs until a signal stops it.
+func runConsume(ctx context.Context, cfg consumeConfig, e *env) error {
+	conf, err := cfg.f.consumerConfig()
+	if err != nil {
+		return err
+	}
+	jc, err := cfg.f.jobs(&cfg.job, cfg.secrets, cfg.given, cfg.argv)
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	jc.Client = c
+	log := config.Log{Level: cfg.f.logLevel, Format: cfg.f.logFormat}.NewLogger(e.errOut)
+	conf.Logger, jc.Logger = log, log
+	if cfg.f.metricsAddr != "" {
+		m, err := serveMetrics(ctx, cfg.f.metricsAddr, log)
+		if err != nil {
+			return err
+		}
+		conf.Meters = m.Provider()
+	}
+	var dlq *consumer.Consumer
+	if cfg.f.deadLetter != "" {
+		jc.DeadLetter = func(ctx context.Context, m consumer.Message, reason string) error {
+			return msgjobs.DeadLetterTo(dlq.Client(), cfg.f.deadLetter)(ctx, m, reason)
+		}
+	}
+	cons, err := consumer.New(conf, msgjobs.Handler(jc))
+	if err != nil {
+		return flagError(err)
+	}
+	dlq = cons
+	return runConsumer(ctx, cons, log.Info, log.Warn)
 }
 
 // consumerConfig is the consumer's config from the flags and environment.
@@ -170,8 +185,8 @@ func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
 
 // jobs is how messages become jobs: with a command, the job flags make
 // its job; without one, they must not be given (each message says).
-func (f *consumeFlags) jobs(job *submitFlags, secrets secretFlags, cmd *cobra.Command, args []string) (msgjobs.Config, error) {
-	if cmd.Flags().Changed("request-id") {
+func (f *consumeFlags) jobs(job *submitFlags, secrets secretFlags, given map[string]bool, args []string) (msgjobs.Config, error) {
+	if given["request-id"] {
 		return msgjobs.Config{}, errors.New("--request-id: each job's request id comes from its message's topic, partition and offset")
 	}
 	held, err := secrets.secrets(os.LookupEnv)
@@ -180,7 +195,7 @@ func (f *consumeFlags) jobs(job *submitFlags, secrets secretFlags, cmd *cobra.Co
 	}
 	if len(args) == 0 && job.script == "" {
 		for _, name := range []string{"env", "workdir", "timeout", "retries", "max-attempts", "repo", "ref"} {
-			if cmd.Flags().Changed(name) {
+			if given[name] {
 				return msgjobs.Config{}, fmt.Errorf("--%s applies to a COMMAND given after --; without one, each message is a job spec that says it", name)
 			}
 		}

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // secondsOrDuration is a duration flag that also takes a bare number of
@@ -73,3 +76,11 @@ func (f byteSize) Set(s string) error {
 }
 
 func (f byteSize) Type() string { return "size" }
+
+// givenFlags are the names of the flags given on cmd's command line: a
+// flag given its default value is not the same as one left out.
+func givenFlags(cmd *cobra.Command) map[string]bool {
+	given := map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { given[f.Name] = true })
+	return given
+}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 // interrupted is spool's exit status after Ctrl-C, as for any program
@@ -57,8 +57,8 @@ type printOptions struct {
 // job finishes when follow is set. It returns the job as it finished (nil
 // when it was still live and not followed) and the last PROCESS_END seen.
 func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, from int64, follow bool, opts printOptions) (*spoolv1.Job, *spoolv1.JobEvent, error) {
-	w := newOutputWriter(e.out, e.errOut)
-	w.timestamps = opts.timestamps
+	w := termview.NewOutputWriter(e.out, e.errOut)
+	w.Timestamps = opts.timestamps
 	notice := &reconnectNotice{w: e.errOut}
 	s := outputStream(ctx, c, jobID, from, follow, outputAndEnds, notice.lost)
 	var (
@@ -76,7 +76,7 @@ func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, fr
 			// say so between the lines, on stderr.
 			if a := ev.GetAttempt(); a > attempt {
 				if attempt > 0 {
-					if err := w.flush(); err != nil {
+					if err := w.Flush(); err != nil {
 						return nil, nil, err
 					}
 					fmt.Fprintf(e.errOut, "spool: ── attempt %d ──\n", a)
@@ -88,14 +88,14 @@ func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, fr
 				continue
 			}
 			d := ev.GetOutputData()
-			if err := w.writeAt(d, ev.GetTimestamp().AsTime()); err != nil {
+			if err := w.WriteAt(d, ev.GetTimestamp().AsTime()); err != nil {
 				return nil, nil, err
 			}
 			line = d.GetLineNumber()
 		}
 		// A batch at a time: few writes, and a follower sees lines as soon
 		// as they arrive.
-		if err := w.flush(); err != nil {
+		if err := w.Flush(); err != nil {
 			return nil, nil, err
 		}
 		if opts.printed != nil && line > 0 {
@@ -207,67 +207,6 @@ func outcome(job *spoolv1.Job) string {
 		return state + ": " + r.GetError()
 	}
 	return state
-}
-
-// outputWriter prints output lines as the job wrote them: stdout lines to
-// one writer, stderr lines to the other, each followed by a newline unless
-// the line was partial. Runs of lines to one stream are buffered; switching
-// streams flushes first, so the two interleave as they did in the job.
-type outputWriter struct {
-	out, errOut *bufio.Writer
-	cur         *bufio.Writer // the stream written last
-	// With timestamps, a line begins with the time it was written. The
-	// pieces of a long or unfinished line are printed as one line, so only
-	// the first piece gets one: midLine holds the streams whose last piece
-	// was partial.
-	timestamps bool
-	midLine    map[*bufio.Writer]bool
-}
-
-// timestampLayout is RFC 3339 in UTC with milliseconds, as docker logs -t
-// and kubectl logs --timestamps print it, and always as wide, so the lines
-// stay aligned: 2026-11-25T08:56:11.250Z.
-const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
-
-func newOutputWriter(out, errOut io.Writer) *outputWriter {
-	return &outputWriter{out: bufio.NewWriter(out), errOut: bufio.NewWriter(errOut), midLine: map[*bufio.Writer]bool{}}
-}
-
-// write writes a line whose time is not wanted (w.timestamps unset).
-func (w *outputWriter) write(d *spoolv1.OutputEvent) error { return w.writeAt(d, time.Time{}) }
-
-// writeAt writes a line the job wrote at at.
-func (w *outputWriter) writeAt(d *spoolv1.OutputEvent, at time.Time) error {
-	to := w.out
-	if d.GetStream() == spoolv1.StreamType_STREAM_TYPE_STDERR {
-		to = w.errOut
-	}
-	if w.cur != nil && w.cur != to {
-		if err := w.cur.Flush(); err != nil {
-			return err
-		}
-	}
-	w.cur = to
-	if w.timestamps {
-		if !w.midLine[to] {
-			to.WriteString(at.UTC().Format(timestampLayout) + " ")
-		}
-		w.midLine[to] = d.GetPartial()
-	}
-	if _, err := to.Write(d.GetOutput()); err != nil {
-		return err
-	}
-	if d.GetPartial() {
-		return nil
-	}
-	return to.WriteByte('\n')
-}
-
-func (w *outputWriter) flush() error {
-	if w.cur == nil {
-		return nil
-	}
-	return w.cur.Flush()
 }
 
 // syncWriter lets goroutines share a stream, a whole write at a time.

@@ -79,16 +79,6 @@ func commandLine(p *spoolv1.JobParams) string {
 	return strings.Join(p.GetArgv(), " ")
 }
 
-// truncate shortens s to n runes, marking the cut.
-func truncate(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // explain turns an error into a sentence for the person at the terminal.
 // Only an error from a call to the server is about reaching it: commands
 // that run locally (server, worker) word their own errors.

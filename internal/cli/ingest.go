@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -31,10 +32,7 @@ A source's job ends after ingest.idle_timeout_seconds without a new event
 }
 
 func newIngestCompleteCmd(e *env) *cobra.Command {
-	var (
-		jobID  string
-		asJSON bool
-	)
+	var cfg ingestCompleteConfig
 	cmd := &cobra.Command{
 		Use:   "complete SOURCE | --job JOB_ID",
 		Short: "End a source's open job: its log is complete",
@@ -46,39 +44,54 @@ new job.`,
 		// A source is a name of the sender's, never a file here.
 		ValidArgsFunction: cobra.NoFileCompletions,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if (len(args) == 1) == (jobID != "") || len(args) > 1 {
+			if (len(args) == 1) == (cfg.jobID != "") || len(args) > 1 {
 				return fmt.Errorf("name one source, or one job with --job")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
+			if len(args) > 0 {
+				cfg.source = args[0]
 			}
-			complete, target := c.CompleteExternal, jobID
-			if jobID == "" {
-				complete, target = c.CompleteSource, args[0]
-			}
-			j, err := complete(cmd.Context(), target)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.View(j))
-			}
-			printJob(e, j)
-			return nil
+			return runIngestComplete(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().StringVar(&jobID, "job", "", "end this external job instead of naming its source")
+	cmd.Flags().StringVar(&cfg.jobID, "job", "", "end this external job instead of naming its source")
 	// An external job that is still open is running.
 	_ = cmd.RegisterFlagCompletionFunc("job", completeJobFlag(e, spoolv1.JobState_JOB_STATE_RUNNING))
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
 	return cmd
 }
 
+// ingestCompleteConfig is what `spool ingest complete` is told on its command line.
+type ingestCompleteConfig struct {
+	source string
+	jobID  string
+	asJSON bool
+}
+
+func runIngestComplete(ctx context.Context, cfg ingestCompleteConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	complete, target := c.CompleteExternal, cfg.jobID
+	if cfg.jobID == "" {
+		complete, target = c.CompleteSource, cfg.source
+	}
+	j, err := complete(ctx, target)
+	if err != nil {
+		return err
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.View(j))
+	}
+	printJob(e, j)
+	return nil
+}
+
 func newLogsRebuildCmd(e *env) *cobra.Command {
+	var cfg logsRebuildConfig
 	return &cobra.Command{
 		Use:   "rebuild JOB_ID",
 		Short: "Rebuild an external job's stored log from the events accepted for it",
@@ -91,23 +104,33 @@ Needs an admin key.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			r, err := c.RebuildLog(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.out, "rebuilt from %s: %s in %s\n", count(r.GetEvents(), "event"), count(r.GetLines(), "line"), count(r.GetItems(), "stored item"))
-			if r.GetItemsChanged() == 0 {
-				fmt.Fprintln(e.out, "the stored log was exactly that; nothing was written")
-			} else {
-				fmt.Fprintf(e.out, "put right: %s that differed, were missing or were extra\n", count(r.GetItemsChanged(), "item"))
-			}
-			return nil
+			cfg.jobID = args[0]
+			return runLogsRebuild(cmd.Context(), cfg, e)
 		},
 	}
+}
+
+// logsRebuildConfig is what `spool logs rebuild` is told on its command line.
+type logsRebuildConfig struct {
+	jobID string
+}
+
+func runLogsRebuild(ctx context.Context, cfg logsRebuildConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	r, err := c.RebuildLog(ctx, cfg.jobID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "rebuilt from %s: %s in %s\n", count(r.GetEvents(), "event"), count(r.GetLines(), "line"), count(r.GetItems(), "stored item"))
+	if r.GetItemsChanged() == 0 {
+		fmt.Fprintln(e.out, "the stored log was exactly that; nothing was written")
+	} else {
+		fmt.Fprintf(e.out, "put right: %s that differed, were missing or were extra\n", count(r.GetItemsChanged(), "item"))
+	}
+	return nil
 }
 
 // count is n things, with the plural when n is not 1.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 func newJobsCmd(e *env) *cobra.Command {
@@ -26,12 +28,7 @@ func newJobsCmd(e *env) *cobra.Command {
 }
 
 func newJobsListCmd(e *env) *cobra.Command {
-	var (
-		queue, source, cursor string
-		states                []string
-		limit                 int32
-		asJSON                bool
-	)
+	var cfg jobsListConfig
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List jobs, newest first",
@@ -41,57 +38,69 @@ func newJobsListCmd(e *env) *cobra.Command {
   spool jobs list --limit 100 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			parsed, err := spool.ParseStates(states...)
-			if err != nil {
-				return fmt.Errorf("--state: %w", errors.Unwrap(err))
-			}
-			if limit < 1 {
-				return fmt.Errorf("--limit must be at least 1, got %d (the server returns at most 1000 a page; --cursor goes on)", limit)
-			}
-			req := &spoolv1.ListJobsRequest{Queue: queue, Source: source, PageSize: limit, Cursor: cursor, States: parsed}
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			jobs, next, err := c.JobsPage(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.ListView(jobs, next))
-			}
-			if len(jobs) == 0 {
-				fmt.Fprintln(e.out, noJobs(queue, source, states, cursor))
-				return nil
-			}
-			now := time.Now()
-			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "JOB ID\tQUEUE\tSTATE\tATTEMPT\tCREATED\tSTARTED\tELAPSED\tCOMMAND")
-			for _, j := range jobs {
-				attempt := fmt.Sprintf("%d/%d", j.GetAttempt(), j.GetMaxAttempts())
-				if j.GetParams().GetExternal() != nil {
-					attempt = "-" // nothing ran, so nothing was attempted
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
-					attempt, ago(j.GetCreatedAt().AsTime(), now), ago(j.GetStartedAt().AsTime(), now), elapsed(j, now),
-					truncate(commandLine(j.GetParams()), 60))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if next != "" {
-				fmt.Fprintf(e.errOut, "more: spool jobs list --cursor %s\n", next)
-			}
-			return nil
+			return runJobsList(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().StringVarP(&queue, "queue", "q", "", "only this queue")
-	cmd.Flags().StringVar(&source, "source", "", "only the external jobs of this source (a CloudWatch log group:stream, a shipper's source)")
-	cmd.Flags().StringSliceVar(&states, "state", nil, "only these states (queued, running, succeeded, failed, cancelled)")
-	cmd.Flags().Int32Var(&limit, "limit", 20, "at most this many jobs (up to 1000)")
-	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous listing")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVarP(&cfg.queue, "queue", "q", "", "only this queue")
+	cmd.Flags().StringVar(&cfg.source, "source", "", "only the external jobs of this source (a CloudWatch log group:stream, a shipper's source)")
+	cmd.Flags().StringSliceVar(&cfg.states, "state", nil, "only these states (queued, running, succeeded, failed, cancelled)")
+	cmd.Flags().Int32Var(&cfg.limit, "limit", 20, "at most this many jobs (up to 1000)")
+	cmd.Flags().StringVar(&cfg.cursor, "cursor", "", "continue from a previous listing")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// jobsListConfig is what `spool jobs list` is told on its command line.
+type jobsListConfig struct {
+	queue, source, cursor string
+	states                []string
+	limit                 int32
+	asJSON                bool
+}
+
+func runJobsList(ctx context.Context, cfg jobsListConfig, e *env) error {
+	parsed, err := spool.ParseStates(cfg.states...)
+	if err != nil {
+		return fmt.Errorf("--state: %w", errors.Unwrap(err))
+	}
+	if cfg.limit < 1 {
+		return fmt.Errorf("--limit must be at least 1, got %d (the server returns at most 1000 a page; --cursor goes on)", cfg.limit)
+	}
+	req := &spoolv1.ListJobsRequest{Queue: cfg.queue, Source: cfg.source, PageSize: cfg.limit, Cursor: cfg.cursor, States: parsed}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	jobs, next, err := c.JobsPage(ctx, req)
+	if err != nil {
+		return err
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.ListView(jobs, next))
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(e.out, noJobs(cfg.queue, cfg.source, cfg.states, cfg.cursor))
+		return nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB ID\tQUEUE\tSTATE\tATTEMPT\tCREATED\tSTARTED\tELAPSED\tCOMMAND")
+	for _, j := range jobs {
+		attempt := fmt.Sprintf("%d/%d", j.GetAttempt(), j.GetMaxAttempts())
+		if j.GetParams().GetExternal() != nil {
+			attempt = "-" // nothing ran, so nothing was attempted
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
+			attempt, ago(j.GetCreatedAt().AsTime(), now), ago(j.GetStartedAt().AsTime(), now), elapsed(j, now),
+			termview.Truncate(commandLine(j.GetParams()), 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(e.errOut, "more: spool jobs list --cursor %s\n", next)
+	}
+	return nil
 }
 
 // noJobs says that a listing is empty, with the filters that made it so.
@@ -113,7 +122,7 @@ func noJobs(queue, source string, states []string, cursor string) string {
 }
 
 func newJobsGetCmd(e *env) *cobra.Command {
-	var asJSON bool
+	var cfg jobsGetConfig
 	cmd := &cobra.Command{
 		Use:   "get JOB_ID",
 		Short: "Show one job (or, given a scatter's id, the scatter and its progress)",
@@ -121,61 +130,81 @@ func newJobsGetCmd(e *env) *cobra.Command {
 		// Tab offers jobs only: the scatters are in spool scatters list.
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			j, err := c.Job(cmd.Context(), args[0])
-			if err != nil {
-				return scatterOrNotFound(cmd, e, c, args[0], err, asJSON)
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.View(j))
-			}
-			printJob(e, j)
-			return nil
+			cfg.jobID = args[0]
+			return runJobsGet(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
 	return cmd
 }
 
+// jobsGetConfig is what `spool jobs get` is told on its command line.
+type jobsGetConfig struct {
+	jobID  string
+	asJSON bool
+}
+
+func runJobsGet(ctx context.Context, cfg jobsGetConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	j, err := c.Job(ctx, cfg.jobID)
+	if err != nil {
+		return scatterOrNotFound(ctx, e, c, cfg.jobID, err, cfg.asJSON)
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.View(j))
+	}
+	printJob(e, j)
+	return nil
+}
+
 func newJobsCancelCmd(e *env) *cobra.Command {
-	var (
-		reason string
-		asJSON bool
-	)
+	var cfg jobsCancelConfig
 	cmd := &cobra.Command{
 		Use:               "cancel JOB_ID",
 		Short:             "Cancel a job: at once if queued; a running one's command is stopped within moments",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false, activeStates...),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			j, err := c.Cancel(cmd.Context(), args[0], reason)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.View(j))
-			}
-			switch {
-			case j.GetState() == spoolv1.JobState_JOB_STATE_RUNNING && j.GetCancelRequested():
-				fmt.Fprintf(e.out, "%s: cancel requested; its worker stops the command now (SIGTERM, then SIGKILL)\n", j.GetJobId())
-			case j.GetState() == spoolv1.JobState_JOB_STATE_CANCELLED:
-				fmt.Fprintf(e.out, "%s: cancelled\n", j.GetJobId())
-			default:
-				fmt.Fprintf(e.out, "%s: already %s, nothing to cancel\n", j.GetJobId(), spool.StateName(j.GetState()))
-			}
-			return nil
+			cfg.jobID = args[0]
+			return runJobsCancel(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the job's result")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&cfg.reason, "reason", "", "why, recorded in the job's result")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// jobsCancelConfig is what `spool jobs cancel` is told on its command line.
+type jobsCancelConfig struct {
+	jobID  string
+	reason string
+	asJSON bool
+}
+
+func runJobsCancel(ctx context.Context, cfg jobsCancelConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	j, err := c.Cancel(ctx, cfg.jobID, cfg.reason)
+	if err != nil {
+		return err
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.View(j))
+	}
+	switch {
+	case j.GetState() == spoolv1.JobState_JOB_STATE_RUNNING && j.GetCancelRequested():
+		fmt.Fprintf(e.out, "%s: cancel requested; its worker stops the command now (SIGTERM, then SIGKILL)\n", j.GetJobId())
+	case j.GetState() == spoolv1.JobState_JOB_STATE_CANCELLED:
+		fmt.Fprintf(e.out, "%s: cancelled\n", j.GetJobId())
+	default:
+		fmt.Fprintf(e.out, "%s: already %s, nothing to cancel\n", j.GetJobId(), spool.StateName(j.GetState()))
+	}
+	return nil
 }
 
 // printJob prints a job for people.
@@ -201,7 +230,7 @@ func printJob(e *env, j *spoolv1.Job) {
 		row("Secrets", "%s", strings.Join(names, "=***, ")+"=***")
 	}
 	if in := j.GetParams().GetStdin(); len(in) > 0 {
-		row("Stdin", "%d bytes: %s", len(in), truncate(strconv.Quote(string(in)), 200))
+		row("Stdin", "%d bytes: %s", len(in), termview.Truncate(strconv.Quote(string(in)), 200))
 	}
 	if m := j.GetParams().GetScatter(); m != nil {
 		if m.GetGather() {
@@ -243,7 +272,7 @@ func printJob(e *env, j *spoolv1.Job) {
 			row("Error", "%s", r.GetError())
 		}
 		if r.GetOutput() != "" {
-			row("Result", "%s", truncate(r.GetOutput(), 200))
+			row("Result", "%s", termview.Truncate(r.GetOutput(), 200))
 		}
 		if r.GetStartedAt() != nil && r.GetFinishedAt() != nil {
 			row("Ran for", "%s", duration(r.GetFinishedAt().AsTime().Sub(r.GetStartedAt().AsTime())))
@@ -258,11 +287,7 @@ func printJob(e *env, j *spoolv1.Job) {
 }
 
 func newJobsRerunCmd(e *env) *cobra.Command {
-	var (
-		requestID string
-		follow    bool
-		asJSON    bool
-	)
+	var cfg jobsRerunConfig
 	cmd := &cobra.Command{
 		Use:   "rerun JOB_ID",
 		Short: "Run a finished job again, as a new job with the same command and queue",
@@ -275,34 +300,48 @@ lists its reruns.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false, finalStates...),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			// As for submit: a repeat after the server was away finds
-			// the job the first try made.
-			j, err := c.Rerun(cmd.Context(), args[0], cmp.Or(requestID, newRequestID()))
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.View(j))
-			}
-			fmt.Fprintf(e.errOut, "rerun of %s: job %s queued in %s\n", args[0], j.GetJobId(), j.GetQueue())
-			if !follow {
-				fmt.Fprintln(e.out, j.GetJobId())
-				return nil
-			}
-			return followJob(cmd.Context(), e, c, j.GetJobId())
+			cfg.jobID = args[0]
+			return runJobsRerun(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key: repeating the command with it returns the same new job")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the new job's output and exit with its exit code")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new job as JSON")
+	cmd.Flags().StringVar(&cfg.requestID, "request-id", "", "idempotency key: repeating the command with it returns the same new job")
+	cmd.Flags().BoolVarP(&cfg.follow, "follow", "f", false, "follow the new job's output and exit with its exit code")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print the new job as JSON")
 	return cmd
 }
 
+// jobsRerunConfig is what `spool jobs rerun` is told on its command line.
+type jobsRerunConfig struct {
+	jobID     string
+	requestID string
+	follow    bool
+	asJSON    bool
+}
+
+func runJobsRerun(ctx context.Context, cfg jobsRerunConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	// As for submit: a repeat after the server was away finds
+	// the job the first try made.
+	j, err := c.Rerun(ctx, cfg.jobID, cmp.Or(cfg.requestID, newRequestID()))
+	if err != nil {
+		return err
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.View(j))
+	}
+	fmt.Fprintf(e.errOut, "rerun of %s: job %s queued in %s\n", cfg.jobID, j.GetJobId(), j.GetQueue())
+	if !cfg.follow {
+		fmt.Fprintln(e.out, j.GetJobId())
+		return nil
+	}
+	return followJob(ctx, e, c, j.GetJobId())
+}
+
 func newJobsDeleteCmd(e *env) *cobra.Command {
+	var cfg jobsDeleteConfig
 	return &cobra.Command{
 		Use:   "delete JOB_ID...",
 		Short: "Delete finished jobs and their logs from the server",
@@ -312,23 +351,33 @@ own once they ended more than jobs.retention_days ago.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeJobArg(e, true, finalStates...),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			var failed error
-			for _, id := range args {
-				if err := c.Delete(cmd.Context(), id); err != nil {
-					if len(args) == 1 {
-						return err
-					}
-					fmt.Fprintf(e.errOut, "%s: %s\n", id, explain(err, e))
-					failed = errors.New("some jobs were not deleted")
-					continue
-				}
-				fmt.Fprintf(e.out, "%s: deleted\n", id)
-			}
-			return failed
+			cfg.jobIDs = args
+			return runJobsDelete(cmd.Context(), cfg, e)
 		},
 	}
+}
+
+// jobsDeleteConfig is what `spool jobs delete` is told on its command line.
+type jobsDeleteConfig struct {
+	jobIDs []string
+}
+
+func runJobsDelete(ctx context.Context, cfg jobsDeleteConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	var failed error
+	for _, id := range cfg.jobIDs {
+		if err := c.Delete(ctx, id); err != nil {
+			if len(cfg.jobIDs) == 1 {
+				return err
+			}
+			fmt.Fprintf(e.errOut, "%s: %s\n", id, explain(err, e))
+			failed = errors.New("some jobs were not deleted")
+			continue
+		}
+		fmt.Fprintf(e.out, "%s: deleted\n", id)
+	}
+	return failed
 }

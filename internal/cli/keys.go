@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -34,7 +35,7 @@ created. Revoking a key stops it at once, on every server.`,
 }
 
 func newKeysCreateCmd(e *env) *cobra.Command {
-	var k client.KeyParams
+	var cfg keysCreateConfig
 	cmd := &cobra.Command{
 		Use:   "create --role ROLE --name NAME",
 		Short: "Create an API key and print it (its last line is the key alone)",
@@ -43,29 +44,38 @@ func newKeysCreateCmd(e *env) *cobra.Command {
   SPOOL_API_KEY=$(spool keys create --role read --name dashboard | tail -n1)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if k.Name == "" {
-				return fmt.Errorf("--name is needed: the key's name, for the audit log and to revoke it")
-			}
-			if k.Role == "" {
-				return fmt.Errorf("--role is needed: admin, submit, read, worker or ingest")
-			}
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			key, secret, err := c.CreateKey(cmd.Context(), k)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.errOut, "created %s key %q%s; it is shown this once, keep it safe:\n", spool.RoleName(key.GetRole()), key.GetName(), queuesNote(key))
-			fmt.Fprintln(e.out, secret)
-			return nil
+			return runKeysCreate(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().StringVar(&k.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
-	cmd.Flags().StringVar(&k.Role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
-	cmd.Flags().StringSliceVarP(&k.Queues, "queue", "q", nil, "for a worker key: the only queues it may run jobs from (repeat, or comma-separate)")
+	cmd.Flags().StringVar(&cfg.key.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
+	cmd.Flags().StringVar(&cfg.key.Role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
+	cmd.Flags().StringSliceVarP(&cfg.key.Queues, "queue", "q", nil, "for a worker key: the only queues it may run jobs from (repeat, or comma-separate)")
 	return cmd
+}
+
+// keysCreateConfig is what `spool keys create` is told on its command line.
+type keysCreateConfig struct {
+	key client.NewKey
+}
+
+func runKeysCreate(ctx context.Context, cfg keysCreateConfig, e *env) error {
+	if cfg.key.Name == "" {
+		return fmt.Errorf("--name is needed: the key's name, for the audit log and to revoke it")
+	}
+	if cfg.key.Role == "" {
+		return fmt.Errorf("--role is needed: admin, submit, read, worker or ingest")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	key, secret, err := c.CreateKey(ctx, cfg.key)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.errOut, "created %s key %q%s; it is shown this once, keep it safe:\n", spool.RoleName(key.GetRole()), key.GetName(), queuesNote(key))
+	fmt.Fprintln(e.out, secret)
+	return nil
 }
 
 // queuesNote says which queues a worker key is limited to.
@@ -77,58 +87,78 @@ func queuesNote(k *spoolv1.Key) string {
 }
 
 func newKeysListCmd(e *env) *cobra.Command {
+	var cfg keysListConfig
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List API keys (never their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			keys, err := c.Keys(cmd.Context())
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tROLE\tQUEUES\tCREATED\tLAST USED\tREVOKED")
-			for _, k := range keys {
-				used, revoked := "never", "-"
-				if k.GetLastUsedAt() != nil {
-					used = ago(k.GetLastUsedAt().AsTime(), now)
-				}
-				if k.GetRevokedAt() != nil {
-					revoked = ago(k.GetRevokedAt().AsTime(), now)
-				}
-				queues := strings.Join(k.GetQueues(), ",")
-				if queues == "" {
-					queues = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.GetName(), spool.RoleName(k.GetRole()), queues,
-					ago(k.GetCreatedAt().AsTime(), now), used, revoked)
-			}
-			return tw.Flush()
+			return runKeysList(cmd.Context(), cfg, e)
 		},
 	}
 }
 
+// keysListConfig is what `spool keys list` is told on its command line.
+type keysListConfig struct {
+}
+
+func runKeysList(ctx context.Context, cfg keysListConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	keys, err := c.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLE\tQUEUES\tCREATED\tLAST USED\tREVOKED")
+	for _, k := range keys {
+		used, revoked := "never", "-"
+		if k.GetLastUsedAt() != nil {
+			used = ago(k.GetLastUsedAt().AsTime(), now)
+		}
+		if k.GetRevokedAt() != nil {
+			revoked = ago(k.GetRevokedAt().AsTime(), now)
+		}
+		queues := strings.Join(k.GetQueues(), ",")
+		if queues == "" {
+			queues = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.GetName(), spool.RoleName(k.GetRole()), queues,
+			ago(k.GetCreatedAt().AsTime(), now), used, revoked)
+	}
+	return tw.Flush()
+}
+
 func newKeysRevokeCmd(e *env) *cobra.Command {
+	var cfg keysRevokeConfig
 	return &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "Revoke an API key: it stops working at once",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			k, err := c.RevokeKey(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.out, "revoked key %q (%s)\n", k.GetName(), spool.RoleName(k.GetRole()))
-			return nil
+			cfg.name = args[0]
+			return runKeysRevoke(cmd.Context(), cfg, e)
 		},
 	}
+}
+
+// keysRevokeConfig is what `spool keys revoke` is told on its command line.
+type keysRevokeConfig struct {
+	name string
+}
+
+func runKeysRevoke(ctx context.Context, cfg keysRevokeConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	k, err := c.RevokeKey(ctx, cfg.name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "revoked key %q (%s)\n", k.GetName(), spool.RoleName(k.GetRole()))
+	return nil
 }

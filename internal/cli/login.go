@@ -36,7 +36,7 @@ it. spool logout removes it.
   spool login --server http://127.0.0.1:7070 < spool-data/admin.key
   spool login --server https://spool.example.com     # asks for the key`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return login(cmd.Context(), e) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runLogin(cmd.Context(), e) },
 	}
 }
 
@@ -48,14 +48,16 @@ func newLogoutCmd(e *env) *cobra.Command {
 SPOOL_SERVER) from your credentials file. The key itself keeps working
 elsewhere until an admin revokes it (spool keys revoke NAME).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return logout(e) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runLogout(e) },
 	}
 }
 
 // maxKeyInput bounds what login reads from stdin: a key is 50 bytes.
 const maxKeyInput = 4 << 10
 
-func login(ctx context.Context, e *env) error {
+// runLogin checks the key it is given with the server and stores it;
+// it has no flags of its own.
+func runLogin(ctx context.Context, e *env) error {
 	if _, err := wire.BaseURL(e.server); err != nil {
 		return err
 	}
@@ -163,7 +165,8 @@ func whoami(ctx context.Context, e *env, key string) (httpapi.Session, error) {
 	return body.Session, nil
 }
 
-func logout(e *env) error {
+// runLogout removes the stored key; it has no flags of its own.
+func runLogout(e *env) error {
 	if _, err := wire.BaseURL(e.server); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/termview"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -139,7 +140,7 @@ func TestLogsTimestamps(t *testing.T) {
 
 // tick is a clock that moves step on each reading.
 func tick(step time.Duration) func() time.Time {
-	now := t0
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return func() time.Time {
 		now = now.Add(step)
 		return now
@@ -148,7 +149,7 @@ func tick(step time.Duration) func() time.Time {
 
 // progressDraw is the progress line as drawn (on an 80-column terminal
 // without colours) and then erased.
-var progressDraw = regexp.MustCompile(`spool: ([\d,]+) of ([\d,]+) lines \((\d+)%\) · [\d,]+ lines/s` + regexp.QuoteMeta(ansiClearLine))
+var progressDraw = regexp.MustCompile(`spool: ([\d,]+) of ([\d,]+) lines \((\d+)%\) · [\d,]+ lines/s` + regexp.QuoteMeta(termview.ClearLine))
 
 // TestLogsProgress: on a terminal, a long log's replay shows a progress
 // line on stderr, which is always erased before anything else is written
@@ -158,18 +159,18 @@ func TestLogsProgress(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	lines := mixedLog(3000)
 	job := spooltest.RunJob(t, srv, lines...)
-	logs := func(errTerm termInfo, outTTY bool, out, errOut io.Writer) {
+	logs := func(errTerm termview.Info, outTTY bool, out, errOut io.Writer) {
 		t.Helper()
-		e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: out, errOut: errOut}
+		e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: out, errOut: errOut, errTerm: errTerm, outTerm: termview.Info{TTY: outTTY}}
 		// The replay needs over 1,000 lines here; every batch (50 lines)
 		// is 300ms after the one before, so due for a draw.
-		opts := logsOptions{errTerm: errTerm, outTTY: outTTY, progressMin: 1000, now: tick(300 * time.Millisecond)}
-		if err := printLogs(context.Background(), e, job.GetJobId(), opts); err != nil {
+		cfg := logsConfig{jobID: job.GetJobId(), progressMin: 1000, now: tick(300 * time.Millisecond)}
+		if err := runLogs(context.Background(), cfg, e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	wantOut, wantErr := split(lines)
-	terminal := termInfo{tty: true, width: 80}
+	terminal := termview.Info{TTY: true, Width: 80}
 
 	// stdout to a file, stderr on the terminal.
 	var out, errOut bytes.Buffer
@@ -181,7 +182,7 @@ func TestLogsProgress(t *testing.T) {
 	if len(draws) < 10 {
 		t.Fatalf("%d progress lines drawn; stderr %q", len(draws), head(errOut.String()))
 	}
-	if first := "spool: 50 of 3,000 lines (1%) · 166 lines/s" + ansiClearLine; draws[0][0] != first {
+	if first := "spool: 50 of 3,000 lines (1%) · 166 lines/s" + termview.ClearLine; draws[0][0] != first {
 		t.Fatalf("first progress line %q, want %q", draws[0][0], first)
 	}
 	if rest := progressDraw.ReplaceAllString(errOut.String(), ""); rest != wantErr {
@@ -202,14 +203,14 @@ func TestLogsProgress(t *testing.T) {
 	// stderr to a pipe: no progress line, however long the log.
 	out.Reset()
 	errOut.Reset()
-	logs(termInfo{}, false, &out, &errOut)
+	logs(termview.Info{}, false, &out, &errOut)
 	if out.String() != wantOut || errOut.String() != wantErr {
 		t.Fatalf("piped: stderr %q", head(errOut.String()))
 	}
 	// A short replay on a terminal: none either.
 	errOut.Reset()
-	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: io.Discard, errOut: &errOut}
-	if err := printLogs(context.Background(), e, job.GetJobId(), logsOptions{from: -900, errTerm: terminal, progressMin: 1000, now: tick(time.Second)}); err != nil {
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: io.Discard, errOut: &errOut, errTerm: terminal}
+	if err := runLogs(context.Background(), logsConfig{jobID: job.GetJobId(), from: -900, progressMin: 1000, now: tick(time.Second)}, e); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(errOut.String(), "lines/s") || strings.Contains(errOut.String(), "\x1b") {
@@ -236,10 +237,10 @@ func TestLogsProgressFollow(t *testing.T) {
 	l.Write(lines[:1500]...)
 
 	var out, errOut spooltest.Buffer
-	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut}
-	opts := logsOptions{follow: true, errTerm: termInfo{tty: true, width: 80}, progressMin: 1000, now: tick(300 * time.Millisecond)}
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut, errTerm: termview.Info{TTY: true, Width: 80}}
+	cfg := logsConfig{jobID: l.JobID(), follow: true, progressMin: 1000, now: tick(300 * time.Millisecond)}
 	done := make(chan error, 1)
-	go func() { done <- printLogs(context.Background(), e, l.JobID(), opts) }()
+	go func() { done <- runLogs(context.Background(), cfg, e) }()
 	eventually(t, "the stored lines", func() bool { return strings.HasSuffix(out.String(), "\n1499\n") })
 	l.Write(lines[1500:]...)
 	l.End(0)

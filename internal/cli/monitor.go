@@ -11,6 +11,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 // lineCountPoll is how often monitor refreshes a running job's line count
@@ -18,10 +19,7 @@ import (
 const lineCountPoll = 2 * time.Second
 
 func newMonitorCmd(e *env) *cobra.Command {
-	var (
-		from       int64
-		fast, slow bool
-	)
+	var cfg monitorConfig
 	cmd := &cobra.Command{
 		Use:   "monitor [flags] JOB_ID",
 		Short: "Play a job's output back with its recorded timing, then follow it live",
@@ -38,90 +36,110 @@ lines alone, as spool logs does.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			scale := 1.0
-			switch {
-			case fast:
-				scale = 0
-			case slow:
-				scale = 2
-			}
-			return monitor(cmd.Context(), e, args[0], from, newPacer(scale), detectTerm(e.out))
+			cfg.jobID = args[0]
+			return runMonitor(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().Int64Var(&from, "from", 0, "start at this line (negative: that many lines before the end)")
-	cmd.Flags().BoolVar(&fast, "fast", false, "no pauses: print as fast as the output arrives")
-	cmd.Flags().BoolVar(&slow, "slow", false, "pauses twice as long as recorded")
+	cmd.Flags().Int64Var(&cfg.from, "from", 0, "start at this line (negative: that many lines before the end)")
+	cmd.Flags().BoolVar(&cfg.fast, "fast", false, "no pauses: print as fast as the output arrives")
+	cmd.Flags().BoolVar(&cfg.slow, "slow", false, "pauses twice as long as recorded")
 	cmd.MarkFlagsMutuallyExclusive("fast", "slow")
 	return cmd
 }
 
-// monitor plays job jobID back from line from, paced by p, drawn for t.
-func monitor(ctx context.Context, e *env, jobID string, from int64, p *pacer, t termInfo) error {
+// monitorConfig is what `spool monitor` is told on its command line.
+type monitorConfig struct {
+	jobID      string
+	from       int64
+	fast, slow bool
+	// pacer, when set, paces playback in place of the one --fast or
+	// --slow asks for (a test's, on a clock of its own).
+	pacer *termview.Pacer
+}
+
+// newPacer is the pacer the flags ask for.
+func (cfg monitorConfig) newPacer() *termview.Pacer {
+	if cfg.pacer != nil {
+		return cfg.pacer
+	}
+	scale := 1.0
+	switch {
+	case cfg.fast:
+		scale = 0
+	case cfg.slow:
+		scale = 2
+	}
+	return termview.NewPacer(scale)
+}
+
+// runMonitor plays a job back on stdout, drawn for the screen it is.
+func runMonitor(ctx context.Context, cfg monitorConfig, e *env) error {
+	p, t := cfg.newPacer(), e.outTerm
 	c, err := e.client()
 	if err != nil {
 		return err
 	}
-	job, err := c.Job(ctx, jobID)
+	job, err := c.Job(ctx, cfg.jobID)
 	if err != nil {
 		return err
 	}
-	scr := newScreen(e, t)
+	scr := termview.NewScreen(e.out, e.errOut, t)
 	prog := &progress{}
 	prog.total.Store(job.GetLineCount())
-	if t.tty && !spool.IsFinal(job.GetState()) {
+	if t.TTY && !spool.IsFinal(job.GetState()) {
 		pollCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		go prog.poll(pollCtx, c, job.GetJobId())
 	}
 	// What is already on its way is shown before waiting.
-	sleep := p.sleep
-	p.sleep = func(ctx context.Context, d time.Duration) error {
-		if err := scr.flush(); err != nil {
+	sleep := p.Sleep
+	p.Sleep = func(ctx context.Context, d time.Duration) error {
+		if err := scr.Flush(); err != nil {
 			return err
 		}
 		return sleep(ctx, d)
 	}
-	lost := func(error, time.Duration) { _ = scr.setStatus(prog.text() + " · reconnecting…") }
-	if !t.tty {
+	lost := func(error, time.Duration) { _ = scr.SetStatus(prog.text() + " · reconnecting…") }
+	if !t.TTY {
 		lost = (&reconnectNotice{w: e.errOut}).lost
 	}
-	if err := scr.setStatus(prog.text()); err != nil {
+	if err := scr.SetStatus(prog.text()); err != nil {
 		return err
 	}
-	s := outputStream(ctx, c, job.GetJobId(), startLine(from, job), true, outputOnly, lost)
+	s := outputStream(ctx, c, job.GetJobId(), startLine(cfg.from, job), true, outputOnly, lost)
 	for batch, err := range s.Batches() {
 		if err != nil {
 			return stopMonitor(ctx, scr, err)
 		}
 		for _, ev := range events.Unpack(batch) {
-			skipped, err := p.wait(ctx, ev.GetTimestamp().AsTime())
+			skipped, err := p.Wait(ctx, ev.GetTimestamp().AsTime())
 			if err != nil {
 				return stopMonitor(ctx, scr, err)
 			}
 			if skipped > 0 {
-				if err := scr.note("… paused " + pauseText(skipped)); err != nil {
+				if err := scr.Note("… paused " + termview.PauseText(skipped)); err != nil {
 					return err
 				}
 			}
 			d := ev.GetOutputData()
 			prog.line = d.GetLineNumber()
-			scr.status = prog.text()
-			if err := scr.line(d); err != nil {
+			scr.NextStatus(prog.text())
+			if err := scr.Line(d); err != nil {
 				return err
 			}
 		}
-		if err := scr.flush(); err != nil {
+		if err := scr.Flush(); err != nil {
 			return err
 		}
 	}
 	done := s.Finished()
-	return scr.finish(fmt.Sprintf("%d lines · %s", done.GetLineCount(), outcome(done)))
+	return scr.Finish(fmt.Sprintf("%d lines · %s", done.GetLineCount(), outcome(done)))
 }
 
 // stopMonitor leaves the screen tidy when playback stops early: Ctrl-C
 // exits quietly, anything else is reported.
-func stopMonitor(ctx context.Context, scr *screen, err error) error {
-	_ = scr.clear()
+func stopMonitor(ctx context.Context, scr *termview.Screen, err error) error {
+	_ = scr.Clear()
 	if ctx.Err() != nil {
 		return interrupted
 	}

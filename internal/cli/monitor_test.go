@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool/internal/termview"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -69,21 +70,29 @@ func TestMonitorOnTerminal(t *testing.T) {
 		spooltest.Line{Text: "ok", At: at.Add(5*time.Minute + 12*time.Second + 300*time.Millisecond)})
 
 	var b bytes.Buffer
-	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &b, errOut: &b}
-	clock := &fakeClock{now: time.Now()}
-	if err := monitor(context.Background(), e, job.GetJobId(), 0, clock.pacer(1), termInfo{tty: true, width: 80, color: true}); err != nil {
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &b, errOut: &b, outTerm: termview.Info{TTY: true, Width: 80, Color: true}}
+	// Sleeping moves the pacer's clock on, and is recorded.
+	now, sleeps := time.Now(), []time.Duration(nil)
+	p := termview.NewPacer(1)
+	p.Now = func() time.Time { return now }
+	p.Sleep = func(_ context.Context, d time.Duration) error {
+		sleeps = append(sleeps, d)
+		now = now.Add(d)
+		return nil
+	}
+	if err := runMonitor(context.Background(), monitorConfig{jobID: job.GetJobId(), pacer: p}, e); err != nil {
 		t.Fatal(err)
 	}
-	if want := []time.Duration{maxPause, 300 * time.Millisecond}; !slices.Equal(clock.sleeps, want) {
-		t.Fatalf("sleeps %v, want %v", clock.sleeps, want)
+	if want := []time.Duration{termview.MaxPause, 300 * time.Millisecond}; !slices.Equal(sleeps, want) {
+		t.Fatalf("sleeps %v, want %v", sleeps, want)
 	}
 	got := b.String()
 	for _, want := range []string{
 		"compiling\n",
-		ansiDim + "… paused 5m12s" + ansiReset + "\n",
-		ansiRed + "warning: slow test" + ansiReset + "\n",
-		ansiDim + "line 2 of 3" + ansiReset,
-		ansiClearLine + "3 lines · succeeded\n",
+		termview.Dim + "… paused 5m12s" + termview.Reset + "\n",
+		termview.Red + "warning: slow test" + termview.Reset + "\n",
+		termview.Dim + "line 2 of 3" + termview.Reset,
+		termview.ClearLine + "3 lines · succeeded\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("output %q lacks %q", got, want)

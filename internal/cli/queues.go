@@ -13,7 +13,7 @@ import (
 )
 
 func newQueuesCmd(e *env) *cobra.Command {
-	var asJSON bool
+	var cfg queuesConfig
 	cmd := &cobra.Command{
 		Use:   "queues",
 		Short: "Show the queues: what waits, runs and ended in each; pause and resume them",
@@ -25,54 +25,64 @@ how many workers poll it (through the server asked, in the last minute).`,
   spool queues resume builds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			queues, window, err := c.Queues(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.QueueListView(&spoolv1.ListQueuesResponse{Queues: queues, WindowSeconds: int32(window / time.Second)}))
-			}
-			if len(queues) == 0 {
-				fmt.Fprintln(e.out, "no queues yet: a queue appears with its first job (spool submit -q NAME -- CMD)")
-				return nil
-			}
-			now := time.Now()
-			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "QUEUE\tSTATE\tQUEUED\tRUNNING\tSUCCEEDED %s\tFAILED %s\tOLDEST WAITING\tWORKERS\n", window, window)
-			for _, q := range queues {
-				state := "active"
-				if q.GetPaused() {
-					state = "paused " + ago(q.GetPausedAt().AsTime(), now)
-				}
-				failed := q.GetFailed()
-				fails := fmt.Sprint(failed)
-				if n := q.GetCancelled(); n > 0 {
-					fails += fmt.Sprintf(" (+%d cancelled)", n)
-				}
-				oldest := "-"
-				if t := q.GetOldestQueuedAt(); t != nil {
-					oldest = duration(now.Sub(t.AsTime()).Truncate(time.Second))
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", q.GetName(), state, q.GetQueued(), q.GetRunning(),
-					q.GetSucceeded(), fails, oldest, q.GetWorkers())
-			}
-			return tw.Flush()
+			return runQueues(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
 	cmd.AddCommand(newQueuePauseCmd(e, true), newQueuePauseCmd(e, false))
 	return cmd
 }
 
+// queuesConfig is what `spool queues` is told on its command line.
+type queuesConfig struct {
+	asJSON bool
+}
+
+func runQueues(ctx context.Context, cfg queuesConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	queues, window, err := c.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.QueueListView(&spoolv1.ListQueuesResponse{Queues: queues, WindowSeconds: int32(window / time.Second)}))
+	}
+	if len(queues) == 0 {
+		fmt.Fprintln(e.out, "no queues yet: a queue appears with its first job (spool submit -q NAME -- CMD)")
+		return nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "QUEUE\tSTATE\tQUEUED\tRUNNING\tSUCCEEDED %s\tFAILED %s\tOLDEST WAITING\tWORKERS\n", window, window)
+	for _, q := range queues {
+		state := "active"
+		if q.GetPaused() {
+			state = "paused " + ago(q.GetPausedAt().AsTime(), now)
+		}
+		failed := q.GetFailed()
+		fails := fmt.Sprint(failed)
+		if n := q.GetCancelled(); n > 0 {
+			fails += fmt.Sprintf(" (+%d cancelled)", n)
+		}
+		oldest := "-"
+		if t := q.GetOldestQueuedAt(); t != nil {
+			oldest = duration(now.Sub(t.AsTime()).Truncate(time.Second))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", q.GetName(), state, q.GetQueued(), q.GetRunning(),
+			q.GetSucceeded(), fails, oldest, q.GetWorkers())
+	}
+	return tw.Flush()
+}
+
 // newQueuePauseCmd is spool queues pause (or, with pause false, resume).
 func newQueuePauseCmd(e *env, pause bool) *cobra.Command {
-	use, short, done := "resume QUEUE", "Let workers take a paused queue's jobs again", "resumed: workers take its jobs again"
+	cfg := queuePauseConfig{pause: pause}
+	use, short := "resume QUEUE", "Let workers take a paused queue's jobs again"
 	if pause {
-		use, short, done = "pause QUEUE", "Stop workers from taking a queue's jobs; running jobs go on", "paused: workers take none of its jobs until spool queues resume"
+		use, short = "pause QUEUE", "Stop workers from taking a queue's jobs; running jobs go on"
 	}
 	return &cobra.Command{
 		Use:   use,
@@ -82,26 +92,38 @@ func newQueuePauseCmd(e *env, pause bool) *cobra.Command {
 			return completeQueues(cmd.Context(), e, args, pause)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			set := c.ResumeQueue
-			if pause {
-				set = c.PauseQueue
-			}
-			q, err := set(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.out, "queue %s %s", q.GetName(), done)
-			if pause && q.GetRunning() > 0 {
-				fmt.Fprintf(e.out, " (%d running go on)", q.GetRunning())
-			}
-			fmt.Fprintln(e.out)
-			return nil
+			cfg.queue = args[0]
+			return runQueuePause(cmd.Context(), cfg, e)
 		},
 	}
+}
+
+// queuePauseConfig is what `spool queues pause` and `spool queues resume`
+// are told on their command line; pause says which of the two it is.
+type queuePauseConfig struct {
+	queue string
+	pause bool
+}
+
+func runQueuePause(ctx context.Context, cfg queuePauseConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	set, done := c.ResumeQueue, "resumed: workers take its jobs again"
+	if cfg.pause {
+		set, done = c.PauseQueue, "paused: workers take none of its jobs until spool queues resume"
+	}
+	q, err := set(ctx, cfg.queue)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "queue %s %s", q.GetName(), done)
+	if cfg.pause && q.GetRunning() > 0 {
+		fmt.Fprintf(e.out, " (%d running go on)", q.GetRunning())
+	}
+	fmt.Fprintln(e.out)
+	return nil
 }
 
 // completeQueues offers the queues that pause (or resume) would change.

@@ -1,4 +1,8 @@
-// Package cli is the spool command line: one cobra command per file.
+// Package cli is the spool command line: one cobra command per file. Each
+// command is a config struct, filled from its flags and arguments, and a
+// run function that does the work with it (tests call that directly); the
+// cobra command only binds the flags and calls it. Drawing on a terminal
+// is internal/termview's.
 package cli
 
 import (
@@ -15,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 // Version is set at build time with -ldflags "-X …/cli.Version=v1.2.3";
@@ -27,13 +32,17 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// env is what every command gets: where the server is and the streams.
+// env is what every command's run function gets beside its own config:
+// where the server is, the key to show it, and the streams, with what
+// kind of screen each output is (tests set these to draw as on one).
 type env struct {
-	server string
-	creds  credentials
-	in     io.Reader
-	out    io.Writer
-	errOut io.Writer
+	server  string
+	creds   credentials
+	in      io.Reader
+	out     io.Writer
+	errOut  io.Writer
+	outTerm termview.Info
+	errTerm termview.Info
 }
 
 // client is the client of commands: a call that finds the server (or its
@@ -68,7 +77,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
-	e := &env{in: stdin, out: stdout, errOut: stderr}
+	e := &env{in: stdin, out: stdout, errOut: stderr, outTerm: termview.Detect(stdout), errTerm: termview.Detect(stderr)}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)

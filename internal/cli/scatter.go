@@ -17,6 +17,7 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/termview"
 	"github.com/spool-run/spool/itembatch"
 )
 
@@ -27,12 +28,23 @@ type scatterFlags struct {
 	maxConcurrency, toleratedCount                int32
 	toleratedPct                                  float32
 	follow, asJSON                                bool
+	// Whether the tolerated failures were given at all: 0 is a value of
+	// its own, and unset leaves the server's default.
+	toleratedCountSet, toleratedPctSet bool
+}
+
+// scatterConfig is what `spool scatter` is told on its command line: the
+// job's flags, the scatter's, and the command.
+type scatterConfig struct {
+	argv []string
+	job  submitFlags
+	f    scatterFlags
 }
 
 func newScatterCmd(e *env) *cobra.Command {
 	var (
-		job submitFlags
-		f   scatterFlags
+		cfg    scatterConfig
+		job, f = &cfg.job, &cfg.f
 	)
 	cmd := &cobra.Command{
 		Use:   "scatter [flags] --items FILE -- COMMAND [ARG...]",
@@ -58,34 +70,10 @@ exits 0 if it succeeded and 1 if not.`,
   spool scatter --items orders.json --group-by customer --max-concurrency 10 \
       --tolerated-failure-percentage 5 --gather 'jq -s . > summary.json' -- ./bill.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := job.submission(args)
-			if err != nil {
-				return err
-			}
-			if job.requestID != "" {
-				return errors.New("--request-id is for one job; a scatter names its jobs after itself")
-			}
-			ns, err := f.scatter(cmd, e, s)
-			if err != nil {
-				return err
-			}
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			sc, err := c.StartScatter(cmd.Context(), ns)
-			if err != nil {
-				return err
-			}
-			if !f.follow {
-				if f.asJSON {
-					return printJSON(e.out, jobjson.ScatterView(sc))
-				}
-				fmt.Fprintln(e.out, sc.GetScatterId())
-				return nil
-			}
-			fmt.Fprintln(e.out, sc.GetScatterId())
-			return followScatter(cmd.Context(), e, c, sc.GetScatterId())
+			cfg.argv = args
+			f.toleratedCountSet = cmd.Flags().Changed("tolerated-failure-count")
+			f.toleratedPctSet = cmd.Flags().Changed("tolerated-failure-percentage")
+			return runScatter(cmd.Context(), cfg, e)
 		},
 	}
 	job.register(cmd)
@@ -111,21 +99,54 @@ exits 0 if it succeeded and 1 if not.`,
 	return cmd
 }
 
+// runScatter starts a scatter and, with --follow, shows its progress until
+// it ends.
+func runScatter(ctx context.Context, cfg scatterConfig, e *env) error {
+	s, err := cfg.job.submission(cfg.argv)
+	if err != nil {
+		return err
+	}
+	if cfg.job.requestID != "" {
+		return errors.New("--request-id is for one job; a scatter names its jobs after itself")
+	}
+	ns, err := cfg.f.scatter(ctx, e, s)
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	sc, err := c.StartScatter(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if !cfg.f.follow {
+		if cfg.f.asJSON {
+			return printJSON(e.out, jobjson.ScatterView(sc))
+		}
+		fmt.Fprintln(e.out, sc.GetScatterId())
+		return nil
+	}
+	fmt.Fprintln(e.out, sc.GetScatterId())
+	return followScatter(ctx, e, c, sc.GetScatterId())
+}
+
 // scatter reads the items, cuts them into batches and builds the request.
-func (f *scatterFlags) scatter(cmd *cobra.Command, e *env, job client.SubmitParams) (client.ScatterParams, error) {
-	ns := client.ScatterParams{Job: job, MaxConcurrency: f.maxConcurrency}
+func (f *scatterFlags) scatter(ctx context.Context, e *env, job client.Submission) (client.NewScatter, error) {
+	ns := client.NewScatter{Job: job, MaxConcurrency: f.maxConcurrency}
 	if f.items == "" {
 		return ns, errors.New(`say where the items are: --items FILE (JSON Lines or a JSON array; "-" for stdin)`)
 	}
-	if cmd.Flags().Changed("tolerated-failure-count") {
+	if f.toleratedCountSet {
 		ns.ToleratedFailureCount = &f.toleratedCount
 	}
-	if cmd.Flags().Changed("tolerated-failure-percentage") {
+	if f.toleratedPctSet {
 		ns.ToleratedFailurePercentage = &f.toleratedPct
 	}
 	if f.batchInput != "" {
 		if !json.Valid([]byte(f.batchInput)) {
-			return ns, fmt.Errorf("--batch-input is not valid JSON: %s", truncate(f.batchInput, 60))
+			return ns, fmt.Errorf("--batch-input is not valid JSON: %s", termview.Truncate(f.batchInput, 60))
 		}
 		ns.BatchInput = json.RawMessage(f.batchInput)
 	}
@@ -137,7 +158,7 @@ func (f *scatterFlags) scatter(cmd *cobra.Command, e *env, job client.SubmitPara
 	if len(items) == 0 {
 		return ns, fmt.Errorf("%s holds no items: there is nothing to scatter", f.itemsName())
 	}
-	batches, warnings, err := f.split(cmd.Context(), e, items)
+	batches, warnings, err := f.split(ctx, e, items)
 	for _, w := range warnings {
 		fmt.Fprintf(e.errOut, "spool: warning: %s\n", w)
 	}
@@ -199,16 +220,16 @@ func (f *scatterFlags) split(ctx context.Context, e *env, items []itembatch.Item
 // followScatter shows a scatter's progress until it ends, and exits as it
 // ended: 0 if it succeeded.
 func followScatter(ctx context.Context, e *env, c *client.Client, id string) error {
-	ti := detectTerm(e.errOut)
+	ti := e.errTerm
 	sc, err := c.FollowScatter(ctx, id, 300*time.Millisecond, func(sc *spoolv1.Scatter) {
 		line := progressLine(sc, ti)
-		if ti.tty {
-			fmt.Fprint(e.errOut, ansiClearLine+line)
+		if ti.TTY {
+			fmt.Fprint(e.errOut, termview.ClearLine+line)
 		} else {
 			fmt.Fprintln(e.errOut, line)
 		}
 	})
-	if ti.tty {
+	if ti.TTY {
 		fmt.Fprintln(e.errOut)
 	}
 	if err != nil {
@@ -225,19 +246,15 @@ func followScatter(ctx context.Context, e *env, c *client.Client, id string) err
 
 // progressLine says where a scatter is in one line: a bar on a terminal,
 // then the counts.
-func progressLine(sc *spoolv1.Scatter, ti termInfo) string {
+func progressLine(sc *spoolv1.Scatter, ti termview.Info) string {
 	p := sc.GetProgress()
 	n := p.GetBatchCount()
 	ended := p.GetSucceeded() + p.GetFailed() + p.GetCancelled()
 	var b strings.Builder
-	if ti.tty {
+	if ti.TTY {
 		const width = 24
 		done := int(int64(ended) * width / int64(max(n, 1)))
-		bar := strings.Repeat("█", done) + strings.Repeat("░", width-done)
-		if ti.color && p.GetFailed()+p.GetCancelled() > 0 {
-			bar = ansiRed + bar + ansiReset
-		}
-		b.WriteString(bar + " ")
+		b.WriteString(ti.Bar(done, width, p.GetFailed()+p.GetCancelled() > 0) + " ")
 	}
 	fmt.Fprintf(&b, "%s: %d/%d batches · %d queued · %d running · %d succeeded · %d failed", spool.ScatterStateName(sc.GetState()),
 		ended, n, p.GetQueued()+p.GetWaiting(), p.GetRunning(), p.GetSucceeded(), p.GetFailed())

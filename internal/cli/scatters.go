@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 func newScattersCmd(e *env) *cobra.Command {
@@ -25,117 +27,146 @@ func newScattersCmd(e *env) *cobra.Command {
 }
 
 func newScattersListCmd(e *env) *cobra.Command {
-	var (
-		cursor string
-		limit  int32
-		asJSON bool
-	)
+	var cfg scattersListConfig
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List scatters, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 || limit > 500 {
-				return fmt.Errorf("--limit must be between 1 and 500, got %d", limit)
-			}
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			scs, next, err := c.ScattersPage(cmd.Context(), limit, cursor)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.ScatterListView(scs, next))
-			}
-			if len(scs) == 0 {
-				fmt.Fprintln(e.out, "no scatters")
-				return nil
-			}
-			now := time.Now()
-			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCATTER ID\tQUEUE\tSTATE\tBATCHES\tSUCCEEDED\tFAILED\tCREATED\tCOMMAND")
-			for _, sc := range scs {
-				p := sc.GetProgress()
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sc.GetScatterId(), sc.GetSpec().GetQueue(), spool.ScatterStateName(sc.GetState()),
-					p.GetBatchCount(), p.GetSucceeded(), p.GetFailed(), ago(sc.GetCreatedAt().AsTime(), now), truncate(commandLine(sc.GetSpec().GetParams()), 50))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if next != "" {
-				fmt.Fprintf(e.errOut, "more: spool scatters list --cursor %s\n", next)
-			}
-			return nil
+			return runScattersList(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().Int32Var(&limit, "limit", 20, "at most this many scatters (up to 500)")
-	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous listing")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().Int32Var(&cfg.limit, "limit", 20, "at most this many scatters (up to 500)")
+	cmd.Flags().StringVar(&cfg.cursor, "cursor", "", "continue from a previous listing")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
 	return cmd
 }
 
+// scattersListConfig is what `spool scatters list` is told on its command line.
+type scattersListConfig struct {
+	cursor string
+	limit  int32
+	asJSON bool
+}
+
+func runScattersList(ctx context.Context, cfg scattersListConfig, e *env) error {
+	if cfg.limit < 1 || cfg.limit > 500 {
+		return fmt.Errorf("--limit must be between 1 and 500, got %d", cfg.limit)
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	scs, next, err := c.ScattersPage(ctx, cfg.limit, cfg.cursor)
+	if err != nil {
+		return err
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.ScatterListView(scs, next))
+	}
+	if len(scs) == 0 {
+		fmt.Fprintln(e.out, "no scatters")
+		return nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCATTER ID\tQUEUE\tSTATE\tBATCHES\tSUCCEEDED\tFAILED\tCREATED\tCOMMAND")
+	for _, sc := range scs {
+		p := sc.GetProgress()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sc.GetScatterId(), sc.GetSpec().GetQueue(), spool.ScatterStateName(sc.GetState()),
+			p.GetBatchCount(), p.GetSucceeded(), p.GetFailed(), ago(sc.GetCreatedAt().AsTime(), now), termview.Truncate(commandLine(sc.GetSpec().GetParams()), 50))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(e.errOut, "more: spool scatters list --cursor %s\n", next)
+	}
+	return nil
+}
+
 func newScattersGetCmd(e *env) *cobra.Command {
-	var asJSON, follow bool
+	var cfg scattersGetConfig
 	cmd := &cobra.Command{
 		Use:   "get SCATTER_ID",
 		Short: "Show a scatter and its progress",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			if follow {
-				return followScatter(cmd.Context(), e, c, args[0])
-			}
-			sc, err := c.Scatter(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.ScatterView(sc))
-			}
-			printScatter(e, sc)
-			return nil
+			cfg.scatterID = args[0]
+			return runScattersGet(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "show a progress line until it ends; exit 0 if it succeeded")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&cfg.follow, "follow", "f", false, "show a progress line until it ends; exit 0 if it succeeded")
 	return cmd
 }
 
+// scattersGetConfig is what `spool scatters get` is told on its command line.
+type scattersGetConfig struct {
+	scatterID      string
+	asJSON, follow bool
+}
+
+func runScattersGet(ctx context.Context, cfg scattersGetConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	if cfg.follow {
+		return followScatter(ctx, e, c, cfg.scatterID)
+	}
+	sc, err := c.Scatter(ctx, cfg.scatterID)
+	if err != nil {
+		return err
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.ScatterView(sc))
+	}
+	printScatter(e, sc)
+	return nil
+}
+
 func newScattersCancelCmd(e *env) *cobra.Command {
-	var reason string
+	var cfg scattersCancelConfig
 	cmd := &cobra.Command{
 		Use:   "cancel SCATTER_ID",
 		Short: "Cancel a scatter: waiting batches never run, queued and running ones are cancelled, no gather runs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			sc, err := c.CancelScatter(cmd.Context(), args[0], reason)
-			if err != nil {
-				return err
-			}
-			printScatter(e, sc)
-			return nil
+			cfg.scatterID = args[0]
+			return runScattersCancel(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, kept on the scatter and its cancelled jobs")
+	cmd.Flags().StringVar(&cfg.reason, "reason", "", "why, kept on the scatter and its cancelled jobs")
 	return cmd
+}
+
+// scattersCancelConfig is what `spool scatters cancel` is told on its command line.
+type scattersCancelConfig struct {
+	scatterID string
+	reason    string
+}
+
+func runScattersCancel(ctx context.Context, cfg scattersCancelConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	sc, err := c.CancelScatter(ctx, cfg.scatterID, cfg.reason)
+	if err != nil {
+		return err
+	}
+	printScatter(e, sc)
+	return nil
 }
 
 // scatterOrNotFound shows the scatter of an id `spool jobs get` did not find
 // as a job, so both kinds of id work there.
-func scatterOrNotFound(cmd *cobra.Command, e *env, c *client.Client, id string, jobErr error, asJSON bool) error {
+func scatterOrNotFound(ctx context.Context, e *env, c *client.Client, id string, jobErr error, asJSON bool) error {
 	if !errors.Is(jobErr, spool.ErrNotFound) || uuid.Validate(id) != nil {
 		return jobErr
 	}
-	sc, err := c.Scatter(cmd.Context(), id)
+	sc, err := c.Scatter(ctx, id)
 	if err != nil {
 		return jobErr
 	}
@@ -158,14 +189,14 @@ func printScatter(e *env, sc *spoolv1.Scatter) {
 		row("Error", "%s", sc.GetError())
 	}
 	row("Command", "%s", commandLine(spec.GetParams()))
-	row("Progress", "%s", progressLine(sc, termInfo{}))
+	row("Progress", "%s", progressLine(sc, termview.Info{}))
 	row("Batches", "%d (%d items); jobs %s", p.GetBatchCount(), p.GetItemCount(), batchJobPattern(sc.GetScatterId()))
 	limit := "none"
 	if spec.GetMaxConcurrency() > 0 {
 		limit = fmt.Sprint(spec.GetMaxConcurrency())
 	}
 	row("Concurrency", "%s", limit)
-	row("Batch input", "%s", truncate(spec.GetBatchInput(), 80))
+	row("Batch input", "%s", termview.Truncate(spec.GetBatchInput(), 80))
 	if g := spec.GetGather(); g != nil {
 		gather := commandLine(g)
 		if sc.GetGatherJobId() != "" {

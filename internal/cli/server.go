@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"strings"
 
@@ -12,7 +13,7 @@ import (
 )
 
 func newServerCmd(e *env) *cobra.Command {
-	var cfgPath, addr, dataDir string
+	var cfg serverConfig
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the spool server (API, storage, live output)",
@@ -29,43 +30,54 @@ Environment overrides:
 SIGTERM or Ctrl-C stops it gracefully; a second one stops it at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(cfgPath, os.LookupEnv)
-			if err != nil {
-				return setting.Rename(err, serverSettingName(cmd, cfgPath, nil))
-			}
-			if cmd.Flags().Changed("addr") {
-				cfg.Server.Addr = addr
-			}
-			if cmd.Flags().Changed("data-dir") {
-				cfg.Server.DataDir = dataDir
-			}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			log := cfg.Log.NewLogger(e.errOut)
-			for _, w := range append(cfg.Warnings, config.UnknownEnv(os.Environ())...) {
-				log.Warn(w)
-			}
-			assembly.TuneGC()
-			r, err := assembly.Start(cmd.Context(), cfg, assembly.Options{Log: log})
-			if err != nil {
-				return setting.Rename(err, serverSettingName(cmd, cfgPath, cfg))
-			}
-			log.Info("spool server listening", "url", r.URL(), "store", cfg.Store.Type, "data_dir", cfg.Server.DataDir)
-			return r.Wait()
+			cfg.given = givenFlags(cmd)
+			return runServer(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().StringVar(&cfgPath, "config", "", "YAML configuration file")
-	cmd.Flags().StringVar(&addr, "addr", config.Default().Server.Addr, "address to listen on (host:port)")
-	cmd.Flags().StringVar(&dataDir, "data-dir", config.Default().Server.DataDir, "directory for the database and the token key")
+	cmd.Flags().StringVar(&cfg.configPath, "config", "", "YAML configuration file")
+	cmd.Flags().StringVar(&cfg.addr, "addr", config.Default().Server.Addr, "address to listen on (host:port)")
+	cmd.Flags().StringVar(&cfg.dataDir, "data-dir", config.Default().Server.DataDir, "directory for the database and the token key")
 	return cmd
+}
+
+// serverConfig is what `spool server` is told on its command line.
+type serverConfig struct {
+	configPath, addr, dataDir string
+	given                     map[string]bool // the flags given
+}
+
+func runServer(ctx context.Context, cfg serverConfig, e *env) error {
+	conf, err := config.Load(cfg.configPath, os.LookupEnv)
+	if err != nil {
+		return setting.Rename(err, serverSettingName(cfg, nil))
+	}
+	if cfg.given["addr"] {
+		conf.Server.Addr = cfg.addr
+	}
+	if cfg.given["data-dir"] {
+		conf.Server.DataDir = cfg.dataDir
+	}
+	if err := conf.Validate(); err != nil {
+		return err
+	}
+	log := conf.Log.NewLogger(e.errOut)
+	for _, w := range append(conf.Warnings, config.UnknownEnv(os.Environ())...) {
+		log.Warn(w)
+	}
+	assembly.TuneGC()
+	r, err := assembly.Start(ctx, conf, assembly.Options{Log: log})
+	if err != nil {
+		return setting.Rename(err, serverSettingName(cfg, conf))
+	}
+	log.Info("spool server listening", "url", r.URL(), "store", conf.Store.Type, "data_dir", conf.Server.DataDir)
+	return r.Wait()
 }
 
 // serverSettingName names a setting of `spool server` the way the person
 // gave it: by its flag, its environment variable, or the configuration
 // file. A setting left at its default is named by its flag, if it has one:
 // that is how to change it.
-func serverSettingName(cmd *cobra.Command, cfgPath string, cfg *config.Config) func(string) string {
+func serverSettingName(given serverConfig, cfg *config.Config) func(string) string {
 	def := config.Default()
 	flags := map[string]string{"config": "--config", "server.addr": "--addr", "server.data_dir": "--data-dir"}
 	inFile := map[string]bool{}
@@ -80,12 +92,12 @@ func serverSettingName(cmd *cobra.Command, cfgPath string, cfg *config.Config) f
 		_, inEnv := os.LookupEnv(env)
 		inEnv = inEnv && strings.Contains(name, ".")
 		switch {
-		case hasFlag && cmd.Flags().Changed(strings.TrimPrefix(flag, "--")):
+		case hasFlag && given.given[strings.TrimPrefix(flag, "--")]:
 			return flag
 		case inEnv:
 			return env
-		case cfgPath != "" && (inFile[name] || !hasFlag):
-			return name + " (in " + cfgPath + ")"
+		case given.configPath != "" && (inFile[name] || !hasFlag):
+			return name + " (in " + given.configPath + ")"
 		case hasFlag:
 			return flag
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -66,13 +67,7 @@ func (f *submitFlags) submission(args []string) (client.SubmitParams, error) {
 }
 
 func newSubmitCmd(e *env) *cobra.Command {
-	var (
-		f              submitFlags
-		secrets        secretFlags
-		asJSON, follow bool
-		pty            bool
-		stdinFile      string
-	)
+	var cfg submitConfig
 	cmd := &cobra.Command{
 		Use:   "submit [flags] -- COMMAND [ARG...]",
 		Short: "Submit a command to a queue and print the job's id",
@@ -90,58 +85,73 @@ again, after 2 s, 4 s, 8 s...; --max-attempts bounds how often a job may
 lose its worker (a worker killed or cut off) and be redelivered. A worker
 that stops gracefully hands its jobs back without using either.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.submission(args)
-			if err != nil {
-				return err
-			}
-			if s.Stdin, err = readStdinFile(e, stdinFile); err != nil {
-				return err
-			}
-			if s.Secrets, err = secrets.secrets(os.LookupEnv); err != nil {
-				return err
-			}
-			s.PTY = pty
-			// The client tries a submit again when it finds the server
-			// away; a request id makes the repeat find the job the first
-			// try made. The user's, or one of our own.
-			ownID := s.RequestID == ""
-			if ownID {
-				s.RequestID = newRequestID()
-			}
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			job, dedup, err := c.Submit(cmd.Context(), s)
-			if err != nil {
-				return err
-			}
-			if dedup && !ownID {
-				fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, spool.StateName(job.GetState()))
-			}
-			if follow {
-				// stdout is the job's own output; its id goes with the
-				// other messages.
-				fmt.Fprintf(e.errOut, "spool: job %s; following its output (Ctrl-C stops following, not the job)\n", job.GetJobId())
-				return followJob(cmd.Context(), e, c, job.GetJobId())
-			}
-			if asJSON {
-				return printJSON(e.out, jobjson.View(job))
-			}
-			fmt.Fprintln(e.out, job.GetJobId())
-			return nil
+			cfg.argv = args
+			return runSubmit(cmd.Context(), cfg, e)
 		},
 	}
-	f.register(cmd)
-	secrets.register(cmd)
-	cmd.Flags().StringVar(&stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
-	cmd.Flags().BoolVar(&pty, "pty", false, "run the command on a pseudo-terminal, so tools that colour only on a terminal keep their colours; its stdout and stderr are then one stream, recorded as stdout (--stdin still comes from its file, as CMD < FILE would at a terminal)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole job as JSON instead of its id")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the job's output until it ends, then exit with its exit status (128+N when signal N killed it, as a shell does)")
+	cfg.spec.register(cmd)
+	cfg.secrets.register(cmd)
+	cmd.Flags().StringVar(&cfg.stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
+	cmd.Flags().BoolVar(&cfg.pty, "pty", false, "run the command on a pseudo-terminal, so tools that colour only on a terminal keep their colours; its stdout and stderr are then one stream, recorded as stdout (--stdin still comes from its file, as CMD < FILE would at a terminal)")
+	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print the whole job as JSON instead of its id")
+	cmd.Flags().BoolVarP(&cfg.follow, "follow", "f", false, "stream the job's output until it ends, then exit with its exit status (128+N when signal N killed it, as a shell does)")
 	cmd.MarkFlagsMutuallyExclusive("json", "follow")
 	// Flags end at the command: `spool submit ls -la` runs `ls -la`.
 	cmd.Flags().SetInterspersed(false)
 	return cmd
+}
+
+// submitConfig is what `spool submit` is told on its command line.
+type submitConfig struct {
+	argv           []string
+	spec           submitFlags
+	secrets        secretFlags
+	asJSON, follow bool
+	pty            bool
+	stdinFile      string
+}
+
+func runSubmit(ctx context.Context, cfg submitConfig, e *env) error {
+	s, err := cfg.spec.submission(cfg.argv)
+	if err != nil {
+		return err
+	}
+	if s.Stdin, err = readStdinFile(e, cfg.stdinFile); err != nil {
+		return err
+	}
+	if s.Secrets, err = cfg.secrets.secrets(os.LookupEnv); err != nil {
+		return err
+	}
+	s.PTY = cfg.pty
+	// The client tries a submit again when it finds the server
+	// away; a request id makes the repeat find the job the first
+	// try made. The user's, or one of our own.
+	ownID := s.RequestID == ""
+	if ownID {
+		s.RequestID = newRequestID()
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	job, dedup, err := c.Submit(ctx, s)
+	if err != nil {
+		return err
+	}
+	if dedup && !ownID {
+		fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, spool.StateName(job.GetState()))
+	}
+	if cfg.follow {
+		// stdout is the job's own output; its id goes with the
+		// other messages.
+		fmt.Fprintf(e.errOut, "spool: job %s; following its output (Ctrl-C stops following, not the job)\n", job.GetJobId())
+		return followJob(ctx, e, c, job.GetJobId())
+	}
+	if cfg.asJSON {
+		return printJSON(e.out, jobjson.View(job))
+	}
+	fmt.Fprintln(e.out, job.GetJobId())
+	return nil
 }
 
 // readStdinFile reads what --stdin names ("": nothing, "-": spool's own

@@ -20,11 +20,14 @@ the commit's date, and "modified" when the checkout had uncommitted changes),
 the Go version and the platform. Worth quoting in a bug report. spool
 --version prints the same line.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(e.out, "spool "+versionText())
-			return err
-		},
+		RunE: func(*cobra.Command, []string) error { return runVersion(e) },
 	}
+}
+
+// runVersion prints the version line; it has no flags of its own.
+func runVersion(e *env) error {
+	_, err := fmt.Fprintln(e.out, "spool "+versionText())
+	return err
 }
 
 // versionText is what spool says about its build, after its name:

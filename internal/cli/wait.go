@@ -28,7 +28,7 @@ const (
 )
 
 func newJobsWaitCmd(e *env) *cobra.Command {
-	var timeout time.Duration
+	var cfg jobsWaitConfig
 	cmd := &cobra.Command{
 		Use:   "wait [flags] JOB_ID...",
 		Short: "Wait until jobs end; exit as the first that failed did (0 if all succeeded)",
@@ -44,15 +44,26 @@ as 1. Waiting is all it does: Ctrl-C or --timeout leave the jobs running.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeJobArg(e, true, activeStates...),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			return waitJobs(cmd.Context(), e, c, args, timeout)
+			cfg.jobIDs = args
+			return runJobsWait(cmd.Context(), cfg, e)
 		},
 	}
-	cmd.Flags().Var(secondsOrDuration{&timeout}, "timeout", "give up after this long (90s, 10m, or seconds; 0: never) and exit 124, as timeout(1) does")
+	cmd.Flags().Var(secondsOrDuration{&cfg.timeout}, "timeout", "give up after this long (90s, 10m, or seconds; 0: never) and exit 124, as timeout(1) does")
 	return cmd
+}
+
+// jobsWaitConfig is what `spool jobs wait` is told on its command line.
+type jobsWaitConfig struct {
+	jobIDs  []string
+	timeout time.Duration
+}
+
+func runJobsWait(ctx context.Context, cfg jobsWaitConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	return waitJobs(ctx, e, c, cfg.jobIDs, cfg.timeout)
 }
 
 // waitJobs waits until each of the jobs ids is final, reporting each as it

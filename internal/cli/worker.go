@@ -24,10 +24,8 @@ import (
 
 func newWorkerCmd(e *env) *cobra.Command {
 	var (
-		cfg         worker.Config
-		logLevel    string
-		logFormat   string
-		metricsAddr string
+		flags workerConfig
+		cfg   = &flags.worker
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -55,51 +53,8 @@ to finish, output is flushed. A second signal stops everything at once
   sudo spool worker --run-as spool-job --spool-dir /var/lib/spool/worker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Concurrency < 1 {
-				return fmt.Errorf("--concurrency must be at least 1, got %d", cfg.Concurrency)
-			}
-			if cmd.Flags().Changed("lease") && cfg.Lease < minLease {
-				return fmt.Errorf("--lease %s is too short: the shortest lease is %s (the worker renews it every half lease)", cfg.Lease, minLease)
-			}
-			cfg.Server = e.server
-			cfg.APIKey, _ = e.apiKey()
-			cfg.CAFile = e.caFile()
-			cfg.Logger = config.Log{Level: logLevel, Format: logFormat}.NewLogger(e.errOut)
-			if metricsAddr != "" {
-				m, err := serveMetrics(cmd.Context(), metricsAddr, cfg.Logger)
-				if err != nil {
-					return err
-				}
-				cfg.Meters = m.Provider()
-			}
-			// 0 on the command line is no bound; in worker.Config, the default.
-			for _, b := range []*int64{(*int64)(&cfg.UndeliveredMaxAge), &cfg.UndeliveredMaxBytes} {
-				if *b == 0 {
-					*b = -1
-				}
-			}
-			w, err := worker.New(cfg)
-			if err != nil {
-				return setting.Rename(err, workerSettingName)
-			}
-			sigs := make(chan os.Signal, 4)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(sigs)
-			go func() {
-				if _, ok := <-sigs; !ok {
-					return
-				}
-				cfg.Logger.Info("stopping gracefully; signal again to stop now")
-				if _, ok := <-sigs; ok {
-					cfg.Logger.Warn("stopping now")
-					w.Kill()
-				}
-			}()
-			err = w.Run(cmd.Context())
-			if errors.Is(err, spool.ErrUnauthenticated) || errors.Is(err, spool.ErrPermissionDenied) {
-				return fmt.Errorf("%w (%s)", err, e.keyHint())
-			}
-			return setting.Rename(err, workerSettingName)
+			flags.given = givenFlags(cmd)
+			return runWorker(cmd.Context(), flags, e)
 		},
 	}
 	f := cmd.Flags()
@@ -117,10 +72,68 @@ to finish, output is flushed. A second signal stops everything at once
 	f.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "how long a stopped command has between SIGTERM and SIGKILL")
 	f.StringVar(&cfg.ID, "id", "", "worker name in logs and job events (default: host-pid)")
 	f.StringArrayVar(&cfg.PassEnv, "pass-env", nil, "also pass this environment variable of the worker to jobs (repeatable; NAME or PREFIX*); by default jobs get only "+strings.Join(worker.DefaultPassEnv(), ", "))
-	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9464)")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringVar(&logFormat, "log-format", "text", "text or json")
+	f.StringVar(&flags.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9464)")
+	f.StringVar(&flags.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&flags.logFormat, "log-format", "text", "text or json")
 	return cmd
+}
+
+// workerConfig is what `spool worker` is told on its command line: the
+// worker's own settings, and how to log and serve metrics.
+type workerConfig struct {
+	worker                           worker.Config
+	logLevel, logFormat, metricsAddr string
+	given                            map[string]bool // the flags given
+}
+
+// runWorker runs a worker until ctx ends or a signal stops it.
+func runWorker(ctx context.Context, flags workerConfig, e *env) error {
+	cfg := flags.worker
+	if cfg.Concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1, got %d", cfg.Concurrency)
+	}
+	if flags.given["lease"] && cfg.Lease < minLease {
+		return fmt.Errorf("--lease %s is too short: the shortest lease is %s (the worker renews it every half lease)", cfg.Lease, minLease)
+	}
+	cfg.Server = e.server
+	cfg.APIKey, _ = e.apiKey()
+	cfg.CAFile = e.caFile()
+	cfg.Logger = config.Log{Level: flags.logLevel, Format: flags.logFormat}.NewLogger(e.errOut)
+	if flags.metricsAddr != "" {
+		m, err := serveMetrics(ctx, flags.metricsAddr, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		cfg.Meters = m.Provider()
+	}
+	// 0 on the command line is no bound; in worker.Config, the default.
+	for _, b := range []*int64{(*int64)(&cfg.UndeliveredMaxAge), &cfg.UndeliveredMaxBytes} {
+		if *b == 0 {
+			*b = -1
+		}
+	}
+	w, err := worker.New(cfg)
+	if err != nil {
+		return setting.Rename(err, workerSettingName)
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		cfg.Logger.Info("stopping gracefully; signal again to stop now")
+		if _, ok := <-sigs; ok {
+			cfg.Logger.Warn("stopping now")
+			w.Kill()
+		}
+	}()
+	err = w.Run(ctx)
+	if errors.Is(err, spool.ErrUnauthenticated) || errors.Is(err, spool.ErrPermissionDenied) {
+		return fmt.Errorf("%w (%s)", err, e.keyHint())
+	}
+	return setting.Rename(err, workerSettingName)
 }
 
 // minLease is the shortest lease the server grants: renewed every second,

@@ -1,4 +1,4 @@
-package cli
+package termview
 
 import (
 	"bytes"
@@ -20,30 +20,30 @@ func TestWrap(t *testing.T) {
 		{"exactly10!", []string{"exactly10!"}},
 		{"abcdefghijklmnopqrstuvwxyz", []string{"abcdefghij", "klmnopqrst", "uvwxyz"}},
 		{"héllo wörld, ça va", []string{"héllo wörl", "d, ça va"}},
-		{red + "0123456789" + ansiReset + "ab", []string{red + "0123456789" + ansiReset, "ab"}},
+		{red + "0123456789" + Reset + "ab", []string{red + "0123456789" + Reset, "ab"}},
 		{"ab\tcd\tef", []string{"ab\tcd", "\tef"}},
 		{"\xff\xfe0123456789", []string{"\xff\xfe01234567", "89"}},
 	}
 	for _, tc := range cases {
 		var got []string
-		for _, row := range wrap([]byte(tc.in), 10) {
+		for _, row := range Wrap([]byte(tc.in), 10) {
 			got = append(got, string(row))
 		}
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("wrap(%q, 10) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("Wrap(%q, 10) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
 func TestColorWanted(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-	if !colorWanted(env(map[string]string{"TERM": "xterm-256color"})) {
+	if !ColorWanted(env(map[string]string{"TERM": "xterm-256color"})) {
 		t.Error("no colours on a colour terminal")
 	}
-	if colorWanted(env(map[string]string{"TERM": "xterm", "NO_COLOR": "1"})) {
+	if ColorWanted(env(map[string]string{"TERM": "xterm", "NO_COLOR": "1"})) {
 		t.Error("NO_COLOR ignored")
 	}
-	if colorWanted(env(map[string]string{"TERM": "dumb"})) {
+	if ColorWanted(env(map[string]string{"TERM": "dumb"})) {
 		t.Error("colours on a dumb terminal")
 	}
 }
@@ -61,21 +61,21 @@ func out(text string, stderr bool) *spoolv1.OutputEvent {
 func TestScreenOnTerminal(t *testing.T) {
 	for _, color := range []bool{true, false} {
 		var b bytes.Buffer
-		s := newScreen(&env{out: &b, errOut: &b}, termInfo{tty: true, width: 12, color: color})
+		s := NewScreen(&b, &b, Info{TTY: true, Width: 12, Color: color})
 		steps := []error{
-			s.setStatus("line 0 of 3"),
-			s.line(out("hello", false)),
-			s.note("… paused 5m0s"),
-			s.line(out("an error that wraps", true)),
-			s.setStatus("a status line too long to fit"),
-			s.finish("3 lines · succeeded"),
+			s.SetStatus("line 0 of 3"),
+			s.Line(out("hello", false)),
+			s.Note("… paused 5m0s"),
+			s.Line(out("an error that wraps", true)),
+			s.SetStatus("a status line too long to fit"),
+			s.Finish("3 lines · succeeded"),
 		}
 		for i, err := range steps {
 			if err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}
-		dim, red, reset, clear := ansiDim, ansiRed, ansiReset, ansiClearLine
+		dim, red, reset, clear := Dim, Red, Reset, ClearLine
 		status := func(s string) string { return dim + s + reset }
 		if !color {
 			dim, red, reset = "", "", ""
@@ -97,10 +97,10 @@ func TestScreenOnTerminal(t *testing.T) {
 // streams, partial lines without a newline, and none of its own remarks.
 func TestScreenPlain(t *testing.T) {
 	var o, e bytes.Buffer
-	s := newScreen(&env{out: &o, errOut: &e}, termInfo{})
+	s := NewScreen(&o, &e, Info{})
 	d := out("no newline", false)
 	d.Partial = true
-	for i, err := range []error{s.setStatus("line 1 of 2"), s.line(out("one", false)), s.note("… paused 3s"), s.line(out("two", true)), s.line(d), s.finish("2 lines · succeeded")} {
+	for i, err := range []error{s.SetStatus("line 1 of 2"), s.Line(out("one", false)), s.Note("… paused 3s"), s.Line(out("two", true)), s.Line(d), s.Finish("2 lines · succeeded")} {
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}

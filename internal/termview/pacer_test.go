@@ -1,4 +1,4 @@
-package cli
+package termview
 
 import (
 	"context"
@@ -17,10 +17,10 @@ type fakeClock struct {
 	sleeps []time.Duration
 }
 
-func (c *fakeClock) pacer(scale float64) *pacer {
-	p := newPacer(scale)
-	p.now = func() time.Time { return c.now }
-	p.sleep = func(_ context.Context, d time.Duration) error {
+func (c *fakeClock) pacer(scale float64) *Pacer {
+	p := NewPacer(scale)
+	p.Now = func() time.Time { return c.now }
+	p.Sleep = func(_ context.Context, d time.Duration) error {
 		c.sleeps = append(c.sleeps, d)
 		c.now = c.now.Add(d)
 		return nil
@@ -37,7 +37,7 @@ func play(t *testing.T, scale float64, offsets ...time.Duration) (sleeps, skippe
 	c := &fakeClock{now: time.Now()}
 	p := c.pacer(scale)
 	for _, off := range offsets {
-		s, err := p.wait(context.Background(), t0.Add(off))
+		s, err := p.Wait(context.Background(), t0.Add(off))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestPacerLive(t *testing.T) {
 		at = at.Add(s.written)
 		c.now = c.now.Add(s.arrived)
 		c.sleeps = nil
-		skipped, err := p.wait(context.Background(), at)
+		skipped, err := p.Wait(context.Background(), at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestPacerWithoutTimestamps(t *testing.T) {
 	c := &fakeClock{now: time.Now()}
 	p := c.pacer(1)
 	for _, line := range events.Unpack(ev) {
-		if _, err := p.wait(context.Background(), line.GetTimestamp().AsTime()); err != nil {
+		if _, err := p.Wait(context.Background(), line.GetTimestamp().AsTime()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,13 +127,13 @@ func TestPacerWithoutTimestamps(t *testing.T) {
 }
 
 func TestPacerStopsWithContext(t *testing.T) {
-	p := newPacer(1)
+	p := NewPacer(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := p.wait(ctx, t0); err != nil {
+	if _, err := p.Wait(ctx, t0); err != nil {
 		t.Fatalf("the first line waits for nothing: %v", err)
 	}
-	if _, err := p.wait(ctx, t0.Add(time.Hour)); err == nil {
+	if _, err := p.Wait(ctx, t0.Add(time.Hour)); err == nil {
 		t.Fatal("a cancelled wait returned no error")
 	}
 }
@@ -144,8 +144,8 @@ func TestPauseText(t *testing.T) {
 		3*time.Second + 520*time.Millisecond:                  "3.5s",
 		2*time.Hour + 3*time.Second:                           "2h0m3s",
 	} {
-		if got := pauseText(d); got != want {
-			t.Errorf("pauseText(%v) = %q, want %q", d, got, want)
+		if got := PauseText(d); got != want {
+			t.Errorf("PauseText(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
