@@ -46,7 +46,7 @@ func TestJobsGetShowsARejectedJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(srv, "jobs", "get", j.GetJobId())
+	r := run(srv, "jobs", "get", j.ID)
 	for _, want := range []string{"recorded as rejected, never run", `10 bytes: "not a spec"`, "message jobs/0@9 cannot become a job", "failed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("jobs get does not say %q:\n%s", want, r.stdout)
