@@ -19,6 +19,7 @@ import (
 	"iter"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -222,6 +223,9 @@ func (s SubmitParams) params() spool.JobParams {
 // Submit enqueues a job. deduplicated is true when s.RequestID was used
 // before and job is the one created then.
 func (c *Client) Submit(ctx context.Context, s SubmitParams) (job *spool.Job, deduplicated bool, err error) {
+	if err := errors.Join(fits("MaxAttempts", s.MaxAttempts), fits("Retries", s.Retries)); err != nil {
+		return nil, false, err
+	}
 	for name, v := range s.Secrets {
 		if !utf8.ValidString(v) {
 			// The wire carries text; say which secret is not, not what it is.
@@ -299,6 +303,9 @@ type ListParams struct {
 // than p.PageSize, even none, and still have a next one: the server
 // bounds the work of one call.
 func (c *Client) JobsPage(ctx context.Context, p ListParams) (jobs []*spool.Job, nextCursor string, err error) {
+	if err := fits("PageSize", p.PageSize); err != nil {
+		return nil, "", err
+	}
 	resp, err := c.rpc.ListJobs(ctx, connect.NewRequest(&spoolv1.ListJobsRequest{
 		Queue: p.Queue, States: convert.StatesProto(p.States), Source: p.Source, PageSize: int32(p.PageSize), Cursor: p.Cursor}))
 	if err != nil {
@@ -328,6 +335,15 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) iter.Seq2[*spool.Job, e
 			}
 		}
 	}
+}
+
+// fits refuses a number the wire carries in 32 bits and v does not fit
+// in: sent as it is, it would wrap around and mean another number.
+func fits(name string, v int) error {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return apierr.Invalid("%s: %d does not fit in 32 bits", name, v)
+	}
+	return nil
 }
 
 // kindError is an error from the server with the kind its code stands for,

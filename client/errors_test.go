@@ -80,3 +80,26 @@ func TestNegativeTimeoutRefused(t *testing.T) {
 		t.Fatalf("got %v, want the server to refuse params.timeout", err)
 	}
 }
+
+// TestNumbersOutOfRange: a number the wire cannot carry is refused before
+// anything is sent, instead of wrapping around to another number.
+func TestNumbersOutOfRange(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	ctx := context.Background()
+	_, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"true"}, MaxAttempts: 1<<32 + 1})
+	if !errors.Is(err, spool.ErrInvalidArgument) || !strings.Contains(err.Error(), "MaxAttempts") {
+		t.Errorf("MaxAttempts 2^32+1: %v", err)
+	}
+	_, _, err = c.JobsPage(ctx, client.ListParams{PageSize: 1 << 40})
+	if !errors.Is(err, spool.ErrInvalidArgument) {
+		t.Errorf("PageSize 2^40: %v", err)
+	}
+	_, err = c.StartScatter(ctx, client.ScatterParams{Job: client.SubmitParams{Script: "true"}, MaxConcurrency: -1 << 40})
+	if !errors.Is(err, spool.ErrInvalidArgument) || !strings.Contains(err.Error(), "MaxConcurrency") {
+		t.Errorf("MaxConcurrency -2^40: %v", err)
+	}
+	if jobs, _, err := c.JobsPage(ctx, client.ListParams{}); err != nil || len(jobs) != 0 {
+		t.Errorf("something was submitted: %d jobs, %v", len(jobs), err)
+	}
+}

@@ -48,6 +48,31 @@ func Example() {
 	// the job succeeded
 }
 
+// Follow a job's output, line by line, until it ends.
+func ExampleClient_Lines() {
+	url, key, stop := exampleSpool()
+	defer stop()
+	ctx := context.Background()
+	c, err := client.New(client.Config{URL: url, APIKey: key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	job, _, err := c.Submit(ctx, client.SubmitParams{Script: "echo compiling; echo linking; echo done"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for line, err := range c.Lines(ctx, job.ID, client.StreamOptions{Follow: true}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(line.Number, line.Stream, line.Text)
+	}
+	// Output:
+	// 1 stdout compiling
+	// 2 stdout linking
+	// 3 stdout done
+}
+
 // Replay a finished job's output from line 8: the read seeks straight to
 // the stored batch that holds it.
 func ExampleClient_Events_fromLine() {

@@ -42,6 +42,13 @@ type ScatterParams struct {
 
 // StartScatter stores a scatter and starts it.
 func (c *Client) StartScatter(ctx context.Context, s ScatterParams) (*spool.Scatter, error) {
+	checks := []error{fits("MaxConcurrency", s.MaxConcurrency), fits("Job.MaxAttempts", s.Job.MaxAttempts), fits("Job.Retries", s.Job.Retries)}
+	if s.ToleratedFailureCount != nil {
+		checks = append(checks, fits("ToleratedFailureCount", *s.ToleratedFailureCount))
+	}
+	if err := errors.Join(checks...); err != nil {
+		return nil, err
+	}
 	spec := convert.SpecProto(spool.ScatterSpec{
 		Queue: s.Job.Queue, Params: s.Job.params(), MaxAttempts: s.Job.MaxAttempts, Retries: s.Job.Retries,
 		BatchInput: s.BatchInput, MaxConcurrency: s.MaxConcurrency,
@@ -74,6 +81,9 @@ func (c *Client) Scatter(ctx context.Context, id string) (*spool.Scatter, error)
 // first, from cursor ("": the newest), and the cursor of the next page
 // ("" on the last).
 func (c *Client) ScattersPage(ctx context.Context, pageSize int, cursor string) ([]*spool.Scatter, string, error) {
+	if err := fits("pageSize", pageSize); err != nil {
+		return nil, "", err
+	}
 	resp, err := c.sc.ListScatters(ctx, connect.NewRequest(&spoolv1.ListScattersRequest{PageSize: int32(pageSize), Cursor: cursor}))
 	if err != nil {
 		return nil, "", wrap(err)
@@ -84,6 +94,9 @@ func (c *Client) ScattersPage(ctx context.Context, pageSize int, cursor string) 
 // ScatterBatches returns the batches of a scatter from index from, at most
 // pageSize of them (0: 100), and the index of the next page (0 on the last).
 func (c *Client) ScatterBatches(ctx context.Context, id string, from, pageSize int) ([]*spool.ScatterBatch, int, error) {
+	if err := errors.Join(fits("from", from), fits("pageSize", pageSize)); err != nil {
+		return nil, 0, err
+	}
 	resp, err := c.sc.ListScatterBatches(ctx, connect.NewRequest(&spoolv1.ListScatterBatchesRequest{ScatterId: id, FromIndex: int32(from), PageSize: int32(pageSize)}))
 	if err != nil {
 		return nil, 0, wrap(err)

@@ -73,6 +73,35 @@ func (c *Client) Events(ctx context.Context, jobID string, opts StreamOptions) *
 	return &EventStream{c: c, ctx: ctx, jobID: jobID, opts: opts}
 }
 
+// Lines yields job jobID's output lines from where opts says to start,
+// following the job until it ends when opts.Follow is set; events that
+// are not output are left out (opts.Types is not used). An error ends the
+// iteration. For how the job ended, range over Events and ask
+// EventStream.Finished.
+//
+//	for line, err := range c.Lines(ctx, id, client.StreamOptions{Follow: true}) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(line.Text)
+//	}
+func (c *Client) Lines(ctx context.Context, jobID string, opts StreamOptions) iter.Seq2[spool.Line, error] {
+	opts.Types = []spool.EventType{spool.EventOutput}
+	return func(yield func(spool.Line, error) bool) {
+		for ev, err := range c.Events(ctx, jobID, opts).Batches() {
+			if err != nil {
+				yield(spool.Line{}, err)
+				return
+			}
+			for _, l := range ev.Lines {
+				if !yield(l, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // ReadLog returns a job's whole stored log, one event per output line,
 // without waiting for more: for a finished job, everything it produced.
 func (c *Client) ReadLog(ctx context.Context, jobID string) ([]*spool.Event, error) {
