@@ -1,9 +1,14 @@
 // Package client is the Go SDK for spool: submit jobs, look them up, list
 // and cancel them, and replay and follow their output from any line (see
-// Events and EventStream).
+// Lines, Events and EventStream).
 //
 //	c, err := client.New(client.Config{URL: client.URLFromEnv(), APIKey: client.APIKeyFromEnv()})
 //	job, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"make", "test"}})
+//	for line, err := range c.Lines(ctx, job.ID, client.StreamOptions{Follow: true}) { ... }
+//
+// Calls take parameters as structs (SubmitParams, ListParams,
+// ScatterParams, KeyParams) and return package spool's types: spool.Job,
+// spool.Event and spool.Line, spool.Queue, spool.Key, spool.Scatter.
 //
 // Every error a Client returns wraps one of package spool's error kinds, so
 // callers branch with errors.Is(err, spool.ErrNotFound) and friends.
