@@ -50,13 +50,9 @@ func Example() {
 
 // Follow a job's output, line by line, until it ends.
 func ExampleClient_Lines() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(client.Config{URL: url, APIKey: key})
-	if err != nil {
-		log.Fatal(err)
-	}
 	job, _, err := c.Submit(ctx, client.SubmitParams{Script: "echo compiling; echo linking; echo done"})
 	if err != nil {
 		log.Fatal(err)
@@ -76,13 +72,9 @@ func ExampleClient_Lines() {
 // Replay a finished job's output from line 8: the read seeks straight to
 // the stored batch that holds it.
 func ExampleClient_Events_fromLine() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(client.Config{URL: url, APIKey: key})
-	if err != nil {
-		log.Fatal(err)
-	}
 	job, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"seq", "1", "10"}})
 	if err != nil {
 		log.Fatal(err)
@@ -105,26 +97,18 @@ func ExampleClient_Events_fromLine() {
 
 // Errors carry spool's kinds: branch on them with errors.Is.
 func ExampleClient_Job_notFound() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
-	c, err := client.New(client.Config{URL: url, APIKey: key})
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = c.Job(context.Background(), "no-such-job")
+	_, err := c.Job(context.Background(), "no-such-job")
 	fmt.Println(errors.Is(err, spool.ErrNotFound))
 	// Output: true
 }
 
 // Run a failed job again, then tidy up: the old job goes with its log.
 func ExampleClient_Rerun() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(client.Config{URL: url, APIKey: key})
-	if err != nil {
-		log.Fatal(err)
-	}
 	first, _, err := c.Submit(ctx, client.SubmitParams{Script: "echo flaky; exit 1"})
 	if err != nil {
 		log.Fatal(err)
@@ -154,13 +138,9 @@ func ExampleClient_Rerun() {
 // Pause a queue for maintenance: its jobs wait, and no worker takes them
 // until it is resumed.
 func ExampleClient_PauseQueue() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(client.Config{URL: url, APIKey: key})
-	if err != nil {
-		log.Fatal(err)
-	}
 	if _, err := c.PauseQueue(ctx, "deploys"); err != nil {
 		log.Fatal(err)
 	}
@@ -219,13 +199,9 @@ func ExampleClient_CreateKey() {
 // List the jobs that did not succeed, newest first: Jobs fetches pages as
 // the loop goes on.
 func ExampleClient_Jobs() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(client.Config{URL: url, APIKey: key})
-	if err != nil {
-		log.Fatal(err)
-	}
 	for _, script := range []string{"exit 0", "exit 3", "exit 4"} {
 		job, _, err := c.Submit(ctx, client.SubmitParams{Script: script})
 		if err != nil {
@@ -252,6 +228,17 @@ func waitFinal(ctx context.Context, c *client.Client, id string) {
 			log.Fatal(err)
 		}
 	}
+}
+
+// exampleClient is a client of a server started by exampleSpool, with its
+// admin key, and the function that stops both.
+func exampleClient() (*client.Client, func()) {
+	url, key, stop := exampleSpool()
+	c, err := client.New(client.Config{URL: url, APIKey: key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c, stop
 }
 
 // exampleSpool starts a server and a worker in a temporary directory, as
