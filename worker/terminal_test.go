@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/worker"
 )
 
@@ -28,27 +28,9 @@ if [ -t 0 ]; then echo 'stdin: terminal'; fi
 echo 'to stderr' >&2
 `
 
-// logBuffer collects a worker's log, to look for warnings in.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newLoggedEnv is newEnv with the worker's warnings kept.
-func newLoggedEnv(t *testing.T, concurrency int) (*env, *logBuffer) {
-	log := &logBuffer{}
+func newLoggedEnv(t *testing.T, concurrency int) (*env, *safebuf.Buffer) {
+	log := &safebuf.Buffer{}
 	e := newEnv(t, concurrency, func(c *worker.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
