@@ -86,8 +86,7 @@ const (
 var activeStates = []spool.State{spool.Queued, spool.Running}
 
 // finalStates are the states a job can be rerun or deleted in.
-var finalStates = []spool.State{spool.Succeeded, spool.Failed,
-	spool.Cancelled}
+var finalStates = []spool.State{spool.Succeeded, spool.Failed, spool.Cancelled}
 
 // completeJobArg completes the JOB_ID argument of a command that takes one
 // job (or, with many, several different ones), among jobs in states (none:
