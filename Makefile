@@ -41,8 +41,14 @@ check-generated:
 	if ! diff -r $$tmp/gen.committed gen >/dev/null; then \
 		echo "gen/ is stale: run 'make generate' and commit the result"; exit 1; fi
 
+## unit: every package's tests, with the race detector. Most tests spend
+## their time waiting on servers, leases and timers, not on the CPU, so up
+## to 8 of a package's parallel tests run at once (go test's default is one
+## per CPU); packages still build and run one per CPU (-p's default), as the
+## builds do need the CPU. go test's own vet pass is off: `make test` has
+## just run all of go vet.
 unit:
-	$(GO) test -race -timeout 30m ./...
+	$(GO) test -race -timeout 30m -parallel 8 -vet=off ./...
 
 ## fuzz: run every fuzzer for FUZZTIME (their corpora also run in `unit`)
 fuzz:

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/spool-run/spool/consumer"
 )
 
@@ -223,6 +225,12 @@ func TestRedeliversTheSameBatch(t *testing.T) {
 // batch passes, the partition resumes and catches up.
 func TestStuckPartitionPausesFetching(t *testing.T) {
 	c := cluster(t, 2)
+	var fetches atomic.Int64
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		fetches.Add(1)
+		return nil, nil, false // the broker answers as usual
+	})
 	cfg := config(c, "g")
 	cfg.BatchSize = 2
 	var stuck atomic.Bool
@@ -245,11 +253,13 @@ func TestStuckPartitionPausesFetching(t *testing.T) {
 	}
 	buffered := r.Buffered(0)
 	produce(t, c, 200, 0)
-	// Fetches go on for partition 1 (FetchMaxWait is 100ms): give them
-	// a few rounds to wrongly bring partition 0's new messages.
+	// Fetches go on for partition 1: three more reach the broker, so at
+	// least two whole rounds could have wrongly brought partition 0's new
+	// messages.
+	fetched := fetches.Load()
 	produce(t, c, 1, 1)
 	eventually(t, 10*time.Second, "partition 1's new message", func() bool { return committedAt(t, c, "g", 1) == 21 })
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, 10*time.Second, "three more fetches", func() bool { return fetches.Load() >= fetched+3 })
 	if got := r.Buffered(0); got != buffered {
 		t.Fatalf("partition 0 buffered %d messages while paused, had %d", got, buffered)
 	}

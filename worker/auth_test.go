@@ -17,6 +17,7 @@ import (
 // queue or not), and stops at once, saying why, when its key is missing,
 // of the wrong role, or limited to other queues.
 func TestWorkerKeys(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	builds := srv.Key(t, spool.RoleWorker, "builds")
 	j, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Queue: "builds", Argv: []string{"echo", "built"}})

@@ -13,6 +13,7 @@ import (
 // env has the last word; a job without a terminal gets no TERM it was not
 // passed.
 func TestTerminalJobsGetATerm(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		worker []string
@@ -48,6 +49,7 @@ func TestTerminalJobsGetATerm(t *testing.T) {
 // TestDefaultPassEnvIsTheCallers: what DefaultPassEnv returns is a copy:
 // changing it lets no more of the worker's environment through to jobs.
 func TestDefaultPassEnvIsTheCallers(t *testing.T) {
+	t.Parallel()
 	names := DefaultPassEnv()
 	if !slices.Contains(names, "PATH") || slices.Contains(names, "AWS_SECRET_ACCESS_KEY") {
 		t.Fatalf("DefaultPassEnv() = %q", names)

@@ -93,6 +93,7 @@ func linesOfAttempt(t *testing.T, c *client.Client, id string, attempt int) []st
 // job back with the reason, and takes no work while the spool directory
 // cannot be written; once it can, work resumes.
 func TestFullSpoolDiskHandsJobBack(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t, spooltest.Config{Server: shortLeases})
 	c := srv.Client()
 	j, _, err := c.Submit(context.Background(), client.SubmitParams{Queue: "full", Script: "printf 'a\\nb\\n'; sleep 30"})
@@ -142,6 +143,7 @@ func TestFullSpoolDiskHandsJobBack(t *testing.T) {
 // it does not wait for its lease to run out, and the attempt counts against
 // nothing, so even a job with max_attempts 1 runs again.
 func TestGracefulStopHandsJobsBack(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "echo begin; sleep 60", MaxAttempts: 1})
@@ -166,6 +168,7 @@ func TestGracefulStopHandsJobsBack(t *testing.T) {
 // attempt whose lease then ran out, is delivered by the next worker started
 // on that directory, as long as no later attempt has started.
 func TestRestartDeliversOutputOfExpiredLease(t *testing.T) {
+	t.Parallel()
 	srv, c, id, dir := crashWithUnsentOutput(t)
 	spooltest.NewWorker(t, srv, worker.Config{Queue: "elsewhere", SpoolDir: dir})
 	eventually(t, "attempt 1's lines", func() bool { return len(linesOfAttempt(t, c, id, 1)) == 29 })
@@ -181,6 +184,7 @@ func TestRestartDeliversOutputOfExpiredLease(t *testing.T) {
 // started, such output can no longer go into the log: the loss is recorded
 // on the job, the output kept on the worker's disk, and a warning names it.
 func TestRestartReportsOutputItCannotDeliver(t *testing.T) {
+	t.Parallel()
 	srv, c, id, dir := crashWithUnsentOutput(t)
 	l := spooltest.LeaseJob(t, srv, "")
 	if l.JobID() != id || l.Job().Attempt != 2 {
@@ -240,6 +244,7 @@ func crashWithUnsentOutput(t *testing.T) (*spooltest.Server, *client.Client, str
 // interval its lease allows, not the one stored with the job, and the job
 // runs to the end on its first attempt.
 func TestHeartbeatFollowsTheLease(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t) // 30 s heartbeats, 2 min leases
 	c := srv.Client()
 	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "sleep 6; echo done"})
@@ -258,6 +263,7 @@ func TestHeartbeatFollowsTheLease(t *testing.T) {
 // TestSpoolDirectoryIsLocked: a second worker on a directory in use says
 // which process holds it and does not start.
 func TestSpoolDirectoryIsLocked(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	dir := t.TempDir()
 	spooltest.NewWorker(t, srv, worker.Config{SpoolDir: dir})
@@ -282,6 +288,7 @@ func TestSpoolDirectoryIsLocked(t *testing.T) {
 // within moments, not at the next heartbeat (30 s here), and its reason is
 // in the job's result.
 func TestCancelReachesTheCommandAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "echo up; sleep 120"})
@@ -307,6 +314,7 @@ func TestCancelReachesTheCommandAtOnce(t *testing.T) {
 // after a backoff, apart from max_attempts (1 here), and the log shows
 // each attempt.
 func TestRetriesRunAFailingCommandAgain(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "echo attempt $SPOOL_JOB_ATTEMPT; exit 3", Retries: 1, MaxAttempts: 1})

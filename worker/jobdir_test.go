@@ -22,6 +22,7 @@ import (
 // there is said to be so, with what to do; with WorkDir, jobs run there
 // as before.
 func TestJobDirectories(t *testing.T) {
+	t.Parallel()
 	const script = `pwd; ls -A | wc -l; echo left > made-here`
 	for _, keep := range []bool{false, true} {
 		spoolDir := t.TempDir()
@@ -68,6 +69,7 @@ func TestJobDirectories(t *testing.T) {
 // (any of its keys or its database) is refused as the worker starts: every
 // job would run beside the server's keys.
 func TestWorkDirWithServerDataIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	for _, name := range []string{"admin.key", "token.key", "spool.db"} {
 		dir := t.TempDir()

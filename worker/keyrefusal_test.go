@@ -26,6 +26,7 @@ import (
 // on disk, and Run returns an error that is spool.ErrUnauthenticated (or
 // ErrPermissionDenied) and says what to do.
 func TestRevokedKeyStopsTheWorker(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
 		c.Execution.HeartbeatInterval = time.Second
 		c.Jobs.Lease = 3 * time.Second

@@ -12,6 +12,7 @@ import (
 // the outage lasts; one told to slow down backs off to 15 s; a success
 // starts both over.
 func TestSenderPauses(t *testing.T) {
+	t.Parallel()
 	p := newPauses()
 	away := connect.NewError(connect.CodeUnavailable, errors.New("connection refused"))
 	for i := range 50 {

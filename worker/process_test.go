@@ -12,6 +12,7 @@ import (
 // pid (and process group id) may be given to another process, so stopping
 // or killing it must send nothing; before that, a stop reaches it.
 func TestNoSignalAfterReaping(t *testing.T) {
+	t.Parallel()
 	var (
 		mu   sync.Mutex
 		sent []syscall.Signal

@@ -51,6 +51,7 @@ func sharedSpoolDir(t *testing.T) string {
 // user the machine does not have, and for a spool directory the user
 // could not reach its jobs' directories through.
 func TestRunAsRefusals(t *testing.T) {
+	t.Parallel()
 	needJobUser(t)
 	srv := spooltest.NewServer(t)
 	hidden := filepath.Join(t.TempDir(), "worker")
@@ -74,6 +75,7 @@ func TestRunAsRefusals(t *testing.T) {
 // that is a link to a file of the worker's (which the worker, root, could
 // read) is refused, not sent.
 func TestRunAsScatter(t *testing.T) {
+	t.Parallel()
 	needJobUser(t)
 	e := newEnv(t, 1, func(c *worker.Config) { c.SpoolDir, c.RunAs = sharedSpoolDir(t), jobUser })
 	run := func(script string) *spool.Job {
@@ -108,6 +110,7 @@ func TestRunAsScatter(t *testing.T) {
 // its terminal, and its USER, LOGNAME and HOME are that user's (HOME its
 // own directory, the user having no home).
 func TestRunAsTerminal(t *testing.T) {
+	t.Parallel()
 	needJobUser(t)
 	spoolDir := sharedSpoolDir(t)
 	e := newEnv(t, 1, func(c *worker.Config) { c.SpoolDir, c.RunAs = spoolDir, jobUser })

@@ -34,6 +34,7 @@ func (r *resetInput) RoundTrip(req *http.Request) (*http.Response, error) {
 // fetched because the server is away waits for it and runs, instead of
 // failing the batch.
 func TestBatchInputSurvivesAServerAway(t *testing.T) {
+	t.Parallel()
 	rt := &resetInput{}
 	rt.fails.Store(8)
 	e := newEnv(t, 1, func(c *worker.Config) { c.HTTPClient = &http.Client{Transport: rt} })

@@ -18,6 +18,7 @@ import (
 // cut, on stderr, on a terminal) is stored as "***"; the rest of the
 // output is kept as it was printed.
 func TestSecretsMaskedInOutput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, nil)
 	const value = "hunter2-Sup3r/S3cret+value"
 	cut := 256 << 10 // the default max_batch_bytes: longer lines are cut here

@@ -129,6 +129,7 @@ func endedAttempt(t *testing.T, f *jobServer, takesEvents bool) *sender {
 // does not compress requests again; one that does not gets messages on
 // the client that does.
 func TestOutputGoesEncodedWithLineNumbers(t *testing.T) {
+	t.Parallel()
 	for _, takesEncoded := range []bool{true, false} {
 		f, compressing := &jobServer{stored: map[int64]int{}}, &jobServer{stored: map[int64]int{}}
 		ob, err := outbox.Create(t.TempDir(), outbox.Header{JobID: "j1", Attempt: 3, Token: "token", FirstLine: 11})
@@ -183,6 +184,7 @@ func storedOnce(t *testing.T, f *jobServer) {
 // with its result, in one CompleteJob, to a server that takes them; when
 // the answer is lost, the same call is made again.
 func TestCompletionCarriesLastEvents(t *testing.T) {
+	t.Parallel()
 	f := &jobServer{completeErrs: []error{connect.NewError(connect.CodeUnavailable, errors.New("connection reset"))}}
 	s := endedAttempt(t, f, true)
 	if err := s.run(context.Background()); err != nil {
@@ -205,6 +207,7 @@ func TestCompletionCarriesLastEvents(t *testing.T) {
 // A server that did not say it takes events with a completion gets them
 // published first, and a completion without events.
 func TestCompletionWithoutEventsForOlderServer(t *testing.T) {
+	t.Parallel()
 	f := &jobServer{}
 	s := endedAttempt(t, f, false)
 	if err := s.run(context.Background()); err != nil {
@@ -222,6 +225,7 @@ func TestCompletionWithoutEventsForOlderServer(t *testing.T) {
 // out but no later attempt started), the output is delivered and only the
 // result had nowhere to go.
 func TestStaleCompletionDeliversOutputItCan(t *testing.T) {
+	t.Parallel()
 	stale := connect.NewError(connect.CodeFailedPrecondition, errors.New("lease of attempt 1 has expired"))
 	f := &jobServer{completeErrs: []error{stale, stale}}
 	s := endedAttempt(t, f, true)
@@ -238,6 +242,7 @@ func TestStaleCompletionDeliversOutputItCan(t *testing.T) {
 // that a server ignored with the result, are reported as lost, never
 // dropped in silence.
 func TestUnstoredCompletionEventsAreReported(t *testing.T) {
+	t.Parallel()
 	stale := func() error {
 		return connect.NewError(connect.CodeFailedPrecondition, errors.New("the job is on attempt 2"))
 	}

@@ -19,6 +19,7 @@ import (
 // worker writes in it while a job runs (its outbox, its lock) is 0600, in
 // directories that are 0700.
 func TestSpoolDirIsTheWorkersOnly(t *testing.T) {
+	t.Parallel()
 	spoolDir := filepath.Join(t.TempDir(), "spool")
 	if err := os.Mkdir(spoolDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -69,6 +70,7 @@ func TestSpoolDirIsTheWorkersOnly(t *testing.T) {
 // age allowed is removed, then the oldest while more than the bytes
 // allowed is kept; the newest that fits stays.
 func TestUndeliveredIsBounded(t *testing.T) {
+	t.Parallel()
 	spoolDir := t.TempDir()
 	kept := filepath.Join(spoolDir, "undelivered")
 	if err := os.MkdirAll(kept, 0o700); err != nil {

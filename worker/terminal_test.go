@@ -105,6 +105,7 @@ func head(b []byte) []byte { return b[:min(len(b), 120)] }
 // terminal's line editing would mangle), while its output is still the
 // terminal.
 func TestTerminalJobWithStdin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	in := []byte("line one\nbinary \x00\xff\x03\x04\x1a\r\n" + strings.Repeat("long ", 2000) + "\nno newline")
 	id := e.submit(t, client.SubmitParams{PTY: true, Stdin: in,
@@ -128,6 +129,7 @@ func TestTerminalJobWithStdin(t *testing.T) {
 // input document on stdin whole, a line longer than a terminal lets one
 // type included, while its output is the terminal.
 func TestTerminalScatterBatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	item, _ := json.Marshal(strings.Repeat("a long item ", 1000))
 	sc, err := e.c.StartScatter(context.Background(), client.ScatterParams{
@@ -202,6 +204,7 @@ func gone(t *testing.T, pids []int) {
 // is stopped with everything in its process group, a process that ignores
 // SIGTERM too.
 func TestTerminalJobStopped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, nil)
 	const script = `(trap '' TERM; exec sleep 300) &
 echo $! >> "$PIDS"; echo $$ >> "$PIDS"
@@ -241,6 +244,7 @@ sleep 300`
 // alone, and the worker stops reading the terminal it holds rather than
 // waiting for it.
 func TestTerminalJobLeavesProcesses(t *testing.T) {
+	t.Parallel()
 	e, log := newLoggedEnv(t, 2)
 	dir := t.TempDir()
 	inGroup := client.SubmitParams{PTY: true, Script: `sleep 300 & echo $! > "$PIDS"; echo done`,

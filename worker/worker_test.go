@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,6 +124,7 @@ func storedItems(t *testing.T, e *env, id string) map[spool.EventType]int {
 // TestHundredLines: a 100-line job, with the default batch size of 50,
 // stores about two output batches plus PROCESS_START and PROCESS_END.
 func TestHundredLines(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	id := e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "100"}})
 	j := e.wait(t, id)
@@ -147,6 +147,7 @@ func TestHundredLines(t *testing.T) {
 }
 
 func TestExitCodeStderrAndEnv(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	s := sh(`echo "out $GREETING"; echo "job $SPOOL_JOB_ID" >&2; exit 3`)
 	s.Env = map[string]string{"GREETING": "hello"}
@@ -165,6 +166,7 @@ func TestExitCodeStderrAndEnv(t *testing.T) {
 // and a job without any reads an empty stdin (it never waits on the
 // worker's own).
 func TestStdin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, nil)
 	in := []byte("line one\nbinary \x00\xff\n")
 	with := e.submit(t, client.SubmitParams{Argv: []string{"od", "-An", "-c"}, Stdin: in})
@@ -186,6 +188,7 @@ func TestStdin(t *testing.T) {
 }
 
 func TestCannotStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	id := e.submit(t, client.SubmitParams{Argv: []string{"/no/such/program"}})
 	j := e.wait(t, id)
@@ -201,6 +204,7 @@ func TestCannotStart(t *testing.T) {
 // TestWorkingDirMissing: a working directory the worker does not have is
 // said to be missing, not blamed on the program.
 func TestWorkingDirMissing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	j := e.wait(t, e.submit(t, client.SubmitParams{Argv: []string{"pwd"}, WorkingDir: "/nonexistent/dir"}))
 	if got := j.Result.Error; !strings.HasPrefix(got, "the working directory /nonexistent/dir does not exist on worker ") {
@@ -209,6 +213,7 @@ func TestWorkingDirMissing(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	s := sh("echo started; sleep 30")
 	s.Timeout = 500 * time.Millisecond
@@ -223,6 +228,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestCancelRunning(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	id := e.submit(t, sh("echo started; sleep 30"))
 	waitForLines(t, e, id, 1)
@@ -249,23 +255,33 @@ func waitForLines(t *testing.T, e *env, id string, n int64) {
 	t.Fatalf("job %s never had %d lines", id, n)
 }
 
+// waitForFile waits up to a minute for a job to create path.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("no job created %s", path)
+}
+
 // TestManyJobsAtOnce: 100 concurrent jobs of 1,000 lines each; no line is
 // lost, repeated or out of order.
 func TestManyJobsAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 100, nil)
 	var ids []string
 	for range 100 {
 		ids = append(ids, e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "1000"}}))
 	}
-	var wg sync.WaitGroup
+	// The jobs run side by side; waiting for them in turn takes as long
+	// as the slowest.
 	for _, id := range ids {
-		wg.Go(func() {
-			if j := e.wait(t, id); j.State != spool.Succeeded {
-				t.Errorf("job %s: %s", id, j.State)
-			}
-		})
+		if j := e.wait(t, id); j.State != spool.Succeeded {
+			t.Errorf("job %s: %s", id, j.State)
+		}
 	}
-	wg.Wait()
 	for _, id := range ids {
 		evs := e.logOf(t, id)
 		checkSeq(t, evs[1:len(evs)-1], 1000)
@@ -275,12 +291,22 @@ func TestManyJobsAtOnce(t *testing.T) {
 // TestServerAwayThenBack: the server stops in the middle of a job and comes
 // back; everything the job printed is there, once, in order.
 func TestServerAwayThenBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, nil)
-	script := `i=1; while [ $i -le 400 ]; do echo $i; i=$((i+1)); [ $((i % 20)) -eq 0 ] && sleep 0.1; done; true`
-	a, b := e.submit(t, sh(script)), e.submit(t, sh(script))
+	// Each job leaves a file once it has printed everything.
+	dir := t.TempDir()
+	job := func(name string) client.SubmitParams {
+		return client.SubmitParams{Env: map[string]string{"DONE": filepath.Join(dir, name)},
+			Script: `i=1; while [ $i -le 400 ]; do echo $i; i=$((i+1)); [ $((i % 20)) -eq 0 ] && sleep 0.1; done; touch "$DONE"`}
+	}
+	a, b := e.submit(t, job("a")), e.submit(t, job("b"))
 	waitForLines(t, e, a, 50)
 	e.srv.Stop()
-	time.Sleep(1500 * time.Millisecond) // output piles up in the outboxes
+	// The rest of the output piles up in the outboxes: the jobs finish
+	// while the server is away.
+	for _, name := range []string{"a", "b"} {
+		waitForFile(t, filepath.Join(dir, name))
+	}
 	e.srv.Restart()
 	for _, id := range []string{a, b} {
 		j := e.wait(t, id)
@@ -293,6 +319,7 @@ func TestServerAwayThenBack(t *testing.T) {
 }
 
 func TestRepositoryCheckout(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is needed on the worker: apt-get install -y git")
 	}
@@ -348,6 +375,7 @@ func TestRepositoryCheckout(t *testing.T) {
 // invalid UTF-8, a line longer than a batch (split, not dropped), and a last
 // line without a newline.
 func TestRawBytesLongLinesAndPartialEnd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	script := `printf '\377\376 not utf-8\r\n'; head -c 600000 /dev/zero | tr '\0' 'x'; printf '\nno newline at the end'`
 	id := e.submit(t, sh(script))
@@ -378,6 +406,7 @@ func TestRawBytesLongLinesAndPartialEnd(t *testing.T) {
 
 // TestGracefulStopFinishesJobs: a stopping worker lets a running job end.
 func TestGracefulStopFinishesJobs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	id := e.submit(t, sh("echo begin; sleep 1; echo end"))
 	waitForLines(t, e, id, 1)
@@ -395,6 +424,7 @@ func TestGracefulStopFinishesJobs(t *testing.T) {
 // ends is stopped and not completed, and handed back, so it is retried at
 // once (TestGracefulStopHandsJobsBack checks how the hand-back counts).
 func TestStopAfterGraceRetriesJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, func(c *worker.Config) { c.ShutdownGrace = 300 * time.Millisecond })
 	id := e.submit(t, sh("echo begin; sleep 60"))
 	waitForLines(t, e, id, 1)
@@ -423,12 +453,15 @@ func TestStopAfterGraceRetriesJob(t *testing.T) {
 // the server is back the same attempt finishes with its output whole (the
 // server's lease grace on restart is pinned by a server test).
 func TestServerAwayLongerThanALease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, nil)
 	script := `i=1; while [ $i -le 200 ]; do echo $i; i=$((i+1)); [ $((i % 20)) -eq 0 ] && sleep 0.1; done; true`
 	id := e.submit(t, sh(script))
 	waitForLines(t, e, id, 20)
 	e.srv.Stop()
-	time.Sleep(5 * time.Second) // leases are 3 s
+	// An outage longer than a lease (3 s) is what is tested: only the
+	// clock makes one.
+	time.Sleep(5 * time.Second)
 	e.srv.Restart()
 	j := e.wait(t, id)
 	if j.State != spool.Succeeded || j.Attempt != 1 {
@@ -441,6 +474,7 @@ func TestServerAwayLongerThanALease(t *testing.T) {
 // TestMetrics: the worker reports its batching (flush reasons, lines per
 // batch) and its jobs.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	m, err := telemetry.New()
 	if err != nil {
 		t.Fatal(err)

@@ -254,6 +254,7 @@ var serverRoutes = []string{"GET /metrics", "GET /healthz", "GET /", "GET /jobs/
 	"GET /queues", "GET /assets/{file...}"}
 
 func TestAccessTable(t *testing.T) {
+	t.Parallel()
 	// Every RPC of every spool service has an entry.
 	protoregistry.GlobalFiles.RangeFilesByPackage("spool.v1", func(fd protoreflect.FileDescriptor) bool {
 		for i := range fd.Services().Len() {
@@ -318,6 +319,7 @@ func TestAccessTable(t *testing.T) {
 
 // The configured public name is answered; look-alikes are not.
 func TestHostAllowList(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *server.Config) { c.Server.PublicHosts = []string{"spool.example.com"} })
 	get := routes["GET /api/v1/jobs"].call
 	for host, want := range map[string]int{

@@ -20,6 +20,7 @@ import (
 // The key may be sent with the Bearer scheme named in any case and with
 // any spaces around it, as HTTP allows; another scheme is no key.
 func TestBearerSchemeAnyCase(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	for header, want := range map[string]int{
 		"Bearer " + srv.AdminKey:          http.StatusOK,
@@ -49,6 +50,7 @@ func h2c() *http.Client {
 // protocol it was made in: Connect clients, gRPC and gRPC-Web clients
 // alike read Unauthenticated and the reason, for unary calls and streams.
 func TestDoorRefusesInEachProtocol(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	ctx := context.Background()
 	for name, c := range map[string]spoolv1connect.JobServiceClient{
@@ -77,6 +79,7 @@ func TestDoorRefusesInEachProtocol(t *testing.T) {
 // challenge; Firehose's route answers as Firehose reads it, with the
 // request's id.
 func TestDoorRefusesOverHTTP(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	resp, body := request(t, srv, http.MethodPost, "/api/v1/scatters", `{"batches": [[1]]}`, nil)
 	var e struct{ Error string }
@@ -101,6 +104,7 @@ func TestDoorRefusesOverHTTP(t *testing.T) {
 // What must be reachable without a key is: the web UI's pages, the login
 // (whose body is the key), /healthz and the OpenAPI document.
 func TestDoorOpenRoutes(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	for _, r := range []struct{ method, path, body string }{
 		{http.MethodGet, "/", ""},
@@ -132,6 +136,7 @@ func TestDoorOpenRoutes(t *testing.T) {
 // A log WebSocket is refused at the door, before the upgrade, without a
 // key, with a ticket that is not one, and with a key that is not known.
 func TestDoorRefusesWebSocket(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	ws := strings.Replace(srv.URL, "http", "ws", 1) + "/api/v1/jobs/x/logs/ws"
 	for name, c := range map[string]struct {
@@ -155,6 +160,7 @@ func TestDoorRefusesWebSocket(t *testing.T) {
 // gRPC reflection, which lists every call, is no open route either: it
 // takes any valid key.
 func TestDoorReflectionNeedsAKey(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	for _, key := range []string{"", srv.Key(t, spool.RoleIngest)} {
 		client := grpcreflect.NewClient(h2c(), srv.URL, connect.WithGRPC())

@@ -19,6 +19,7 @@ import (
 // returns the first job; with a different one it is refused, naming the
 // first job, as idempotency keys are in payment APIs.
 func TestRequestIDNamesOneRequest(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
@@ -44,6 +45,7 @@ func TestRequestIDNamesOneRequest(t *testing.T) {
 // the job is cancelled (or its watched state changes), then answers at once;
 // the lease's heartbeat interval is derived from its length.
 func TestHeartbeatWaitsForNews(t *testing.T) {
+	t.Parallel()
 	r := start(t, func(c *server.Config) {
 		c.Execution.HeartbeatInterval, c.Jobs.Lease = 30*time.Second, 120*time.Second
 	})
@@ -85,13 +87,13 @@ func TestHeartbeatWaitsForNews(t *testing.T) {
 // still say, with its token, how much output it could not deliver; the
 // note goes on the job. A forged token cannot.
 func TestReportUndeliveredWithStaleToken(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
 	j := submit(t, c, "true")
 	l1 := dequeue(t, c, 2)
-	time.Sleep(2200 * time.Millisecond) // attempt 1's lease runs out
-	if l2 := dequeue(t, c, 10); l2.GetJob().GetAttempt() != 2 {
+	if l2 := dequeue(t, c, 10); l2.GetJob().GetAttempt() != 2 { // once attempt 1's lease has run out
 		t.Fatalf("redelivered as attempt %d", l2.GetJob().GetAttempt())
 	}
 	resp, err := c.ReportUndelivered(ctx, connect.NewRequest(&spoolv1.ReportUndeliveredRequest{TaskToken: l1.GetTaskToken(),

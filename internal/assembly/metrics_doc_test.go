@@ -51,6 +51,7 @@ var notScraped = map[string]string{}
 // labels. The server's is scraped with a read key, the least the doc says
 // Prometheus needs.
 func TestMetricsDocServer(t *testing.T) {
+	t.Parallel()
 	doc := readMetricsDoc(t)
 	srv := spooltest.NewServer(t)
 	c := newClient(t, srv)
@@ -133,6 +134,7 @@ func TestMetricsDocServer(t *testing.T) {
 // --metrics-addr), after it refused a batch once and then committed it,
 // exports exactly the spool_consumer_* metrics the doc lists.
 func TestMetricsDocConsumer(t *testing.T) {
+	t.Parallel()
 	doc := readMetricsDoc(t)
 	const topic = "jobs"
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))

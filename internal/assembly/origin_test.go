@@ -69,6 +69,7 @@ func wsStatus(t *testing.T, srv *spooltest.Server, jobID, query string, hdr http
 // key (a visitor's, say), enqueueing a script, cancelling and following a
 // log are refused before anything runs.
 func TestDNSRebindingRefused(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
 	evil := map[string]string{"Host": "attacker.example", "Origin": "http://attacker.example", "Authorization": "Bearer " + srv.AdminKey,
@@ -105,6 +106,7 @@ func listJobs(t *testing.T, srv *spooltest.Server) []any {
 // page of a CORS origin follows a log with a short-lived ticket, never a
 // key in the URL.
 func TestOrigins(t *testing.T) {
+	t.Parallel()
 	srv := start(t, func(c *server.Config) { c.Server.CORSOrigins = []string{"https://ci.example.com"} })
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
 	key := "Bearer " + srv.AdminKey
@@ -154,6 +156,7 @@ func TestOrigins(t *testing.T) {
 // on loopback; on loopback every call is let in, no key is written, and
 // the server warns at start.
 func TestAuthDisabled(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.Server.Addr, cfg.Server.DataDir, cfg.Auth.Disabled = "0.0.0.0:0", t.TempDir(), true
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "auth.disabled: is refused: the server listens on 0.0.0.0:0, which is not loopback") {
@@ -186,6 +189,7 @@ func TestAuthDisabled(t *testing.T) {
 // TestNonLoopbackWithoutTLSWarns: a server reachable from the network
 // without TLS says so at start.
 func TestNonLoopbackWithoutTLSWarns(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.Server.Addr, cfg.Server.DataDir = "0.0.0.0:0", t.TempDir()
 	var logs bytes.Buffer
@@ -206,6 +210,7 @@ func TestNonLoopbackWithoutTLSWarns(t *testing.T) {
 // keeps coming gets no more of it within seconds: its stream ends with
 // Unauthenticated though every read finds new lines.
 func TestRevocationEndsStreams(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	key := srv.Key(t, spool.RoleRead)
 	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"make"}}); err != nil {

@@ -15,6 +15,7 @@ import (
 // only they may ask for, is refused with a reason to a client that is not
 // spool's own worker; scatters with impossible specs are refused.
 func TestScatterCallsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -100,9 +102,11 @@ func submit(t *testing.T, c *api, argv ...string) *spool.Job {
 	return j
 }
 
+// dequeue leases one job, waiting for one up to 20 s: a job whose lease
+// runs out is there again once the reaper has settled it.
 func dequeue(t *testing.T, c *api, vis int32) *spoolv1.JobLease {
 	t.Helper()
-	resp, err := c.DequeueJobs(context.Background(), connect.NewRequest(&spoolv1.DequeueJobsRequest{MaxJobs: 1, WaitSeconds: 5, VisibilityTimeoutSeconds: vis, WorkerId: "test"}))
+	resp, err := c.DequeueJobs(context.Background(), connect.NewRequest(&spoolv1.DequeueJobsRequest{MaxJobs: 1, WaitSeconds: 20, VisibilityTimeoutSeconds: vis, WorkerId: "test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +118,7 @@ func dequeue(t *testing.T, c *api, vis int32) *spoolv1.JobLease {
 
 // TestProtocols: one handler speaks Connect JSON (curl), gRPC and gRPC-Web.
 func TestProtocols(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 
 	// The README's curl example, as raw JSON over HTTP.
@@ -163,6 +168,7 @@ func TestProtocols(t *testing.T) {
 // TestJobLifecycle: enqueue, lease, heartbeat, publish, follow, complete,
 // through the API.
 func TestJobLifecycle(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
@@ -252,6 +258,7 @@ func TestJobLifecycle(t *testing.T) {
 // TestTokensAreFenced: forged, foreign and tampered tokens are
 // InvalidArgument; an old attempt's real token is FailedPrecondition.
 func TestTokensAreFenced(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
@@ -267,8 +274,8 @@ func TestTokensAreFenced(t *testing.T) {
 		wantCode(t, err, connect.CodeInvalidArgument, name+" token complete")
 	}
 
-	time.Sleep(2200 * time.Millisecond) // attempt 1's lease runs out
-	l2 := dequeue(t, c, 10)
+	l2 := dequeue(t, c, 10) // once attempt 1's lease has run out
+
 	var err error
 	if l2.GetJob().GetAttempt() != 2 {
 		t.Fatalf("redelivered as attempt %d", l2.GetJob().GetAttempt())
@@ -287,6 +294,7 @@ func TestTokensAreFenced(t *testing.T) {
 
 // TestTokenFromAnotherServer: a token signed with another key is refused.
 func TestTokenFromAnotherServer(t *testing.T) {
+	t.Parallel()
 	a, b := start(t), start(t)
 	ca, cb := newClient(t, a), newClient(t, b)
 	submit(t, ca, "true")
@@ -299,6 +307,7 @@ func TestTokenFromAnotherServer(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
@@ -368,6 +377,7 @@ func TestBadRequests(t *testing.T) {
 // TestShutdownEndsStreams: stopping the server ends a following stream with
 // Unavailable (the client resumes elsewhere) without waiting out the grace.
 func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
 	r := start(t, func(c *server.Config) { c.Server.ShutdownGrace = 30 * time.Second })
 	c := newClient(t, r)
 	j := submit(t, c, "sleep", "100")
@@ -375,13 +385,16 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server sends the headers once the feed is open.
+	if h := s.ResponseHeader(); len(h) == 0 {
+		t.Fatal("the stream has no headers")
+	}
 	ended := make(chan error, 1)
 	go func() {
 		for s.Receive() {
 		}
 		ended <- s.Err()
 	}()
-	time.Sleep(200 * time.Millisecond)
 	begin := time.Now()
 	r.Stop()
 	if took := time.Since(begin); took > 10*time.Second {
@@ -397,6 +410,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 
 // TestRestartKeepsJobs: the embedded store survives a server restart.
 func TestRestartKeepsJobs(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	j := submit(t, c, "echo", "persist")
@@ -408,6 +422,7 @@ func TestRestartKeepsJobs(t *testing.T) {
 }
 
 func TestStartRefusals(t *testing.T) {
+	t.Parallel()
 	first := start(t)
 	second := *first.Config()
 	_, err := server.Start(context.Background(), &second)
@@ -428,22 +443,90 @@ func TestStartRefusals(t *testing.T) {
 // a server coming back gives running jobs a lease length to reconnect
 // instead of re-queueing them on its first sweep.
 func TestRestartGracesRunningLeases(t *testing.T) {
-	r := start(t)
+	t.Parallel()
+	sweeps := &sweepCount{changed: make(chan struct{})}
+	r := start(t, func(c *server.Config) { c.Meters = sweeps })
 	c := newClient(t, r)
 	j := submit(t, c, "sleep", "60")
-	dequeue(t, c, 2)
+	l := dequeue(t, c, 2)
 	r.Stop()
-	time.Sleep(2500 * time.Millisecond) // the lease has run out meanwhile
+	// What is tested is a lease that ran out by the clock while no server
+	// ran: nothing but the clock can make that happen.
+	time.Sleep(time.Until(l.GetLeaseExpiresAt().AsTime()) + 100*time.Millisecond)
+	before := sweeps.count()
 	r.Restart()
-	time.Sleep(2 * time.Second) // more than one reaper sweep
+	sweeps.waitFor(t, before+1)
 	got, err := newClient(t, r).Job(context.Background(), j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.State != spool.Running || got.Attempt != 1 {
-		t.Fatalf("after the restart the job is %s on attempt %d; want still running, attempt 1", got.State, got.Attempt)
+		t.Fatalf("after the restart's first sweep the job is %s on attempt %d; want still running, attempt 1", got.State, got.Attempt)
 	}
 }
+
+// sweepCount is a meter provider that counts the reaper's sweeps: each
+// sweep adds what it settled, nothing or more, to spool.leases.settled.
+type sweepCount struct {
+	noop.MeterProvider
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // closed and replaced at each sweep
+}
+
+func (p *sweepCount) Meter(string, ...metric.MeterOption) metric.Meter { return sweepMeter{p: p} }
+
+func (p *sweepCount) swept() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *sweepCount) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// waitFor waits until n sweeps were made in all.
+func (p *sweepCount) waitFor(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		p.mu.Lock()
+		got, changed := p.n, p.changed
+		p.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("the reaper swept %d times in 30 s, want %d", got, n)
+		}
+	}
+}
+
+type sweepMeter struct {
+	noop.Meter
+	p *sweepCount
+}
+
+func (m sweepMeter) Int64Counter(name string, opts ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	if name != "spool.leases.settled" {
+		return m.Meter.Int64Counter(name, opts...)
+	}
+	return sweepCounter{p: m.p}, nil
+}
+
+type sweepCounter struct {
+	noop.Int64Counter
+	p *sweepCount
+}
+
+func (c sweepCounter) Add(context.Context, int64, ...metric.AddOption) { c.p.swept() }
 
 // recorder notes the encoding and size of request bodies.
 type recorder struct {
@@ -463,6 +546,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // TestZstdRequests: a client asking for compressed requests sends zstd,
 // and the server reads it.
 func TestZstdRequests(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	rec := &recorder{}
 	c, err := wire.Dial(r.URL, wire.Options{Compress: true, APIKey: r.AdminKey, HTTPClient: &http.Client{Transport: rec}})
@@ -489,6 +573,7 @@ func TestZstdRequests(t *testing.T) {
 // TestMetrics: /metrics reports job and RPC figures in the Prometheus text
 // format.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	r := start(t)
 	c := newClient(t, r)
 	submit(t, c, "true")

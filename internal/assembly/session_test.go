@@ -103,6 +103,7 @@ func readToClose(c *websocket.Conn) <-chan closing {
 // stream it opens, and opens it once; as a session cookie, on another
 // job's stream, on any other route, expired or forged, it is refused.
 func TestTicketOpensOneLogStreamOnce(t *testing.T) {
+	t.Parallel()
 	srv := start(t, withTokenKey)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
 	other := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
@@ -202,6 +203,7 @@ func asCookie(t *testing.T, method, url, path, cookie string) (int, string) {
 // is refused, and a log stream it holds open ends saying so. Revoking the
 // key a session was made with ends the session too.
 func TestSignOutEndsTheSession(t *testing.T) {
+	t.Parallel()
 	srv := start(t)
 	job, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"true"}}) // stays queued: prints nothing
 	if err != nil {
@@ -257,6 +259,7 @@ func TestSignOutEndsTheSession(t *testing.T) {
 // the WebSocket with 4401 and that reason, StreamEvents with
 // Unauthenticated. Nothing of it is an error in the server's log.
 func TestRevocationEndsOpenStreams(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGraceSeconds = "127.0.0.1:0", t.TempDir(), 1
 	cfg.Auth.AdminKey = "spool_" + strings.Repeat("a", 40)
@@ -371,6 +374,7 @@ func runningWithOneLine(t *testing.T, url, key string) string {
 // store. A ticket opens its stream on either, once in all; a sign-out on
 // one ends the session on the other.
 func TestTicketsAndSignOutAcrossServers(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDatabase(t)
 	shared := func(c *server.Config) {
 		withTokenKey(c)

@@ -20,6 +20,7 @@ import (
 // worker and a client that trust the private CA (--ca, SPOOL_CA) run and
 // follow a job; one that does not is refused by its own certificate check.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	files, _ := testcert.New(t)
 	caFile, certFile, keyFile := files.CA, files.Cert, files.Key
 	srv := start(t, func(c *server.Config) { c.Server.TLS = server.TLS{CertFile: certFile, KeyFile: keyFile} })
@@ -56,6 +57,7 @@ func TestTLS(t *testing.T) {
 // A certificate that cannot be loaded stops the server at start, naming
 // the setting.
 func TestTLSBadCertificate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files, _ := testcert.New(t)
 	certFile := files.Cert

@@ -11,6 +11,7 @@ import (
 // a watcher follows the job on replica B and sees every line, once, in
 // order, while the job runs.
 func TestTwoReplicasOnAWS(t *testing.T) {
+	t.Parallel()
 	testTwoServers(t, awsStore(t), nil, false)
 }
 

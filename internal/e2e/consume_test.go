@@ -109,6 +109,7 @@ func jobsByRequest(t *testing.T, c *client.Client) (map[string]*spool.Job, int) 
 // mid-stream and started again: every message has exactly one job (the
 // bad ones a rejected job each), and SIGTERM then stops it with exit 0.
 func TestConsumeKilledAndRestarted(t *testing.T) {
+	t.Parallel()
 	addr, data := freePort(t), t.TempDir()
 	_, c := startServer(t, addr, data)
 	kc, caFile := eventHubsCluster(t, 3, "jobs")
@@ -170,6 +171,7 @@ func TestConsumeKilledAndRestarted(t *testing.T) {
 // become a job goes there, with the reason and where it came from, and
 // makes no job; a wrong connection string is refused with a clear error.
 func TestConsumeDeadLetters(t *testing.T) {
+	t.Parallel()
 	addr, data := freePort(t), t.TempDir()
 	_, c := startServer(t, addr, data)
 	kc, caFile := eventHubsCluster(t, 1, "jobs", "dead-letters")

@@ -17,6 +17,7 @@ import (
 // (nobody) cannot read a job's secret environment from the database's
 // write-ahead log, where it lands first.
 func TestDataDirIsTheOwnersOnly(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	root := sharedDir(t)
 	data := filepath.Join(root, "d")

@@ -203,6 +203,7 @@ func pidOf(p *proc) int { return p.cmd.Process.Pid }
 // (CreateScatter over Connect, POST /api/v1/scatters over REST), are told
 // 401 at once, and the server reads and holds none of it.
 func TestUnauthenticatedBodiesCostNothing(t *testing.T) {
+	t.Parallel()
 	const size, callers, bound = 200 * mib, 4, 32 * mib
 	for _, c := range []struct {
 		name, method, path string
@@ -251,6 +252,7 @@ func TestUnauthenticatedBodiesCostNothing(t *testing.T) {
 // is read, an undeclared one as soon as the limit is passed, not after
 // the body is held whole.
 func TestOverLimitBodiesRefusedUnread(t *testing.T) {
+	t.Parallel()
 	const bound = 32 * mib
 	for _, tc := range []struct {
 		name, path string
@@ -327,6 +329,7 @@ func bombRecord(t *testing.T) string {
 // are each refused with 413 in Firehose's response format, and the server
 // holds a bounded amount of memory meanwhile.
 func TestIngestBombsBounded(t *testing.T) {
+	t.Parallel()
 	addr := freePort(t)
 	srv, c := startServer(t, addr, t.TempDir())
 	url := "http://" + addr
@@ -375,6 +378,7 @@ func TestIngestBombsBounded(t *testing.T) {
 // (ingest.max_decoding_bytes), not all at once: eight of them sent
 // together are all stored, and the server holds about one's worth.
 func TestIngestDecodingBoundServerWide(t *testing.T) {
+	t.Parallel()
 	const budget = 16 * mib
 	addr := freePort(t)
 	srv, c := startServerEnv(t, addr, t.TempDir(), []string{

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -107,6 +108,24 @@ func (p *proc) kill9(t *testing.T) {
 	_ = p.cmd.Wait()
 }
 
+// waitSaid waits until the process has written one of what to its output.
+func (p *proc) waitSaid(t *testing.T, what ...string) {
+	t.Helper()
+	said := func() bool {
+		out := p.out.String()
+		return slices.ContainsFunc(what, func(w string) bool { return strings.Contains(out, w) })
+	}
+	for deadline := time.Now().Add(30 * time.Second); !said(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("none of %q in 30 s of output:\n%s", what, p.out.String())
+		}
+	}
+}
+
+// serverGone is what a worker says once a call of any kind found the
+// server away: output, a heartbeat or a lease.
+var serverGone = []string{"cannot reach the server", "heartbeat failed", "cannot lease jobs"}
+
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -178,7 +197,10 @@ func slowCount(n int) string {
 // TestWorkerKilledMidJob: kill -9 of a worker mid-job; the job is
 // redelivered after its lease, attempt 2 completes, and attempt 1's late
 // publishes are refused.
-func TestWorkerKilledMidJob(t *testing.T) { onEveryStore(t, testWorkerKilledMidJob) }
+func TestWorkerKilledMidJob(t *testing.T) {
+	t.Parallel()
+	onEveryStore(t, testWorkerKilledMidJob)
+}
 
 func testWorkerKilledMidJob(t *testing.T, store []string) {
 	addr := freePort(t)
@@ -275,12 +297,15 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 // TestServerKilledWhileJobsRun: the server dies (kill -9) and comes back on
 // the same data directory while jobs run; every job's output is complete,
 // exactly once, in order.
-func TestServerKilledWhileJobsRun(t *testing.T) { onEveryStore(t, testServerKilledWhileJobsRun) }
+func TestServerKilledWhileJobsRun(t *testing.T) {
+	t.Parallel()
+	onEveryStore(t, testServerKilledWhileJobsRun)
+}
 
 func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 	addr, data := freePort(t), t.TempDir()
 	srv, c := startServer(t, addr, data, store...)
-	startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "4")
+	w := startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "4")
 	var ids []string
 	for range 4 {
 		j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: slowCount(80)})
@@ -291,7 +316,7 @@ func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 	}
 	waitLines(t, c, ids[0], 15)
 	srv.kill9(t)
-	time.Sleep(time.Second)
+	w.waitSaid(t, serverGone...) // the jobs run on with the server away
 	startServer(t, addr, data, store...)
 	for _, id := range ids {
 		j := waitFinal(t, c, id)
@@ -330,6 +355,7 @@ func numbers(n int) string {
 // worker's disk already: after kill -9, the next worker on that directory
 // delivers every line the command printed, then hands the job back.
 func TestWorkerKilledKeepsBufferedLines(t *testing.T) {
+	t.Parallel()
 	onEveryStore(t, testWorkerKilledKeepsBufferedLines)
 }
 

@@ -14,6 +14,7 @@ import (
 // and `spool submit` on the same machine find it there. A wrong key is
 // refused with a message that says where it came from.
 func TestFirstStartNeedsNothingCopied(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr := freePort(t)
 	server := []string{"SPOOL_SERVER_ADDR=" + addr}

@@ -84,6 +84,7 @@ func (m *oneMachine) jobText(t *testing.T, submitOut string) string {
 // the admin key. The worker said once, as it started, that its jobs could
 // still reach the key, and how to prevent it.
 func TestSubmitKeyCannotReadTheAdminKey(t *testing.T) {
+	t.Parallel()
 	m := startOneMachine(t, t.TempDir())
 	out, err := m.spool(t, nil, "keys", "create", "--role", "submit", "--name", "alice")
 	if err != nil {
@@ -128,6 +129,7 @@ func TestSubmitKeyCannotReadTheAdminKey(t *testing.T) {
 // database, the command line's saved keys, and the worker's spool
 // directory.
 func TestRunAsCannotReadSecrets(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	u := lookupUser(t, jobUser)
 	m := startOneMachine(t, sharedDir(t), "--run-as", jobUser)
@@ -180,6 +182,7 @@ func TestRunAsCannotReadSecrets(t *testing.T) {
 // TestRunAsNeedsRoot: `spool worker --run-as` started by a user who is not
 // root is refused at once, saying why.
 func TestRunAsNeedsRoot(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	lookupUser(t, jobUser)
 	// The binary's directory is this test run's own; nobody must reach it.

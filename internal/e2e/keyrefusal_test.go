@@ -15,6 +15,7 @@ import (
 // where the key came from and how to get one, not that the server cannot
 // be reached.
 func TestWorkerWithRevokedKeyExits(t *testing.T) {
+	t.Parallel()
 	addr := freePort(t)
 	_, c := startServer(t, addr, t.TempDir())
 	_, secret, err := c.CreateKey(context.Background(), client.KeyParams{Name: "builder", Role: spool.RoleWorker})

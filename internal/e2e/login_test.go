@@ -19,6 +19,7 @@ var loginLine = regexp.MustCompile(`spool login --server \S+ < \S+`)
 // the admin key in the user's configuration directory (mode 600), and
 // spool commands then work from any directory, until spool logout.
 func TestLoginFromTheFirstStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr := freePort(t)
 	srv := runIn(t, "server", dir, []string{"SPOOL_SERVER_ADDR=" + addr}, "server")

@@ -16,12 +16,15 @@ import (
 // scatter's batches run and started again on the same store; the scatter
 // goes on where it was, every batch has exactly one job, and all of them
 // succeed.
-func TestServerKilledMidScatter(t *testing.T) { onEveryStore(t, testServerKilledMidScatter) }
+func TestServerKilledMidScatter(t *testing.T) {
+	t.Parallel()
+	onEveryStore(t, testServerKilledMidScatter)
+}
 
 func testServerKilledMidScatter(t *testing.T, store []string) {
 	addr, data := freePort(t), t.TempDir()
 	srv, c := startServer(t, addr, data, store...)
-	startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "3")
+	w := startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "3")
 	const n = 12
 	batches := make([]json.RawMessage, n)
 	for i := range batches {
@@ -45,7 +48,7 @@ func testServerKilledMidScatter(t *testing.T, store []string) {
 		}
 	}
 	srv.kill9(t)
-	time.Sleep(500 * time.Millisecond)
+	w.waitSaid(t, serverGone...) // batches run on with the server away
 	startServer(t, addr, data, store...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -21,6 +21,7 @@ type errorBody struct {
 // with a message that names the problem; oversized limits of jobs are
 // capped, not refused (a scatter's page_size is the core's to bound).
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 10050)...)
 	id := job.ID

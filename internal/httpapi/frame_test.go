@@ -10,6 +10,7 @@ import (
 // when the next line would pass a cap; a line larger than a frame travels
 // alone.
 func TestFrameCaps(t *testing.T) {
+	t.Parallel()
 	var lines []Line
 	for n := int64(1); n <= 2500; n++ {
 		lines = append(lines, Line{LineNumber: n, Text: "x"})

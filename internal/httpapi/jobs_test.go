@@ -13,6 +13,7 @@ import (
 )
 
 func TestJobs(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
 	finished := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 3)...)

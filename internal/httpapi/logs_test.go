@@ -17,6 +17,7 @@ import (
 // Walks a 10,000-line log in pages of 1,000 while its worker is still
 // writing it: every line comes exactly once, in order.
 func TestLogPagesWhileWriting(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	l := e.running(t)
 	done := writeAsync(l, 1, 10000, 100)
@@ -67,6 +68,7 @@ func TestLogPagesWhileWriting(t *testing.T) {
 
 // The pagination object and bounds, on a finished job (no moving parts).
 func TestLogPagination(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 2500)...)
 	id := job.ID
@@ -118,6 +120,7 @@ func TestLogPagination(t *testing.T) {
 // Lines keep their stream, time, partial flag and exact bytes, also when
 // those are not UTF-8.
 func TestLogLineFields(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	at := time.UnixMilli(1_700_000_000_123)
 	job := spooltest.RunJob(t, e.srv,
@@ -145,6 +148,7 @@ func TestLogLineFields(t *testing.T) {
 // websocket_url is what the client can reach: the request's host, wss
 // behind a TLS-terminating proxy.
 func TestLogWebsocketURL(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	l := e.running(t)
 	l.Write(spooltest.Seq(1, 5)...)

@@ -37,6 +37,7 @@ func matchNumbers(s httpapi.LogSearch) []int64 {
 // the one given, through colour codes, and returns them as the log pages
 // do.
 func TestLogSearch(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	at := time.UnixMilli(1_700_000_000_123)
 	job := spooltest.RunJob(t, e.srv,
@@ -94,6 +95,7 @@ func TestLogSearch(t *testing.T) {
 // Matches come a page at a time: each page ends at its limit and says
 // where to go on; the pages together are every match once.
 func TestLogSearchPages(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 3000)...)
 	var got []int64
@@ -164,6 +166,7 @@ func TestLogSearchScanLimit(t *testing.T) {
 // Who may search and download a log: as for the log itself, a key of a
 // worker of another queue does not see the job at all.
 func TestLogSearchAndRawAccess(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	if _, _, err := e.c.Submit(t.Context(), client.SubmitParams{Queue: "builds", Argv: []string{"make"}}); err != nil {
 		t.Fatal(err)
@@ -191,6 +194,7 @@ func TestLogSearchAndRawAccess(t *testing.T) {
 // read, a newline after each line but a partial one, bytes as they are.
 // It is a download named after the job.
 func TestRawLog(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	lines := []spooltest.Line{
 		{Text: "\x1b[1mbuilding\x1b[0m"},

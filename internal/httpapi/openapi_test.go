@@ -44,6 +44,7 @@ func loadOpenAPI(t *testing.T) openAPIDoc {
 // The document lists exactly the routes the API serves, and the server
 // serves the document as checked in.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	if !strings.HasPrefix(doc.OpenAPI, "3.1.") {
 		t.Errorf("openapi: %q, want 3.1.x", doc.OpenAPI)
@@ -96,6 +97,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // The schemas name exactly the JSON fields the handlers write, and mark as
 // required exactly those never omitted.
 func TestOpenAPIMatchesTypes(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	for name, v := range map[string]any{
 		"Job": jobjson.Job{}, "JobParams": jobjson.JobParams{}, "JobResult": jobjson.JobResult{}, "JobList": jobjson.List{},

@@ -28,6 +28,7 @@ const batchScript = `grep -q '"batch_input":{"width":800}' && printf '{"index":%
 // listed, paged by batch and cancelled there, in the shapes the command
 // line prints.
 func TestScatters(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	spooltest.NewWorker(t, e.srv, worker.Config{Concurrency: 4}) // serves queue "default" only
 
@@ -153,6 +154,7 @@ func TestScatters(t *testing.T) {
 // Bodies that are not a scatter are refused with 400 and a message that
 // names the problem, and nothing is created.
 func TestCreateScatterBadInput(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	for _, tc := range []struct {
 		body, mention string

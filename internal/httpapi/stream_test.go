@@ -19,6 +19,7 @@ import (
 // lines: each gets every line once, in order, then the end message and a
 // normal close.
 func TestStreamManyClients(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	l := e.running(t)
 	l.Write(spooltest.Seq(1, 500)...) // some stored before anyone connects
@@ -68,6 +69,7 @@ func TestStreamManyClients(t *testing.T) {
 // A client that drops at line 5,000 and reconnects with last_line=5000
 // continues at 5,001, while the job is still writing.
 func TestStreamResume(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	l := e.running(t)
 	done := writeAsync(l, 1, 10000, 250)
@@ -106,6 +108,7 @@ func TestStreamResume(t *testing.T) {
 // A finished job streams its stored lines and ends; last_line at or past
 // the end gets the end message alone.
 func TestStreamFinishedJob(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 3000)...)
 	ctx := within(t, time.Minute)
@@ -232,6 +235,7 @@ func TestStreamKeepalive(t *testing.T) {
 // While a WebSocket follows a running job, its worker is told the job is
 // watched (so it flushes output promptly), and no longer once it is gone.
 func TestStreamMarksJobWatched(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	l := e.running(t)
 	ctx := within(t, time.Minute)
@@ -263,6 +267,7 @@ func TestStreamMarksJobWatched(t *testing.T) {
 // reconnecting to the restarted server with their last line they continue
 // where they were.
 func TestStreamServerRestart(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	l := e.running(t)
 	l.Write(spooltest.Seq(1, 1000)...)

@@ -8,6 +8,7 @@ import (
 // Streams that arrive while the server waits for the running ones are
 // refused, and the wait returns once the running ones leave.
 func TestStreamSetWaitRefusesLateStreams(t *testing.T) {
+	t.Parallel()
 	var s streamSet
 	if !s.join() {
 		t.Fatal("join refused before any wait")

@@ -106,22 +106,29 @@ func TestPauseStopsLeases(t *testing.T) {
 
 	// A worker waiting on the paused queue gets the job as soon as it is
 	// resumed, well before its 20-second wait is over.
-	done := make(chan []*spoolv1.JobLease)
-	go func() { done <- o.dequeue(t, "builds", 20) }()
-	waitFor(t, "the worker to be polling", func() bool {
-		q := queueNamed(t, o, "builds")
-		return q.GetWorkers() == 1 && q.GetPaused()
-	})
+	type dequeued struct {
+		resp *spoolv1.DequeueJobsResponse
+		err  error
+	}
+	done := make(chan dequeued, 1)
+	go func() {
+		resp, err := o.s.DequeueJobs(o.ctx, &spoolv1.DequeueJobsRequest{Queue: "builds", MaxJobs: 1, WaitSeconds: 20, WorkerId: "w1"})
+		done <- dequeued{resp, err}
+	}()
+	waitFor(t, "the worker to wait out the pause", func() bool { return o.s.pollers.waitingOutPause(0) == 1 })
+	if q := queueNamed(t, o, "builds"); q.GetWorkers() != 1 || !q.GetPaused() {
+		t.Fatalf("the paused queue lists %d workers, paused %v; want the waiting one, paused", q.GetWorkers(), q.GetPaused())
+	}
 	resumed := time.Now()
 	if _, err := o.s.ResumeQueue(o.ctx, &spoolv1.ResumeQueueRequest{Name: "builds"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case ls := <-done:
-		if len(ls) != 1 || ls[0].GetJob().GetJobId() != j.GetJobId() {
-			t.Fatalf("after the resume the waiting worker got %d leases", len(ls))
+	case d := <-done:
+		if ls := d.resp.GetLeases(); d.err != nil || len(ls) != 1 || ls[0].GetJob().GetJobId() != j.GetJobId() {
+			t.Fatalf("after the resume the waiting worker got %d leases (%v)", len(ls), d.err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(5 * time.Second): // a quarter of the wait: only the resume's wake-up is this quick
 		t.Fatalf("the waiting worker still has nothing %s after the resume", time.Since(resumed))
 	}
 }

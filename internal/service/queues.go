@@ -36,6 +36,8 @@ type pollers struct {
 	// resumed is closed and replaced when a queue is resumed here, so a
 	// worker waiting out a pause takes the queue's jobs at once.
 	resumed chan struct{}
+	// pauseWaits counts the polls waiting out a pause here now.
+	pauseWaits int
 }
 
 // polled records that worker asked for queue's jobs at now.
@@ -92,6 +94,15 @@ func (p *pollers) resumeSignal() <-chan struct{} {
 		p.resumed = make(chan struct{})
 	}
 	return p.resumed
+}
+
+// waitingOutPause adds d to the polls waiting out a pause and returns how
+// many there are.
+func (p *pollers) waitingOutPause(d int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pauseWaits += d
+	return p.pauseWaits
 }
 
 // wakeResumed wakes the workers waiting out a pause here.
@@ -216,6 +227,8 @@ func (s *Service) waitUnpaused(ctx context.Context, queue string, wait time.Dura
 	if err != nil || !paused {
 		return err == nil, err
 	}
+	s.pollers.waitingOutPause(1)
+	defer s.pollers.waitingOutPause(-1)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

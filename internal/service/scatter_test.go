@@ -46,7 +46,7 @@ var testStores = []testStore{
 		}
 	}},
 	{"aws", true, true, func(t *testing.T) func(c *server.Config) {
-		aws := awstest.Start(t).NewConfig(t)
+		aws := awstest.Shared(t).NewConfig(t)
 		return func(c *server.Config) {
 			c.Server.TokenKey, c.Store.Type = tokenKey, "aws"
 			c.Store.AWS = server.AWS{DynamoDBEndpoint: aws.DynamoDBEndpoint, SQSEndpoint: aws.SQSEndpoint,
@@ -57,7 +57,8 @@ var testStores = []testStore{
 }
 
 // onEveryStore runs test on a server over each store: memory, SQLite,
-// PostgreSQL and AWS (the test servers make test starts).
+// PostgreSQL and AWS (on the package's shared AWS test servers, fresh
+// tables and queues for each test).
 func onEveryStore(t *testing.T, test func(t *testing.T, srv *spooltest.Server)) {
 	onStores(t, func(testStore) bool { return true }, func(t *testing.T, set func(*server.Config)) {
 		test(t, newServer(t, set))
@@ -65,8 +66,11 @@ func onEveryStore(t *testing.T, test func(t *testing.T, srv *spooltest.Server)) 
 }
 
 // onStores runs test over each store that want keeps, giving it what
-// configures a server to use the store (the same store each time).
+// configures a server to use the store (the same store each time). The
+// calling test runs beside the package's other tests: each has servers and
+// stores of its own, and most of its time is spent waiting on them.
 func onStores(t *testing.T, want func(testStore) bool, test func(t *testing.T, set func(*server.Config))) {
+	t.Parallel()
 	for _, st := range testStores {
 		if !want(st) {
 			continue

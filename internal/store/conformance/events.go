@@ -436,7 +436,7 @@ func testNewAttemptContinues(t *testing.T, b Backend) {
 	enqueue(t, s, newJob(q))
 	l1 := leaseOne(t, s, q, shortLease)
 	appendAll(t, s, l1.LeaseRef, []*spoolv1.JobEvent{startEvent(1), batchEvent(2, "a1", "a2", "a3")})
-	time.Sleep(shortLease + 100*time.Millisecond)
+	runOut(l1)
 	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}

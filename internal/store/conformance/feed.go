@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"iter"
-	"sync"
 	"testing"
 	"time"
 
@@ -156,12 +155,7 @@ func testFeedManyFollowers(t *testing.T, b Backend) {
 		}
 		fs = append(fs, follow(s, storekit.FeedRequest{JobID: l.JobID}, pause))
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		h := writeLines(t, s, l, l.Head, 5000, 50, 0)
-		finish(t, s, l, h)
-	})
-	wg.Wait()
+	finish(t, s, l, writeLines(t, s, l, l.Head, 5000, 50, 0))
 	for i, f := range fs {
 		f.wait(t)
 		if len(f.evs) != 5001 {

@@ -161,7 +161,7 @@ func testAppendAfterExpiry(t *testing.T, b Backend) {
 	if _, err := s.Append(ctx, l1.LeaseRef, events.Messages(batchEvent(l1.Head.NextSequence, "1", "2"))); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(shortLease + 100*time.Millisecond)
+	runOut(l1)
 	if _, err := s.ExpireLeases(ctx, Sweep); err != nil {
 		t.Fatal(err)
 	}

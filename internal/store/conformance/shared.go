@@ -19,6 +19,8 @@ type Shared struct {
 	// Pair returns two stores on the same new, empty data; the suite closes
 	// them.
 	Pair func(t *testing.T) (a, b store.JobStore)
+	// Polling says how the stores' dequeues wait, for the wake-up tests.
+	Polling Polling
 }
 
 // RunShared runs the tests of a store that several servers share: what one
@@ -30,7 +32,7 @@ func RunShared(t *testing.T, sh Shared) {
 	}{
 		{"FollowerOnAnotherServerSeesEverything", testSharedFeed},
 		{"DequeueRaceNeverTwoHolders", testSharedDequeueRace},
-		{"LongPollWokenByAnotherServer", testSharedLongPoll},
+		{"LongPollWokenByAnotherServer", func(t *testing.T, a, b store.JobStore) { testSharedLongPoll(t, sh.Polling, a, b) }},
 		{"ReapersOnEveryServer", testSharedReapers},
 		{"GraceAfterAGapSeenByAnother", testSharedGraceAfterAGap},
 		{"RevocationSeenEverywhere", testSharedRevocation},
@@ -113,27 +115,10 @@ func testSharedDequeueRace(t *testing.T, a, b store.JobStore) {
 }
 
 // testSharedLongPoll: a dequeue waiting on b is woken by an enqueue
-// through a, well before its wait is over.
-func testSharedLongPoll(t *testing.T, a, b store.JobStore) {
-	q := newQueue()
-	got := make(chan []store.Lease, 1)
-	go func() {
-		ls, err := b.Dequeue(context.Background(), store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: time.Minute, Wait: 20 * time.Second})
-		if err != nil {
-			t.Errorf("Dequeue: %v", err)
-		}
-		got <- ls
-	}()
-	time.Sleep(100 * time.Millisecond) // the poll is waiting
-	j := enqueue(t, a, newJob(q))
-	select {
-	case ls := <-got:
-		if len(ls) != 1 || ls[0].JobID != j.GetJobId() {
-			t.Fatalf("the waiting dequeue got %d leases", len(ls))
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("a dequeue waiting on one server was not woken by an enqueue on the other")
-	}
+// through a, well before b would look again by itself.
+func testSharedLongPoll(t *testing.T, p Polling, a, b store.JobStore) {
+	slowPolls(t, p, a, b)
+	wantWoken(t, p, b, a)
 }
 
 // testSharedReapers: both servers expire leases at once; every expired job
@@ -144,14 +129,15 @@ func testSharedReapers(t *testing.T, a, b store.JobStore) {
 	for range 40 {
 		ids = append(ids, enqueue(t, a, newJob(q)).GetJobId())
 	}
-	for leased := 0; leased < len(ids); {
+	var leases []store.Lease
+	for len(leases) < len(ids) {
 		ls, err := a.Dequeue(context.Background(), store.DequeueRequest{Queue: q, Max: 10, LeaseDuration: shortLease})
 		if err != nil || len(ls) == 0 {
 			t.Fatalf("Dequeue: %d leases, %v", len(ls), err)
 		}
-		leased += len(ls)
+		leases = append(leases, ls...)
 	}
-	time.Sleep(shortLease + 100*time.Millisecond)
+	runOut(leases...)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0

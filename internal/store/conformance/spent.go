@@ -54,6 +54,7 @@ func testSpendOnce(t *testing.T, b Backend) {
 	if !spend(t, s, short, time.Now().Add(time.Second)) {
 		t.Fatal("the first spend of a short-lived id was not first")
 	}
+	// Only the clock ends an id's time, so the wait is by the clock.
 	for deadline := time.Now().Add(10 * time.Second); spent(t, s, short); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("an id still reads as spent long after its time")

@@ -42,6 +42,8 @@ type Backend struct {
 	// that keeps data at rest must set it; without it (the memory store)
 	// only what the methods return is checked.
 	RawJob func(t *testing.T, s store.JobStore, jobID string) []byte
+	// Polling says how the store's dequeues wait, for the wake-up tests.
+	Polling Polling
 }
 
 // Run runs the whole suite.
@@ -139,6 +141,25 @@ func open(t *testing.T, b Backend) store.JobStore {
 
 // The lease length used where a test waits for expiry.
 const shortLease = time.Second
+
+// leaseSlack is how long runOut waits past the end a store gave a lease:
+// stores keep times to the millisecond or coarser (SQS its visibility to
+// the second), and a sweep must find the lease over by its own clock.
+const leaseSlack = 100 * time.Millisecond
+
+// runOut waits until the leases have run out. Each backend runs on its
+// real clock (SQS's visibility timers, the times in the database's rows),
+// so only time passing ends a lease: this is the wait by the clock the
+// suite makes, as short as the leases the store granted.
+func runOut(ls ...store.Lease) {
+	var end time.Time
+	for _, l := range ls {
+		if l.ExpiresAt.After(end) {
+			end = l.ExpiresAt
+		}
+	}
+	time.Sleep(time.Until(end) + leaseSlack)
+}
 
 // Sweep is what the suite's reapers ask of ExpireLeases where no outage is
 // meant: sweeps an hour apart still count as regular.

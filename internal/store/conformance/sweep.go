@@ -25,7 +25,7 @@ func testGraceAfterAGap(t *testing.T, b Backend) {
 	if res, err := s.ExpireLeases(ctx, outageSweep); err != nil || res != (store.Swept{}) {
 		t.Fatalf("first sweep: %+v, %v; want nothing done", res, err)
 	}
-	time.Sleep(shortLease + 100*time.Millisecond) // no sweep meanwhile: an outage
+	runOut(l) // no sweep meanwhile: an outage
 	res, err := s.ExpireLeases(ctx, outageSweep)
 	if err != nil || res != (store.Swept{Graced: 1}) {
 		t.Fatalf("sweep after the gap: %+v, %v; want 1 lease graced, none settled", res, err)
@@ -53,13 +53,14 @@ func testGraceSince(t *testing.T, b Backend) {
 	q := newQueue()
 	enqueue(t, s, newJob(q))
 	dead := leaseOne(t, s, q, shortLease)
+	// Half a lease later by the clock, so the two leases end apart.
 	time.Sleep(shortLease / 2)
 	enqueue(t, s, newJob(q))
 	live := leaseOne(t, s, q, shortLease)
 	if !live.ExpiresAt.After(dead.ExpiresAt) {
 		t.Fatalf("second lease ends at %v, not after the first (%v)", live.ExpiresAt, dead.ExpiresAt)
 	}
-	time.Sleep(time.Until(live.ExpiresAt) + 100*time.Millisecond)
+	runOut(dead, live)
 	sw := Sweep
 	sw.Since = dead.ExpiresAt.Add(time.Millisecond)
 	res, err := s.ExpireLeases(ctx, sw)
@@ -81,7 +82,7 @@ func testSharedGraceAfterAGap(t *testing.T, a, b store.JobStore) {
 	if _, err := a.ExpireLeases(ctx, outageSweep); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(shortLease + 100*time.Millisecond)
+	runOut(l)
 	res, err := b.ExpireLeases(ctx, outageSweep)
 	if err != nil || res != (store.Swept{Graced: 1}) {
 		t.Fatalf("the other server's sweep after the gap: %+v, %v; want 1 lease graced, none settled", res, err)

@@ -85,11 +85,5 @@ func testWaitsLeaveNothing(t *testing.T, b Backend) {
 		t.Fatalf("the follower ended with %v, want its context's end", err)
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for b.Watching(s) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the store keeps %d queues or jobs for waits that are over", b.Watching(s))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "the store to let go of the waits that are over", func() bool { return b.Watching(s) == 0 })
 }

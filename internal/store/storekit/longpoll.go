@@ -121,6 +121,21 @@ func (t *turns) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration
 	return nil
 }
 
+// Sleeping is how many polls of queue are waiting for a wake-up (or their
+// interval) at this moment: a test starts a change only once a poll waits
+// for it, so that nothing but the wake-up can end the wait in time.
+func (p *Polls) Sleeping(queue string) int {
+	p.mu.Lock()
+	t := p.queues[queue]
+	p.mu.Unlock()
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sleeping
+}
+
 // enter and leave count the polls of a queue, so that a queue's turns are
 // kept only while someone polls it.
 func (p *Polls) enter(queue string) *turns {

@@ -48,9 +48,9 @@ func (q *fakeQueue) start(t *testing.T, n int, wait time.Duration) func() int64 
 			got.Add(int64(len(leases)))
 		})
 	}
-	for deadline := time.Now().Add(10 * time.Second); storekit.Sleeping(&q.polls, "q") < n; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); q.polls.Sleeping("q") < n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d polls wait", storekit.Sleeping(&q.polls, "q"), n)
+			t.Fatalf("%d of %d polls wait", q.polls.Sleeping("q"), n)
 		}
 	}
 	return func() int64 {

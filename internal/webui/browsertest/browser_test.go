@@ -32,18 +32,56 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser is a headless Chromium with a fresh profile, and the JavaScript
-// errors its pages raised.
+// browser is a tab of a headless Chromium in a browser context of its own,
+// and the JavaScript errors its pages raised.
 type browser struct {
 	ctx    context.Context
 	mu     sync.Mutex
 	errors []string
 }
 
-func newBrowser(t *testing.T) *browser {
+// TestMain ends the shared browser once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+	os.Exit(code)
+}
+
+// chromium is the one headless Chromium of the package's tests, started
+// by the first test that needs it. Starting one costs about a second of
+// both CPUs; each test gets a browser context of its own instead (cookies,
+// storage and permissions of its own, as a fresh profile has).
+var chromium struct {
+	mu   sync.Mutex
+	ctx  context.Context
+	err  error
+	stop func()
+}
+
+// sharedChromium returns the context of the shared browser, starting it if
+// no test has.
+func sharedChromium(t *testing.T) context.Context {
 	t.Helper()
+	chromium.mu.Lock()
+	defer chromium.mu.Unlock()
+	if chromium.ctx == nil && chromium.err == nil {
+		chromium.ctx, chromium.stop, chromium.err = startChromium(chromiumPath(t))
+	}
+	if chromium.err != nil {
+		t.Fatalf("starting Chromium: %v", chromium.err)
+	}
+	return chromium.ctx
+}
+
+func startChromium(path string) (context.Context, func(), error) {
+	profile, err := os.MkdirTemp("", "spool-browsertest-")
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -52,19 +90,33 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 820),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	t.Cleanup(func() {
+	stop := func() {
 		cancelCtx()
 		cancelAlloc()
-	})
-	// The first action starts the browser; it must not have a timeout, which
-	// would end the browser with it.
+		_ = os.RemoveAll(profile)
+	}
+	// The first action starts the browser; it must not have a timeout,
+	// which would end the browser with it.
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting Chromium: %v", err)
+		stop()
+		return nil, nil, err
+	}
+	return ctx, stop, nil
+}
+
+// newBrowser opens a tab of the shared browser in a new browser context,
+// closed when the test ends.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(sharedChromium(t), chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("opening a tab: %v", err)
 	}
 	b := &browser{ctx: ctx}
 	b.do(t, "set the viewport", chromedp.EmulateViewport(1280, 800))

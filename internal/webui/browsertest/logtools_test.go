@@ -354,7 +354,8 @@ func TestJobPageCopyLineLink(t *testing.T) {
 	b.do(t, "let the page use the clipboard", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		for _, name := range []string{"clipboard-read", "clipboard-write"} {
 			if _, err := cdp.Call(ctx, chromedp.FromContext(b.ctx).Browser, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: srv.URL}); err != nil {
+				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: srv.URL,
+				BrowserContextID: chromedp.FromContext(b.ctx).BrowserContextID}); err != nil {
 				return err
 			}
 		}

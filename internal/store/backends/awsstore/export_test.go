@@ -2,6 +2,7 @@ package awsstore
 
 import (
 	"context"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"time"
@@ -286,4 +287,79 @@ func appendAttr(out []byte, v dbtypes.AttributeValue) []byte {
 		}
 	}
 	return out
+}
+
+// longPolls counts a store's SQS long polls under way, by queue URL: sent
+// to SQS and not yet answered.
+type longPolls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+var polling sync.Map // *Store -> *longPolls
+
+// OpenPolling opens a store whose SQS long polls under way Polling counts.
+func OpenPolling(ctx context.Context, cfg Config) (*Store, error) {
+	p := &longPolls{n: map[string]int{}}
+	s, err := open(ctx, cfg, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("spool-long-polls",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				r, ok := in.Parameters.(*sqs.ReceiveMessageInput)
+				if !ok || r.WaitTimeSeconds == 0 {
+					return next.HandleInitialize(ctx, in)
+				}
+				// Counted once the request is on the wire, so that SQS
+				// has it (on loopback) before anything the test does
+				// next; uncounted when the answer is back.
+				url := aws.ToString(r.QueueUrl)
+				var mu sync.Mutex
+				counted, over := false, false
+				ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+					mu.Lock()
+					defer mu.Unlock()
+					if !counted && !over {
+						counted = true
+						p.add(url, 1)
+					}
+				}})
+				defer func() {
+					mu.Lock()
+					defer mu.Unlock()
+					if counted {
+						p.add(url, -1)
+					}
+					over = true
+				}()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	})
+	if err == nil {
+		polling.Store(s, p)
+	}
+	return s, err
+}
+
+func (p *longPolls) add(url string, d int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n[url] += d
+}
+
+// Polling is how many SQS long polls of queue a store opened by
+// OpenPolling has under way.
+func Polling(s *Store, queue string) int {
+	v, ok := polling.Load(s)
+	if !ok {
+		panic("awsstore.Polling of a store not opened by OpenPolling")
+	}
+	s.queues.mu.Lock()
+	url, known := s.queues.urls[queue]
+	s.queues.mu.Unlock()
+	if !known {
+		return 0
+	}
+	p := v.(*longPolls)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n[url]
 }

@@ -2,14 +2,17 @@ package awsstore_test
 
 import (
 	"context"
-	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 )
 
-func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+// TestMain runs the tests beside the shared AWS test servers, and fails
+// the package when a test leaves a goroutine running.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(awstest.Runner(m)) }
 
 // openStore opens a store on cfg, closed when t ends.
 func openStore(t testing.TB, cfg awsstore.Config) *awsstore.Store {

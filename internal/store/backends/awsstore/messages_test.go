@@ -39,7 +39,7 @@ func TestMessagesFollowTheJob(t *testing.T) {
 	if _, _, err := s.Heartbeat(ctx, l.LeaseRef, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // past the message's first second of visibility, by SQS's clock
 	calls.Take()
 	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 10, LeaseDuration: time.Minute})
 	if err != nil || len(ls) != 0 {

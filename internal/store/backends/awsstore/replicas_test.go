@@ -133,7 +133,13 @@ func TestWatchAcrossReplicas(t *testing.T) {
 	case <-time.After(10 * poll):
 		t.Fatal("watch on B did not fire for A's change")
 	}
-	time.Sleep(2 * poll) // let the poller notice it has nothing to do
+	// Once B keeps nothing for watches, six poll intervals of the clock
+	// pass without a poll.
+	for deadline := time.Now().Add(10 * time.Second); awsstore.Watching(b) > 0; time.Sleep(poll / 10) {
+		if time.Now().After(deadline) {
+			t.Fatalf("B still keeps %d jobs for watches that fired", awsstore.Watching(b))
+		}
+	}
 	calls.Take()
 	time.Sleep(6 * poll)
 	if n, _ := calls.Take(); n["DynamoDB.BatchGetItem"] != 0 {

@@ -137,7 +137,7 @@ func TestFinalJobsCarryTTL(t *testing.T) {
 	ej := newJob(q)
 	ej.MaxAttempts = 1
 	lost := running(t, s, ej, time.Second)
-	time.Sleep(1200 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond) // its lease runs out by the clock
 	if _, err := s.ExpireLeases(ctx, conformance.Sweep); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestExpiredSourceJobStaysGone(t *testing.T) {
 	if _, err := awsstore.Client(s).DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(cfg.JobsTable), Key: jobItemKey(first.GetJobId())}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // past the job's 1 ms TTL by the clock, as DynamoDB's would be
 	next := ingestOK(t, s, src, rawEvents("f", 1, 2))
 	if !next.Created || next.Job.GetJobId() == first.GetJobId() {
 		t.Fatalf("ingest after the newest job expired: job %s created=%v; want a new job", next.Job.GetJobId(), next.Created)

@@ -16,6 +16,10 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Backend{
 		Open:     func(*testing.T) store.JobStore { return memstore.New() },
 		Watching: func(s store.JobStore) int { return memstore.Watching(s.(*memstore.Store)) },
+		Polling: conformance.Polling{
+			SetInterval: func(s store.JobStore, d time.Duration) { memstore.SetPollInterval(s.(*memstore.Store), d) },
+			Waiting:     func(s store.JobStore, q string) int { return memstore.Polling(s.(*memstore.Store), q) },
+		},
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -142,3 +143,10 @@ func RawJob(s *Store, id string) ([]byte, error) {
 	}
 	return out, rows.Err()
 }
+
+// SetPollInterval sets how often the store's waiting dequeues look again
+// unprompted. Call it before any Dequeue.
+func SetPollInterval(s *Store, d time.Duration) { s.polls.Interval = d }
+
+// Polling is how many dequeues of queue wait for a wake-up.
+func Polling(s *Store, queue string) int { return s.polls.Sleeping(queue) }

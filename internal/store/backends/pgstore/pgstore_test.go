@@ -56,6 +56,10 @@ func TestConformance(t *testing.T) {
 			return open(t, url)
 		},
 		Watching: func(s store.JobStore) int { return pgstore.Watching(s.(*pgstore.Store)) },
+		Polling: conformance.Polling{
+			SetInterval: func(s store.JobStore, d time.Duration) { pgstore.SetPollInterval(s.(*pgstore.Store), d) },
+			Waiting:     func(s store.JobStore, q string) int { return pgstore.Polling(s.(*pgstore.Store), q) },
+		},
 		RawJob: func(t *testing.T, s store.JobStore, id string) []byte {
 			raw, err := pgstore.RawJob(s.(*pgstore.Store), id)
 			if err != nil {
@@ -70,10 +74,16 @@ func TestConformance(t *testing.T) {
 // store shared by several servers passes).
 func TestShared(t *testing.T) {
 	t.Parallel()
-	conformance.RunShared(t, conformance.Shared{Pair: func(t *testing.T) (store.JobStore, store.JobStore) {
-		url := pgtest.NewDatabase(t)
-		return open(t, url), open(t, url)
-	}})
+	conformance.RunShared(t, conformance.Shared{
+		Pair: func(t *testing.T) (store.JobStore, store.JobStore) {
+			url := pgtest.NewDatabase(t)
+			return open(t, url), open(t, url)
+		},
+		Polling: conformance.Polling{
+			SetInterval: func(s store.JobStore, d time.Duration) { pgstore.SetPollInterval(s.(*pgstore.Store), d) },
+			Waiting:     func(s store.JobStore, q string) int { return pgstore.Polling(s.(*pgstore.Store), q) },
+		},
+	})
 }
 
 // Servers that start at the same moment on an empty database all come up:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -127,3 +128,10 @@ func WriterCache(s *Store) (compiled, held int, err error) {
 	})
 	return compiled, held, err
 }
+
+// SetPollInterval sets how often the store's waiting dequeues look again
+// unprompted. Call it before any Dequeue.
+func SetPollInterval(s *Store, d time.Duration) { s.polls.Interval = d }
+
+// Polling is how many dequeues of queue wait for a wake-up.
+func Polling(s *Store, queue string) int { return s.polls.Sleeping(queue) }

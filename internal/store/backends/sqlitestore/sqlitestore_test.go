@@ -49,6 +49,10 @@ func TestConformance(t *testing.T) {
 			return open(t, path)
 		},
 		Watching: func(s store.JobStore) int { return sqlitestore.Watching(s.(*sqlitestore.Store)) },
+		Polling: conformance.Polling{
+			SetInterval: func(s store.JobStore, d time.Duration) { sqlitestore.SetPollInterval(s.(*sqlitestore.Store), d) },
+			Waiting:     func(s store.JobStore, q string) int { return sqlitestore.Polling(s.(*sqlitestore.Store), q) },
+		},
 	})
 }
 

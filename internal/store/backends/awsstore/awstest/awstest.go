@@ -86,6 +86,14 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// Runner is m run by Main: for a TestMain that hands the run to another
+// (goleak.VerifyTestMain(awstest.Runner(m))).
+func Runner(m *testing.M) interface{ Run() int } { return runner{m} }
+
+type runner struct{ m *testing.M }
+
+func (r runner) Run() int { return Main(r.m) }
+
 // Shared returns servers shared by all the tests of the package, started
 // on first use. The package's TestMain must run awstest.Main, which stops
 // them; tests keep apart by using fresh tables and queues (NewConfig).
