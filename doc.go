@@ -1,6 +1,8 @@
 // Package spool holds what every user of spool's Go packages shares: the
-// errors that calls return, which callers test with errors.Is, and the job
-// states with their names.
+// errors that calls return, which callers test with errors.Is, and spool's
+// own types of what the calls hand back: a Job with its State, Params and
+// Result; a job's log as Events and Lines; Queues, Keys with their Role,
+// and Scatters with their ScatterState.
 //
 // spool is a job runner with cheap, replayable, live output. The packages
 // around this one are:
@@ -9,8 +11,13 @@
 //     output from any line.
 //   - server: run a spool server inside a program.
 //   - worker: run a spool worker inside a program.
-//   - spooltest: start a real server and worker in a Go test.
+//   - spooltest: start a real server and worker in a Go test, and assert
+//     what the jobs did.
+//   - consumer: consume Kafka (or Event Hubs) in batches.
+//   - itembatch: cut a scatter's items into batches.
 //
 // The wire contract (gRPC, gRPC-Web and Connect JSON on one port) is in
-// api/spool/v1; its generated Go code is gen/spool/v1.
+// api/spool/v1, with its generated Go code in gen/spool/v1. The Go types
+// here are spool's, not the wire's: a change to the wire's schema is not a
+// change to the Go API.
 package spool

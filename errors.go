@@ -44,9 +44,12 @@ var (
 	ErrInternal = errors.New("internal error")
 )
 
-// Kinds lists every error kind above, for code that maps them to something
-// else (codes, statuses) and must not forget one.
-var Kinds = []error{
-	ErrInvalidArgument, ErrNotFound, ErrAlreadyExists, ErrStaleLease, ErrConflict, ErrThrottled,
-	ErrUnauthenticated, ErrPermissionDenied, ErrUnavailable, ErrInternal,
+// Kinds returns every error kind above, for code that maps them to something
+// else (codes, statuses) and must not forget one. The slice is the
+// caller's.
+func Kinds() []error {
+	return []error{
+		ErrInvalidArgument, ErrNotFound, ErrAlreadyExists, ErrStaleLease, ErrConflict, ErrThrottled,
+		ErrUnauthenticated, ErrPermissionDenied, ErrUnavailable, ErrInternal,
+	}
 }

@@ -1,40 +1,123 @@
 package spool
 
 import (
-	"strings"
-
-	"google.golang.org/protobuf/proto"
-
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"encoding/json"
+	"fmt"
+	"time"
 )
 
-// MaxResultBytes bounds the JSON document a job may leave in the file named
-// by $SPOOL_RESULT (a scatter batch's result): the same 256 KiB AWS Step
-// Functions allows a state's output.
-const MaxResultBytes = 256 << 10
+// ScatterState is where a scatter is in its life: ScatterRunning and
+// ScatterGathering are live, the other three final. The zero ScatterState
+// is no state at all ("unspecified").
+type ScatterState uint8
 
-// ScatterStateName is a scatter state's short lower-case name
-// ("gathering"), the one the command line, the REST API and the logs use.
-func ScatterStateName(s spoolv1.ScatterState) string {
-	n := strings.TrimPrefix(s.String(), "SCATTER_STATE_")
-	return strings.ToLower(n)
-}
+// The scatter states.
+const (
+	// ScatterRunning: batches are queued or running.
+	ScatterRunning ScatterState = iota + 1
+	// ScatterGathering: every batch ended within the tolerated failures;
+	// the gather job runs.
+	ScatterGathering
+	// ScatterSucceeded: every batch ended within the tolerated failures,
+	// and the gather (if any) succeeded.
+	ScatterSucceeded
+	// ScatterFailed: more batches failed than tolerated, or the gather
+	// failed.
+	ScatterFailed
+	// ScatterCancelled: the scatter was cancelled.
+	ScatterCancelled
+)
 
-// ScatterIsFinal reports whether a scatter in state s is over: succeeded,
-// failed or cancelled.
-func ScatterIsFinal(s spoolv1.ScatterState) bool {
-	switch s {
-	case spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, spoolv1.ScatterState_SCATTER_STATE_FAILED, spoolv1.ScatterState_SCATTER_STATE_CANCELLED:
-		return true
+var scatterStateNames = [...]string{"unspecified", "running", "gathering", "succeeded", "failed", "cancelled"}
+
+// String is the state's short lower-case name ("gathering"), the one the
+// command line, the REST API and the logs use.
+func (s ScatterState) String() string {
+	if int(s) < len(scatterStateNames) {
+		return scatterStateNames[s]
 	}
-	return false
+	return fmt.Sprintf("ScatterState(%d)", uint8(s))
 }
 
-// GatherParams is what the gather of a scatter whose batches run batch
-// runs: script, with /bin/sh -c, in the batches' place (working directory,
-// repository and ref), with their environment and timeout.
-func GatherParams(batch *spoolv1.JobParams, script string) *spoolv1.JobParams {
-	g := proto.Clone(batch).(*spoolv1.JobParams)
-	g.Argv, g.Script, g.Scatter = nil, script, nil
-	return g
+// IsFinal reports whether a scatter in state s is over: succeeded, failed
+// or cancelled.
+func (s ScatterState) IsFinal() bool {
+	return s == ScatterSucceeded || s == ScatterFailed || s == ScatterCancelled
+}
+
+// MarshalText is the state's name.
+func (s ScatterState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Scatter is one run of a command over batches of items: each batch a job,
+// at most Spec.MaxConcurrency at once, then an optional gather job that
+// receives every batch's result.
+type Scatter struct {
+	// ID is the scatter's time-ordered unique id. Batch i's job is
+	// "<ID>.<i>", the gather's "<ID>.gather".
+	ID       string
+	State    ScatterState
+	Spec     ScatterSpec
+	Progress ScatterProgress
+	// CreatedAt is when the scatter started; UpdatedAt when it last
+	// changed.
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// GatherJobID is the gather's job, once it was queued.
+	GatherJobID string
+	// Error says why the scatter failed or was cancelled.
+	Error string
+}
+
+// ScatterSpec is what a scatter runs, fixed when it starts.
+type ScatterSpec struct {
+	// Queue is every batch job's queue (and the gather's).
+	Queue string
+	// Params is what each batch runs, with the batch's input document on
+	// stdin and in $SPOOL_BATCH_FILE.
+	Params JobParams
+	// MaxAttempts and Retries apply to each batch job, as to any job.
+	MaxAttempts int
+	Retries     int
+	// BatchInput is given to every batch and the gather (nil: {}).
+	BatchInput json.RawMessage
+	// MaxConcurrency bounds the batches queued or running at once (0: no
+	// limit).
+	MaxConcurrency int
+	// ToleratedFailureCount and ToleratedFailurePercentage (0 to 100) are
+	// the failed batches allowed before the scatter fails; with neither
+	// set, none is.
+	ToleratedFailureCount      *int
+	ToleratedFailurePercentage *float32
+	// Gather runs once every batch has ended within tolerance, with every
+	// batch's result on stdin (nil: no gather).
+	Gather *JobParams
+}
+
+// ScatterProgress counts a scatter's batches by where they are: every
+// batch is in exactly one of Waiting, Queued, Running, Succeeded, Failed
+// and Cancelled.
+type ScatterProgress struct {
+	BatchCount int
+	// Waiting batches are not handed to the queue yet (held back by
+	// MaxConcurrency).
+	Waiting   int
+	Queued    int
+	Running   int
+	Succeeded int
+	Failed    int
+	// Cancelled batches were cancelled, or never ran because the scatter
+	// failed or was cancelled.
+	Cancelled int
+	ItemCount int64
+	// ItemsDone counts the items in batches that succeeded.
+	ItemsDone int64
+}
+
+// ScatterBatch is one batch of a scatter.
+type ScatterBatch struct {
+	// Index is the batch's place, from 0.
+	Index     int
+	ItemCount int
+	// Job is the batch's job: nil while the batch waits for its turn.
+	Job *Job
 }

@@ -15,8 +15,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/events"
 )
 
 // The goals spool's performance is held to on a 2-CPU machine with the
@@ -180,7 +178,7 @@ func remoteLines(ctx context.Context, job emitter, jobs, lines, slots int, perLi
 	}
 	defer r.stop()
 	start := time.Now()
-	ids, err := submitAll(ctx, r.Client, jobs, client.Submission{Argv: job.lines(lines)})
+	ids, err := submitAll(ctx, r.Client, jobs, client.SubmitParams{Argv: job.lines(lines)})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -195,7 +193,7 @@ func remoteLines(ctx context.Context, job emitter, jobs, lines, slots int, perLi
 
 // submitAll submits n copies of s from 8 goroutines at once and returns
 // the jobs' ids.
-func submitAll(ctx context.Context, c *client.Client, n int, s client.Submission) ([]string, error) {
+func submitAll(ctx context.Context, c *client.Client, n int, s client.SubmitParams) ([]string, error) {
 	ids := make([]string, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -208,7 +206,7 @@ func submitAll(ctx context.Context, c *client.Client, n int, s client.Submission
 					errs[w] = err
 					return
 				}
-				ids[i] = j.GetJobId()
+				ids[i] = j.ID
 			}
 		})
 	}
@@ -374,7 +372,7 @@ func readGoal(ctx context.Context, job emitter, sz sizes, log *slog.Logger) ([]g
 		if err != nil {
 			return nil, err
 		}
-		id, err := runJob(ctx, r.Client, client.Submission{Argv: job.lines(sz.goalLines)})
+		id, err := runJob(ctx, r.Client, client.SubmitParams{Argv: job.lines(sz.goalLines)})
 		if err == nil {
 			batches[i], lineEvents[i], err = readWhole(ctx, r.Client, id, sz.goalLines)
 		}
@@ -412,7 +410,7 @@ func readWhole(ctx context.Context, c *client.Client, id string, lines int) (bat
 			if err != nil {
 				return 0, 0, err
 			}
-			n += int(events.LineCount(ev))
+			n += len(ev.Lines)
 		}
 		took[i][0] = time.Since(start)
 		if n != lines {
@@ -450,12 +448,12 @@ func catchUpGoal(ctx context.Context, job emitter) ([]goalRow, error) {
 		return nil, err
 	}
 	defer r.stop()
-	submitted, _, err := r.Client.Submit(ctx, client.Submission{Argv: job.paced(lines, 2000, "0s")})
+	submitted, _, err := r.Client.Submit(ctx, client.SubmitParams{Argv: job.paced(lines, 2000, "0s")})
 	if err != nil {
 		return nil, err
 	}
 	// Wait for the first line, so the job is running when the server goes.
-	for _, err := range r.Client.Events(ctx, submitted.GetJobId(), client.StreamOptions{Follow: true}).All() {
+	for _, err := range r.Client.Events(ctx, submitted.ID, client.StreamOptions{Follow: true}).All() {
 		if err != nil {
 			return nil, err
 		}
@@ -468,17 +466,17 @@ func catchUpGoal(ctx context.Context, job emitter) ([]goalRow, error) {
 	}
 	back := time.Now()
 	for {
-		j, err := r.Client.Job(ctx, submitted.GetJobId())
-		if err == nil && spool.IsFinal(j.GetState()) {
+		j, err := r.Client.Job(ctx, submitted.ID)
+		if err == nil && j.State.IsFinal() {
 			break
 		}
 		if time.Since(back) > time.Minute {
-			return nil, fmt.Errorf("job %s did not finish within a minute of the server coming back (%v)", submitted.GetJobId(), err)
+			return nil, fmt.Errorf("job %s did not finish within a minute of the server coming back (%v)", submitted.ID, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	caughtUp := time.Since(back)
-	log2, err := r.Client.ReadLog(ctx, submitted.GetJobId())
+	log2, err := r.Client.ReadLog(ctx, submitted.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -494,12 +492,10 @@ func catchUpGoal(ctx context.Context, job emitter) ([]goalRow, error) {
 	}}, nil
 }
 
-func countOutput(log []*spoolv1.JobEvent) int {
+func countOutput(log []*spool.Event) int {
 	n := 0
 	for _, ev := range log {
-		if ev.GetOutputData() != nil {
-			n++
-		}
+		n += len(ev.Lines)
 	}
 	return n
 }

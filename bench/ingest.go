@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/demo"
 	"github.com/spool-run/spool/internal/ingest/ingesttest"
@@ -67,7 +67,7 @@ func compareIngest(ctx context.Context, sz sizes, log *slog.Logger) error {
 // measureIngest sends deliveries deliveries per stream, from every stream
 // at once, then all of them again.
 func measureIngest(ctx context.Context, cl *demo.Local, deliveries int) (ingestResult, error) {
-	_, key, err := cl.Client.CreateKey(ctx, client.NewKey{Name: "bench-ingest", Role: "ingest"})
+	_, key, err := cl.Client.CreateKey(ctx, client.KeyParams{Name: "bench-ingest", Role: spool.RoleIngest})
 	if err != nil {
 		return ingestResult{}, err
 	}
@@ -116,16 +116,16 @@ func measureIngest(ctx context.Context, cl *demo.Local, deliveries int) (ingestR
 	if r.repeatPerSecond, err = send(); err != nil {
 		return r, err
 	}
-	jobs, _, err := cl.Client.JobsPage(ctx, &spoolv1.ListJobsRequest{Source: "/ecs/bench:web/0"})
+	jobs, _, err := cl.Client.JobsPage(ctx, client.ListParams{Source: "/ecs/bench:web/0"})
 	if err != nil || len(jobs) != 1 {
 		return r, fmt.Errorf("the bench's first stream has %d jobs (%v), want 1", len(jobs), err)
 	}
-	lines := jobs[0].GetLineCount()
+	lines := jobs[0].LineCount
 	if want := int64(deliveries * ingestPerDelivery); lines != want {
 		return r, fmt.Errorf("the bench's first stream has %d lines, want %d", lines, want)
 	}
 	items := 0
-	for _, err := range storekit.Read(ctx, cl.Server.Store(), store.ReadRequest{JobID: jobs[0].GetJobId(), FromSequence: 1}) {
+	for _, err := range storekit.Read(ctx, cl.Server.Store(), store.ReadRequest{JobID: jobs[0].ID, FromSequence: 1}) {
 		if err != nil {
 			return r, err
 		}

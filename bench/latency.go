@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 // latency is a distribution's p50 and p99, and the job measured.
@@ -32,23 +32,23 @@ func round(d time.Duration) time.Duration {
 // rate lines/s while a client (follow) follows it, and measures, for each
 // line, the time from the process writing it to the follower receiving it.
 func liveLatency(ctx context.Context, submit, follow *client.Client, prog emitter, rate, count int) (latency, error) {
-	job, _, err := submit.Submit(ctx, client.Submission{Argv: prog.paced(count, rate, "500ms")})
+	job, _, err := submit.Submit(ctx, client.SubmitParams{Argv: prog.paced(count, rate, "500ms")})
 	if err != nil {
 		return latency{}, err
 	}
-	s := follow.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := follow.Events(ctx, job.ID, client.StreamOptions{Follow: true, Types: []spool.EventType{spool.EventOutput}})
 	var samples []time.Duration
 	for ev, err := range s.All() {
 		if err != nil {
 			return latency{}, err
 		}
 		now := time.Now()
-		line := ev.GetOutputData().GetOutput()
-		_, ts, ok := bytes.Cut(line, []byte(" "))
+		line := ev.Lines[0].Text
+		_, ts, ok := strings.Cut(line, " ")
 		if !ok {
 			return latency{}, fmt.Errorf("unexpected line %q", line)
 		}
-		ns, err := strconv.ParseInt(string(ts), 10, 64)
+		ns, err := strconv.ParseInt(ts, 10, 64)
 		if err != nil {
 			return latency{}, fmt.Errorf("unexpected line %q", line)
 		}
@@ -58,5 +58,5 @@ func liveLatency(ctx context.Context, submit, follow *client.Client, prog emitte
 		return latency{}, fmt.Errorf("followed %d lines of %d", len(samples), count)
 	}
 	p50, p99 := percentiles(samples)
-	return latency{p50: p50, p99: p99, jobID: job.GetJobId()}, nil
+	return latency{p50: p50, p99: p99, jobID: job.ID}, nil
 }

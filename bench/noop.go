@@ -96,14 +96,14 @@ func noopJobRate(ctx context.Context, c *client.Client, n int) (float64, error) 
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				j, _, err := c.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}})
+				j, _, err := c.Submit(ctx, client.SubmitParams{Queue: queue, Argv: []string{"true"}})
 				if err != nil {
 					mu.Lock()
 					firstErr = err
 					mu.Unlock()
 					return
 				}
-				ids[i] = j.GetJobId()
+				ids[i] = j.ID
 			}
 		})
 	}
@@ -132,13 +132,13 @@ func waitQueue(ctx context.Context, c *client.Client, queue string, n int) error
 			return err
 		}
 		for _, q := range qs {
-			if q.GetName() != queue {
+			if q.Name != queue {
 				continue
 			}
-			if bad := q.GetFailed() + q.GetCancelled(); bad > 0 {
+			if bad := q.Failed + q.Cancelled; bad > 0 {
 				return fmt.Errorf("%d jobs of queue %s did not succeed", bad, queue)
 			}
-			if q.GetSucceeded() >= int64(n) {
+			if q.Succeeded >= n {
 				return nil
 			}
 		}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/demo"
 	"github.com/spool-run/spool/itembatch"
 )
@@ -59,28 +59,28 @@ func measureScatter(ctx context.Context, cl *demo.Local, n, per int) (scatterRes
 	for i, b := range batches {
 		raw[i] = b.JSON()
 	}
-	sc, err := cl.Client.StartScatter(ctx, client.NewScatter{Job: client.Submission{Argv: []string{"true"}}, Batches: raw})
+	sc, err := cl.Client.StartScatter(ctx, client.ScatterParams{Job: client.SubmitParams{Argv: []string{"true"}}, Batches: raw})
 	if err != nil {
 		return r, err
 	}
 	r.itemsPerSecond = float64(n) / sinceStart(start)
-	sc, err = cl.Client.FollowScatter(ctx, sc.GetScatterId(), 20*time.Millisecond, nil)
+	sc, err = cl.Client.FollowScatter(ctx, sc.ID, 20*time.Millisecond, nil)
 	if err != nil {
 		return r, err
 	}
-	if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED {
-		return r, fmt.Errorf("the scatter ended %s: %s", sc.GetState(), sc.GetError())
+	if sc.State != spool.ScatterSucceeded {
+		return r, fmt.Errorf("the scatter ended %s: %s", sc.State, sc.Error)
 	}
 	r.batchesPerSecond = float64(len(batches)) / sinceStart(start)
 
 	start = time.Now()
 	ids := make([]string, len(batches))
 	for i := range ids {
-		j, _, err := cl.Client.Submit(ctx, client.Submission{Argv: []string{"true"}})
+		j, _, err := cl.Client.Submit(ctx, client.SubmitParams{Argv: []string{"true"}})
 		if err != nil {
 			return r, err
 		}
-		ids[i] = j.GetJobId()
+		ids[i] = j.ID
 	}
 	if err := waitAll(ctx, cl.Client, ids, nil); err != nil {
 		return r, err

@@ -99,7 +99,7 @@ func startRemote(ctx context.Context, slots int, perLine bool, log *slog.Logger)
 		return nil, err
 	}
 	var w *worker.Worker
-	r.Client, err = client.New(r.url, client.WithAPIKey(r.key))
+	r.Client, err = client.New(client.Config{URL: r.url, APIKey: r.key})
 	if err == nil && slots > 0 {
 		w, err = worker.New(worker.Config{Server: r.url, APIKey: r.key, SpoolDir: filepath.Join(dir, "worker"), Concurrency: slots, Logger: log})
 	}

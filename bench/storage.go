@@ -16,7 +16,7 @@ import (
 // storage runs a 10,000-line job and counts the items stored per 1,000
 // lines, and the items a read of lines 9,000-10,000 fetches.
 func storage(ctx context.Context, cl *demo.Local, job emitter) (per1000 float64, replay int, err error) {
-	id, err := runJob(ctx, cl.Client, client.Submission{Argv: job.lines(10000)})
+	id, err := runJob(ctx, cl.Client, client.SubmitParams{Argv: job.lines(10000)})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -46,12 +46,12 @@ func countItems(ctx context.Context, c *client.Client, id string) (int, error) {
 }
 
 // runJob submits a job and waits for it to succeed.
-func runJob(ctx context.Context, c *client.Client, s client.Submission) (string, error) {
+func runJob(ctx context.Context, c *client.Client, s client.SubmitParams) (string, error) {
 	job, _, err := c.Submit(ctx, s)
 	if err != nil {
 		return "", err
 	}
-	return job.GetJobId(), waitDone(ctx, c, job.GetJobId())
+	return job.ID, waitDone(ctx, c, job.ID)
 }
 
 // followers is how many jobs waitAll follows at once.
@@ -95,8 +95,8 @@ func waitDone(ctx context.Context, c *client.Client, id string) error {
 			return err
 		}
 	}
-	if j := s.Finished(); j == nil || j.GetResult().GetExitCode() != 0 || j.GetResult().GetError() != "" {
-		return fmt.Errorf("job %s did not succeed: %v", id, j.GetResult())
+	if j := s.Finished(); j == nil || j.Result.ExitCode != 0 || j.Result.Error != "" {
+		return fmt.Errorf("job %s did not succeed: %v", id, j.Result)
 	}
 	return nil
 }

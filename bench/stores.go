@@ -163,7 +163,7 @@ func measureStore(ctx context.Context, cl *demo.Local, job emitter, sz sizes, pg
 		return r, fmt.Errorf("second server: %w", err)
 	}
 	defer b.Stop(context.Background())
-	bc, err := client.New(b.URL(), client.WithAPIKey(cfg.Auth.AdminKey))
+	bc, err := client.New(client.Config{URL: b.URL(), APIKey: cfg.Auth.AdminKey})
 	if err != nil {
 		return r, err
 	}
@@ -240,13 +240,13 @@ func queueThrough(ctx context.Context, url, key string, n, maxJobs int) (queueRu
 	if err != nil {
 		return queueRun{}, err
 	}
-	c, err := client.New(url, client.WithAPIKey(key))
+	c, err := client.New(client.Config{URL: url, APIKey: key})
 	if err != nil {
 		return queueRun{}, err
 	}
 	queue := "bench-queue-" + randomHex()
 	return runQueue(n, func() error {
-		_, _, err := c.Submit(ctx, client.Submission{Queue: queue, Argv: []string{"true"}})
+		_, _, err := c.Submit(ctx, client.SubmitParams{Queue: queue, Argv: []string{"true"}})
 		return err
 	}, func() (int, error) {
 		resp, err := rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: int32(maxJobs), WaitSeconds: 1,

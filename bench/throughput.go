@@ -22,7 +22,7 @@ func throughput(ctx context.Context, cl *demo.Local, job emitter, jobs, lines in
 	)
 	for range jobs {
 		wg.Go(func() {
-			_, err := runJob(ctx, cl.Client, client.Submission{Argv: job.lines(lines)})
+			_, err := runJob(ctx, cl.Client, client.SubmitParams{Argv: job.lines(lines)})
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()

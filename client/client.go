@@ -1,9 +1,14 @@
 // Package client is the Go SDK for spool: submit jobs, look them up, list
 // and cancel them, and replay and follow their output from any line (see
-// Events and EventStream).
+// Lines, Events and EventStream).
 //
-//	c, err := client.New(client.URLFromEnv())
-//	job, _, err := c.Submit(ctx, client.Submission{Argv: []string{"make", "test"}})
+//	c, err := client.New(client.Config{URL: client.URLFromEnv(), APIKey: client.APIKeyFromEnv()})
+//	job, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"make", "test"}})
+//	for line, err := range c.Lines(ctx, job.ID, client.StreamOptions{Follow: true}) { ... }
+//
+// Calls take parameters as structs (SubmitParams, ListParams,
+// ScatterParams, KeyParams) and return package spool's types: spool.Job,
+// spool.Event and spool.Line, spool.Queue, spool.Key, spool.Scatter.
 //
 // Every error a Client returns wraps one of package spool's error kinds, so
 // callers branch with errors.Is(err, spool.ErrNotFound) and friends.
@@ -15,8 +20,11 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
+	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -26,12 +34,14 @@ import (
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/durationpb"
+	"connectrpc.com/otelconnect"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/wire"
 )
 
@@ -56,39 +66,44 @@ type Client struct {
 	ing     spoolv1connect.IngestServiceClient
 	qs      spoolv1connect.QueueServiceClient
 	url     string
+	log     *slog.Logger
 }
 
-// Option configures New.
-type Option interface{ apply(*wire.Options) }
+// Config says which server a Client talks to and how.
+type Config struct {
+	// URL is the server's address, http://host:port or https://host:port
+	// ("": DefaultURL; URLFromEnv reads $SPOOL_SERVER).
+	URL string
+	// APIKey is sent with every call. Every spool server needs one (unless
+	// its auth is disabled); APIKeyFromEnv finds the usual one.
+	APIKey string
+	// CAFile trusts only the CA whose certificate (PEM) is in this file,
+	// for a server on https:// with a certificate of a private CA.
+	CAFile string
+	// HTTPClient makes the requests (nil: a pooled client without an
+	// overall timeout, since streams last as long as jobs).
+	HTTPClient *http.Client
+	// GRPC speaks gRPC (over HTTP/2 without TLS for http:// URLs) instead
+	// of the Connect protocol.
+	GRPC bool
+	// Retry says how calls ride out a server that is away (by default
+	// they do not).
+	Retry Retry
 
-type optionFunc func(*wire.Options)
-
-func (f optionFunc) apply(o *wire.Options) { f(o) }
-
-// WithHTTPClient uses h for requests.
-func WithHTTPClient(h *http.Client) Option {
-	return optionFunc(func(o *wire.Options) { o.HTTPClient = h })
+	// Logger receives the client's structured logs (nil: discarded): each
+	// call tried again and each stream reconnecting, at level info.
+	Logger *slog.Logger
+	// Meters makes the client's metrics (nil: none): the meter
+	// "connectrpc.com/otelconnect" records each call's duration, request
+	// and response sizes (rpc.client.duration and friends).
+	Meters metric.MeterProvider
 }
-
-// WithGRPC speaks gRPC (over HTTP/2 without TLS for http:// URLs) instead of
-// the Connect protocol.
-func WithGRPC() Option { return optionFunc(func(o *wire.Options) { o.GRPC = true }) }
-
-// WithAPIKey sends key with every call. Every spool server needs one (unless
-// its auth is disabled); APIKeyFromEnv finds the usual one.
-func WithAPIKey(key string) Option {
-	return optionFunc(func(o *wire.Options) { o.APIKey = strings.TrimSpace(key) })
-}
-
-// WithCA trusts only the CA whose certificate (PEM) is in file, for a
-// server on https:// with a certificate of a private CA.
-func WithCA(file string) Option { return optionFunc(func(o *wire.Options) { o.CAFile = file }) }
 
 // Retry says how calls ride out a server, or its store, that is away: a
 // refused or cut connection, an Unavailable answer (a server or database
 // restarting). Only what cannot happen twice is tried again: reads, calls
 // that never reached the server, and calls with a request id
-// (Submission.RequestID, Rerun's requestID), which the server answers
+// (SubmitParams.RequestID, Rerun's requestID), which the server answers
 // with what the first call did. Streams of events resume on their own
 // (Reconnect) and are not affected.
 type Retry struct {
@@ -99,61 +114,88 @@ type Retry struct {
 	OnRetry func(err error, wait time.Duration)
 }
 
-// WithRetry makes calls try again as r says (by default, they do not).
-func WithRetry(r Retry) Option {
-	return optionFunc(func(o *wire.Options) { o.Retry, o.OnRetry = r.For, r.OnRetry })
-}
-
 // APIKeyFromEnv returns $SPOOL_API_KEY ("" when it is unset).
 func APIKeyFromEnv() string { return strings.TrimSpace(os.Getenv("SPOOL_API_KEY")) }
 
-// New returns a client for the server at baseURL (http://host:port).
-func New(baseURL string, opts ...Option) (*Client, error) {
-	var o wire.Options
-	for _, opt := range opts {
-		opt.apply(&o)
+// New returns a client for the server cfg names. It makes no call: a
+// server that is away is noticed by the first one.
+func New(cfg Config) (*Client, error) {
+	if cfg.URL == "" {
+		cfg.URL = DefaultURL
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o := wire.Options{HTTPClient: cfg.HTTPClient, GRPC: cfg.GRPC, APIKey: strings.TrimSpace(cfg.APIKey), CAFile: cfg.CAFile, Retry: cfg.Retry.For}
+	if o.Retry > 0 {
+		onRetry := cfg.Retry.OnRetry
+		o.OnRetry = func(err error, wait time.Duration) {
+			log.Info("spool: call failed; trying again", "error", err, "wait", wait)
+			if onRetry != nil {
+				onRetry(err, wait)
+			}
+		}
+	}
+	if cfg.Meters != nil {
+		rpcMetrics, err := otelconnect.NewInterceptor(otelconnect.WithMeterProvider(cfg.Meters), otelconnect.WithoutTracing())
+		if err != nil {
+			return nil, fmt.Errorf("client metrics: %w", err)
+		}
+		o.Interceptors = append(o.Interceptors, rpcMetrics)
 	}
 	hc, err := wire.HTTPClient(o)
 	if err != nil {
 		return nil, err
 	}
 	o.HTTPClient = hc
-	rpc, err := wire.Dial(baseURL, o)
+	rpc, err := wire.Dial(cfg.URL, o)
 	if err != nil {
 		return nil, err
 	}
 	// Event streams carry events as they are stored, compressed already.
 	plain := o
 	plain.PlainResponses = true
-	streams, _ := wire.Dial(baseURL, plain)
-	keys, _ := wire.DialKeys(baseURL, o)
-	sc, _ := wire.DialScatters(baseURL, o)
-	ing, _ := wire.DialIngest(baseURL, o)
-	qs, _ := wire.DialQueues(baseURL, o)
-	base, _ := wire.BaseURL(baseURL)
-	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, url: base}, nil
+	streams, _ := wire.Dial(cfg.URL, plain)
+	keys, _ := wire.DialKeys(cfg.URL, o)
+	sc, _ := wire.DialScatters(cfg.URL, o)
+	ing, _ := wire.DialIngest(cfg.URL, o)
+	qs, _ := wire.DialQueues(cfg.URL, o)
+	base, _ := wire.BaseURL(cfg.URL)
+	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, url: base, log: log}, nil
 }
 
 // URL is the server's address.
 func (c *Client) URL() string { return c.url }
 
-// Submission describes a job to submit. Set Argv or Script.
-type Submission struct {
-	Queue      string
-	Argv       []string
-	Script     string
-	Env        map[string]string
+// SubmitParams describes a job to submit. Set Argv or Script.
+type SubmitParams struct {
+	// Queue is the job's queue ("": "default").
+	Queue string
+	// Argv is the program and its arguments, run directly (no shell).
+	Argv []string
+	// Script is run with /bin/sh -c.
+	Script string
+	// Env is added to the environment the worker gives jobs.
+	Env map[string]string
+	// WorkingDir is where the command runs: inside the checkout when
+	// Repository is set, else inside the job's own directory.
 	WorkingDir string
-	Timeout    time.Duration
+	// Timeout stops the command after this long (0: no limit).
+	Timeout time.Duration
+	// Repository is a git repository cloned before the command runs, at
+	// Ref (its HEAD when empty).
 	Repository string
 	Ref        string
-	RequestID  string
+	// RequestID makes the submission idempotent: a second Submit with the
+	// same id returns the job the first one made.
+	RequestID string
 	// MaxAttempts bounds how often the job may lose its worker (a worker
 	// that died or vanished) before it fails (0: the server's default).
-	MaxAttempts int32
+	MaxAttempts int
 	// Retries is how often a failing command (non-zero exit, timeout, could
 	// not start) is run again, with exponential backoff (0: never).
-	Retries int32
+	Retries int
 	// Stdin is given to the command on its standard input. Argv, Script,
 	// Env and Stdin together hold at most 256 KiB.
 	Stdin []byte
@@ -176,22 +218,19 @@ type Submission struct {
 	Secrets map[string]string
 }
 
-// Params is the submission's JobParams, with the names of its secrets
-// (their values go beside the params, in EnqueueJobRequest.secrets).
-func (s Submission) Params() *spoolv1.JobParams {
-	p := &spoolv1.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, RepositoryUrl: s.Repository, Ref: s.Ref, Stdin: s.Stdin, Pty: s.PTY,
-		SecretNames: slices.Sorted(maps.Keys(s.Secrets))}
-	// A negative timeout is sent as it is, for the server to refuse: it
-	// must not quietly mean "none".
-	if s.Timeout != 0 {
-		p.Timeout = durationpb.New(s.Timeout)
-	}
-	return p
+// params is what the job runs, with the names of its secrets (their
+// values travel beside the params).
+func (s SubmitParams) params() spool.JobParams {
+	return spool.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, Timeout: s.Timeout,
+		Repository: s.Repository, Ref: s.Ref, Stdin: s.Stdin, PTY: s.PTY, SecretNames: slices.Sorted(maps.Keys(s.Secrets))}
 }
 
 // Submit enqueues a job. deduplicated is true when s.RequestID was used
 // before and job is the one created then.
-func (c *Client) Submit(ctx context.Context, s Submission) (job *spoolv1.Job, deduplicated bool, err error) {
+func (c *Client) Submit(ctx context.Context, s SubmitParams) (job *spool.Job, deduplicated bool, err error) {
+	if err := errors.Join(fits("MaxAttempts", s.MaxAttempts), fits("Retries", s.Retries)); err != nil {
+		return nil, false, err
+	}
 	for name, v := range s.Secrets {
 		if !utf8.ValidString(v) {
 			// The wire carries text; say which secret is not, not what it is.
@@ -199,43 +238,44 @@ func (c *Client) Submit(ctx context.Context, s Submission) (job *spoolv1.Job, de
 		}
 	}
 	resp, err := c.rpc.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{
-		Queue: s.Queue, Params: s.Params(), RequestId: s.RequestID, MaxAttempts: s.MaxAttempts, Retries: s.Retries,
+		Queue: s.Queue, Params: convert.ParamsProto(s.params()), RequestId: s.RequestID, MaxAttempts: int32(s.MaxAttempts), Retries: int32(s.Retries),
 		RejectReason: s.RejectReason, Secrets: s.Secrets,
 	}))
 	if err != nil {
 		return nil, false, wrap(err)
 	}
-	return resp.Msg.GetJob(), resp.Msg.GetDeduplicated(), nil
+	return convert.Job(resp.Msg.GetJob()), resp.Msg.GetDeduplicated(), nil
 }
 
 // Job returns one job.
-func (c *Client) Job(ctx context.Context, id string) (*spoolv1.Job, error) {
+func (c *Client) Job(ctx context.Context, id string) (*spool.Job, error) {
 	resp, err := c.rpc.GetJob(ctx, connect.NewRequest(&spoolv1.GetJobRequest{JobId: id}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetJob(), nil
+	return convert.Job(resp.Msg.GetJob()), nil
 }
 
-// Cancel cancels a job (see CancelJob).
-func (c *Client) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, error) {
+// Cancel cancels a job: a queued job never runs, a running one is stopped
+// by its worker at its next heartbeat. reason is recorded in its result.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*spool.Job, error) {
 	resp, err := c.rpc.CancelJob(ctx, connect.NewRequest(&spoolv1.CancelJobRequest{JobId: id, Reason: reason}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetJob(), nil
+	return convert.Job(resp.Msg.GetJob()), nil
 }
 
 // Rerun enqueues a finished job again as a new job with the same queue,
 // command and budgets, and returns the new job; its RerunOf names the old
 // one. A job that has not finished is spool.ErrConflict. requestID, when
 // set, makes a repeat return the job the first call made.
-func (c *Client) Rerun(ctx context.Context, id, requestID string) (*spoolv1.Job, error) {
+func (c *Client) Rerun(ctx context.Context, id, requestID string) (*spool.Job, error) {
 	resp, err := c.rpc.RerunJob(ctx, connect.NewRequest(&spoolv1.RerunJobRequest{JobId: id, RequestId: requestID}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetJob(), nil
+	return convert.Job(resp.Msg.GetJob()), nil
 }
 
 // Delete removes a finished job and its whole log from the server. A job
@@ -246,24 +286,46 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 	return wrap(err)
 }
 
-// JobsPage returns one page of jobs matching req, newest first, and the
-// cursor of the next page ("" after the last).
-func (c *Client) JobsPage(ctx context.Context, req *spoolv1.ListJobsRequest) (jobs []*spoolv1.Job, nextCursor string, err error) {
-	resp, err := c.rpc.ListJobs(ctx, connect.NewRequest(req))
+// ListParams says which jobs Jobs and JobsPage list, and from where.
+type ListParams struct {
+	// Queue lists only the jobs of this queue ("": every queue).
+	Queue string
+	// States lists only the jobs in one of these states (none: every
+	// state).
+	States []spool.State
+	// Source lists only the external jobs of this source.
+	Source string
+	// Cursor is where the listing starts: the next cursor of an earlier
+	// page ("": the newest job).
+	Cursor string
+	// PageSize is the most jobs one call to the server returns (0: 50; at
+	// most 1000).
+	PageSize int
+}
+
+// JobsPage returns one page of jobs matching p, newest first, and the
+// cursor of the next page ("" after the last). A page may hold fewer jobs
+// than p.PageSize, even none, and still have a next one: the server
+// bounds the work of one call.
+func (c *Client) JobsPage(ctx context.Context, p ListParams) (jobs []*spool.Job, nextCursor string, err error) {
+	if err := fits("PageSize", p.PageSize); err != nil {
+		return nil, "", err
+	}
+	resp, err := c.rpc.ListJobs(ctx, connect.NewRequest(&spoolv1.ListJobsRequest{
+		Queue: p.Queue, States: convert.StatesProto(p.States), Source: p.Source, PageSize: int32(p.PageSize), Cursor: p.Cursor}))
 	if err != nil {
 		return nil, "", wrap(err)
 	}
-	return resp.Msg.GetJobs(), resp.Msg.GetNextCursor(), nil
+	return convert.Jobs(resp.Msg.GetJobs()), resp.Msg.GetNextCursor(), nil
 }
 
-// Jobs yields every job matching req, newest first, fetching pages of
-// req.PageSize as it goes (req.Cursor, if set, is where it starts).
-func (c *Client) Jobs(ctx context.Context, req *spoolv1.ListJobsRequest) iter.Seq2[*spoolv1.Job, error] {
-	return func(yield func(*spoolv1.Job, error) bool) {
-		cursor := req.GetCursor()
+// Jobs yields every job matching p, newest first, fetching pages of
+// p.PageSize as it goes (from p.Cursor, if set). An error ends the
+// iteration.
+func (c *Client) Jobs(ctx context.Context, p ListParams) iter.Seq2[*spool.Job, error] {
+	return func(yield func(*spool.Job, error) bool) {
 		for {
-			r := &spoolv1.ListJobsRequest{Queue: req.GetQueue(), States: req.GetStates(), PageSize: req.GetPageSize(), Cursor: cursor}
-			jobs, next, err := c.JobsPage(ctx, r)
+			jobs, next, err := c.JobsPage(ctx, p)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -273,20 +335,20 @@ func (c *Client) Jobs(ctx context.Context, req *spoolv1.ListJobsRequest) iter.Se
 					return
 				}
 			}
-			if cursor = next; cursor == "" {
+			if p.Cursor = next; p.Cursor == "" {
 				return
 			}
 		}
 	}
 }
 
-// IsUnavailable reports whether err, from a call to the server, means the
-// server could not be reached (or is restarting), as opposed to refusing
-// the request: the same call may succeed later. Errors that did not come
-// from a call (a file, a local port) are not, even when the system's error
-// underneath looks like a network one.
-func IsUnavailable(err error) bool {
-	return errors.Is(err, spool.ErrUnavailable) || connect.CodeOf(err) == connect.CodeUnavailable
+// fits refuses a number the wire carries in 32 bits and v does not fit
+// in: sent as it is, it would wrap around and mean another number.
+func fits(name string, v int) error {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return apierr.Invalid("%s: %d does not fit in 32 bits", name, v)
+	}
+	return nil
 }
 
 // kindError is an error from the server with the kind its code stands for,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/worker"
 )
@@ -23,53 +22,71 @@ func Example() {
 	defer stop()
 	ctx := context.Background()
 
-	// Or: client.New(client.URLFromEnv(), client.WithAPIKey(client.APIKeyFromEnv()))
-	c, err := client.New(url, client.WithAPIKey(key))
+	// Or: client.New(client.Config{URL: client.URLFromEnv(), APIKey: client.APIKeyFromEnv()})
+	c, err := client.New(client.Config{URL: url, APIKey: key})
 	if err != nil {
 		log.Fatal(err)
 	}
-	job, _, err := c.Submit(ctx, client.Submission{Script: "echo building; echo done"})
+	job, _, err := c.Submit(ctx, client.SubmitParams{Script: "echo building; echo done"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := c.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true,
-		Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := c.Events(ctx, job.ID, client.StreamOptions{Follow: true,
+		Types: []spool.EventType{spool.EventOutput}})
 	for ev, err := range s.All() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		line := ev.GetOutputData()
-		fmt.Println(line.GetLineNumber(), line.GetStream(), string(line.GetOutput()))
+		for _, line := range ev.Lines {
+			fmt.Println(line.Number, line.Stream, line.Text)
+		}
 	}
-	fmt.Println("the job", spool.StateName(s.Finished().GetState()))
+	fmt.Println("the job", s.Finished().State)
 	// Output:
-	// 1 STREAM_TYPE_STDOUT building
-	// 2 STREAM_TYPE_STDOUT done
+	// 1 stdout building
+	// 2 stdout done
 	// the job succeeded
+}
+
+// Follow a job's output, line by line, until it ends.
+func ExampleClient_Lines() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	job, _, err := c.Submit(ctx, client.SubmitParams{Script: "echo compiling; echo linking; echo done"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for line, err := range c.Lines(ctx, job.ID, client.StreamOptions{Follow: true}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(line.Number, line.Stream, line.Text)
+	}
+	// Output:
+	// 1 stdout compiling
+	// 2 stdout linking
+	// 3 stdout done
 }
 
 // Replay a finished job's output from line 8: the read seeks straight to
 // the stored batch that holds it.
 func ExampleClient_Events_fromLine() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(url, client.WithAPIKey(key))
+	job, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"seq", "1", "10"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	job, _, err := c.Submit(ctx, client.Submission{Argv: []string{"seq", "1", "10"}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	waitFinal(ctx, c, job.GetJobId())
+	waitFinal(ctx, c, job.ID)
 
-	for ev, err := range c.Events(ctx, job.GetJobId(), client.StreamOptions{FromLine: 8}).All() {
+	for ev, err := range c.Events(ctx, job.ID, client.StreamOptions{FromLine: 8}).All() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if line := ev.GetOutputData(); line != nil {
-			fmt.Printf("line %d: %s\n", line.GetLineNumber(), line.GetOutput())
+		for _, line := range ev.Lines {
+			fmt.Printf("line %d: %s\n", line.Number, line.Text)
 		}
 	}
 	// Output:
@@ -80,46 +97,38 @@ func ExampleClient_Events_fromLine() {
 
 // Errors carry spool's kinds: branch on them with errors.Is.
 func ExampleClient_Job_notFound() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
-	c, err := client.New(url, client.WithAPIKey(key))
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = c.Job(context.Background(), "no-such-job")
+	_, err := c.Job(context.Background(), "no-such-job")
 	fmt.Println(errors.Is(err, spool.ErrNotFound))
 	// Output: true
 }
 
 // Run a failed job again, then tidy up: the old job goes with its log.
 func ExampleClient_Rerun() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(url, client.WithAPIKey(key))
-	if err != nil {
-		log.Fatal(err)
-	}
-	first, _, err := c.Submit(ctx, client.Submission{Script: "echo flaky; exit 1"})
+	first, _, err := c.Submit(ctx, client.SubmitParams{Script: "echo flaky; exit 1"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	// A job must have finished to be run again (or it is spool.ErrConflict).
-	s := c.Events(ctx, first.GetJobId(), client.StreamOptions{Follow: true})
+	s := c.Events(ctx, first.ID, client.StreamOptions{Follow: true})
 	for _, err := range s.All() {
 		if err != nil {
 			log.Fatal(err)
 		}
 	}
-	again, err := c.Rerun(ctx, first.GetJobId(), "")
+	again, err := c.Rerun(ctx, first.ID, "")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("rerun of the first:", again.GetRerunOf() == first.GetJobId())
-	if err := c.Delete(ctx, first.GetJobId()); err != nil {
+	fmt.Println("rerun of the first:", again.RerunOf == first.ID)
+	if err := c.Delete(ctx, first.ID); err != nil {
 		log.Fatal(err)
 	}
-	_, err = c.Job(ctx, first.GetJobId())
+	_, err = c.Job(ctx, first.ID)
 	fmt.Println("first deleted:", errors.Is(err, spool.ErrNotFound))
 	// Output:
 	// rerun of the first: true
@@ -129,17 +138,13 @@ func ExampleClient_Rerun() {
 // Pause a queue for maintenance: its jobs wait, and no worker takes them
 // until it is resumed.
 func ExampleClient_PauseQueue() {
-	url, key, stop := exampleSpool()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(url, client.WithAPIKey(key))
-	if err != nil {
-		log.Fatal(err)
-	}
 	if _, err := c.PauseQueue(ctx, "deploys"); err != nil {
 		log.Fatal(err)
 	}
-	if _, _, err := c.Submit(ctx, client.Submission{Queue: "deploys", Argv: []string{"./deploy.sh"}}); err != nil {
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "deploys", Argv: []string{"./deploy.sh"}}); err != nil {
 		log.Fatal(err)
 	}
 	queues, _, err := c.Queues(ctx)
@@ -147,10 +152,10 @@ func ExampleClient_PauseQueue() {
 		log.Fatal(err)
 	}
 	for _, q := range queues {
-		if q.GetName() != "deploys" {
+		if q.Name != "deploys" {
 			continue // the worker's own queue, "default", shows too
 		}
-		fmt.Printf("%s paused=%v queued=%d running=%d\n", q.GetName(), q.GetPaused(), q.GetQueued(), q.GetRunning())
+		fmt.Printf("%s paused=%v queued=%d running=%d\n", q.Name, q.Paused, q.Queued, q.Running)
 	}
 	// Output: deploys paused=true queued=1 running=0
 }
@@ -161,29 +166,29 @@ func ExampleClient_CreateKey() {
 	url, adminKey, stop := exampleSpool()
 	defer stop()
 	ctx := context.Background()
-	admin, err := client.New(url, client.WithAPIKey(adminKey))
+	admin, err := client.New(client.Config{URL: url, APIKey: adminKey})
 	if err != nil {
 		log.Fatal(err)
 	}
-	key, secret, err := admin.CreateKey(ctx, client.NewKey{Name: "builder-1", Role: "worker", Queues: []string{"builds"}})
+	key, secret, err := admin.CreateKey(ctx, client.KeyParams{Name: "builder-1", Role: spool.RoleWorker, Queues: []string{"builds"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(key.GetName(), spool.RoleName(key.GetRole()), key.GetQueues(), strings.HasPrefix(secret, "spool_"))
+	fmt.Println(key.Name, key.Role, key.Queues, strings.HasPrefix(secret, "spool_"))
 
 	// A worker key may not submit jobs: the server says so.
-	w, err := client.New(url, client.WithAPIKey(secret))
+	w, err := client.New(client.Config{URL: url, APIKey: secret})
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, _, err = w.Submit(ctx, client.Submission{Queue: "builds", Argv: []string{"make"}})
+	_, _, err = w.Submit(ctx, client.SubmitParams{Queue: "builds", Argv: []string{"make"}})
 	fmt.Println(errors.Is(err, spool.ErrPermissionDenied))
 
 	// Revoked, it stops working at once.
 	if _, err := admin.RevokeKey(ctx, "builder-1"); err != nil {
 		log.Fatal(err)
 	}
-	_, _, err = w.JobsPage(ctx, &spoolv1.ListJobsRequest{Queue: "builds"})
+	_, _, err = w.JobsPage(ctx, client.ListParams{Queue: "builds"})
 	fmt.Println(errors.Is(err, spool.ErrUnauthenticated))
 	// Output:
 	// builder-1 worker [builds] true
@@ -191,14 +196,49 @@ func ExampleClient_CreateKey() {
 	// true
 }
 
+// List the jobs that did not succeed, newest first: Jobs fetches pages as
+// the loop goes on.
+func ExampleClient_Jobs() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	for _, script := range []string{"exit 0", "exit 3", "exit 4"} {
+		job, _, err := c.Submit(ctx, client.SubmitParams{Script: script})
+		if err != nil {
+			log.Fatal(err)
+		}
+		waitFinal(ctx, c, job.ID)
+	}
+	for job, err := range c.Jobs(ctx, client.ListParams{States: []spool.State{spool.Failed, spool.Cancelled}, PageSize: 1}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(job.Params.Script, job.State, job.Result.ExitCode)
+	}
+	// Output:
+	// exit 4 failed 4
+	// exit 3 failed 3
+}
+
 // waitFinal follows a job until it has ended.
 func waitFinal(ctx context.Context, c *client.Client, id string) {
-	s := c.Events(ctx, id, client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_PROCESS_END}})
+	s := c.Events(ctx, id, client.StreamOptions{Follow: true, Types: []spool.EventType{spool.EventProcessEnd}})
 	for _, err := range s.All() {
 		if err != nil {
 			log.Fatal(err)
 		}
 	}
+}
+
+// exampleClient is a client of a server started by exampleSpool, with its
+// admin key, and the function that stops both.
+func exampleClient() (*client.Client, func()) {
+	url, key, stop := exampleSpool()
+	c, err := client.New(client.Config{URL: url, APIKey: key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c, stop
 }
 
 // exampleSpool starts a server and a worker in a temporary directory, as

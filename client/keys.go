@@ -7,48 +7,49 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 )
 
-// NewKey describes an API key to create. Managing keys needs an admin key.
-type NewKey struct {
+// KeyParams describes an API key to create. Managing keys needs an admin key.
+type KeyParams struct {
 	// Name is unique: letters, digits, '.', '_' and '-'. The audit log
 	// names the key's user by it, and revoking a key takes it.
 	Name string
-	// Role is "admin", "submit", "read", "worker" or "ingest" (spool.Roles).
-	Role string
+	// Role is what the key may do.
+	Role spool.Role
 	// Queues limit a worker key to these queues (empty: any).
 	Queues []string
 }
 
 // CreateKey creates an API key and returns it with its secret. The secret
 // is shown this once: the server keeps only its hash.
-func (c *Client) CreateKey(ctx context.Context, k NewKey) (key *spoolv1.Key, secret string, err error) {
-	role, err := spool.ParseRole(k.Role)
-	if err != nil {
-		return nil, "", err
-	}
-	resp, err := c.keys.CreateKey(ctx, connect.NewRequest(&spoolv1.CreateKeyRequest{Name: k.Name, Role: role, Queues: k.Queues}))
+func (c *Client) CreateKey(ctx context.Context, k KeyParams) (key *spool.Key, secret string, err error) {
+	resp, err := c.keys.CreateKey(ctx, connect.NewRequest(&spoolv1.CreateKeyRequest{Name: k.Name, Role: convert.RoleProto(k.Role), Queues: k.Queues}))
 	if err != nil {
 		return nil, "", wrap(err)
 	}
-	return resp.Msg.GetKey(), resp.Msg.GetSecret(), nil
+	return convert.Key(resp.Msg.GetKey()), resp.Msg.GetSecret(), nil
 }
 
 // Keys lists the API keys, revoked ones included (never their secrets).
-func (c *Client) Keys(ctx context.Context) ([]*spoolv1.Key, error) {
+func (c *Client) Keys(ctx context.Context) ([]*spool.Key, error) {
 	resp, err := c.keys.ListKeys(ctx, connect.NewRequest(&spoolv1.ListKeysRequest{}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetKeys(), nil
+	keys := make([]*spool.Key, len(resp.Msg.GetKeys()))
+	for i, k := range resp.Msg.GetKeys() {
+		keys[i] = convert.Key(k)
+	}
+	return keys, nil
 }
 
 // RevokeKey stops the key named name from working, at once, on every
 // server sharing the store. It returns the key as revoked.
-func (c *Client) RevokeKey(ctx context.Context, name string) (*spoolv1.Key, error) {
+func (c *Client) RevokeKey(ctx context.Context, name string) (*spool.Key, error) {
 	resp, err := c.keys.RevokeKey(ctx, connect.NewRequest(&spoolv1.RevokeKeyRequest{Name: name}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetKey(), nil
+	return convert.Key(resp.Msg.GetKey()), nil
 }

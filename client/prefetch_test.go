@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -66,14 +67,14 @@ func TestPrefetchOneAhead(t *testing.T) {
 	// The embedded no-op interceptor supplies the methods not counted.
 	counter := &countReceives{Interceptor: connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc { return next })}
 	rpc := spoolv1connect.NewJobServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(counter))
-	c := &Client{rpc: rpc, streams: rpc}
+	c := &Client{rpc: rpc, streams: rpc, log: slog.New(slog.DiscardHandler)}
 
 	var seqs []int64
 	for ev, err := range c.Events(context.Background(), "job", StreamOptions{}).Batches() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seqs = append(seqs, ev.GetSequence())
+		seqs = append(seqs, ev.Sequence)
 		if len(seqs) > 1 {
 			continue
 		}

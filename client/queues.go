@@ -6,36 +6,38 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 )
 
 // Queues returns every queue, by name, with its jobs queued and running
 // now, those that ended within window, its oldest waiting job and the
 // workers polling it.
-func (c *Client) Queues(ctx context.Context) (queues []*spoolv1.Queue, window time.Duration, err error) {
+func (c *Client) Queues(ctx context.Context) (queues []*spool.Queue, window time.Duration, err error) {
 	resp, err := c.qs.ListQueues(ctx, connect.NewRequest(&spoolv1.ListQueuesRequest{}))
 	if err != nil {
 		return nil, 0, wrap(err)
 	}
-	return resp.Msg.GetQueues(), time.Duration(resp.Msg.GetWindowSeconds()) * time.Second, nil
+	return convert.Queues(resp.Msg.GetQueues()), time.Duration(resp.Msg.GetWindowSeconds()) * time.Second, nil
 }
 
 // PauseQueue stops workers from taking the queue's jobs; running jobs go
 // on. Needs an admin key.
-func (c *Client) PauseQueue(ctx context.Context, name string) (*spoolv1.Queue, error) {
+func (c *Client) PauseQueue(ctx context.Context, name string) (*spool.Queue, error) {
 	resp, err := c.qs.PauseQueue(ctx, connect.NewRequest(&spoolv1.PauseQueueRequest{Name: name}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetQueue(), nil
+	return convert.Queue(resp.Msg.GetQueue()), nil
 }
 
 // ResumeQueue lets workers take a paused queue's jobs again. Needs an
 // admin key.
-func (c *Client) ResumeQueue(ctx context.Context, name string) (*spoolv1.Queue, error) {
+func (c *Client) ResumeQueue(ctx context.Context, name string) (*spool.Queue, error) {
 	resp, err := c.qs.ResumeQueue(ctx, connect.NewRequest(&spoolv1.ResumeQueueRequest{Name: name}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetQueue(), nil
+	return convert.Queue(resp.Msg.GetQueue()), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/backoff"
 	"github.com/spool-run/spool/internal/wire"
 )
@@ -88,5 +89,5 @@ func isTransient(err error) bool {
 	}
 	// Every error here comes from the stream, so a network error is the
 	// connection's.
-	return IsUnavailable(err) || wire.ConnectionLost(err) || errors.Is(err, syscall.ECONNREFUSED)
+	return errors.Is(err, spool.ErrUnavailable) || wire.ConnectionLost(err) || errors.Is(err, syscall.ECONNREFUSED)
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -23,7 +23,7 @@ type follower struct {
 	paused  chan struct{} // closed once pauseAt events were received
 	resume  chan struct{}
 	done    chan error
-	events  []*spoolv1.JobEvent
+	events  []*spool.Event
 	mu      sync.Mutex
 	retries []error
 }
@@ -89,7 +89,7 @@ func (f *follower) retried() []error {
 func TestResumeAcrossRestart(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "seq 1 3000"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "seq 1 3000"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -113,7 +113,7 @@ func TestResumeAcrossRestart(t *testing.T) {
 		t.Fatalf("the follower retried %d times: it should have lost its stream and found the server away", len(f.retried()))
 	}
 	t.Logf("resumed after: %v", f.retried())
-	if s.Finished().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+	if s.Finished().State != spool.Succeeded {
 		t.Fatalf("Finished() = %v", s.Finished())
 	}
 }
@@ -124,7 +124,7 @@ func TestResumeAcrossRestart(t *testing.T) {
 func TestResumeAfterCut(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	p := newCutter(t, srv.URL)
-	c, err := client.New(p.url, client.WithAPIKey(srv.AdminKey))
+	c, err := client.New(client.Config{URL: p.url, APIKey: srv.AdminKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestResumeAfterCut(t *testing.T) {
 		}
 		lines[i] = spooltest.Line{Text: strconv.Itoa(i+1) + " " + pad[:1000]}
 	}
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "big"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "big"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -158,11 +158,13 @@ func TestResumeAfterCut(t *testing.T) {
 		t.Fatalf("got %d events, want 3002", len(f.events))
 	}
 	for i, ev := range f.events {
-		if ev.GetSequence() != int64(i+1) {
-			t.Fatalf("event %d has sequence %d", i, ev.GetSequence())
+		if ev.Sequence != int64(i+1) {
+			t.Fatalf("event %d has sequence %d", i, ev.Sequence)
 		}
-		if d := ev.GetOutputData(); d != nil && string(d.GetOutput()) != lines[d.GetLineNumber()-1].Text {
-			t.Fatalf("line %d is wrong", d.GetLineNumber())
+		for _, l := range ev.Lines {
+			if l.Text != lines[l.Number-1].Text {
+				t.Fatalf("line %d is wrong", l.Number)
+			}
 		}
 	}
 	if len(f.retried()) == 0 {

@@ -3,24 +3,26 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
+	"github.com/spool-run/spool/internal/scatterjob"
 )
 
-// NewScatter describes a scatter: one command run over batches of items,
-// each batch a job, then an optional gather.
-type NewScatter struct {
+// ScatterParams describes a scatter: one command run over batches of
+// items, each batch a job, then an optional gather.
+type ScatterParams struct {
 	// Job is what every batch runs and where (Queue, Argv or Script, Env,
 	// WorkingDir, Timeout, Repository, Ref, MaxAttempts, Retries; its
 	// RequestID is not used). Each batch's job reads its input document on
 	// stdin and in $SPOOL_BATCH_FILE, and may leave a JSON result in
 	// $SPOOL_RESULT.
-	Job Submission
+	Job SubmitParams
 	// Batches are the batches in order, each a JSON array of at least one
 	// item (package itembatch makes them).
 	Batches []json.RawMessage
@@ -28,10 +30,10 @@ type NewScatter struct {
 	BatchInput json.RawMessage
 	// MaxConcurrency bounds the batches queued or running at once (0: no
 	// limit).
-	MaxConcurrency int32
-	// ToleratedFailureCount and ToleratedFailurePercentage are the failed
-	// batches the scatter tolerates; with neither set, none.
-	ToleratedFailureCount      *int32
+	MaxConcurrency int
+	// ToleratedFailureCount and ToleratedFailurePercentage (0 to 100) are
+	// the failed batches the scatter tolerates; with neither set, none.
+	ToleratedFailureCount      *int
 	ToleratedFailurePercentage *float32
 	// Gather is a shell command run once every batch has ended within
 	// tolerance, with every batch's result on stdin ("": none).
@@ -39,14 +41,21 @@ type NewScatter struct {
 }
 
 // StartScatter stores a scatter and starts it.
-func (c *Client) StartScatter(ctx context.Context, s NewScatter) (*spoolv1.Scatter, error) {
-	spec := &spoolv1.ScatterSpec{
-		Queue: s.Job.Queue, Params: s.Job.Params(), MaxAttempts: s.Job.MaxAttempts, Retries: s.Job.Retries,
-		BatchInput: string(s.BatchInput), MaxConcurrency: s.MaxConcurrency,
-		ToleratedFailureCount: s.ToleratedFailureCount, ToleratedFailurePercentage: s.ToleratedFailurePercentage,
+func (c *Client) StartScatter(ctx context.Context, s ScatterParams) (*spool.Scatter, error) {
+	checks := []error{fits("MaxConcurrency", s.MaxConcurrency), fits("Job.MaxAttempts", s.Job.MaxAttempts), fits("Job.Retries", s.Job.Retries)}
+	if s.ToleratedFailureCount != nil {
+		checks = append(checks, fits("ToleratedFailureCount", *s.ToleratedFailureCount))
 	}
+	if err := errors.Join(checks...); err != nil {
+		return nil, err
+	}
+	spec := convert.SpecProto(spool.ScatterSpec{
+		Queue: s.Job.Queue, Params: s.Job.params(), MaxAttempts: s.Job.MaxAttempts, Retries: s.Job.Retries,
+		BatchInput: s.BatchInput, MaxConcurrency: s.MaxConcurrency,
+		ToleratedFailureCount: s.ToleratedFailureCount, ToleratedFailurePercentage: s.ToleratedFailurePercentage,
+	})
 	if s.Gather != "" {
-		spec.Gather = spool.GatherParams(spec.Params, s.Gather)
+		spec.Gather = scatterjob.GatherParams(spec.GetParams(), s.Gather)
 	}
 	batches := make([]string, len(s.Batches))
 	for i, b := range s.Batches {
@@ -56,71 +65,78 @@ func (c *Client) StartScatter(ctx context.Context, s NewScatter) (*spoolv1.Scatt
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetScatter(), nil
+	return convert.Scatter(resp.Msg.GetScatter()), nil
 }
 
 // Scatter returns a scatter with its progress.
-func (c *Client) Scatter(ctx context.Context, id string) (*spoolv1.Scatter, error) {
+func (c *Client) Scatter(ctx context.Context, id string) (*spool.Scatter, error) {
 	resp, err := c.sc.GetScatter(ctx, connect.NewRequest(&spoolv1.GetScatterRequest{ScatterId: id}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetScatter(), nil
+	return convert.Scatter(resp.Msg.GetScatter()), nil
 }
 
-// ScattersPage returns a page of scatters, newest first, and the cursor of
-// the next ("" on the last page).
-func (c *Client) ScattersPage(ctx context.Context, pageSize int32, cursor string) ([]*spoolv1.Scatter, string, error) {
-	resp, err := c.sc.ListScatters(ctx, connect.NewRequest(&spoolv1.ListScattersRequest{PageSize: pageSize, Cursor: cursor}))
+// ScattersPage returns a page of at most pageSize scatters (0: 50), newest
+// first, from cursor ("": the newest), and the cursor of the next page
+// ("" on the last).
+func (c *Client) ScattersPage(ctx context.Context, pageSize int, cursor string) ([]*spool.Scatter, string, error) {
+	if err := fits("pageSize", pageSize); err != nil {
+		return nil, "", err
+	}
+	resp, err := c.sc.ListScatters(ctx, connect.NewRequest(&spoolv1.ListScattersRequest{PageSize: int32(pageSize), Cursor: cursor}))
 	if err != nil {
 		return nil, "", wrap(err)
 	}
-	return resp.Msg.GetScatters(), resp.Msg.GetNextCursor(), nil
+	return convert.Scatters(resp.Msg.GetScatters()), resp.Msg.GetNextCursor(), nil
 }
 
 // ScatterBatches returns the batches of a scatter from index from, at most
 // pageSize of them (0: 100), and the index of the next page (0 on the last).
-func (c *Client) ScatterBatches(ctx context.Context, id string, from, pageSize int32) ([]*spoolv1.ScatterBatch, int32, error) {
-	resp, err := c.sc.ListScatterBatches(ctx, connect.NewRequest(&spoolv1.ListScatterBatchesRequest{ScatterId: id, FromIndex: from, PageSize: pageSize}))
+func (c *Client) ScatterBatches(ctx context.Context, id string, from, pageSize int) ([]*spool.ScatterBatch, int, error) {
+	if err := errors.Join(fits("from", from), fits("pageSize", pageSize)); err != nil {
+		return nil, 0, err
+	}
+	resp, err := c.sc.ListScatterBatches(ctx, connect.NewRequest(&spoolv1.ListScatterBatchesRequest{ScatterId: id, FromIndex: int32(from), PageSize: int32(pageSize)}))
 	if err != nil {
 		return nil, 0, wrap(err)
 	}
-	return resp.Msg.GetBatches(), resp.Msg.GetNextIndex(), nil
+	return convert.ScatterBatches(resp.Msg.GetBatches()), int(resp.Msg.GetNextIndex()), nil
 }
 
 // CancelScatter stops a scatter: batches not started never run, the others
 // are cancelled, and no gather runs.
-func (c *Client) CancelScatter(ctx context.Context, id, reason string) (*spoolv1.Scatter, error) {
+func (c *Client) CancelScatter(ctx context.Context, id, reason string) (*spool.Scatter, error) {
 	resp, err := c.sc.CancelScatter(ctx, connect.NewRequest(&spoolv1.CancelScatterRequest{ScatterId: id, Reason: reason}))
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return resp.Msg.GetScatter(), nil
+	return convert.Scatter(resp.Msg.GetScatter()), nil
 }
 
 // FollowScatter reads a scatter every interval (0: half a second), calls
 // progress (when not nil) each time it changed, and returns it once it is
 // final. A server that is away for a while is waited for.
-func (c *Client) FollowScatter(ctx context.Context, id string, interval time.Duration, progress func(*spoolv1.Scatter)) (*spoolv1.Scatter, error) {
+func (c *Client) FollowScatter(ctx context.Context, id string, interval time.Duration, progress func(*spool.Scatter)) (*spool.Scatter, error) {
 	if interval <= 0 {
 		interval = 500 * time.Millisecond
 	}
-	var last *spoolv1.Scatter
+	var last *spool.Scatter
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		sc, err := c.Scatter(ctx, id)
 		switch {
 		case err == nil:
-			changed := last == nil || sc.GetState() != last.GetState() || !proto.Equal(sc.GetProgress(), last.GetProgress())
+			changed := last == nil || sc.State != last.State || sc.Progress != last.Progress
 			if progress != nil && changed {
 				progress(sc)
 			}
 			last = sc
-			if spool.ScatterIsFinal(sc.GetState()) {
+			if sc.State.IsFinal() {
 				return sc, nil
 			}
-		case !IsUnavailable(err):
+		case !errors.Is(err, spool.ErrUnavailable):
 			return last, err
 		}
 		select {

@@ -10,8 +10,10 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/backoff"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 )
 
@@ -25,9 +27,8 @@ type StreamOptions struct {
 	FromLine int64
 	// Skip events (and lines) written before this time (zero: not used).
 	FromTime time.Time
-	// Only these event types (empty: all). OUTPUT_DATA and OUTPUT_BATCH both
-	// select output.
-	Types []spoolv1.EventType
+	// Only these types of event (none: all).
+	Types []spool.EventType
 	// Keep going with new events until the job finishes. Without it, the
 	// stream ends after the events stored when it was opened.
 	Follow bool
@@ -52,7 +53,7 @@ type EventStream struct {
 	ctx      context.Context
 	jobID    string
 	opts     StreamOptions
-	finished *spoolv1.Job
+	finished *spool.Job
 }
 
 // Events returns the stream of job jobID's events described by opts. Nothing
@@ -63,17 +64,48 @@ type EventStream struct {
 //		if err != nil {
 //			return err
 //		}
-//		fmt.Printf("%d: %s\n", ev.GetOutputData().GetLineNumber(), ev.GetOutputData().GetOutput())
+//		for _, line := range ev.Lines {
+//			fmt.Printf("%d: %s\n", line.Number, line.Text)
+//		}
 //	}
-//	fmt.Println("ended:", s.Finished().GetState())
+//	fmt.Println("ended:", s.Finished().State)
 func (c *Client) Events(ctx context.Context, jobID string, opts StreamOptions) *EventStream {
 	return &EventStream{c: c, ctx: ctx, jobID: jobID, opts: opts}
 }
 
+// Lines yields job jobID's output lines from where opts says to start,
+// following the job until it ends when opts.Follow is set; events that
+// are not output are left out (opts.Types is not used). An error ends the
+// iteration. For how the job ended, range over Events and ask
+// EventStream.Finished.
+//
+//	for line, err := range c.Lines(ctx, id, client.StreamOptions{Follow: true}) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(line.Text)
+//	}
+func (c *Client) Lines(ctx context.Context, jobID string, opts StreamOptions) iter.Seq2[spool.Line, error] {
+	opts.Types = []spool.EventType{spool.EventOutput}
+	return func(yield func(spool.Line, error) bool) {
+		for ev, err := range c.Events(ctx, jobID, opts).Batches() {
+			if err != nil {
+				yield(spool.Line{}, err)
+				return
+			}
+			for _, l := range ev.Lines {
+				if !yield(l, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // ReadLog returns a job's whole stored log, one event per output line,
 // without waiting for more: for a finished job, everything it produced.
-func (c *Client) ReadLog(ctx context.Context, jobID string) ([]*spoolv1.JobEvent, error) {
-	var log []*spoolv1.JobEvent
+func (c *Client) ReadLog(ctx context.Context, jobID string) ([]*spool.Event, error) {
+	var log []*spool.Event
 	for ev, err := range c.Events(ctx, jobID, StreamOptions{}).All() {
 		if err != nil {
 			return nil, err
@@ -88,45 +120,47 @@ func (c *Client) ReadLog(ctx context.Context, jobID string) ([]*spoolv1.JobEvent
 // case for a followed stream that ended without error). It is nil
 // otherwise: the stream was not following and the job was still live, or
 // the iteration stopped early or failed.
-func (s *EventStream) Finished() *spoolv1.Job { return s.finished }
+func (s *EventStream) Finished() *spool.Job { return s.finished }
 
-// All yields the job's events one by one: each output line as its own
-// OUTPUT_DATA event with its sequence, line number and timestamp, other
-// events as they are. Batches travel over the network as batches and are
-// unpacked here. An error ends the iteration.
-func (s *EventStream) All() iter.Seq2[*spoolv1.JobEvent, error] {
-	return func(yield func(*spoolv1.JobEvent, error) bool) {
+// All yields the job's events one by one: each output line as an output
+// event of its own, with that one line, other events as they are. Batches
+// travel over the network as batches and are unpacked here. An error ends
+// the iteration.
+func (s *EventStream) All() iter.Seq2[*spool.Event, error] {
+	return s.converted(convert.PerLine)
+}
+
+// Batches yields the job's events as they were stored: each output event
+// with the lines the worker sent together (the first one trimmed to the
+// start point), for consumers that handle output a batch at a time (a
+// terminal written to once per batch, a forwarder). An error ends the
+// iteration.
+func (s *EventStream) Batches() iter.Seq2[*spool.Event, error] {
+	return s.converted(func(unpacked []*spoolv1.JobEvent) []*spool.Event {
+		if ev := convert.Batch(unpacked); ev != nil {
+			return []*spool.Event{ev}
+		}
+		return nil
+	})
+}
+
+// converted yields the stored events unpacked (each straight from its
+// protobuf into its lines) and made spool's events by conv.
+func (s *EventStream) converted(conv func([]*spoolv1.JobEvent) []*spool.Event) iter.Seq2[*spool.Event, error] {
+	return func(yield func(*spool.Event, error) bool) {
 		for st, err := range s.stored() {
-			var lines []*spoolv1.JobEvent
+			var unpacked []*spoolv1.JobEvent
 			if err == nil {
-				lines, err = st.Unpack()
+				unpacked, err = st.Unpack()
 			}
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for _, line := range lines {
-				if !yield(line, nil) {
+			for _, ev := range conv(unpacked) {
+				if !yield(ev, nil) {
 					return
 				}
-			}
-		}
-	}
-}
-
-// Batches yields the job's events as they are stored: output mostly as
-// OUTPUT_BATCH events (the first one trimmed to the start point), for
-// consumers that keep their own buffer (see EventBuffer) or forward batches
-// as they are. An error ends the iteration.
-func (s *EventStream) Batches() iter.Seq2[*spoolv1.JobEvent, error] {
-	return func(yield func(*spoolv1.JobEvent, error) bool) {
-		for st, err := range s.stored() {
-			var ev *spoolv1.JobEvent
-			if err == nil {
-				ev, err = st.Event()
-			}
-			if !yield(ev, err) || err != nil {
-				return
 			}
 		}
 	}
@@ -159,6 +193,7 @@ func (s *EventStream) stored() iter.Seq2[*events.Stored, error] {
 					return
 				}
 			case d.lost != nil:
+				s.c.log.Info("spool: lost the stream of a job's events; reconnecting", "job_id", s.jobID, "error", d.lost, "wait", d.wait)
 				if on := s.opts.Reconnect.OnRetry; on != nil {
 					on(d.lost, d.wait)
 				}
@@ -166,7 +201,7 @@ func (s *EventStream) stored() iter.Seq2[*events.Stored, error] {
 				yield(nil, d.err)
 				return
 			default:
-				s.finished = d.finished
+				s.finished = convert.Job(d.finished)
 				return
 			}
 		}
@@ -213,7 +248,7 @@ func newReceiver(c *Client, jobID string, opts StreamOptions) *receiver {
 
 // request asks for what comes after everything delivered so far.
 func (r *receiver) request() *spoolv1.StreamEventsRequest {
-	req := &spoolv1.StreamEventsRequest{JobId: r.jobID, EventTypes: r.opts.Types, Follow: r.opts.Follow, AcceptStoredEvents: true}
+	req := &spoolv1.StreamEventsRequest{JobId: r.jobID, EventTypes: convert.EventTypesProto(r.opts.Types), Follow: r.opts.Follow, AcceptStoredEvents: true}
 	if !r.opts.FromTime.IsZero() {
 		req.FromTimestamp = timestamppb.New(r.opts.FromTime)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -21,9 +21,9 @@ var fastRetry = client.Reconnect{First: 20 * time.Millisecond, Max: 200 * time.M
 
 // collect ranges over s.All and returns what it yielded, failing the test
 // on an error.
-func collect(t *testing.T, s *client.EventStream) []*spoolv1.JobEvent {
+func collect(t *testing.T, s *client.EventStream) []*spool.Event {
 	t.Helper()
-	var got []*spoolv1.JobEvent
+	var got []*spool.Event
 	for ev, err := range s.All() {
 		if err != nil {
 			t.Fatalf("after %d events: %v", len(got), err)
@@ -33,19 +33,26 @@ func collect(t *testing.T, s *client.EventStream) []*spoolv1.JobEvent {
 	return got
 }
 
-// checkSeq fails unless evs are exactly the sequences from..to in order, and
-// every output line's text is its line number (a `seq`-shaped log).
-func checkSeq(t *testing.T, evs []*spoolv1.JobEvent, from, to int64) {
+// checkSeq fails unless evs are exactly the sequences from..to in order,
+// one line per output event, and every output line's text is its line
+// number (a `seq`-shaped log).
+func checkSeq(t *testing.T, evs []*spool.Event, from, to int64) {
 	t.Helper()
 	if int64(len(evs)) != to-from+1 {
 		t.Fatalf("got %d events, want sequences %d..%d (%d)", len(evs), from, to, to-from+1)
 	}
 	for i, ev := range evs {
-		if want := from + int64(i); ev.GetSequence() != want {
-			t.Fatalf("event %d has sequence %d, want %d", i, ev.GetSequence(), want)
+		if want := from + int64(i); ev.Sequence != want {
+			t.Fatalf("event %d has sequence %d, want %d", i, ev.Sequence, want)
 		}
-		if d := ev.GetOutputData(); d != nil && string(d.GetOutput()) != strconv.FormatInt(d.GetLineNumber(), 10) {
-			t.Fatalf("sequence %d: line %d is %q", ev.GetSequence(), d.GetLineNumber(), d.GetOutput())
+		if ev.Type != spool.EventOutput {
+			continue
+		}
+		if len(ev.Lines) != 1 {
+			t.Fatalf("sequence %d: %d lines in one event", ev.Sequence, len(ev.Lines))
+		}
+		if l := ev.Lines[0]; l.Sequence != ev.Sequence || l.Text != strconv.FormatInt(l.Number, 10) {
+			t.Fatalf("sequence %d: line %d (sequence %d) is %q", ev.Sequence, l.Number, l.Sequence, l.Text)
 		}
 	}
 }
@@ -56,21 +63,20 @@ func TestEventsFromSequence(t *testing.T) {
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 1000)...)
 	// PROCESS_START is sequence 1, so line L is sequence L+1; PROCESS_END
 	// is 1002.
-	s := c.Events(context.Background(), job.GetJobId(), client.StreamOptions{FromSequence: 75})
+	s := c.Events(context.Background(), job.ID, client.StreamOptions{FromSequence: 75})
 	got := collect(t, s)
 	checkSeq(t, got, 75, 1002)
-	first := got[0].GetOutputData()
-	if got[0].GetEventType() != spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA || first.GetLineNumber() != 74 || string(first.GetOutput()) != "74" {
-		t.Fatalf("first event: %v", got[0])
+	if first := got[0]; first.Type != spool.EventOutput || first.Lines[0].Number != 74 || first.Lines[0].Text != "74" {
+		t.Fatalf("first event: %+v", got[0])
 	}
-	if got[len(got)-1].GetEventType() != spoolv1.EventType_EVENT_TYPE_PROCESS_END {
-		t.Fatalf("last event: %v", got[len(got)-1])
+	if last := got[len(got)-1]; last.Type != spool.EventProcessEnd || last.End == nil {
+		t.Fatalf("last event: %+v", last)
 	}
-	if f := s.Finished(); f.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || f.GetLineCount() != 1000 {
+	if f := s.Finished(); f.State != spool.Succeeded || f.LineCount != 1000 {
 		t.Fatalf("Finished() = %v", f)
 	}
 
-	log, err := c.ReadLog(context.Background(), job.GetJobId())
+	log, err := c.ReadLog(context.Background(), job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +87,12 @@ func TestEventsFromLine(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
-	s := c.Events(context.Background(), job.GetJobId(), client.StreamOptions{
-		FromLine: 9000, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := c.Events(context.Background(), job.ID, client.StreamOptions{
+		FromLine: 9000, Types: []spool.EventType{spool.EventOutput}})
 	got := collect(t, s)
 	checkSeq(t, got, 9001, 10001)
-	if d := got[0].GetOutputData(); d.GetLineNumber() != 9000 || string(d.GetOutput()) != "9000" {
-		t.Fatalf("line 9000 of a seq 1 10000 log: %v", got[0])
+	if l := got[0].Lines[0]; l.Number != 9000 || l.Text != "9000" {
+		t.Fatalf("line 9000 of a seq 1 10000 log: %+v", l)
 	}
 }
 
@@ -94,8 +100,8 @@ func TestBatches(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 120)...)
-	var got []*spoolv1.JobEvent
-	for ev, err := range c.Events(context.Background(), job.GetJobId(), client.StreamOptions{FromSequence: 75}).Batches() {
+	var got []*spool.Event
+	for ev, err := range c.Events(context.Background(), job.ID, client.StreamOptions{FromSequence: 75}).Batches() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,16 +109,17 @@ func TestBatches(t *testing.T) {
 	}
 	// Stored: start 1, batches 2-51, 52-101, 102-121, end 122. From 75 the
 	// second batch comes trimmed.
-	want := []string{"batch 75-101 line 74", "batch 102-121 line 101", "EVENT_TYPE_PROCESS_END 122"}
+	want := []string{"batch 75-101 line 74", "batch 102-121 line 101", "process_end 122"}
 	if len(got) != len(want) {
 		t.Fatalf("got %d events, want %d: %v", len(got), len(want), got)
 	}
 	for i, ev := range got {
-		desc := fmt.Sprintf("%s %d", ev.GetEventType(), ev.GetSequence())
-		if b := ev.GetOutputBatch(); b != nil {
-			desc = fmt.Sprintf("batch %d-%d line %d", b.GetStartSequence(), b.GetEndSequence(), b.GetFirstLine())
-			if ev.GetSequence() != b.GetStartSequence() || string(b.GetOutputs()[0].GetOutput()) != strconv.FormatInt(b.GetFirstLine(), 10) {
-				t.Fatalf("batch %s starts with %q", desc, b.GetOutputs()[0].GetOutput())
+		desc := fmt.Sprintf("%s %d", ev.Type, ev.Sequence)
+		if ls := ev.Lines; ls != nil {
+			first, last := ls[0], ls[len(ls)-1]
+			desc = fmt.Sprintf("batch %d-%d line %d", first.Sequence, last.Sequence, first.Number)
+			if ev.Sequence != first.Sequence || first.Text != strconv.FormatInt(first.Number, 10) || last.Number != first.Number+int64(len(ls)-1) {
+				t.Fatalf("batch %s starts with %q", desc, first.Text)
 			}
 		}
 		if desc != want[i] {
@@ -126,7 +133,7 @@ func TestBatches(t *testing.T) {
 func TestFollowRunningJob(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "seq 1 500"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "seq 1 500"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -135,10 +142,10 @@ func TestFollowRunningJob(t *testing.T) {
 
 	s := c.Events(context.Background(), l.JobID(), client.StreamOptions{Follow: true})
 	caughtUp := make(chan struct{})
-	done := make(chan []*spoolv1.JobEvent, 1)
+	done := make(chan []*spool.Event, 1)
 	errc := make(chan error, 1)
 	go func() {
-		var got []*spoolv1.JobEvent
+		var got []*spool.Event
 		for ev, err := range s.All() {
 			if err != nil {
 				errc <- err
@@ -170,7 +177,7 @@ func TestFollowRunningJob(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the follower did not end when the job finished")
 	}
-	if s.Finished().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+	if s.Finished().State != spool.Succeeded {
 		t.Fatalf("Finished() = %v", s.Finished())
 	}
 }
@@ -180,7 +187,7 @@ func TestFollowRunningJob(t *testing.T) {
 func TestBreakClosesStream(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 100"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "sleep 100"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -238,11 +245,11 @@ func TestEventsGiveUp(t *testing.T) {
 	policy := fastRetry
 	policy.GiveUpAfter = 500 * time.Millisecond
 	policy.OnRetry = func(error, time.Duration) { retries++ }
-	for _, err := range c.Events(context.Background(), job.GetJobId(), client.StreamOptions{Reconnect: policy}).All() {
+	for _, err := range c.Events(context.Background(), job.ID, client.StreamOptions{Reconnect: policy}).All() {
 		if err == nil {
 			t.Fatal("read events from a stopped server")
 		}
-		if !client.IsUnavailable(err) || !strings.Contains(err.Error(), "gave up") {
+		if !errors.Is(err, spool.ErrUnavailable) || !strings.Contains(err.Error(), "gave up") {
 			t.Fatalf("got %v, want an Unavailable error that says it gave up", err)
 		}
 	}
@@ -256,7 +263,7 @@ func TestEventsGiveUp(t *testing.T) {
 func TestEventsEndWithContext(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 100"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "sleep 100"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/server"
 )
@@ -43,7 +42,7 @@ func ExampleStart() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := client.New(srv.URL(), client.WithAPIKey(string(key)))
+	c, err := client.New(client.Config{URL: srv.URL(), APIKey: string(key)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,7 +50,7 @@ func ExampleStart() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(keys[0].GetName(), spool.RoleName(keys[0].GetRole()))
+	fmt.Println(keys[0].Name, keys[0].Role.String())
 	// Output:
 	// 200 OK
 	// admin admin

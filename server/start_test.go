@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -10,13 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/server"
 )
 
@@ -48,25 +47,6 @@ func start(t *testing.T, cfg *server.Config) *server.Server {
 	return srv
 }
 
-// syncBuffer is a log destination the server writes to from its own
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func writeFile(t *testing.T, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "spool.yaml")
@@ -86,7 +66,7 @@ func TestOldLeaseKeyWarnsAtStart(t *testing.T) {
 	if cfg.Jobs.Lease != 90*time.Second {
 		t.Fatalf("Jobs.Lease %v, want 1m30s", cfg.Jobs.Lease)
 	}
-	var logs syncBuffer
+	var logs safebuf.Buffer
 	local(t, cfg).Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	start(t, cfg)
 	want := `level=WARN msg="jobs.visibility_timeout_seconds is deprecated: call it jobs.lease_seconds"`
@@ -99,7 +79,7 @@ func TestOldLeaseKeyWarnsAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var quiet syncBuffer
+	var quiet safebuf.Buffer
 	local(t, cfg).Logger = slog.New(slog.NewTextHandler(&quiet, nil))
 	start(t, cfg)
 	if cfg.Jobs.Lease != 90*time.Second || strings.Contains(quiet.String(), "deprecated") {

@@ -8,10 +8,15 @@
 //		srv := spooltest.NewServer(t)
 //		spooltest.NewWorker(t, srv, worker.Config{})
 //		c := srv.Client()
-//		job, _, err := c.Submit(ctx, client.Submission{Argv: []string{"make", "test"}})
+//		job, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"make", "test"}})
 //		...
-//		done := srv.WaitJob(t, job.GetJobId()) // follows it until it is final
+//		spooltest.RequireJob(t, c, job.ID, spool.Succeeded) // waits until it ends
+//		spooltest.RequireLines(t, c, job.ID, "ok")
 //	}
+//
+// RequireJob, RequireLines and RequireEnqueued are the assertions a test
+// of code that submits jobs makes; each fails the test saying what it found
+// instead.
 //
 // For tests of code that reads jobs' output without running commands (a UI,
 // a log shipper), LeaseJob plays a worker's part through the API: lease a

@@ -10,9 +10,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/wire"
 )
@@ -41,10 +43,10 @@ func Seq(from, to int) []Line {
 // the job's events and completes it through the API, as a worker would,
 // without running anything.
 type Lease struct {
-	*spoolv1.JobLease
-	rpc  spoolv1connect.JobServiceClient
-	t    testing.TB
-	next int64 // the next event's sequence
+	lease *spoolv1.JobLease
+	rpc   spoolv1connect.JobServiceClient
+	t     testing.TB
+	next  int64 // the next event's sequence
 }
 
 // LeaseJob leases the next job of queue ("" for the default queue), waiting
@@ -64,11 +66,22 @@ func LeaseJob(t testing.TB, srv *Server, queue string) *Lease {
 		t.Fatalf("spooltest: lease: no job in queue %q", queue)
 	}
 	l := resp.Msg.GetLeases()[0]
-	return &Lease{JobLease: l, rpc: rpc, t: t, next: l.GetNextSequence()}
+	return &Lease{lease: l, rpc: rpc, t: t, next: l.GetNextSequence()}
 }
 
 // JobID is the leased job's id.
-func (l *Lease) JobID() string { return l.GetJob().GetJobId() }
+func (l *Lease) JobID() string { return l.lease.GetJob().GetJobId() }
+
+// Job is the job as it was leased.
+func (l *Lease) Job() *spool.Job { return convert.Job(l.lease.GetJob()) }
+
+// TaskToken is the lease's task token, which a worker sends with every
+// call about the job.
+func (l *Lease) TaskToken() string { return l.lease.GetTaskToken() }
+
+// Secrets are the job's secrets, name to value, as the lease hands them to
+// the worker that holds it (and to no one else).
+func (l *Lease) Secrets() map[string]string { return l.lease.GetSecrets() }
 
 // NextSequence is the sequence the next published event gets.
 func (l *Lease) NextSequence() int64 { return l.next }
@@ -85,7 +98,7 @@ func (l *Lease) Begin() {
 // of them per call, so a publish stays within what the server accepts.
 func (l *Lease) Write(lines ...Line) {
 	l.t.Helper()
-	size := int(l.GetJob().GetExecutionConfig().GetBatching().GetMaxBatchSize())
+	size := int(l.lease.GetJob().GetExecutionConfig().GetBatching().GetMaxBatchSize())
 	var (
 		evs   []*spoolv1.JobEvent
 		bytes int
@@ -110,26 +123,27 @@ const maxPublishBytes = 8 << 20
 
 // End publishes PROCESS_END and completes the job with exitCode. It returns
 // the finished job.
-func (l *Lease) End(exitCode int32) *spoolv1.Job {
+func (l *Lease) End(exitCode int) *spool.Job {
 	l.t.Helper()
+	code := int32(exitCode)
 	end := l.single(&spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_END,
-		EventData: &spoolv1.JobEvent_ProcessEnd{ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: exitCode}}})
+		EventData: &spoolv1.JobEvent_ProcessEnd{ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: code}}})
 	l.publish([]*spoolv1.JobEvent{end})
 	now := end.GetTimestamp()
-	resp, err := l.rpc.CompleteJob(context.Background(), connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(),
-		Result: &spoolv1.JobResult{ExitCode: exitCode, StartedAt: now, FinishedAt: now}}))
+	resp, err := l.rpc.CompleteJob(context.Background(), connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.TaskToken(),
+		Result: &spoolv1.JobResult{ExitCode: code, StartedAt: now, FinishedAt: now}}))
 	if err != nil {
 		l.t.Fatalf("spooltest: complete: %v", err)
 	}
-	return resp.Msg.GetJob()
+	return convert.Job(resp.Msg.GetJob())
 }
 
 // RunJob submits a job to the default queue and plays its worker:
 // PROCESS_START, the lines, PROCESS_END, complete with exit code 0. It
 // returns the finished job.
-func RunJob(t testing.TB, srv *Server, lines ...Line) *spoolv1.Job {
+func RunJob(t testing.TB, srv *Server, lines ...Line) *spool.Job {
 	t.Helper()
-	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Script: "spooltest"}); err != nil {
+	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "spooltest"}); err != nil {
 		t.Fatalf("spooltest: submit: %v", err)
 	}
 	l := LeaseJob(t, srv, "")
@@ -167,7 +181,7 @@ func (l *Lease) publish(evs []*spoolv1.JobEvent) {
 	if len(evs) == 0 {
 		return
 	}
-	if _, err := l.rpc.PublishEvents(context.Background(), connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: l.GetTaskToken(), Events: evs})); err != nil {
+	if _, err := l.rpc.PublishEvents(context.Background(), connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: l.TaskToken(), Events: evs})); err != nil {
 		l.t.Fatalf("spooltest: publish: %v", err)
 	}
 }
@@ -178,7 +192,7 @@ func (l *Lease) publish(evs []*spoolv1.JobEvent) {
 func (l *Lease) Heartbeat() (cancelRequested, watched bool) {
 	l.t.Helper()
 	resp, err := l.rpc.UpdateJobVisibility(context.Background(), connect.NewRequest(&spoolv1.UpdateJobVisibilityRequest{
-		TaskToken: l.GetTaskToken(), VisibilityTimeoutSeconds: 60}))
+		TaskToken: l.TaskToken(), VisibilityTimeoutSeconds: 60}))
 	if err != nil {
 		l.t.Fatalf("spooltest: heartbeat: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,9 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/server"
 )
 
@@ -32,30 +34,54 @@ type Server struct {
 	srv      *server.Server
 }
 
-// Option adjusts the server's configuration before it starts.
-type Option func(*server.Config)
+// Config says how NewServer's server differs from the test default.
+type Config struct {
+	// Server, when set, changes the server's configuration before it
+	// starts, with the test defaults in place (a free loopback port, a
+	// data directory under t.TempDir(), a random admin key, a one second
+	// shutdown grace), for example to shorten leases:
+	//
+	//	spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
+	//		c.Execution.HeartbeatInterval = time.Second
+	//		c.Jobs.Lease = 2 * time.Second
+	//	}})
+	Server func(*server.Config)
 
-// WithConfig lets a test change any setting, for example short leases:
-//
-//	spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
-//		c.Execution.HeartbeatInterval = time.Second
-//		c.Jobs.Lease = 2 * time.Second
-//	}))
-func WithConfig(f func(*server.Config)) Option { return Option(f) }
+	// Logger receives the server's structured logs (nil: discarded).
+	Logger *slog.Logger
+	// Meters makes the server's metrics (nil: the server keeps its own).
+	Meters metric.MeterProvider
+}
 
 // NewServer starts a server on a free loopback port, with its own data
 // directory (embedded SQLite) under t.TempDir(). Its shutdown grace is one
-// second: tests stop servers with streams open.
-func NewServer(t testing.TB, opts ...Option) *Server {
+// second: tests stop servers with streams open. cfg, when given (at most
+// one), changes it.
+func NewServer(t testing.TB, cfg ...Config) *Server {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Server.Addr = "127.0.0.1:0"
-	cfg.Server.DataDir = t.TempDir()
-	cfg.Server.ShutdownGrace = time.Second
-	cfg.Auth.AdminKey = newSecret()
-	for _, o := range opts {
-		o(cfg)
+	var c Config
+	switch len(cfg) {
+	case 0:
+	case 1:
+		c = cfg[0]
+	default:
+		t.Fatalf("spooltest: NewServer takes one Config, not %d", len(cfg))
 	}
+	sc := server.DefaultConfig()
+	sc.Server.Addr = "127.0.0.1:0"
+	sc.Server.DataDir = t.TempDir()
+	sc.Server.ShutdownGrace = time.Second
+	sc.Auth.AdminKey = newSecret()
+	sc.Logger, sc.Meters = c.Logger, c.Meters
+	if c.Server != nil {
+		c.Server(sc)
+	}
+	return startServer(t, sc)
+}
+
+// startServer starts the server cfg describes for a test.
+func startServer(t testing.TB, cfg *server.Config) *Server {
+	t.Helper()
 	s := &Server{t: t, cfg: cfg, AdminKey: cfg.Auth.AdminKey}
 	s.start()
 	t.Cleanup(func() {
@@ -111,41 +137,48 @@ func (s *Server) Restart() {
 	s.start()
 }
 
-// Client returns a client for the server, with its admin key unless opts
-// give another.
-func (s *Server) Client(opts ...client.Option) *client.Client {
+// Client returns a client for the server. cfg, when given (at most one),
+// configures it; its URL and APIKey, left empty, are the server's and its
+// admin key.
+func (s *Server) Client(cfg ...client.Config) *client.Client {
 	s.t.Helper()
-	c, err := client.New(s.URL, append([]client.Option{client.WithAPIKey(s.AdminKey)}, opts...)...)
+	var c client.Config
+	switch len(cfg) {
+	case 0:
+	case 1:
+		c = cfg[0]
+	default:
+		s.t.Fatalf("spooltest: Client takes one Config, not %d", len(cfg))
+	}
+	if c.URL == "" {
+		c.URL = s.URL
+	}
+	if c.APIKey == "" {
+		c.APIKey = s.AdminKey
+	}
+	cl, err := client.New(c)
 	if err != nil {
 		s.t.Fatalf("spooltest: %v", err)
 	}
-	return c
+	return cl
 }
 
 // WaitJob follows a job until it is final and returns it as it ended. It
 // fails the test if that takes longer than two minutes.
-func (s *Server) WaitJob(t testing.TB, jobID string) *spoolv1.Job {
+func (s *Server) WaitJob(t testing.TB, jobID string) *spool.Job {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	st := s.Client().Events(ctx, jobID, client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_PROCESS_END}})
-	for _, err := range st.Batches() {
-		if err != nil {
-			t.Fatalf("spooltest: waiting for job %s: %v", jobID, err)
-		}
-	}
-	job := st.Finished()
-	if job == nil || !spool.IsFinal(job.GetState()) {
-		t.Fatalf("spooltest: job %s did not finish", jobID)
+	job, err := waitFinal(s.Client(), jobID)
+	if err != nil {
+		t.Fatalf("spooltest: waiting for job %s: %v", jobID, err)
 	}
 	return job
 }
 
-// Key creates an API key with role ("admin", "submit", "read", "worker" or "ingest"),
-// limited to queues when given, and returns its secret.
-func (s *Server) Key(t testing.TB, role string, queues ...string) string {
+// Key creates an API key with role, limited to queues when given, and
+// returns its secret.
+func (s *Server) Key(t testing.TB, role spool.Role, queues ...string) string {
 	t.Helper()
-	_, secret, err := s.Client().CreateKey(context.Background(), client.NewKey{
+	_, secret, err := s.Client().CreateKey(context.Background(), client.KeyParams{
 		Name: fmt.Sprintf("%s-%d", role, keySeq.Add(1)), Role: role, Queues: queues})
 	if err != nil {
 		t.Fatalf("spooltest: create a %s key: %v", role, err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -20,14 +19,14 @@ import (
 func TestWorkerKeys(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t)
-	builds := srv.Key(t, "worker", "builds")
-	j, _, err := srv.Client().Submit(context.Background(), client.Submission{Queue: "builds", Argv: []string{"echo", "built"}})
+	builds := srv.Key(t, spool.RoleWorker, "builds")
+	j, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Queue: "builds", Argv: []string{"echo", "built"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spooltest.NewWorker(t, srv, worker.Config{APIKey: builds, Queue: "builds"})
-	if done := srv.WaitJob(t, j.GetJobId()); done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("the job of a queue-limited worker ended %s", done.GetState())
+	if done := srv.WaitJob(t, j.ID); done.State != spool.Succeeded {
+		t.Fatalf("the job of a queue-limited worker ended %s", done.State)
 	}
 
 	for name, tc := range map[string]struct {
@@ -37,7 +36,7 @@ func TestWorkerKeys(t *testing.T) {
 	}{
 		"no key":        {"", "", spool.ErrUnauthenticated, "an API key is needed"},
 		"unknown key":   {"spool_nobody", "", spool.ErrUnauthenticated, "not known to the server"},
-		"read key":      {srv.Key(t, "read"), "", spool.ErrPermissionDenied, "may not run jobs"},
+		"read key":      {srv.Key(t, spool.RoleRead), "", spool.ErrPermissionDenied, "may not run jobs"},
 		"another queue": {builds, "deploys", spool.ErrPermissionDenied, `may only work on queues builds, not "deploys"`},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/worker"
 )
@@ -40,23 +39,23 @@ func Example() {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 
-	c, err := client.New(srv.URL(), client.WithAPIKey(key))
+	c, err := client.New(client.Config{URL: srv.URL(), APIKey: key})
 	if err != nil {
 		log.Fatal(err)
 	}
-	job, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"echo", "hello from the worker"}})
+	job, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"echo", "hello from the worker"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := c.Events(context.Background(), job.GetJobId(), client.StreamOptions{Follow: true,
-		Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := c.Events(context.Background(), job.ID, client.StreamOptions{Follow: true,
+		Types: []spool.EventType{spool.EventOutput}})
 	for ev, err := range s.All() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(string(ev.GetOutputData().GetOutput()))
+		fmt.Println(ev.Lines[0].Text)
 	}
-	fmt.Println("the job", spool.StateName(s.Finished().GetState()))
+	fmt.Println("the job", s.Finished().State)
 
 	stop() // a graceful stop: running jobs may finish
 	if err := <-done; err != nil {

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
@@ -29,7 +30,7 @@ func shortLeases(c *server.Config) {
 
 // logTo is a worker config whose logger keeps what it says, for tests that
 // wait for a warning.
-func logTo(t *testing.T, buf *spooltest.Buffer) worker.Config {
+func logTo(t *testing.T, buf *safebuf.Buffer) worker.Config {
 	t.Helper()
 	return worker.Config{Logger: slog.New(slog.NewTextHandler(buf, nil))}
 }
@@ -47,7 +48,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func job(t *testing.T, c *client.Client, id string) *spoolv1.Job {
+func job(t *testing.T, c *client.Client, id string) *spool.Job {
 	t.Helper()
 	j, err := c.Job(context.Background(), id)
 	if err != nil {
@@ -69,7 +70,7 @@ func outboxHas(dir, text string) bool {
 }
 
 // linesOfAttempt returns the output lines attempt printed, as stored.
-func linesOfAttempt(t *testing.T, c *client.Client, id string, attempt int32) []string {
+func linesOfAttempt(t *testing.T, c *client.Client, id string, attempt int) []string {
 	t.Helper()
 	log, err := c.ReadLog(context.Background(), id)
 	if err != nil {
@@ -77,8 +78,10 @@ func linesOfAttempt(t *testing.T, c *client.Client, id string, attempt int32) []
 	}
 	var out []string
 	for _, ev := range log {
-		if d := ev.GetOutputData(); d != nil && ev.GetAttempt() == attempt {
-			out = append(out, string(d.GetOutput()))
+		for _, l := range ev.Lines {
+			if ev.Attempt == attempt {
+				out = append(out, l.Text)
+			}
 		}
 	}
 	return out
@@ -91,19 +94,19 @@ func linesOfAttempt(t *testing.T, c *client.Client, id string, attempt int32) []
 // cannot be written; once it can, work resumes.
 func TestFullSpoolDiskHandsJobBack(t *testing.T) {
 	t.Parallel()
-	srv := spooltest.NewServer(t, spooltest.WithConfig(shortLeases))
+	srv := spooltest.NewServer(t, spooltest.Config{Server: shortLeases})
 	c := srv.Client()
-	j, _, err := c.Submit(context.Background(), client.Submission{Queue: "full", Script: "printf 'a\\nb\\n'; sleep 30"})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Queue: "full", Script: "printf 'a\\nb\\n'; sleep 30"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, p := range []string{filepath.Join(dir, j.GetJobId()+"-a1.00000001.seg"), filepath.Join(dir, ".probe")} {
+	for _, p := range []string{filepath.Join(dir, j.ID+"-a1.00000001.seg"), filepath.Join(dir, ".probe")} {
 		if err := os.Symlink("/dev/full", p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var log spooltest.Buffer
+	var log safebuf.Buffer
 	cfg := logTo(t, &log)
 	cfg.Queue, cfg.SpoolDir = "full", dir
 	spooltest.NewWorker(t, srv, cfg)
@@ -114,23 +117,23 @@ func TestFullSpoolDiskHandsJobBack(t *testing.T) {
 	// Attempt 1 ended with the reason; a lease the worker got meanwhile
 	// (it was already waiting for one) went straight back, counting
 	// against nothing.
-	got := job(t, c, j.GetJobId())
-	if got.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || got.GetReleasedAttempts() != got.GetAttempt()-1 {
+	got := job(t, c, j.ID)
+	if got.State != spool.Queued || got.ReleasedAttempts != got.Attempt-1 {
 		t.Fatalf("after the disk failed the job is %s on attempt %d (%d handed back), want queued with only attempt 1 lost",
-			got.GetState(), got.GetAttempt(), got.GetReleasedAttempts())
+			got.State, got.Attempt, got.ReleasedAttempts)
 	}
-	if n := got.GetNotes(); len(n) == 0 || !strings.Contains(n[0], "attempt 1 handed back") || !strings.Contains(n[0], "could not write its spool directory") ||
+	if n := got.Notes; len(n) == 0 || !strings.Contains(n[0], "attempt 1 handed back") || !strings.Contains(n[0], "could not write its spool directory") ||
 		!strings.Contains(n[0], "no space left") {
 		t.Fatalf("the job's notes do not say why it was handed back: %q", n)
 	}
-	before := got.GetAttempt()
+	before := got.Attempt
 
 	// The disk has room again: the worker takes the job, which now runs.
 	if err := os.Remove(filepath.Join(dir, ".probe")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the next attempt's output", func() bool { return len(linesOfAttempt(t, c, j.GetJobId(), before+1)) == 2 })
-	if _, err := c.Cancel(context.Background(), j.GetJobId(), "done testing"); err != nil {
+	eventually(t, "the next attempt's output", func() bool { return len(linesOfAttempt(t, c, j.ID, before+1)) == 2 })
+	if _, err := c.Cancel(context.Background(), j.ID, "done testing"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,20 +146,20 @@ func TestGracefulStopHandsJobsBack(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "echo begin; sleep 60", MaxAttempts: 1})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "echo begin; sleep 60", MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := spooltest.NewWorker(t, srv, worker.Config{ShutdownGrace: 300 * time.Millisecond})
-	eventually(t, "the job's first line", func() bool { return job(t, c, j.GetJobId()).GetLineCount() == 1 })
+	eventually(t, "the job's first line", func() bool { return job(t, c, j.ID).LineCount == 1 })
 	w.Stop()
-	got := job(t, c, j.GetJobId())
-	if got.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || got.GetReleasedAttempts() != 1 {
-		t.Fatalf("after the worker stopped: %s, released %d; want queued at once, released 1", got.GetState(), got.GetReleasedAttempts())
+	got := job(t, c, j.ID)
+	if got.State != spool.Queued || got.ReleasedAttempts != 1 {
+		t.Fatalf("after the worker stopped: %s, released %d; want queued at once, released 1", got.State, got.ReleasedAttempts)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
-	if l.JobID() != j.GetJobId() || l.GetJob().GetAttempt() != 2 {
-		t.Fatalf("handed back job leased as %s attempt %d", l.JobID(), l.GetJob().GetAttempt())
+	if l.JobID() != j.ID || l.Job().Attempt != 2 {
+		t.Fatalf("handed back job leased as %s attempt %d", l.JobID(), l.Job().Attempt)
 	}
 }
 
@@ -172,7 +175,7 @@ func TestRestartDeliversOutputOfExpiredLease(t *testing.T) {
 	if got := linesOfAttempt(t, c, id, 1); got[0] != "line 1" || got[28] != "line 29" {
 		t.Fatalf("attempt 1's lines: %v", got)
 	}
-	if n := job(t, c, id).GetNotes(); len(n) != 0 {
+	if n := job(t, c, id).Notes; len(n) != 0 {
 		t.Fatalf("notes %q: nothing was lost", n)
 	}
 }
@@ -184,16 +187,16 @@ func TestRestartReportsOutputItCannotDeliver(t *testing.T) {
 	t.Parallel()
 	srv, c, id, dir := crashWithUnsentOutput(t)
 	l := spooltest.LeaseJob(t, srv, "")
-	if l.JobID() != id || l.GetJob().GetAttempt() != 2 {
-		t.Fatalf("leased %s attempt %d", l.JobID(), l.GetJob().GetAttempt())
+	if l.JobID() != id || l.Job().Attempt != 2 {
+		t.Fatalf("leased %s attempt %d", l.JobID(), l.Job().Attempt)
 	}
 	l.Begin()
-	var log spooltest.Buffer
+	var log safebuf.Buffer
 	cfg := logTo(t, &log)
 	cfg.Queue, cfg.SpoolDir = "elsewhere", dir
 	spooltest.NewWorker(t, srv, cfg)
-	eventually(t, "the loss to be recorded", func() bool { return len(job(t, c, id).GetNotes()) == 1 })
-	note := job(t, c, id).GetNotes()[0]
+	eventually(t, "the loss to be recorded", func() bool { return len(job(t, c, id).Notes) == 1 })
+	note := job(t, c, id).Notes[0]
 	kept := filepath.Join(dir, "undelivered", id+"-a1")
 	if !strings.Contains(note, "attempt 1: 29 lines could not be delivered") || !strings.Contains(note, kept) {
 		t.Fatalf("note %q", note)
@@ -213,27 +216,27 @@ func TestRestartReportsOutputItCannotDeliver(t *testing.T) {
 // returns the server, a client, the job and the dead worker's directory.
 func crashWithUnsentOutput(t *testing.T) (*spooltest.Server, *client.Client, string, string) {
 	t.Helper()
-	srv := spooltest.NewServer(t, spooltest.WithConfig(shortLeases))
+	srv := spooltest.NewServer(t, spooltest.Config{Server: shortLeases})
 	c := srv.Client()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "while [ ! -e go ]; do sleep 0.05; done; seq -f 'line %g' 1 29; sleep 60",
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "while [ ! -e go ]; do sleep 0.05; done; seq -f 'line %g' 1 29; sleep 60",
 		WorkingDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	w := spooltest.NewWorker(t, srv, worker.Config{SpoolDir: dir})
-	eventually(t, "the job to start", func() bool { return job(t, c, j.GetJobId()).GetLastSequence() >= 1 })
+	eventually(t, "the job to start", func() bool { return job(t, c, j.ID).LastSequence >= 1 })
 	srv.Stop()
-	if err := os.WriteFile(filepath.Join(j.GetParams().GetWorkingDir(), "go"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(j.Params.WorkingDir, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the lines on the worker's disk", func() bool { return outboxHas(dir, "line 29") })
 	w.Kill()
 	srv.Restart()
 	eventually(t, "the lease to run out", func() bool {
-		return job(t, c, j.GetJobId()).GetState() == spoolv1.JobState_JOB_STATE_QUEUED
+		return job(t, c, j.ID).State == spool.Queued
 	})
-	return srv, c, j.GetJobId(), dir
+	return srv, c, j.ID, dir
 }
 
 // TestHeartbeatFollowsTheLease: the server's heartbeat interval and lease
@@ -244,16 +247,16 @@ func TestHeartbeatFollowsTheLease(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t) // 30 s heartbeats, 2 min leases
 	c := srv.Client()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 6; echo done"})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "sleep 6; echo done"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	shortLeases(srv.Config())
 	srv.Restart()
 	spooltest.NewWorker(t, srv, worker.Config{})
-	done := srv.WaitJob(t, j.GetJobId())
-	if done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || done.GetAttempt() != 1 {
-		t.Fatalf("job ended %s on attempt %d: %v", done.GetState(), done.GetAttempt(), done.GetResult())
+	done := srv.WaitJob(t, j.ID)
+	if done.State != spool.Succeeded || done.Attempt != 1 {
+		t.Fatalf("job ended %s on attempt %d: %v", done.State, done.Attempt, done.Result)
 	}
 }
 
@@ -288,22 +291,22 @@ func TestCancelReachesTheCommandAtOnce(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "echo up; sleep 120"})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "echo up; sleep 120"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spooltest.NewWorker(t, srv, worker.Config{})
-	eventually(t, "the command to start", func() bool { return job(t, c, j.GetJobId()).GetLineCount() == 1 })
+	eventually(t, "the command to start", func() bool { return job(t, c, j.ID).LineCount == 1 })
 	asked := time.Now()
-	if _, err := c.Cancel(context.Background(), j.GetJobId(), "superseded"); err != nil {
+	if _, err := c.Cancel(context.Background(), j.ID, "superseded"); err != nil {
 		t.Fatal(err)
 	}
-	done := srv.WaitJob(t, j.GetJobId())
+	done := srv.WaitJob(t, j.ID)
 	if took := time.Since(asked); took > 15*time.Second {
 		t.Fatalf("the cancel took %v to stop the command; heartbeats are 30 s apart", took)
 	}
-	if done.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED || done.GetResult().GetError() != "cancelled: superseded" {
-		t.Fatalf("job ended %s: %v", done.GetState(), done.GetResult())
+	if done.State != spool.Cancelled || done.Result.Error != "cancelled: superseded" {
+		t.Fatalf("job ended %s: %v", done.State, done.Result)
 	}
 }
 
@@ -314,21 +317,21 @@ func TestRetriesRunAFailingCommandAgain(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "echo attempt $SPOOL_JOB_ATTEMPT; exit 3", Retries: 1, MaxAttempts: 1})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "echo attempt $SPOOL_JOB_ATTEMPT; exit 3", Retries: 1, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spooltest.NewWorker(t, srv, worker.Config{})
-	done := srv.WaitJob(t, j.GetJobId())
-	if done.GetState() != spoolv1.JobState_JOB_STATE_FAILED || done.GetAttempt() != 2 || done.GetRetriedAttempts() != 1 || done.GetResult().GetExitCode() != 3 {
-		t.Fatalf("job ended %s on attempt %d (retried %d): %v", done.GetState(), done.GetAttempt(), done.GetRetriedAttempts(), done.GetResult())
+	done := srv.WaitJob(t, j.ID)
+	if done.State != spool.Failed || done.Attempt != 2 || done.RetriedAttempts != 1 || done.Result.ExitCode != 3 {
+		t.Fatalf("job ended %s on attempt %d (retried %d): %v", done.State, done.Attempt, done.RetriedAttempts, done.Result)
 	}
-	for a := int32(1); a <= 2; a++ {
-		if got := linesOfAttempt(t, c, j.GetJobId(), a); len(got) != 1 || got[0] != "attempt "+strconv.Itoa(int(a)) {
+	for a := 1; a <= 2; a++ {
+		if got := linesOfAttempt(t, c, j.ID, a); len(got) != 1 || got[0] != "attempt "+strconv.Itoa(a) {
 			t.Fatalf("attempt %d printed %v", a, got)
 		}
 	}
-	if n := done.GetNotes(); len(n) != 1 || !strings.Contains(n[0], "attempt 1 failed (exit code 3); retry 1 of 1") {
+	if n := done.Notes; len(n) != 1 || !strings.Contains(n[0], "attempt 1 failed (exit code 3); retry 1 of 1") {
 		t.Fatalf("notes %q", n)
 	}
 }
@@ -344,13 +347,13 @@ func TestJobsGetAllowListedEnvironment(t *testing.T) {
 		want string
 	}{{nil, "secret=,path=set"}, {[]string{"SPOOL_TEST_*"}, "secret=hunter2,path=set"}} {
 		queue := "env" + strconv.Itoa(len(tc.pass))
-		j, _, err := c.Submit(context.Background(), client.Submission{Queue: queue, Script: `echo "secret=$SPOOL_TEST_SECRET,path=${PATH:+set}"`})
+		j, _, err := c.Submit(context.Background(), client.SubmitParams{Queue: queue, Script: `echo "secret=$SPOOL_TEST_SECRET,path=${PATH:+set}"`})
 		if err != nil {
 			t.Fatal(err)
 		}
 		spooltest.NewWorker(t, srv, worker.Config{Queue: queue, PassEnv: tc.pass})
-		srv.WaitJob(t, j.GetJobId())
-		if got := linesOfAttempt(t, c, j.GetJobId(), 1); len(got) != 1 || got[0] != tc.want {
+		srv.WaitJob(t, j.ID)
+		if got := linesOfAttempt(t, c, j.ID, 1); len(got) != 1 || got[0] != tc.want {
 			t.Fatalf("with PassEnv %v the job saw %v, want %q", tc.pass, got, tc.want)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -28,8 +28,8 @@ func TestJobDirectories(t *testing.T) {
 		spoolDir := t.TempDir()
 		e := newEnv(t, 1, func(c *worker.Config) { c.SpoolDir, c.KeepJobDirs = spoolDir, keep })
 		id := e.submit(t, sh(script))
-		if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("job: %v", j.GetResult())
+		if j := e.wait(t, id); j.State != spool.Succeeded {
+			t.Fatalf("job: %v", j.Result)
 		}
 		out, _ := output(e.logOf(t, id))
 		own := filepath.Join(spoolDir, "jobs", id+"-a1")
@@ -46,8 +46,8 @@ func TestJobDirectories(t *testing.T) {
 	}
 
 	e := newEnv(t, 1, nil)
-	j := e.wait(t, e.submit(t, client.Submission{Argv: []string{"pwd"}, WorkingDir: "sub"}))
-	if got := j.GetResult().GetError(); !strings.Contains(got, `the working directory "sub" is taken inside the job's own directory`) || !strings.Contains(got, "--workdir") {
+	j := e.wait(t, e.submit(t, client.SubmitParams{Argv: []string{"pwd"}, WorkingDir: "sub"}))
+	if got := j.Result.Error; !strings.Contains(got, `the working directory "sub" is taken inside the job's own directory`) || !strings.Contains(got, "--workdir") {
 		t.Fatalf("a relative working directory: %q", got)
 	}
 
@@ -57,7 +57,7 @@ func TestJobDirectories(t *testing.T) {
 	}
 	e = newEnv(t, 1, func(c *worker.Config) { c.WorkDir = work })
 	for wd, want := range map[string]string{"": work, "sub": filepath.Join(work, "sub")} {
-		id := e.submit(t, client.Submission{Argv: []string{"pwd"}, WorkingDir: wd})
+		id := e.submit(t, client.SubmitParams{Argv: []string{"pwd"}, WorkingDir: wd})
 		e.wait(t, id)
 		if out, _ := output(e.logOf(t, id)); string(out) != want+"\n" {
 			t.Errorf("WorkDir %s, working directory %q: ran in %q, want %s", work, wd, out, want)
@@ -94,14 +94,14 @@ func TestWarnsOnceOfReadableSecrets(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	const warning = "jobs run as this worker's user and can read a spool server's keys or data, or saved API keys"
 	run := func() string {
-		var logs spooltest.Buffer
+		var logs safebuf.Buffer
 		w := spooltest.NewWorker(t, srv, worker.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		for range 2 {
-			j, _, err := srv.Client().Submit(t.Context(), client.Submission{Argv: []string{"true"}})
+			j, _, err := srv.Client().Submit(t.Context(), client.SubmitParams{Argv: []string{"true"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv.WaitJob(t, j.GetJobId())
+			srv.WaitJob(t, j.ID)
 		}
 		w.Stop()
 		return logs.String()

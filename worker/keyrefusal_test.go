@@ -14,6 +14,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/outbox"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
@@ -26,17 +27,17 @@ import (
 // ErrPermissionDenied) and says what to do.
 func TestRevokedKeyStopsTheWorker(t *testing.T) {
 	t.Parallel()
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
 		c.Execution.HeartbeatInterval = time.Second
 		c.Jobs.Lease = 3 * time.Second
-	}))
+	}})
 	admin := srv.Client()
-	_, secret, err := admin.CreateKey(t.Context(), client.NewKey{Name: "doomed", Role: "worker"})
+	_, secret, err := admin.CreateKey(t.Context(), client.KeyParams{Name: "doomed", Role: spool.RoleWorker})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spoolDir := t.TempDir()
-	var logs spooltest.Buffer
+	var logs safebuf.Buffer
 	w, err := worker.New(worker.Config{Server: srv.URL, APIKey: secret, SpoolDir: spoolDir, KillGrace: time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -51,7 +52,7 @@ func TestRevokedKeyStopsTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &env{srv: srv, c: admin}
-	waitForLines(t, e, j.GetJobId(), 1)
+	waitForLines(t, e, j.ID, 1)
 	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidFile)))
 	if err != nil {
 		t.Fatal(err)

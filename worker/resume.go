@@ -8,8 +8,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/outbox"
 )
@@ -48,7 +48,7 @@ func (w *Worker) resumeOutboxes() error {
 			ob.Seal()
 		}
 		switch {
-		case err == nil && (spool.IsFinal(job.GetState()) || job.GetAttempt() != h.Attempt):
+		case err == nil && (convert.State(job.GetState()).IsFinal() || job.GetAttempt() != h.Attempt):
 			// The attempt is over: another attempt owns the job, or it is
 			// finished.
 			w.sending.Add(1)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -79,31 +78,31 @@ func TestRunAsScatter(t *testing.T) {
 	t.Parallel()
 	needJobUser(t)
 	e := newEnv(t, 1, func(c *worker.Config) { c.SpoolDir, c.RunAs = sharedSpoolDir(t), jobUser })
-	run := func(script string) *spoolv1.Job {
-		sc, err := e.c.StartScatter(t.Context(), client.NewScatter{Job: client.Submission{Script: script},
+	run := func(script string) *spool.Job {
+		sc, err := e.c.StartScatter(t.Context(), client.ScatterParams{Job: client.SubmitParams{Script: script},
 			Batches: []json.RawMessage{json.RawMessage(`["x"]`)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			batches, _, err := e.c.ScatterBatches(t.Context(), sc.GetScatterId(), 0, 10)
+			batches, _, err := e.c.ScatterBatches(t.Context(), sc.ID, 0, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(batches) == 1 && batches[0].GetJob() != nil {
-				return e.wait(t, batches[0].GetJob().GetJobId())
+			if len(batches) == 1 && batches[0].Job != nil {
+				return e.wait(t, batches[0].Job.ID)
 			}
 		}
 		t.Fatal("the scatter's batch never got a job")
 		return nil
 	}
 	j := run(`set -e; item=$(sed 's/.*"items":\["\([a-z]*\)".*/\1/' "$SPOOL_BATCH_FILE"); printf '{"user":"%s","item":"%s"}' "$(id -un)" "$item" > "$SPOOL_RESULT"`)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetResult().GetOutput() != `{"user":"`+jobUser+`","item":"x"}` {
-		t.Fatalf("a batch as %s: %s, result %q, error %q", jobUser, j.GetState(), j.GetResult().GetOutput(), j.GetResult().GetError())
+	if j.State != spool.Succeeded || string(j.Result.Output) != `{"user":"`+jobUser+`","item":"x"}` {
+		t.Fatalf("a batch as %s: %s, result %q, error %q", jobUser, j.State, j.Result.Output, j.Result.Error)
 	}
 	j = run(`ln -s /etc/shadow "$SPOOL_RESULT"`)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || j.GetResult().GetOutput() != "" || !strings.Contains(j.GetResult().GetError(), "$SPOOL_RESULT: it is a symbolic link") {
-		t.Fatalf("a result linked to /etc/shadow: %s, result %q, error %q", j.GetState(), j.GetResult().GetOutput(), j.GetResult().GetError())
+	if j.State != spool.Failed || j.Result.Output != nil || !strings.Contains(j.Result.Error, "$SPOOL_RESULT: it is a symbolic link") {
+		t.Fatalf("a result linked to /etc/shadow: %s, result %q, error %q", j.State, j.Result.Output, j.Result.Error)
 	}
 }
 
@@ -118,8 +117,8 @@ func TestRunAsTerminal(t *testing.T) {
 	s := sh(`id -un; stat -c %U "$(tty)"; echo "$USER $LOGNAME $HOME"`)
 	s.PTY = true
 	id := e.submit(t, s)
-	if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %v", j.GetResult())
+	if j := e.wait(t, id); j.State != spool.Succeeded {
+		t.Fatalf("job: %v", j.Result)
 	}
 	out, _ := output(e.logOf(t, id))
 	own := filepath.Join(spoolDir, "jobs", id+"-a1")

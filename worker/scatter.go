@@ -15,9 +15,9 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/backoff"
+	"github.com/spool-run/spool/internal/scatterjob"
 )
 
 // A scatter's job (a batch or the gather) reads a JSON document on stdin,
@@ -119,7 +119,7 @@ func (f *scatterFiles) env(m *spoolv1.ScatterMember) []string {
 
 // readResult returns what the command left in $SPOOL_RESULT: "" for
 // nothing, an error that says what is wrong with anything that is not a
-// JSON document of at most spool.MaxResultBytes.
+// JSON document of at most scatterjob.MaxResultBytes.
 func (f *scatterFiles) readResult() (string, error) {
 	if f == nil {
 		return "", nil
@@ -132,12 +132,12 @@ func (f *scatterFiles) readResult() (string, error) {
 		return "", fmt.Errorf("could not read $SPOOL_RESULT: %w", err)
 	}
 	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, spool.MaxResultBytes+1))
+	b, err := io.ReadAll(io.LimitReader(fh, scatterjob.MaxResultBytes+1))
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("could not read $SPOOL_RESULT: %w", err)
-	case len(b) > spool.MaxResultBytes:
-		return "", fmt.Errorf("$SPOOL_RESULT holds more than %d bytes (256 KiB), the most a result may hold: write a smaller summary, or a reference to where the data is", spool.MaxResultBytes)
+	case len(b) > scatterjob.MaxResultBytes:
+		return "", fmt.Errorf("$SPOOL_RESULT holds more than %d bytes (256 KiB), the most a result may hold: write a smaller summary, or a reference to where the data is", scatterjob.MaxResultBytes)
 	case len(b) == 0:
 		return "", nil
 	case !utf8.Valid(b) || !json.Valid(b):

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/worker"
 )
 
@@ -38,8 +38,8 @@ func TestBatchInputSurvivesAServerAway(t *testing.T) {
 	rt := &resetInput{}
 	rt.fails.Store(8)
 	e := newEnv(t, 1, func(c *worker.Config) { c.HTTPClient = &http.Client{Transport: rt} })
-	sc, err := e.c.StartScatter(context.Background(), client.NewScatter{
-		Job:     client.Submission{Script: `cat > /dev/null; echo '{"ok": true}' > "$SPOOL_RESULT"`},
+	sc, err := e.c.StartScatter(context.Background(), client.ScatterParams{
+		Job:     client.SubmitParams{Script: `cat > /dev/null; echo '{"ok": true}' > "$SPOOL_RESULT"`},
 		Batches: []json.RawMessage{json.RawMessage(`[1, 2]`)},
 	})
 	if err != nil {
@@ -47,12 +47,12 @@ func TestBatchInputSurvivesAServerAway(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sc, err = e.c.FollowScatter(ctx, sc.GetScatterId(), 50*time.Millisecond, nil)
+	sc, err = e.c.FollowScatter(ctx, sc.ID, 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED {
-		t.Fatalf("the scatter ended %s: %s", sc.GetState(), sc.GetError())
+	if sc.State != spool.ScatterSucceeded {
+		t.Fatalf("the scatter ended %s: %s", sc.State, sc.Error)
 	}
 	if left := rt.fails.Load(); left >= 0 {
 		t.Fatalf("the input was fetched without meeting the resets (%d left)", left)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
 )
 
 // TestSecretsMaskedInOutput: a job gets its secret in its environment, and
@@ -32,8 +32,8 @@ echo "on stderr: $DEPLOY_TOKEN" >&2`
 	s := sh(script)
 	s.Secrets = map[string]string{"DEPLOY_TOKEN": value}
 	id := e.submit(t, s)
-	if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %v", j.GetResult())
+	if j := e.wait(t, id); j.State != spool.Succeeded {
+		t.Fatalf("job: %v", j.Result)
 	}
 	stdout, stderr := output(e.logOf(t, id))
 	all := append(bytes.Clone(stdout), stderr...)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spool-run/spool/spooltest"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/worker"
 )
 
@@ -25,7 +25,7 @@ func TestSpoolDirIsTheWorkersOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = os.Chmod(spoolDir, 0o755)
-	var logs spooltest.Buffer
+	var logs safebuf.Buffer
 	e := newEnv(t, 1, func(c *worker.Config) {
 		c.SpoolDir, c.Logger = spoolDir, slog.New(slog.NewTextHandler(&logs, nil))
 	})
@@ -98,7 +98,7 @@ func TestUndeliveredIsBounded(t *testing.T) {
 			}
 		}
 	}
-	var logs spooltest.Buffer
+	var logs safebuf.Buffer
 	newEnv(t, 1, func(c *worker.Config) {
 		c.SpoolDir, c.UndeliveredMaxBytes = spoolDir, 1000
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))

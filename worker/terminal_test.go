@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/worker"
 )
 
@@ -28,38 +28,20 @@ if [ -t 0 ]; then echo 'stdin: terminal'; fi
 echo 'to stderr' >&2
 `
 
-// logBuffer collects a worker's log, to look for warnings in.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newLoggedEnv is newEnv with the worker's warnings kept.
-func newLoggedEnv(t *testing.T, concurrency int) (*env, *logBuffer) {
-	log := &logBuffer{}
+func newLoggedEnv(t *testing.T, concurrency int) (*env, *safebuf.Buffer) {
+	log := &safebuf.Buffer{}
 	e := newEnv(t, concurrency, func(c *worker.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
 	return e, log
 }
 
-func processStart(t *testing.T, evs []*spoolv1.JobEvent) *spoolv1.ProcessStartEvent {
+func processStart(t *testing.T, evs []*spool.Event) *spool.ProcessStart {
 	t.Helper()
 	for _, ev := range evs {
-		if ps := ev.GetProcessStart(); ps != nil {
-			return ps
+		if ev.Start != nil {
+			return ev.Start
 		}
 	}
 	t.Fatal("the log has no PROCESS_START")
@@ -75,20 +57,20 @@ func processStart(t *testing.T, evs []*spoolv1.JobEvent) *spoolv1.ProcessStartEv
 func TestTerminalJob(t *testing.T) {
 	t.Setenv("TERM", "") // the worker has none to pass on
 	e, log := newLoggedEnv(t, 2)
-	onTerminal := client.Submission{PTY: true, Timeout: time.Minute, Script: lookAround + `stty size
+	onTerminal := client.SubmitParams{PTY: true, Timeout: time.Minute, Script: lookAround + `stty size
 echo "TERM=$TERM"
 printf '10%%\r20%%\r\n'
 cat
 echo 'input ended'
 seq 1 3000`}
-	onPipes := client.Submission{Script: lookAround}
+	onPipes := client.SubmitParams{Script: lookAround}
 	tid, pid := e.submit(t, onTerminal), e.submit(t, onPipes)
 
-	if j := e.wait(t, tid); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("terminal job: %s %v", j.GetState(), j.GetResult())
+	if j := e.wait(t, tid); j.State != spool.Succeeded {
+		t.Fatalf("terminal job: %s %v", j.State, j.Result)
 	}
 	evs := e.logOf(t, tid)
-	if !processStart(t, evs).GetPty() {
+	if !processStart(t, evs).PTY {
 		t.Fatal("the terminal job's PROCESS_START does not say pty")
 	}
 	var want bytes.Buffer
@@ -101,11 +83,11 @@ seq 1 3000`}
 		t.Fatalf("terminal job: stdout %q…, stderr %q; want stdout %q…, no stderr", head(out), errOut, head(want.Bytes()))
 	}
 
-	if j := e.wait(t, pid); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("pipe job: %s %v", j.GetState(), j.GetResult())
+	if j := e.wait(t, pid); j.State != spool.Succeeded {
+		t.Fatalf("pipe job: %s %v", j.State, j.Result)
 	}
 	evs = e.logOf(t, pid)
-	if processStart(t, evs).GetPty() {
+	if processStart(t, evs).PTY {
 		t.Fatal("the pipe job's PROCESS_START says pty")
 	}
 	if out, errOut := output(evs); string(out) != "plain\n" || string(errOut) != "to stderr\n" {
@@ -126,10 +108,10 @@ func TestTerminalJobWithStdin(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1, nil)
 	in := []byte("line one\nbinary \x00\xff\x03\x04\x1a\r\n" + strings.Repeat("long ", 2000) + "\nno newline")
-	id := e.submit(t, client.Submission{PTY: true, Stdin: in,
+	id := e.submit(t, client.SubmitParams{PTY: true, Stdin: in,
 		Script: `[ -t 1 ] && echo 'stdout: terminal'; [ -t 0 ] || echo 'stdin: not a terminal'; cksum`})
-	if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %s %v", j.GetState(), j.GetResult())
+	if j := e.wait(t, id); j.State != spool.Succeeded {
+		t.Fatalf("job: %s %v", j.State, j.Result)
 	}
 	cmd := exec.Command("cksum")
 	cmd.Stdin = bytes.NewReader(in)
@@ -150,8 +132,8 @@ func TestTerminalScatterBatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1, nil)
 	item, _ := json.Marshal(strings.Repeat("a long item ", 1000))
-	sc, err := e.c.StartScatter(context.Background(), client.NewScatter{
-		Job:     client.Submission{PTY: true, Script: `[ -t 1 ] && [ ! -t 0 ] && cmp - "$SPOOL_BATCH_FILE" && echo '{}' > "$SPOOL_RESULT"`},
+	sc, err := e.c.StartScatter(context.Background(), client.ScatterParams{
+		Job:     client.SubmitParams{PTY: true, Script: `[ -t 1 ] && [ ! -t 0 ] && cmp - "$SPOOL_BATCH_FILE" && echo '{}' > "$SPOOL_RESULT"`},
 		Batches: []json.RawMessage{json.RawMessage("[" + string(item) + "]")},
 	})
 	if err != nil {
@@ -159,11 +141,11 @@ func TestTerminalScatterBatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if sc, err = e.c.FollowScatter(ctx, sc.GetScatterId(), 50*time.Millisecond, nil); err != nil {
+	if sc, err = e.c.FollowScatter(ctx, sc.ID, 50*time.Millisecond, nil); err != nil {
 		t.Fatal(err)
 	}
-	if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED {
-		t.Fatalf("the scatter ended %s: %s", sc.GetState(), sc.GetError())
+	if sc.State != spool.ScatterSucceeded {
+		t.Fatalf("the scatter ended %s: %s", sc.State, sc.Error)
 	}
 }
 
@@ -229,8 +211,8 @@ echo $! >> "$PIDS"; echo $$ >> "$PIDS"
 echo started
 sleep 300`
 	dir := t.TempDir()
-	cancelled := client.Submission{PTY: true, Script: script, Env: map[string]string{"PIDS": filepath.Join(dir, "cancelled")}}
-	timedOut := client.Submission{PTY: true, Script: script, Timeout: time.Second, Env: map[string]string{"PIDS": filepath.Join(dir, "timed-out")}}
+	cancelled := client.SubmitParams{PTY: true, Script: script, Env: map[string]string{"PIDS": filepath.Join(dir, "cancelled")}}
+	timedOut := client.SubmitParams{PTY: true, Script: script, Timeout: time.Second, Env: map[string]string{"PIDS": filepath.Join(dir, "timed-out")}}
 	cid, tid := e.submit(t, cancelled), e.submit(t, timedOut)
 	waitForLines(t, e, cid, 1)
 	if _, err := e.c.Cancel(context.Background(), cid, "test"); err != nil {
@@ -238,15 +220,15 @@ sleep 300`
 	}
 	for _, c := range []struct {
 		id, pids string
-		state    spoolv1.JobState
+		state    spool.State
 		why      string
 	}{
-		{cid, cancelled.Env["PIDS"], spoolv1.JobState_JOB_STATE_CANCELLED, "cancelled: test"},
-		{tid, timedOut.Env["PIDS"], spoolv1.JobState_JOB_STATE_FAILED, "timed out after 1s"},
+		{cid, cancelled.Env["PIDS"], spool.Cancelled, "cancelled: test"},
+		{tid, timedOut.Env["PIDS"], spool.Failed, "timed out after 1s"},
 	} {
 		j := e.wait(t, c.id)
-		if j.GetState() != c.state || j.GetResult().GetError() != c.why {
-			t.Fatalf("job %s: %s %q, want %s %q", c.id, j.GetState(), j.GetResult().GetError(), c.state, c.why)
+		if j.State != c.state || j.Result.Error != c.why {
+			t.Fatalf("job %s: %s %q, want %s %q", c.id, j.State, j.Result.Error, c.state, c.why)
 		}
 		pids := readPids(t, c.pids)
 		if len(pids) != 2 {
@@ -265,9 +247,9 @@ func TestTerminalJobLeavesProcesses(t *testing.T) {
 	t.Parallel()
 	e, log := newLoggedEnv(t, 2)
 	dir := t.TempDir()
-	inGroup := client.Submission{PTY: true, Script: `sleep 300 & echo $! > "$PIDS"; echo done`,
+	inGroup := client.SubmitParams{PTY: true, Script: `sleep 300 & echo $! > "$PIDS"; echo done`,
 		Env: map[string]string{"PIDS": filepath.Join(dir, "in-group")}}
-	escaped := client.Submission{PTY: true, Env: map[string]string{"PIDS": filepath.Join(dir, "escaped")},
+	escaped := client.SubmitParams{PTY: true, Env: map[string]string{"PIDS": filepath.Join(dir, "escaped")},
 		Script: `setsid sh -c 'echo $$ > "$PIDS"; exec sleep 300' &
 while [ ! -s "$PIDS" ]; do sleep 0.05; done
 echo done`}
@@ -283,8 +265,8 @@ echo done`}
 	gid, eid := e.submit(t, inGroup), e.submit(t, escaped)
 	for _, id := range []string{gid, eid} {
 		j := e.wait(t, id)
-		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("job %s: %s %v", id, j.GetState(), j.GetResult())
+		if j.State != spool.Succeeded {
+			t.Fatalf("job %s: %s %v", id, j.State, j.Result)
 		}
 		if out, _ := output(e.logOf(t, id)); string(out) != "done\n" {
 			t.Fatalf("job %s printed %q", id, out)

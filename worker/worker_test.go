@@ -14,7 +14,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
@@ -33,11 +32,11 @@ type env struct {
 // seconds) and a worker with the given concurrency.
 func newEnv(t *testing.T, concurrency int, tweak func(*worker.Config)) *env {
 	t.Helper()
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
 		c.Server.ShutdownGrace = 2 * time.Second
 		c.Execution.HeartbeatInterval = time.Second
 		c.Jobs.Lease = 3 * time.Second
-	}))
+	}})
 	wc := worker.Config{Concurrency: concurrency}
 	if tweak != nil {
 		tweak(&wc)
@@ -45,25 +44,25 @@ func newEnv(t *testing.T, concurrency int, tweak func(*worker.Config)) *env {
 	return &env{srv: srv, c: srv.Client(), w: spooltest.NewWorker(t, srv, wc)}
 }
 
-func (e *env) submit(t *testing.T, s client.Submission) string {
+func (e *env) submit(t *testing.T, s client.SubmitParams) string {
 	t.Helper()
 	j, _, err := e.c.Submit(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return j.GetJobId()
+	return j.ID
 }
 
-func sh(script string) client.Submission { return client.Submission{Script: script} }
+func sh(script string) client.SubmitParams { return client.SubmitParams{Script: script} }
 
 // wait follows the job until it is final and returns it.
-func (e *env) wait(t *testing.T, id string) *spoolv1.Job {
+func (e *env) wait(t *testing.T, id string) *spool.Job {
 	t.Helper()
 	return e.srv.WaitJob(t, id)
 }
 
 // logOf replays a job's whole log, one event per line.
-func (e *env) logOf(t *testing.T, id string) []*spoolv1.JobEvent {
+func (e *env) logOf(t *testing.T, id string) []*spool.Event {
 	t.Helper()
 	evs, err := e.c.ReadLog(context.Background(), id)
 	if err != nil {
@@ -73,20 +72,18 @@ func (e *env) logOf(t *testing.T, id string) []*spoolv1.JobEvent {
 }
 
 // output is the job's stdout and stderr text, reconstructed byte for byte.
-func output(evs []*spoolv1.JobEvent) (stdout, stderr []byte) {
+func output(evs []*spool.Event) (stdout, stderr []byte) {
 	for _, ev := range evs {
-		d := ev.GetOutputData()
-		if d == nil {
-			continue
-		}
-		b := append(d.GetOutput(), '\n')
-		if d.GetPartial() {
-			b = b[:len(b)-1]
-		}
-		if d.GetStream() == spoolv1.StreamType_STREAM_TYPE_STDERR {
-			stderr = append(stderr, b...)
-		} else {
-			stdout = append(stdout, b...)
+		for _, l := range ev.Lines {
+			b := append([]byte(l.Text), '\n')
+			if l.Partial {
+				b = b[:len(b)-1]
+			}
+			if l.Stream == spool.Stderr {
+				stderr = append(stderr, b...)
+			} else {
+				stdout = append(stdout, b...)
+			}
 		}
 	}
 	return stdout, stderr
@@ -94,11 +91,11 @@ func output(evs []*spoolv1.JobEvent) (stdout, stderr []byte) {
 
 // checkSeq checks the events have contiguous sequences and their output is
 // exactly the lines 1..n.
-func checkSeq(t *testing.T, evs []*spoolv1.JobEvent, n int) {
+func checkSeq(t *testing.T, evs []*spool.Event, n int) {
 	t.Helper()
 	for i, ev := range evs {
-		if ev.GetSequence() != evs[0].GetSequence()+int64(i) {
-			t.Fatalf("event %d has sequence %d after %d", i, ev.GetSequence(), evs[0].GetSequence())
+		if ev.Sequence != evs[0].Sequence+int64(i) {
+			t.Fatalf("event %d has sequence %d after %d", i, ev.Sequence, evs[0].Sequence)
 		}
 	}
 	var want bytes.Buffer
@@ -112,14 +109,14 @@ func checkSeq(t *testing.T, evs []*spoolv1.JobEvent, n int) {
 
 // storedItems counts a finished job's stored items by type: a stream that
 // does not unpack batches yields each stored item as one event.
-func storedItems(t *testing.T, e *env, id string) map[spoolv1.EventType]int {
+func storedItems(t *testing.T, e *env, id string) map[spool.EventType]int {
 	t.Helper()
-	counts := map[spoolv1.EventType]int{}
+	counts := map[spool.EventType]int{}
 	for ev, err := range e.c.Events(context.Background(), id, client.StreamOptions{}).Batches() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts[ev.GetEventType()]++
+		counts[ev.Type]++
 	}
 	return counts
 }
@@ -129,23 +126,23 @@ func storedItems(t *testing.T, e *env, id string) map[spoolv1.EventType]int {
 func TestHundredLines(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1, nil)
-	id := e.submit(t, client.Submission{Argv: []string{"seq", "1", "100"}})
+	id := e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "100"}})
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetResult().GetExitCode() != 0 {
+	if j.State != spool.Succeeded || j.Result.ExitCode != 0 {
 		t.Fatalf("job: %v", j)
 	}
 	evs := e.logOf(t, id)
 	checkSeq(t, evs[1:len(evs)-1], 100) // between start and end
-	if evs[0].GetEventType() != spoolv1.EventType_EVENT_TYPE_PROCESS_START || evs[len(evs)-1].GetEventType() != spoolv1.EventType_EVENT_TYPE_PROCESS_END {
+	if evs[0].Type != spool.EventProcessStart || evs[len(evs)-1].Type != spool.EventProcessEnd {
 		t.Fatalf("log does not start and end with the process: %v … %v", evs[0], evs[len(evs)-1])
 	}
 	items := storedItems(t, e, id)
-	if b := items[spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH]; b < 2 || b > 3 ||
-		items[spoolv1.EventType_EVENT_TYPE_PROCESS_START] != 1 || items[spoolv1.EventType_EVENT_TYPE_PROCESS_END] != 1 {
+	if b := items[spool.EventOutput]; b < 2 || b > 3 ||
+		items[spool.EventProcessStart] != 1 || items[spool.EventProcessEnd] != 1 {
 		t.Fatalf("stored items %v, want 2 (at most 3) output batches, one start, one end", items)
 	}
-	if j.GetLineCount() != 100 || j.GetLastSequence() != 102 {
-		t.Fatalf("job says %d lines, last sequence %d", j.GetLineCount(), j.GetLastSequence())
+	if j.LineCount != 100 || j.LastSequence != 102 {
+		t.Fatalf("job says %d lines, last sequence %d", j.LineCount, j.LastSequence)
 	}
 }
 
@@ -156,8 +153,8 @@ func TestExitCodeStderrAndEnv(t *testing.T) {
 	s.Env = map[string]string{"GREETING": "hello"}
 	id := e.submit(t, s)
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || j.GetResult().GetExitCode() != 3 || j.GetResult().GetError() != "" {
-		t.Fatalf("job: %v", j.GetResult())
+	if j.State != spool.Failed || j.Result.ExitCode != 3 || j.Result.Error != "" {
+		t.Fatalf("job: %v", j.Result)
 	}
 	out, errOut := output(e.logOf(t, id))
 	if string(out) != "out hello\n" || string(errOut) != "job "+id+"\n" {
@@ -172,14 +169,14 @@ func TestStdin(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 2, nil)
 	in := []byte("line one\nbinary \x00\xff\n")
-	with := e.submit(t, client.Submission{Argv: []string{"od", "-An", "-c"}, Stdin: in})
-	without := e.submit(t, client.Submission{Argv: []string{"wc", "-c"}})
+	with := e.submit(t, client.SubmitParams{Argv: []string{"od", "-An", "-c"}, Stdin: in})
+	without := e.submit(t, client.SubmitParams{Argv: []string{"wc", "-c"}})
 	want, err := exec.Command("sh", "-c", `printf 'line one\nbinary \000\377\n' | od -An -c`).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := e.wait(t, with); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %v", j.GetResult())
+	if j := e.wait(t, with); j.State != spool.Succeeded {
+		t.Fatalf("job: %v", j.Result)
 	}
 	if out, _ := output(e.logOf(t, with)); !bytes.Equal(out, want) {
 		t.Fatalf("the command read\n%s\nwant\n%s", out, want)
@@ -193,13 +190,13 @@ func TestStdin(t *testing.T) {
 func TestCannotStart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1, nil)
-	id := e.submit(t, client.Submission{Argv: []string{"/no/such/program"}})
+	id := e.submit(t, client.SubmitParams{Argv: []string{"/no/such/program"}})
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || !strings.Contains(j.GetResult().GetError(), "could not start") {
-		t.Fatalf("job: %v", j.GetResult())
+	if j.State != spool.Failed || !strings.Contains(j.Result.Error, "could not start") {
+		t.Fatalf("job: %v", j.Result)
 	}
 	evs := e.logOf(t, id)
-	if len(evs) != 1 || evs[0].GetProcessError() == nil {
+	if len(evs) != 1 || evs[0].Type != spool.EventProcessError || evs[0].Error == "" {
 		t.Fatalf("log: %v, want one PROCESS_ERROR", evs)
 	}
 }
@@ -209,8 +206,8 @@ func TestCannotStart(t *testing.T) {
 func TestWorkingDirMissing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1, nil)
-	j := e.wait(t, e.submit(t, client.Submission{Argv: []string{"pwd"}, WorkingDir: "/nonexistent/dir"}))
-	if got := j.GetResult().GetError(); !strings.HasPrefix(got, "the working directory /nonexistent/dir does not exist on worker ") {
+	j := e.wait(t, e.submit(t, client.SubmitParams{Argv: []string{"pwd"}, WorkingDir: "/nonexistent/dir"}))
+	if got := j.Result.Error; !strings.HasPrefix(got, "the working directory /nonexistent/dir does not exist on worker ") {
 		t.Fatalf("job error %q, want it to say the directory does not exist on the worker", got)
 	}
 }
@@ -222,8 +219,8 @@ func TestTimeout(t *testing.T) {
 	s.Timeout = 500 * time.Millisecond
 	start := time.Now()
 	j := e.wait(t, e.submit(t, s))
-	if !strings.Contains(j.GetResult().GetError(), "timed out after 500ms") || j.GetState() != spoolv1.JobState_JOB_STATE_FAILED {
-		t.Fatalf("job: %v", j.GetResult())
+	if !strings.Contains(j.Result.Error, "timed out after 500ms") || j.State != spool.Failed {
+		t.Fatalf("job: %v", j.Result)
 	}
 	if took := time.Since(start); took > 20*time.Second {
 		t.Fatalf("a 500ms timeout took %v", took)
@@ -239,8 +236,8 @@ func TestCancelRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED {
-		t.Fatalf("job: %s %v", j.GetState(), j.GetResult())
+	if j.State != spool.Cancelled {
+		t.Fatalf("job: %s %v", j.State, j.Result)
 	}
 }
 
@@ -251,7 +248,7 @@ func waitForLines(t *testing.T, e *env, id string, n int64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.GetLineCount() >= n {
+		if j.LineCount >= n {
 			return
 		}
 	}
@@ -276,13 +273,13 @@ func TestManyJobsAtOnce(t *testing.T) {
 	e := newEnv(t, 100, nil)
 	var ids []string
 	for range 100 {
-		ids = append(ids, e.submit(t, client.Submission{Argv: []string{"seq", "1", "1000"}}))
+		ids = append(ids, e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "1000"}}))
 	}
 	// The jobs run side by side; waiting for them in turn takes as long
 	// as the slowest.
 	for _, id := range ids {
-		if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Errorf("job %s: %s", id, j.GetState())
+		if j := e.wait(t, id); j.State != spool.Succeeded {
+			t.Errorf("job %s: %s", id, j.State)
 		}
 	}
 	for _, id := range ids {
@@ -298,8 +295,8 @@ func TestServerAwayThenBack(t *testing.T) {
 	e := newEnv(t, 2, nil)
 	// Each job leaves a file once it has printed everything.
 	dir := t.TempDir()
-	job := func(name string) client.Submission {
-		return client.Submission{Env: map[string]string{"DONE": filepath.Join(dir, name)},
+	job := func(name string) client.SubmitParams {
+		return client.SubmitParams{Env: map[string]string{"DONE": filepath.Join(dir, name)},
 			Script: `i=1; while [ $i -le 400 ]; do echo $i; i=$((i+1)); [ $((i % 20)) -eq 0 ] && sleep 0.1; done; touch "$DONE"`}
 	}
 	a, b := e.submit(t, job("a")), e.submit(t, job("b"))
@@ -313,8 +310,8 @@ func TestServerAwayThenBack(t *testing.T) {
 	e.srv.Restart()
 	for _, id := range []string{a, b} {
 		j := e.wait(t, id)
-		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("job %s: %s %v", id, j.GetState(), j.GetResult())
+		if j.State != spool.Succeeded {
+			t.Fatalf("job %s: %s %v", id, j.State, j.Result)
 		}
 		evs := e.logOf(t, id)
 		checkSeq(t, evs[1:len(evs)-1], 400)
@@ -349,8 +346,8 @@ func TestRepositoryCheckout(t *testing.T) {
 		s := sh("cat hello.txt 2>/dev/null || echo missing")
 		s.Repository, s.Ref = "file://"+repo, ref
 		id := e.submit(t, s)
-		if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("ref %q: %v", ref, j.GetResult())
+		if j := e.wait(t, id); j.State != spool.Succeeded {
+			t.Fatalf("ref %q: %v", ref, j.Result)
 		}
 		if out, _ := output(e.logOf(t, id)); string(out) != want {
 			t.Fatalf("ref %q: output %q, want %q", ref, out, want)
@@ -365,7 +362,7 @@ func TestRepositoryCheckout(t *testing.T) {
 		bad := sh("true")
 		bad.Repository, bad.Ref = c.repo, c.ref
 		id := e.submit(t, bad)
-		if got := e.wait(t, id).GetResult().GetError(); !strings.HasPrefix(got, c.want) {
+		if got := e.wait(t, id).Result.Error; !strings.HasPrefix(got, c.want) {
 			t.Errorf("repository %s, ref %q: job error %q, want it to start %q", c.repo, c.ref, got, c.want)
 		}
 		if _, errOut := output(e.logOf(t, id)); !bytes.Contains(errOut, []byte("fatal:")) {
@@ -382,8 +379,8 @@ func TestRawBytesLongLinesAndPartialEnd(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	script := `printf '\377\376 not utf-8\r\n'; head -c 600000 /dev/zero | tr '\0' 'x'; printf '\nno newline at the end'`
 	id := e.submit(t, sh(script))
-	if j := e.wait(t, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %v", j.GetResult())
+	if j := e.wait(t, id); j.State != spool.Succeeded {
+		t.Fatalf("job: %v", j.Result)
 	}
 	want, err := exec.Command("/bin/sh", "-c", script).Output()
 	if err != nil {
@@ -395,10 +392,10 @@ func TestRawBytesLongLinesAndPartialEnd(t *testing.T) {
 	}
 	lines := 0
 	for _, ev := range evs {
-		if d := ev.GetOutputData(); d != nil {
+		for _, l := range ev.Lines {
 			lines++
-			if len(d.GetOutput()) > 256<<10 {
-				t.Fatalf("line %d is %d bytes, more than max_batch_bytes", d.GetLineNumber(), len(d.GetOutput()))
+			if len(l.Text) > 256<<10 {
+				t.Fatalf("line %d is %d bytes, more than max_batch_bytes", l.Number, len(l.Text))
 			}
 		}
 	}
@@ -415,8 +412,8 @@ func TestGracefulStopFinishesJobs(t *testing.T) {
 	waitForLines(t, e, id, 1)
 	e.w.Stop()
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %s %v", j.GetState(), j.GetResult())
+	if j.State != spool.Succeeded {
+		t.Fatalf("job: %s %v", j.State, j.Result)
 	}
 	if out, _ := output(e.logOf(t, id)); string(out) != "begin\nend\n" {
 		t.Fatalf("output %q", out)
@@ -436,18 +433,18 @@ func TestStopAfterGraceRetriesJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spool.IsFinal(j.GetState()) {
-		t.Fatalf("a job stopped by a worker shutdown was completed: %s %v", j.GetState(), j.GetResult())
+	if j.State.IsFinal() {
+		t.Fatalf("a job stopped by a worker shutdown was completed: %s %v", j.State, j.Result)
 	}
 	evs := e.logOf(t, id)
 	last := evs[len(evs)-1]
-	if last.GetEventType() != spoolv1.EventType_EVENT_TYPE_PROCESS_END || !strings.Contains(evs[len(evs)-2].GetProcessError().GetMessage(), "shutting down") {
+	if last.Type != spool.EventProcessEnd || !strings.Contains(evs[len(evs)-2].Error, "shutting down") {
 		t.Fatalf("log ends with %v %v", evs[len(evs)-2], last)
 	}
 	// Attempt 2 is leased at once: the job was handed back.
 	l := spooltest.LeaseJob(t, e.srv, "")
-	if l.JobID() != id || l.GetJob().GetAttempt() != 2 {
-		t.Fatalf("retry: job %s attempt %d", l.JobID(), l.GetJob().GetAttempt())
+	if l.JobID() != id || l.Job().Attempt != 2 {
+		t.Fatalf("retry: job %s attempt %d", l.JobID(), l.Job().Attempt)
 	}
 }
 
@@ -467,8 +464,8 @@ func TestServerAwayLongerThanALease(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	e.srv.Restart()
 	j := e.wait(t, id)
-	if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetAttempt() != 1 {
-		t.Fatalf("job %s on attempt %d: %v", j.GetState(), j.GetAttempt(), j.GetResult())
+	if j.State != spool.Succeeded || j.Attempt != 1 {
+		t.Fatalf("job %s on attempt %d: %v", j.State, j.Attempt, j.Result)
 	}
 	evs := e.logOf(t, id)
 	checkSeq(t, evs[1:len(evs)-1], 200)
@@ -483,7 +480,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, 1, func(c *worker.Config) { c.Meters = m.Provider() })
-	e.wait(t, e.submit(t, client.Submission{Argv: []string{"seq", "1", "100"}}))
+	e.wait(t, e.submit(t, client.SubmitParams{Argv: []string{"seq", "1", "100"}}))
 	e.w.Stop()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

@@ -18,7 +18,7 @@ import (
 // core decided.
 func TestEveryKindRoundTrips(t *testing.T) {
 	seen := map[connect.Code]bool{}
-	for _, kind := range spool.Kinds {
+	for _, kind := range spool.Kinds() {
 		err := apierr.Errorf(kind, "something about %s", "it")
 		if err.Error() != "something about it" {
 			t.Errorf("message = %q", err.Error())

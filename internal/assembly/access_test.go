@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
@@ -275,11 +276,11 @@ func TestAccessTable(t *testing.T) {
 
 	f := newFixture(t)
 	keys := map[string]string{"admin": f.srv.AdminKey}
-	for _, role := range []string{"submit", "read", "worker", "ingest"} {
-		keys[role] = f.srv.Key(t, role)
+	for _, role := range []spool.Role{spool.RoleSubmit, spool.RoleRead, spool.RoleWorker, spool.RoleIngest} {
+		keys[role.String()] = f.srv.Key(t, role)
 	}
-	keys["worker-other"] = f.srv.Key(t, "worker", "other")
-	revoked := f.srv.Key(t, "admin")
+	keys["worker-other"] = f.srv.Key(t, spool.RoleWorker, "other")
+	revoked := f.srv.Key(t, spool.RoleAdmin)
 	if _, err := f.srv.Client().RevokeKey(context.Background(), lastKeyName(t, f.srv)); err != nil {
 		t.Fatal(err)
 	}
@@ -336,26 +337,26 @@ func newFixture(t *testing.T, tweaks ...func(*server.Config)) *fixture {
 	f := &fixture{srv: start(t, tweaks...)}
 	c := f.srv.Client()
 	ctx := context.Background()
-	if _, _, err := c.Submit(ctx, client.Submission{Queue: "q", Argv: []string{"true"}}); err != nil {
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "q", Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
-	f.token = spooltest.LeaseJob(t, f.srv, "q").GetTaskToken()
-	queued, _, err := c.Submit(ctx, client.Submission{Queue: "q", Argv: []string{"true"}})
+	f.token = spooltest.LeaseJob(t, f.srv, "q").TaskToken()
+	queued, _, err := c.Submit(ctx, client.SubmitParams{Queue: "q", Argv: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel, _, err := c.Submit(ctx, client.Submission{Queue: "q", Argv: []string{"true"}})
+	cancel, _, err := c.Submit(ctx, client.SubmitParams{Queue: "q", Argv: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.jobID, f.cancelID = queued.GetJobId(), cancel.GetJobId()
+	f.jobID, f.cancelID = queued.ID, cancel.ID
 	for _, id := range []*string{&f.scatterID, &f.scatterCancelID} {
-		sc, err := c.StartScatter(ctx, client.NewScatter{Job: client.Submission{Queue: "q", Argv: []string{"true"}},
+		sc, err := c.StartScatter(ctx, client.ScatterParams{Job: client.SubmitParams{Queue: "q", Argv: []string{"true"}},
 			Batches: []json.RawMessage{json.RawMessage(`[1]`)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		*id = sc.GetScatterId()
+		*id = sc.ID
 	}
 	return f
 }
@@ -367,8 +368,8 @@ func lastKeyName(t *testing.T, srv *spooltest.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(keys, func(a, b *spoolv1.Key) int { return a.GetCreatedAt().AsTime().Compare(b.GetCreatedAt().AsTime()) })
-	return keys[len(keys)-1].GetName()
+	slices.SortFunc(keys, func(a, b *spool.Key) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return keys[len(keys)-1].Name
 }
 
 // as is an HTTP client that sends c's key and Host.

@@ -38,7 +38,7 @@ func roundTrips(b *testing.B, c *api, workers int) {
 		wg.Go(func() {
 			q := "bench-" + string(rune('a'+w))
 			for range jobs {
-				if _, _, err := c.Submit(ctx, client.Submission{Queue: q, Argv: []string{"true"}}); err != nil {
+				if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: q, Argv: []string{"true"}}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -82,13 +82,11 @@ func BenchmarkReadWholeLog(b *testing.B) {
 	b.Run("connect", func(b *testing.B) {
 		for range b.N {
 			lines := 0
-			for ev, err := range c.Events(ctx, job.GetJobId(), client.StreamOptions{}).All() {
+			for ev, err := range c.Events(ctx, job.ID, client.StreamOptions{}).All() {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if ev.GetOutputData() != nil {
-					lines++
-				}
+				lines += len(ev.Lines)
 			}
 			if lines != 10_000 {
 				b.Fatalf("read %d lines", lines)
@@ -96,7 +94,7 @@ func BenchmarkReadWholeLog(b *testing.B) {
 		}
 	})
 	b.Run("rest", func(b *testing.B) {
-		url := srv.URL + "/api/v1/jobs/" + job.GetJobId() + "/logs?limit=10000"
+		url := srv.URL + "/api/v1/jobs/" + job.ID + "/logs?limit=10000"
 		for range b.N {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			req.Header.Set("Authorization", "Bearer "+srv.AdminKey)

@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/grpcreflect"
 	"github.com/coder/websocket"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 )
@@ -161,7 +162,7 @@ func TestDoorRefusesWebSocket(t *testing.T) {
 func TestDoorReflectionNeedsAKey(t *testing.T) {
 	t.Parallel()
 	srv := start(t)
-	for _, key := range []string{"", srv.Key(t, "ingest")} {
+	for _, key := range []string{"", srv.Key(t, spool.RoleIngest)} {
 		client := grpcreflect.NewClient(h2c(), srv.URL, connect.WithGRPC())
 		stream := client.NewStream(context.Background(), grpcreflect.WithRequestHeaders(http.Header{"Authorization": {"Bearer " + key}}))
 		names, err := stream.ListServices()

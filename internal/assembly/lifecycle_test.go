@@ -23,19 +23,19 @@ func TestRequestIDNamesOneRequest(t *testing.T) {
 	r := start(t)
 	c := newClient(t, r)
 	ctx := context.Background()
-	first, dedup, err := c.Submit(ctx, client.Submission{Argv: []string{"make", "build"}, RequestID: "build-42"})
+	first, dedup, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"make", "build"}, RequestID: "build-42"})
 	if err != nil || dedup {
 		t.Fatalf("first submit: %v dedup=%v", err, dedup)
 	}
-	again, dedup, err := c.Submit(ctx, client.Submission{Argv: []string{"make", "build"}, RequestID: "build-42"})
-	if err != nil || !dedup || again.GetJobId() != first.GetJobId() {
+	again, dedup, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"make", "build"}, RequestID: "build-42"})
+	if err != nil || !dedup || again.ID != first.ID {
 		t.Fatalf("same request again: %v dedup=%v", err, dedup)
 	}
-	_, _, err = c.Submit(ctx, client.Submission{Argv: []string{"make", "deploy"}, RequestID: "build-42"})
-	if !errors.Is(err, spool.ErrAlreadyExists) || connect.CodeOf(err) != connect.CodeAlreadyExists || !strings.Contains(err.Error(), first.GetJobId()) {
-		t.Fatalf("another request with the same id: %v, want AlreadyExists naming %s", err, first.GetJobId())
+	_, _, err = c.Submit(ctx, client.SubmitParams{Argv: []string{"make", "deploy"}, RequestID: "build-42"})
+	if !errors.Is(err, spool.ErrAlreadyExists) || connect.CodeOf(err) != connect.CodeAlreadyExists || !strings.Contains(err.Error(), first.ID) {
+		t.Fatalf("another request with the same id: %v, want AlreadyExists naming %s", err, first.ID)
 	}
-	_, _, err = c.Submit(ctx, client.Submission{Argv: []string{"make", "build"}, RequestID: "build-42", Retries: 2})
+	_, _, err = c.Submit(ctx, client.SubmitParams{Argv: []string{"make", "build"}, RequestID: "build-42", Retries: 2})
 	if !errors.Is(err, spool.ErrAlreadyExists) {
 		t.Fatalf("the same command with other budgets: %v, want AlreadyExists", err)
 	}
@@ -70,7 +70,7 @@ func TestHeartbeatWaitsForNews(t *testing.T) {
 			TaskToken: lease.GetTaskToken(), VisibilityTimeoutSeconds: 100, WaitSeconds: 30}))
 		got <- answer{resp, err}
 	}()
-	if _, err := c.Cancel(ctx, j.GetJobId(), "enough"); err != nil {
+	if _, err := c.Cancel(ctx, j.ID, "enough"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -105,9 +105,9 @@ func TestReportUndeliveredWithStaleToken(t *testing.T) {
 	if len(notes) != 1 || !strings.HasPrefix(notes[0], "attempt 1: 11 lines could not be delivered") || !strings.Contains(notes[0], "host:/var/lib/spool") {
 		t.Fatalf("notes %q", notes)
 	}
-	got, err := c.Job(ctx, j.GetJobId())
-	if err != nil || len(got.GetNotes()) != 1 {
-		t.Fatalf("the note is not kept: %v %v", got.GetNotes(), err)
+	got, err := c.Job(ctx, j.ID)
+	if err != nil || len(got.Notes) != 1 {
+		t.Fatalf("the note is not kept: %v %v", got.Notes, err)
 	}
 	_, err = c.ReportUndelivered(ctx, connect.NewRequest(&spoolv1.ReportUndeliveredRequest{TaskToken: "st1.eyJqIjoiYSJ9.AAAA", Lines: 1}))
 	wantCode(t, err, connect.CodeInvalidArgument, "report with a forged token")

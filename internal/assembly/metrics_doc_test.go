@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/consumer"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -61,7 +62,7 @@ func TestMetricsDocServer(t *testing.T) {
 	wm := telemetry.Must(telemetry.New())
 	spooltest.NewWorker(t, srv, worker.Config{Queue: "batches", Meters: wm.Provider()})
 	for _, script := range []string{"echo ok", "echo broken; exit 1"} {
-		if _, err := c.StartScatter(ctx, client.NewScatter{Job: client.Submission{Queue: "batches", Script: script},
+		if _, err := c.StartScatter(ctx, client.ScatterParams{Job: client.SubmitParams{Queue: "batches", Script: script},
 			Batches: []json.RawMessage{json.RawMessage(`[1]`)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,7 @@ func TestMetricsDocServer(t *testing.T) {
 	// A job the test plays the worker of: enqueued, leased, output, done;
 	// another, deleted once done.
 	spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
-	if err := srv.Client().Delete(ctx, spooltest.RunJob(t, srv).GetJobId()); err != nil {
+	if err := srv.Client().Delete(ctx, spooltest.RunJob(t, srv).ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,7 +81,7 @@ func TestMetricsDocServer(t *testing.T) {
 	}
 
 	// A stopping worker's hand-back.
-	if _, _, err := c.Submit(ctx, client.Submission{Queue: "handed-back", Argv: []string{"true"}}); err != nil {
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "handed-back", Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := c.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: "handed-back", MaxJobs: 1, WaitSeconds: 5, WorkerId: "test"}))
@@ -97,14 +98,14 @@ func TestMetricsDocServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+srv.Key(t, "ingest"))
+	req.Header.Set("Authorization", "Bearer "+srv.Key(t, spool.RoleIngest))
 	if code := statusOf(t, req); code != http.StatusOK {
 		t.Fatalf("ingest delivery answered %d", code)
 	}
 
 	// The doc says a read key may scrape and a worker key may not.
-	readKey := srv.Key(t, "read")
-	if code := statusOf(t, metricsRequest(t, srv.URL, srv.Key(t, "worker"))); code != http.StatusForbidden {
+	readKey := srv.Key(t, spool.RoleRead)
+	if code := statusOf(t, metricsRequest(t, srv.URL, srv.Key(t, spool.RoleWorker))); code != http.StatusForbidden {
 		t.Fatalf("a worker key scraping /metrics got %d, want 403 as docs/metrics.md says", code)
 	}
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/server"
@@ -79,10 +78,10 @@ func TestDNSRebindingRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `does not answer to the name \"attacker.example\"`) {
 		t.Errorf("EnqueueJob: %s %s", resp.Status, body)
 	}
-	if resp, body := request(t, srv, http.MethodPost, "/api/v1/jobs/"+job.GetJobId()+"/cancel", "", evil); resp.StatusCode != http.StatusForbidden {
+	if resp, body := request(t, srv, http.MethodPost, "/api/v1/jobs/"+job.ID+"/cancel", "", evil); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("REST cancel: %s %s", resp.Status, body)
 	}
-	if got := wsStatus(t, srv, job.GetJobId(), "", http.Header{"Host": {"attacker.example"}, "Origin": {"http://attacker.example"},
+	if got := wsStatus(t, srv, job.ID, "", http.Header{"Host": {"attacker.example"}, "Origin": {"http://attacker.example"},
 		"Authorization": {"Bearer " + srv.AdminKey}}); got != http.StatusForbidden {
 		t.Errorf("WebSocket: %d", got)
 	}
@@ -131,20 +130,20 @@ func TestOrigins(t *testing.T) {
 		t.Errorf("preflight from a CORS origin: %s %v", resp.Status, resp.Header)
 	}
 
-	if got := wsStatus(t, srv, job.GetJobId(), "", http.Header{"Origin": {"https://evil.example"}, "Authorization": {key}}); got != http.StatusForbidden {
+	if got := wsStatus(t, srv, job.ID, "", http.Header{"Origin": {"https://evil.example"}, "Authorization": {key}}); got != http.StatusForbidden {
 		t.Errorf("WebSocket from another site: %d", got)
 	}
 	// A page of the CORS origin cannot send a header on a WebSocket: it
 	// asks for a ticket with its key, and shows the ticket.
-	resp, body := request(t, srv, http.MethodPost, "/api/v1/session/ticket?job_id="+job.GetJobId(), "", map[string]string{"Authorization": key, "Origin": "https://ci.example.com"})
+	resp, body := request(t, srv, http.MethodPost, "/api/v1/session/ticket?job_id="+job.ID, "", map[string]string{"Authorization": key, "Origin": "https://ci.example.com"})
 	var ticket struct{ Ticket string }
 	if err := json.Unmarshal([]byte(body), &ticket); resp.StatusCode != http.StatusOK || err != nil || ticket.Ticket == "" {
 		t.Fatalf("ticket: %s %s", resp.Status, body)
 	}
-	if got := wsStatus(t, srv, job.GetJobId(), "?ticket="+ticket.Ticket, http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusSwitchingProtocols {
+	if got := wsStatus(t, srv, job.ID, "?ticket="+ticket.Ticket, http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusSwitchingProtocols {
 		t.Errorf("WebSocket with a ticket from a CORS origin: %d", got)
 	}
-	if got := wsStatus(t, srv, job.GetJobId(), "?ticket=tk1.forged.AAAA", http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusUnauthorized {
+	if got := wsStatus(t, srv, job.ID, "?ticket=tk1.forged.AAAA", http.Header{"Origin": {"https://ci.example.com"}}); got != http.StatusUnauthorized {
 		t.Errorf("WebSocket with a forged ticket: %d", got)
 	}
 	// A ticket is for the WebSocket only: it is no key for other calls.
@@ -213,15 +212,15 @@ func TestNonLoopbackWithoutTLSWarns(t *testing.T) {
 func TestRevocationEndsStreams(t *testing.T) {
 	t.Parallel()
 	srv := start(t)
-	key := srv.Key(t, "read")
-	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"make"}}); err != nil {
+	key := srv.Key(t, spool.RoleRead)
+	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"make"}}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	l.Write(spooltest.Seq(1, 3)...)
 	stream := newClient(t, srv, key).Events(context.Background(), l.JobID(), client.StreamOptions{Follow: true,
-		Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+		Types: []spool.EventType{spool.EventOutput}})
 	var revoked time.Time
 	for ev, err := range stream.All() {
 		if err != nil {
@@ -230,7 +229,10 @@ func TestRevocationEndsStreams(t *testing.T) {
 			}
 			break
 		}
-		n := ev.GetOutputData().GetLineNumber()
+		var n int64
+		if ev.Lines != nil {
+			n = ev.Lines[0].Number
+		}
 		if n == 3 {
 			if _, err := srv.Client().RevokeKey(context.Background(), lastKeyName(t, srv)); err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
@@ -37,11 +38,12 @@ func testConfig(c *server.Config) {
 
 func start(t testing.TB, tweaks ...func(*server.Config)) *spooltest.Server {
 	t.Helper()
-	opts := []spooltest.Option{spooltest.WithConfig(testConfig)}
-	for _, f := range tweaks {
-		opts = append(opts, spooltest.WithConfig(f))
-	}
-	return spooltest.NewServer(t, opts...)
+	return spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
+		testConfig(c)
+		for _, f := range tweaks {
+			f(c)
+		}
+	}})
 }
 
 // api is the whole JobService as a worker sees it, with the client's
@@ -58,7 +60,7 @@ func newClient(t testing.TB, srv *spooltest.Server, key ...string) *api {
 	if len(key) > 0 {
 		k = key[0]
 	}
-	c, err := client.New(srv.URL, client.WithAPIKey(k))
+	c, err := client.New(client.Config{URL: srv.URL, APIKey: k})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,9 +93,9 @@ func wantCode(t *testing.T, err error, code connect.Code, what string) {
 	}
 }
 
-func submit(t *testing.T, c *api, argv ...string) *spoolv1.Job {
+func submit(t *testing.T, c *api, argv ...string) *spool.Job {
 	t.Helper()
-	j, _, err := c.Submit(context.Background(), client.Submission{Argv: argv})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: argv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,15 +173,15 @@ func TestJobLifecycle(t *testing.T) {
 	c := newClient(t, r)
 	ctx := context.Background()
 	job := submit(t, c, "echo", "hi")
-	if job.GetExecutionConfig().GetBatching().GetMaxBatchSize() != 50 {
-		t.Fatalf("the job does not carry the server's batching config: %v", job.GetExecutionConfig())
+	if job.Execution.MaxBatchSize != 50 {
+		t.Fatalf("the job does not carry the server's batching config: %v", job.Execution)
 	}
 	lease := dequeue(t, c, 10)
-	if lease.GetJob().GetJobId() != job.GetJobId() || lease.GetNextSequence() != 1 || lease.GetNextLine() != 1 || lease.GetTaskToken() == "" {
+	if lease.GetJob().GetJobId() != job.ID || lease.GetNextSequence() != 1 || lease.GetNextLine() != 1 || lease.GetTaskToken() == "" {
 		t.Fatalf("lease: %v", lease)
 	}
 
-	stream, err := c.StreamEvents(ctx, connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: job.GetJobId(), Follow: true, Unpack: true}))
+	stream, err := c.StreamEvents(ctx, connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: job.ID, Follow: true, Unpack: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +381,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	r := start(t, func(c *server.Config) { c.Server.ShutdownGrace = 30 * time.Second })
 	c := newClient(t, r)
 	j := submit(t, c, "sleep", "100")
-	s, err := c.StreamEvents(context.Background(), connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: j.GetJobId(), Follow: true}))
+	s, err := c.StreamEvents(context.Background(), connect.NewRequest(&spoolv1.StreamEventsRequest{JobId: j.ID, Follow: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,8 +415,8 @@ func TestRestartKeepsJobs(t *testing.T) {
 	c := newClient(t, r)
 	j := submit(t, c, "echo", "persist")
 	r.Restart()
-	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
-	if err != nil || got.GetParams().GetArgv()[1] != "persist" {
+	got, err := newClient(t, r).Job(context.Background(), j.ID)
+	if err != nil || got.Params.Argv[1] != "persist" {
 		t.Fatalf("after restart: %v %v", got, err)
 	}
 }
@@ -456,12 +458,12 @@ func TestRestartGracesRunningLeases(t *testing.T) {
 	before := sweeps.count()
 	r.Restart()
 	sweeps.waitFor(t, before+1)
-	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
+	got, err := newClient(t, r).Job(context.Background(), j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.GetState() != spoolv1.JobState_JOB_STATE_RUNNING || got.GetAttempt() != 1 {
-		t.Fatalf("after the restart's first sweep the job is %s on attempt %d; want still running, attempt 1", got.GetState(), got.GetAttempt())
+	if got.State != spool.Running || got.Attempt != 1 {
+		t.Fatalf("after the restart's first sweep the job is %s on attempt %d; want still running, attempt 1", got.State, got.Attempt)
 	}
 }
 
@@ -560,7 +562,7 @@ func TestZstdRequests(t *testing.T) {
 	}
 	j := resp.Msg.GetJob()
 	got, err := newClient(t, r).Job(context.Background(), j.GetJobId())
-	if err != nil || got.GetParams().GetScript() != script {
+	if err != nil || got.Params.Script != script {
 		t.Fatalf("the server did not read the compressed request back whole: %v", err)
 	}
 	rec.mu.Lock()

@@ -22,6 +22,7 @@ import (
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/httpapi"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 	"github.com/spool-run/spool/internal/token"
@@ -106,7 +107,7 @@ func TestTicketOpensOneLogStreamOnce(t *testing.T) {
 	srv := start(t, withTokenKey)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
 	other := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
-	id := job.GetJobId()
+	id := job.ID
 
 	resp, body := request(t, srv, http.MethodPost, "/api/v1/session/ticket", "", map[string]string{"Authorization": "Bearer " + srv.AdminKey})
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "job_id") {
@@ -135,7 +136,7 @@ func TestTicketOpensOneLogStreamOnce(t *testing.T) {
 			t.Errorf("GET %s with a ticket: %s %s", path, resp.Status, body)
 		}
 	}
-	if _, status, body := openLog(t, srv.URL, other.GetJobId(), "?ticket="+askTicket(t, srv.URL, srv.AdminKey, id), nil); status != http.StatusUnauthorized ||
+	if _, status, body := openLog(t, srv.URL, other.ID, "?ticket="+askTicket(t, srv.URL, srv.AdminKey, id), nil); status != http.StatusUnauthorized ||
 		!strings.Contains(body, "opens the log stream of job "+id) {
 		t.Errorf("another job's stream with a ticket: %d %s", status, body)
 	}
@@ -204,15 +205,15 @@ func asCookie(t *testing.T, method, url, path, cookie string) (int, string) {
 func TestSignOutEndsTheSession(t *testing.T) {
 	t.Parallel()
 	srv := start(t)
-	job, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"true"}}) // stays queued: prints nothing
+	job, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"true"}}) // stays queued: prints nothing
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookie := signIn(t, srv.URL, srv.Key(t, "read"))
+	cookie := signIn(t, srv.URL, srv.Key(t, spool.RoleRead))
 	if status, body := asCookie(t, http.MethodGet, srv.URL, "/api/v1/session", cookie); status != http.StatusOK {
 		t.Fatalf("the session before sign-out: %d %s", status, body)
 	}
-	conn, status, body := openLog(t, srv.URL, job.GetJobId(), "", http.Header{"Cookie": {cookie}})
+	conn, status, body := openLog(t, srv.URL, job.ID, "", http.Header{"Cookie": {cookie}})
 	if status != http.StatusSwitchingProtocols {
 		t.Fatalf("the log stream with the session: %d %s", status, body)
 	}
@@ -239,7 +240,7 @@ func TestSignOutEndsTheSession(t *testing.T) {
 	}
 
 	keyName := "revoked-reader"
-	_, secret, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: keyName, Role: "read"})
+	_, secret, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: keyName, Role: spool.RoleRead})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,18 +263,18 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 	cfg := config.Default()
 	cfg.Server.Addr, cfg.Server.DataDir, cfg.Server.ShutdownGraceSeconds = "127.0.0.1:0", t.TempDir(), 1
 	cfg.Auth.AdminKey = "spool_" + strings.Repeat("a", 40)
-	var logs spooltest.Buffer
+	var logs safebuf.Buffer
 	srv, err := assembly.Start(context.Background(), cfg, assembly.Options{Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	admin, err := client.New(srv.URL(), client.WithAPIKey(cfg.Auth.AdminKey))
+	admin, err := client.New(client.Config{URL: srv.URL(), APIKey: cfg.Auth.AdminKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, key, err := admin.CreateKey(ctx, client.NewKey{Name: "watcher", Role: "read"})
+	_, key, err := admin.CreateKey(ctx, client.KeyParams{Name: "watcher", Role: spool.RoleRead})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 		t.Fatalf("the WebSocket's first message: %s %v", msg, err)
 	}
 	wsClosed := readToClose(conn)
-	watcher, err := client.New(srv.URL(), client.WithAPIKey(key))
+	watcher, err := client.New(client.Config{URL: srv.URL(), APIKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,13 +384,13 @@ func TestTicketsAndSignOutAcrossServers(t *testing.T) {
 	a, b := start(t, shared), start(t, shared)
 	job := spooltest.RunJob(t, a, spooltest.Seq(1, 3)...)
 
-	tk := askTicket(t, a.URL, a.AdminKey, job.GetJobId())
-	conn, status, body := openLog(t, b.URL, job.GetJobId(), "?ticket="+tk, nil)
+	tk := askTicket(t, a.URL, a.AdminKey, job.ID)
+	conn, status, body := openLog(t, b.URL, job.ID, "?ticket="+tk, nil)
 	if status != http.StatusSwitchingProtocols {
 		t.Fatalf("the ticket from A on B: %d %s", status, body)
 	}
 	<-readToClose(conn)
-	if _, status, body := openLog(t, a.URL, job.GetJobId(), "?ticket="+tk, nil); status != http.StatusUnauthorized || !strings.Contains(body, "was used already") {
+	if _, status, body := openLog(t, a.URL, job.ID, "?ticket="+tk, nil); status != http.StatusUnauthorized || !strings.Contains(body, "was used already") {
 		t.Errorf("the ticket again, on A: %d %s", status, body)
 	}
 

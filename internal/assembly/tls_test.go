@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/testcert"
@@ -29,19 +29,19 @@ func TestTLS(t *testing.T) {
 	}
 	spooltest.NewWorker(t, srv, worker.Config{CAFile: caFile})
 
-	for name, opts := range map[string][]client.Option{"connect": nil, "grpc": {client.WithGRPC()}} {
-		c := srv.Client(append([]client.Option{client.WithCA(caFile)}, opts...)...)
-		j, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"echo", "over", "tls"}})
+	for name, grpc := range map[string]bool{"connect": false, "grpc": true} {
+		c := srv.Client(client.Config{CAFile: caFile, GRPC: grpc})
+		j, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"echo", "over", "tls"}})
 		if err != nil {
 			t.Fatalf("%s: submit over TLS: %v", name, err)
 		}
 		var out []string
-		for ev, err := range c.Events(context.Background(), j.GetJobId(), client.StreamOptions{Follow: true,
-			Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}}).All() {
+		for ev, err := range c.Events(context.Background(), j.ID, client.StreamOptions{Follow: true,
+			Types: []spool.EventType{spool.EventOutput}}).All() {
 			if err != nil {
 				t.Fatalf("%s: follow over TLS: %v", name, err)
 			}
-			out = append(out, string(ev.GetOutputData().GetOutput()))
+			out = append(out, ev.Lines[0].Text)
 		}
 		if strings.Join(out, "\n") != "over tls" {
 			t.Errorf("%s: output %q", name, out)

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spool-run/spool"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/termview"
 )
 
@@ -83,16 +83,15 @@ const (
 
 // activeStates are the states a job can still be cancelled or waited for
 // in: Tab offers those jobs only, where a finished one would be useless.
-var activeStates = []spoolv1.JobState{spoolv1.JobState_JOB_STATE_QUEUED, spoolv1.JobState_JOB_STATE_RUNNING}
+var activeStates = []spool.State{spool.Queued, spool.Running}
 
 // finalStates are the states a job can be rerun or deleted in.
-var finalStates = []spoolv1.JobState{spoolv1.JobState_JOB_STATE_SUCCEEDED, spoolv1.JobState_JOB_STATE_FAILED,
-	spoolv1.JobState_JOB_STATE_CANCELLED}
+var finalStates = []spool.State{spool.Succeeded, spool.Failed, spool.Cancelled}
 
 // completeJobArg completes the JOB_ID argument of a command that takes one
 // job (or, with many, several different ones), among jobs in states (none:
 // any). File names are never offered: no command takes one there.
-func completeJobArg(e *env, many bool, states ...spoolv1.JobState) cobra.CompletionFunc {
+func completeJobArg(e *env, many bool, states ...spool.State) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 && !many {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -102,7 +101,7 @@ func completeJobArg(e *env, many bool, states ...spoolv1.JobState) cobra.Complet
 }
 
 // completeJobFlag completes a flag whose value is a job id.
-func completeJobFlag(e *env, states ...spoolv1.JobState) cobra.CompletionFunc {
+func completeJobFlag(e *env, states ...spool.State) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return jobCompletions(cmd.Context(), e, toComplete, nil, states)
 	}
@@ -114,7 +113,7 @@ func completeJobFlag(e *env, states ...spoolv1.JobState) cobra.CompletionFunc {
 // server, a refused key, too slow) offers nothing and says nothing: an
 // error has no good place in the middle of a command being typed, and
 // running the command will explain it.
-func jobCompletions(ctx context.Context, e *env, prefix string, given []string, states []spoolv1.JobState) ([]cobra.Completion, cobra.ShellCompDirective) {
+func jobCompletions(ctx context.Context, e *env, prefix string, given []string, states []spool.State) ([]cobra.Completion, cobra.ShellCompDirective) {
 	const directive = cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
@@ -122,19 +121,19 @@ func jobCompletions(ctx context.Context, e *env, prefix string, given []string, 
 	if err != nil {
 		return nil, directive
 	}
-	jobs, _, err := c.JobsPage(ctx, &spoolv1.ListJobsRequest{PageSize: completionJobs, States: states})
+	jobs, _, err := c.JobsPage(ctx, client.ListParams{PageSize: completionJobs, States: states})
 	if err != nil {
 		return nil, directive
 	}
 	now := time.Now()
 	var out []cobra.Completion
 	for _, j := range jobs {
-		id := j.GetJobId()
+		id := j.ID
 		if !strings.HasPrefix(id, prefix) || slices.Contains(given, id) {
 			continue
 		}
-		what := strings.ReplaceAll(termview.Truncate(commandLine(j.GetParams()), 60), "\t", " ")
-		out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s (%s, %s)", what, spool.StateName(j.GetState()), ago(j.GetCreatedAt().AsTime(), now))))
+		what := strings.ReplaceAll(termview.Truncate(commandLine(j.Params), 60), "\t", " ")
+		out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s (%s, %s)", what, j.State.String(), ago(j.CreatedAt, now))))
 	}
 	return out, directive
 }

@@ -55,14 +55,14 @@ func TestJobIDCompletion(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	done := spooltest.RunJob(t, srv, spooltest.Line{Text: "hello"}).GetJobId()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Script: "make test"}); err != nil {
+	done := spooltest.RunJob(t, srv, spooltest.Line{Text: "hello"}).ID
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "make test"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
 	l.Begin()
 	running := l.JobID()
-	queued, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"make", "lint"}, Queue: "slow"})
+	queued, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"make", "lint"}, Queue: "slow"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestJobIDCompletion(t *testing.T) {
 	// first, and no file names.
 	const keepOrderNoFiles = ":36"
 	ids, descs, directive := completions(t, run(srv, "__complete", "jobs", "get", ""))
-	if want := []string{queued.GetJobId(), running, done}; !slices.Equal(ids, want) || directive != keepOrderNoFiles {
+	if want := []string{queued.ID, running, done}; !slices.Equal(ids, want) || directive != keepOrderNoFiles {
 		t.Fatalf("jobs get: offered %q (%s), want %q (%s)", ids, directive, want, keepOrderNoFiles)
 	}
 	for i, want := range []string{"make lint (queued, ", "make test (running, ", "spooltest (succeeded, "} {
@@ -85,13 +85,13 @@ func TestJobIDCompletion(t *testing.T) {
 		want []string
 	}{
 		// Its subcommand comes first, then the jobs.
-		{[]string{"logs", ""}, []string{"rebuild", queued.GetJobId(), running, done}},
-		{[]string{"logs", "-f", ""}, []string{queued.GetJobId(), running, done}},
-		{[]string{"monitor", "--fast", ""}, []string{queued.GetJobId(), running, done}},
-		{[]string{"logs", "rebuild", ""}, []string{queued.GetJobId(), running, done}},
+		{[]string{"logs", ""}, []string{"rebuild", queued.ID, running, done}},
+		{[]string{"logs", "-f", ""}, []string{queued.ID, running, done}},
+		{[]string{"monitor", "--fast", ""}, []string{queued.ID, running, done}},
+		{[]string{"logs", "rebuild", ""}, []string{queued.ID, running, done}},
 		{[]string{"jobs", "get", done[:len(done)-1]}, []string{done}},
-		{[]string{"jobs", "cancel", ""}, []string{queued.GetJobId(), running}},
-		{[]string{"jobs", "wait", queued.GetJobId(), ""}, []string{running}},
+		{[]string{"jobs", "cancel", ""}, []string{queued.ID, running}},
+		{[]string{"jobs", "wait", queued.ID, ""}, []string{running}},
 		{[]string{"ingest", "complete", "--job", ""}, []string{running}},
 		{[]string{"logs", done, ""}, nil},
 	} {

@@ -42,11 +42,11 @@ func TestConsumeCommandBadInput(t *testing.T) {
 func TestJobsGetShowsARejectedJob(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t)
-	j, _, err := srv.Client().Submit(context.Background(), client.Submission{Stdin: []byte("not a spec"), RejectReason: "message jobs/0@9 cannot become a job"})
+	j, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Stdin: []byte("not a spec"), RejectReason: "message jobs/0@9 cannot become a job"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(srv, "jobs", "get", j.GetJobId())
+	r := run(srv, "jobs", "get", j.ID)
 	for _, want := range []string{"recorded as rejected, never run", `10 bytes: "not a spec"`, "message jobs/0@9 cannot become a job", "failed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("jobs get does not say %q:\n%s", want, r.stdout)

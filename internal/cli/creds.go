@@ -102,10 +102,10 @@ func onThisMachine(server string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// clientOptions are the options every command's client and worker use.
-func (e *env) clientOptions() []client.Option {
+// clientConfig is how every command's client reaches the server.
+func (e *env) clientConfig() client.Config {
 	key, _ := e.apiKey()
-	return []client.Option{client.WithAPIKey(key), client.WithCA(e.caFile())}
+	return client.Config{URL: e.server, APIKey: key, CAFile: e.caFile()}
 }
 
 // caFile is --ca, or $SPOOL_CA.

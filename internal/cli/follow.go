@@ -10,8 +10,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
-	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/termview"
 )
 
@@ -21,27 +19,27 @@ var interrupted = exitError{code: 130}
 
 // outputOnly asks a stream for output lines and nothing else (the job's
 // outcome arrives with the stream's end anyway).
-var outputOnly = []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}
+var outputOnly = []spool.EventType{spool.EventOutput}
 
 // outputAndEnds adds the PROCESS_END of each attempt: only the process's
 // end says which signal killed it.
-var outputAndEnds = []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA, spoolv1.EventType_EVENT_TYPE_PROCESS_END}
+var outputAndEnds = []spool.EventType{spool.EventOutput, spool.EventProcessEnd}
 
 // outputStream is job jobID's events of the given types from line from (0:
 // the start), following it live when follow is set. onRetry hears about
 // reconnects.
-func outputStream(ctx context.Context, c *client.Client, jobID string, from int64, follow bool, types []spoolv1.EventType, onRetry func(error, time.Duration)) *client.EventStream {
+func outputStream(ctx context.Context, c *client.Client, jobID string, from int64, follow bool, types []spool.EventType, onRetry func(error, time.Duration)) *client.EventStream {
 	return c.Events(ctx, jobID, client.StreamOptions{FromLine: from, Types: types, Follow: follow,
 		Reconnect: client.Reconnect{OnRetry: onRetry}})
 }
 
 // startLine turns --from into a line number: as given when positive, the
 // last -from lines of the job when negative.
-func startLine(from int64, job *spoolv1.Job) int64 {
+func startLine(from int64, job *spool.Job) int64 {
 	if from >= 0 {
 		return from
 	}
-	return max(1, job.GetLineCount()+1+from)
+	return max(1, job.LineCount+1+from)
 }
 
 // printOptions are what spool logs can add to printing a job's output.
@@ -56,42 +54,41 @@ type printOptions struct {
 // printOutput prints a job's output from line from, following it until the
 // job finishes when follow is set. It returns the job as it finished (nil
 // when it was still live and not followed) and the last PROCESS_END seen.
-func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, from int64, follow bool, opts printOptions) (*spoolv1.Job, *spoolv1.JobEvent, error) {
+func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, from int64, follow bool, opts printOptions) (*spool.Job, *spool.Event, error) {
 	w := termview.NewOutputWriter(e.out, e.errOut)
 	w.Timestamps = opts.timestamps
 	notice := &reconnectNotice{w: e.errOut}
 	s := outputStream(ctx, c, jobID, from, follow, outputAndEnds, notice.lost)
 	var (
-		end     *spoolv1.JobEvent
-		attempt int32
+		end     *spool.Event
+		attempt int
 		line    int64 // the last line printed
 	)
-	for batch, err := range s.Batches() {
+	for ev, err := range s.Batches() {
 		if err != nil {
 			return nil, nil, err
 		}
 		notice.resumed()
-		for _, ev := range events.Unpack(batch) {
-			// Where a new attempt's output begins (a retry, a redelivery),
-			// say so between the lines, on stderr.
-			if a := ev.GetAttempt(); a > attempt {
-				if attempt > 0 {
-					if err := w.Flush(); err != nil {
-						return nil, nil, err
-					}
-					fmt.Fprintf(e.errOut, "spool: ── attempt %d ──\n", a)
+		// Where a new attempt's output begins (a retry, a redelivery), say
+		// so between the lines, on stderr.
+		if a := ev.Attempt; a > attempt {
+			if attempt > 0 {
+				if err := w.Flush(); err != nil {
+					return nil, nil, err
 				}
-				attempt = a
+				fmt.Fprintf(e.errOut, "spool: ── attempt %d ──\n", a)
 			}
-			if ev.GetProcessEnd() != nil {
-				end = ev
-				continue
-			}
-			d := ev.GetOutputData()
-			if err := w.WriteAt(d, ev.GetTimestamp().AsTime()); err != nil {
+			attempt = a
+		}
+		if ev.End != nil {
+			end = ev
+			continue
+		}
+		for _, l := range ev.Lines {
+			if err := w.Write(l); err != nil {
 				return nil, nil, err
 			}
-			line = d.GetLineNumber()
+			line = l.Number
 		}
 		// A batch at a time: few writes, and a follower sees lines as soon
 		// as they arrive.
@@ -147,32 +144,32 @@ func noticeIfQueued(ctx context.Context, c *client.Client, jobID string, w io.Wr
 		return
 	}
 	job, err := c.Job(ctx, jobID)
-	if err != nil || job.GetState() != spoolv1.JobState_JOB_STATE_QUEUED {
+	if err != nil || job.State != spool.Queued {
 		return
 	}
 	start := "spool worker"
-	if q := job.GetQueue(); q != "default" {
+	if q := job.Queue; q != "default" {
 		start += " -q " + q
 	}
-	fmt.Fprintf(w, "spool: waiting for a worker on queue %s; start one with: %s\n", job.GetQueue(), start)
+	fmt.Fprintf(w, "spool: waiting for a worker on queue %s; start one with: %s\n", job.Queue, start)
 }
 
 // jobExit is how spool exits after following a job to its end: with the
 // command's exit status; 128 and the signal's number when a signal killed
 // it, as a shell does; or 1 and why when it ended without either (it never
 // ran, its lease was lost, it was cancelled before it started).
-func jobExit(e *env, job *spoolv1.Job, end *spoolv1.JobEvent) error {
-	switch code := job.GetResult().GetExitCode(); {
-	case job.GetState() == spoolv1.JobState_JOB_STATE_SUCCEEDED:
+func jobExit(e *env, job *spool.Job, end *spool.Event) error {
+	switch code := exitCode(job); {
+	case job.State == spool.Succeeded:
 		return nil
 	case code > 0:
-		return exitError{code: int(code)}
+		return exitError{code: code}
 	}
-	fmt.Fprintf(e.errOut, "spool: job %s %s\n", job.GetJobId(), outcome(job))
+	fmt.Fprintf(e.errOut, "spool: job %s %s\n", job.ID, outcome(job))
 	// Only the last attempt's process decides: an earlier one may have
 	// been killed with its worker.
-	if end != nil && end.GetAttempt() == job.GetAttempt() {
-		if n := signalNumber(end.GetProcessEnd().GetSignal()); n > 0 {
+	if end != nil && end.Attempt == job.Attempt {
+		if n := signalNumber(end.End.Signal); n > 0 {
 			return exitError{code: 128 + n}
 		}
 	}
@@ -195,18 +192,34 @@ func signalNumber(name string) int {
 
 // outcome says how a job ended, for people: "succeeded", "failed (exit 3)",
 // "failed: lease expired on attempt 3 of 3: …".
-func outcome(job *spoolv1.Job) string {
-	r := job.GetResult()
-	state := spool.StateName(job.GetState())
+func outcome(job *spool.Job) string {
+	state := job.State.String()
 	switch {
-	case job.GetState() == spoolv1.JobState_JOB_STATE_SUCCEEDED:
+	case job.State == spool.Succeeded:
 		return state
-	case r.GetExitCode() > 0:
-		return fmt.Sprintf("%s (exit %d)", state, r.GetExitCode())
-	case r.GetError() != "":
-		return state + ": " + r.GetError()
+	case exitCode(job) > 0:
+		return fmt.Sprintf("%s (exit %d)", state, exitCode(job))
+	case resultError(job) != "":
+		return state + ": " + resultError(job)
 	}
 	return state
+}
+
+// exitCode is the exit status of the job's command (0 before it ended).
+func exitCode(job *spool.Job) int {
+	if job.Result == nil {
+		return 0
+	}
+	return job.Result.ExitCode
+}
+
+// resultError is why the job failed apart from its exit status ("" before
+// it ended).
+func resultError(job *spool.Job) string {
+	if job.Result == nil {
+		return ""
+	}
+	return job.Result.Error
 }
 
 // syncWriter lets goroutines share a stream, a whole write at a time.

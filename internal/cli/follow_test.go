@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -15,7 +17,7 @@ func TestSubmitFollow(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	done := start(srv, "submit", "-f", "--", "make", "test")
 	l := spooltest.LeaseJob(t, srv, "")
-	if got := l.GetJob().GetParams().GetArgv(); strings.Join(got, " ") != "make test" {
+	if got := l.Job().Params.Argv; strings.Join(got, " ") != "make test" {
 		t.Fatalf("submitted %q", got)
 	}
 	l.Begin()
@@ -46,12 +48,12 @@ func TestSubmitFollowNoExitCode(t *testing.T) {
 	done := start(srv, "submit", "--follow", "--queue", "slow", "--", "sleep", "100")
 	var jobID string
 	eventually(t, "the job to be queued", func() bool {
-		jobs, _, err := c.JobsPage(context.Background(), &spoolv1.ListJobsRequest{Queue: "slow"})
+		jobs, _, err := c.JobsPage(context.Background(), client.ListParams{Queue: "slow"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(jobs) == 1 {
-			jobID = jobs[0].GetJobId()
+			jobID = jobs[0].ID
 		}
 		return jobID != ""
 	})
@@ -74,22 +76,22 @@ func TestFollowInterrupted(t *testing.T) {
 	l.Begin()
 	l.Write(spooltest.Seq(1, 10)...)
 
-	var out, errOut spooltest.Buffer
+	var out, errOut safebuf.Buffer
 	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- followJob(ctx, e, c, job.GetJobId()) }()
+	go func() { done <- followJob(ctx, e, c, job.ID) }()
 	eventually(t, "the stored lines", func() bool { return strings.HasSuffix(out.String(), "\n10\n") })
 	cancel() // what Main's signal handler does on Ctrl-C
 	err := <-done
 	if err != interrupted {
 		t.Fatalf("got %v, want exit status 130", err)
 	}
-	if want := "still running: spool logs -f " + job.GetJobId() + "\n"; !strings.HasSuffix(errOut.String(), want) {
+	if want := "still running: spool logs -f " + job.ID + "\n"; !strings.HasSuffix(errOut.String(), want) {
 		t.Fatalf("stderr %q does not end with %q", errOut.String(), want)
 	}
-	if j, err := c.Job(context.Background(), job.GetJobId()); err != nil || j.GetState() != spoolv1.JobState_JOB_STATE_RUNNING {
-		t.Fatalf("after Ctrl-C the job is %v (%v)", j.GetState(), err)
+	if j, err := c.Job(context.Background(), job.ID); err != nil || j.State != spool.Running {
+		t.Fatalf("after Ctrl-C the job is %v (%v)", j.State, err)
 	}
 }

@@ -10,8 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
 )
 
 // printJSON prints v indented: what --json prints is jobjson's shape, the
@@ -43,16 +42,16 @@ func ago(t time.Time, now time.Time) string {
 
 // elapsed says how long a job's current (or last) attempt has run: up to
 // now while it runs, to its end once final; "-" before it starts.
-func elapsed(j *spoolv1.Job, now time.Time) string {
-	start := j.GetStartedAt()
-	if start == nil || j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
+func elapsed(j *spool.Job, now time.Time) string {
+	start := j.StartedAt
+	if start.IsZero() || j.State == spool.Queued {
 		return "-"
 	}
 	end := now
-	if r := j.GetResult(); r != nil && r.GetFinishedAt() != nil {
-		end = r.GetFinishedAt().AsTime()
+	if r := j.Result; r != nil && !r.FinishedAt.IsZero() {
+		end = r.FinishedAt
 	}
-	return duration(end.Sub(start.AsTime()))
+	return duration(end.Sub(start))
 }
 
 // duration is d for people: to the second past a minute, to the
@@ -69,14 +68,14 @@ func duration(d time.Duration) string {
 
 // commandLine is a job's command for people: argv joined, or the script;
 // for an external job, where its log comes from.
-func commandLine(p *spoolv1.JobParams) string {
-	if src := p.GetExternal().GetSource(); src != "" {
-		return "(log of " + src + ")"
+func commandLine(p spool.JobParams) string {
+	if x := p.External; x != nil && x.Source != "" {
+		return "(log of " + x.Source + ")"
 	}
-	if p.GetScript() != "" {
-		return p.GetScript()
+	if p.Script != "" {
+		return p.Script
 	}
-	return strings.Join(p.GetArgv(), " ")
+	return strings.Join(p.Argv, " ")
 }
 
 // explain turns an error into a sentence for the person at the terminal.
@@ -96,7 +95,7 @@ func explain(err error, e *env) string {
 	var ce *connect.Error
 	isConnect := errors.As(err, &ce)
 	switch {
-	case client.IsUnavailable(err):
+	case errors.Is(err, spool.ErrUnavailable):
 		return fmt.Sprintf("cannot reach the spool server at %s (%s).\nStart one with `spool server`, or point --server or SPOOL_SERVER at yours.", server, reason(err))
 	case !isConnect:
 		return err.Error()

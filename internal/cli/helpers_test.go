@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -94,9 +94,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // submitJob submits a job to the default queue.
-func submitJob(t *testing.T, c *client.Client) *spoolv1.Job {
+func submitJob(t *testing.T, c *client.Client) *spool.Job {
 	t.Helper()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "seq 1 1000"})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "seq 1 1000"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/jobjson"
 )
 
@@ -58,7 +58,7 @@ new job.`,
 	}
 	cmd.Flags().StringVar(&cfg.jobID, "job", "", "end this external job instead of naming its source")
 	// An external job that is still open is running.
-	_ = cmd.RegisterFlagCompletionFunc("job", completeJobFlag(e, spoolv1.JobState_JOB_STATE_RUNNING))
+	_ = cmd.RegisterFlagCompletionFunc("job", completeJobFlag(e, spool.Running))
 	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -124,11 +124,11 @@ func runLogsRebuild(ctx context.Context, cfg logsRebuildConfig, e *env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "rebuilt from %s: %s in %s\n", count(r.GetEvents(), "event"), count(r.GetLines(), "line"), count(r.GetItems(), "stored item"))
-	if r.GetItemsChanged() == 0 {
+	fmt.Fprintf(e.out, "rebuilt from %s: %s in %s\n", count(r.Events, "event"), count(r.Lines, "line"), count(r.Items, "stored item"))
+	if r.ItemsChanged == 0 {
 		fmt.Fprintln(e.out, "the stored log was exactly that; nothing was written")
 	} else {
-		fmt.Fprintf(e.out, "put right: %s that differed, were missing or were extra\n", count(r.GetItemsChanged(), "item"))
+		fmt.Fprintf(e.out, "put right: %s that differed, were missing or were extra\n", count(r.ItemsChanged, "item"))
 	}
 	return nil
 }

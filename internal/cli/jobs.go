@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spool-run/spool"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/jobjson"
 	"github.com/spool-run/spool/internal/termview"
 )
@@ -66,7 +66,7 @@ func runJobsList(ctx context.Context, cfg jobsListConfig, e *env) error {
 	if cfg.limit < 1 {
 		return fmt.Errorf("--limit must be at least 1, got %d (the server returns at most 1000 a page; --cursor goes on)", cfg.limit)
 	}
-	req := &spoolv1.ListJobsRequest{Queue: cfg.queue, Source: cfg.source, PageSize: cfg.limit, Cursor: cfg.cursor, States: parsed}
+	req := client.ListParams{Queue: cfg.queue, Source: cfg.source, PageSize: int(cfg.limit), Cursor: cfg.cursor, States: parsed}
 	c, err := e.client()
 	if err != nil {
 		return err
@@ -86,13 +86,13 @@ func runJobsList(ctx context.Context, cfg jobsListConfig, e *env) error {
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB ID\tQUEUE\tSTATE\tATTEMPT\tCREATED\tSTARTED\tELAPSED\tCOMMAND")
 	for _, j := range jobs {
-		attempt := fmt.Sprintf("%d/%d", j.GetAttempt(), j.GetMaxAttempts())
-		if j.GetParams().GetExternal() != nil {
+		attempt := fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts)
+		if j.Params.External != nil {
 			attempt = "-" // nothing ran, so nothing was attempted
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), j.GetQueue(), spool.StateName(j.GetState()),
-			attempt, ago(j.GetCreatedAt().AsTime(), now), ago(j.GetStartedAt().AsTime(), now), elapsed(j, now),
-			termview.Truncate(commandLine(j.GetParams()), 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Queue, j.State.String(),
+			attempt, ago(j.CreatedAt, now), ago(j.StartedAt, now), elapsed(j, now),
+			termview.Truncate(commandLine(j.Params), 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -197,91 +197,91 @@ func runJobsCancel(ctx context.Context, cfg jobsCancelConfig, e *env) error {
 		return printJSON(e.out, jobjson.View(j))
 	}
 	switch {
-	case j.GetState() == spoolv1.JobState_JOB_STATE_RUNNING && j.GetCancelRequested():
-		fmt.Fprintf(e.out, "%s: cancel requested; its worker stops the command now (SIGTERM, then SIGKILL)\n", j.GetJobId())
-	case j.GetState() == spoolv1.JobState_JOB_STATE_CANCELLED:
-		fmt.Fprintf(e.out, "%s: cancelled\n", j.GetJobId())
+	case j.State == spool.Running && j.CancelRequested:
+		fmt.Fprintf(e.out, "%s: cancel requested; its worker stops the command now (SIGTERM, then SIGKILL)\n", j.ID)
+	case j.State == spool.Cancelled:
+		fmt.Fprintf(e.out, "%s: cancelled\n", j.ID)
 	default:
-		fmt.Fprintf(e.out, "%s: already %s, nothing to cancel\n", j.GetJobId(), spool.StateName(j.GetState()))
+		fmt.Fprintf(e.out, "%s: already %s, nothing to cancel\n", j.ID, j.State.String())
 	}
 	return nil
 }
 
 // printJob prints a job for people.
-func printJob(e *env, j *spoolv1.Job) {
+func printJob(e *env, j *spool.Job) {
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s:\t"+f+"\n", append([]any{k}, a...)...) }
 	now := time.Now()
-	row("Job", "%s", j.GetJobId())
-	row("Queue", "%s", j.GetQueue())
-	state := spool.StateName(j.GetState())
-	if j.GetCancelRequested() && j.GetState() == spoolv1.JobState_JOB_STATE_RUNNING {
+	row("Job", "%s", j.ID)
+	row("Queue", "%s", j.Queue)
+	state := j.State.String()
+	if j.CancelRequested && j.State == spool.Running {
 		state += " (cancel requested)"
 	}
 	row("State", "%s", state)
-	if src := j.GetParams().GetExternal().GetSource(); src != "" {
-		row("Source", "%s (external: its log was sent to spool, which ran nothing)", src)
-	} else if cl := commandLine(j.GetParams()); cl != "" {
+	if x := j.Params.External; x != nil && x.Source != "" {
+		row("Source", "%s (external: its log was sent to spool, which ran nothing)", x.Source)
+	} else if cl := commandLine(j.Params); cl != "" {
 		row("Command", "%s", cl)
 	} else {
 		row("Command", "none: recorded as rejected, never run (the error says why)")
 	}
-	if names := j.GetParams().GetSecretNames(); len(names) > 0 {
+	if names := j.Params.SecretNames; len(names) > 0 {
 		row("Secrets", "%s", strings.Join(names, "=***, ")+"=***")
 	}
-	if in := j.GetParams().GetStdin(); len(in) > 0 {
+	if in := j.Params.Stdin; len(in) > 0 {
 		row("Stdin", "%d bytes: %s", len(in), termview.Truncate(strconv.Quote(string(in)), 200))
 	}
-	if m := j.GetParams().GetScatter(); m != nil {
-		if m.GetGather() {
-			row("Scatter", "%s (its gather)", m.GetScatterId())
+	if m := j.Params.Scatter; m != nil {
+		if m.Gather {
+			row("Scatter", "%s (its gather)", m.ScatterID)
 		} else {
-			row("Scatter", "%s (batch %d of %d, %d items)", m.GetScatterId(), m.GetBatchIndex(), m.GetBatchCount(), m.GetItemCount())
+			row("Scatter", "%s (batch %d of %d, %d items)", m.ScatterID, m.BatchIndex, m.BatchCount, m.ItemCount)
 		}
 	}
-	if p := j.GetParams(); p.GetRepositoryUrl() != "" {
-		row("Repository", "%s %s", p.GetRepositoryUrl(), p.GetRef())
+	if p := j.Params; p.Repository != "" {
+		row("Repository", "%s %s", p.Repository, p.Ref)
 	}
-	if j.GetParams().GetExternal() == nil {
-		row("Attempt", "%d (lost workers allowed: %d; retries: %d of %d used; handed back: %d)", j.GetAttempt(), j.GetMaxAttempts(),
-			j.GetRetriedAttempts(), j.GetRetries(), j.GetReleasedAttempts())
+	if j.Params.External == nil {
+		row("Attempt", "%d (lost workers allowed: %d; retries: %d of %d used; handed back: %d)", j.Attempt, j.MaxAttempts,
+			j.RetriedAttempts, j.Retries, j.ReleasedAttempts)
 	}
-	if ra := j.GetRunAfter(); ra != nil && j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
-		row("Retry at", "%s", ra.AsTime().Local().Format(time.TimeOnly))
+	if ra := j.RunAfter; !ra.IsZero() && j.State == spool.Queued {
+		row("Retry at", "%s", ra.Local().Format(time.TimeOnly))
 	}
-	row("Created", "%s (%s)", j.GetCreatedAt().AsTime().Local().Format(time.DateTime), ago(j.GetCreatedAt().AsTime(), now))
-	if st := j.GetStartedAt(); st != nil {
-		row("Started", "%s (%s)", st.AsTime().Local().Format(time.DateTime), ago(st.AsTime(), now))
-		if j.GetState() == spoolv1.JobState_JOB_STATE_RUNNING {
+	row("Created", "%s (%s)", j.CreatedAt.Local().Format(time.DateTime), ago(j.CreatedAt, now))
+	if st := j.StartedAt; !st.IsZero() {
+		row("Started", "%s (%s)", st.Local().Format(time.DateTime), ago(st, now))
+		if j.State == spool.Running {
 			row("Running for", "%s", elapsed(j, now))
 		}
 	}
-	if j.GetRerunOf() != "" {
-		row("Rerun of", "%s", j.GetRerunOf())
+	if j.RerunOf != "" {
+		row("Rerun of", "%s", j.RerunOf)
 	}
-	if rs := j.GetReruns(); len(rs) > 0 {
+	if rs := j.Reruns; len(rs) > 0 {
 		row("Rerun as", "%s", strings.Join(rs, ", "))
 	}
-	if j.GetRequestId() != "" {
-		row("Request id", "%s", j.GetRequestId())
+	if j.RequestID != "" {
+		row("Request id", "%s", j.RequestID)
 	}
-	row("Output", "%d lines", j.GetLineCount())
-	if r := j.GetResult(); r != nil {
-		row("Exit code", "%d", r.GetExitCode())
-		if r.GetError() != "" {
-			row("Error", "%s", r.GetError())
+	row("Output", "%d lines", j.LineCount)
+	if r := j.Result; r != nil {
+		row("Exit code", "%d", r.ExitCode)
+		if r.Error != "" {
+			row("Error", "%s", r.Error)
 		}
-		if r.GetOutput() != "" {
-			row("Result", "%s", termview.Truncate(r.GetOutput(), 200))
+		if len(r.Output) > 0 {
+			row("Result", "%s", termview.Truncate(string(r.Output), 200))
 		}
-		if r.GetStartedAt() != nil && r.GetFinishedAt() != nil {
-			row("Ran for", "%s", duration(r.GetFinishedAt().AsTime().Sub(r.GetStartedAt().AsTime())))
+		if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
+			row("Ran for", "%s", duration(r.FinishedAt.Sub(r.StartedAt)))
 		}
-	} else if j.GetLeaseExpiresAt() != nil {
-		row("Lease", "until %s", j.GetLeaseExpiresAt().AsTime().Local().Format(time.TimeOnly))
+	} else if !j.LeaseExpiresAt.IsZero() {
+		row("Lease", "until %s", j.LeaseExpiresAt.Local().Format(time.TimeOnly))
 	}
 	tw.Flush()
-	for _, n := range j.GetNotes() {
+	for _, n := range j.Notes {
 		fmt.Fprintf(e.out, "Note: %s\n", n)
 	}
 }
@@ -332,12 +332,12 @@ func runJobsRerun(ctx context.Context, cfg jobsRerunConfig, e *env) error {
 	if cfg.asJSON {
 		return printJSON(e.out, jobjson.View(j))
 	}
-	fmt.Fprintf(e.errOut, "rerun of %s: job %s queued in %s\n", cfg.jobID, j.GetJobId(), j.GetQueue())
+	fmt.Fprintf(e.errOut, "rerun of %s: job %s queued in %s\n", cfg.jobID, j.ID, j.Queue)
 	if !cfg.follow {
-		fmt.Fprintln(e.out, j.GetJobId())
+		fmt.Fprintln(e.out, j.ID)
 		return nil
 	}
-	return followJob(ctx, e, c, j.GetJobId())
+	return followJob(ctx, e, c, j.ID)
 }
 
 func newJobsDeleteCmd(e *env) *cobra.Command {

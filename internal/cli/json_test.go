@@ -51,8 +51,8 @@ func TestJSONIsTheRESTShape(t *testing.T) {
 		}
 	}
 
-	got := cli("jobs", "get", "--json", done.GetJobId())
-	same("jobs get --json", got, rest("/api/v1/jobs/"+done.GetJobId()))
+	got := cli("jobs", "get", "--json", done.ID)
+	same("jobs get --json", got, rest("/api/v1/jobs/"+done.ID))
 	if m := got.(map[string]any); m["state"] != "succeeded" || m["line_count"] != 3.0 {
 		t.Errorf("jobs get --json: state %v, line_count %#v; want \"succeeded\" and the number 3", m["state"], m["line_count"])
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 func newKeysCmd(e *env) *cobra.Command {
@@ -48,23 +47,29 @@ func newKeysCreateCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cfg.key.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
-	cmd.Flags().StringVar(&cfg.key.Role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
+	cmd.Flags().StringVar(&cfg.role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
 	cmd.Flags().StringSliceVarP(&cfg.key.Queues, "queue", "q", nil, "for a worker key: the only queues it may run jobs from (repeat, or comma-separate)")
 	return cmd
 }
 
 // keysCreateConfig is what `spool keys create` is told on its command line.
 type keysCreateConfig struct {
-	key client.NewKey
+	key  client.KeyParams
+	role string // the key's role, by name
 }
 
 func runKeysCreate(ctx context.Context, cfg keysCreateConfig, e *env) error {
 	if cfg.key.Name == "" {
 		return fmt.Errorf("--name is needed: the key's name, for the audit log and to revoke it")
 	}
-	if cfg.key.Role == "" {
+	if cfg.role == "" {
 		return fmt.Errorf("--role is needed: admin, submit, read, worker or ingest")
 	}
+	role, err := spool.ParseRole(cfg.role)
+	if err != nil {
+		return err
+	}
+	cfg.key.Role = role
 	c, err := e.client()
 	if err != nil {
 		return err
@@ -73,17 +78,17 @@ func runKeysCreate(ctx context.Context, cfg keysCreateConfig, e *env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.errOut, "created %s key %q%s; it is shown this once, keep it safe:\n", spool.RoleName(key.GetRole()), key.GetName(), queuesNote(key))
+	fmt.Fprintf(e.errOut, "created %s key %q%s; it is shown this once, keep it safe:\n", key.Role.String(), key.Name, queuesNote(key))
 	fmt.Fprintln(e.out, secret)
 	return nil
 }
 
 // queuesNote says which queues a worker key is limited to.
-func queuesNote(k *spoolv1.Key) string {
-	if len(k.GetQueues()) == 0 {
+func queuesNote(k *spool.Key) string {
+	if len(k.Queues) == 0 {
 		return ""
 	}
-	return " for queues " + strings.Join(k.GetQueues(), ", ")
+	return " for queues " + strings.Join(k.Queues, ", ")
 }
 
 func newKeysListCmd(e *env) *cobra.Command {
@@ -116,18 +121,18 @@ func runKeysList(ctx context.Context, cfg keysListConfig, e *env) error {
 	fmt.Fprintln(tw, "NAME\tROLE\tQUEUES\tCREATED\tLAST USED\tREVOKED")
 	for _, k := range keys {
 		used, revoked := "never", "-"
-		if k.GetLastUsedAt() != nil {
-			used = ago(k.GetLastUsedAt().AsTime(), now)
+		if !k.LastUsedAt.IsZero() {
+			used = ago(k.LastUsedAt, now)
 		}
-		if k.GetRevokedAt() != nil {
-			revoked = ago(k.GetRevokedAt().AsTime(), now)
+		if !k.RevokedAt.IsZero() {
+			revoked = ago(k.RevokedAt, now)
 		}
-		queues := strings.Join(k.GetQueues(), ",")
+		queues := strings.Join(k.Queues, ",")
 		if queues == "" {
 			queues = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.GetName(), spool.RoleName(k.GetRole()), queues,
-			ago(k.GetCreatedAt().AsTime(), now), used, revoked)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.Role.String(), queues,
+			ago(k.CreatedAt, now), used, revoked)
 	}
 	return tw.Flush()
 }
@@ -159,6 +164,6 @@ func runKeysRevoke(ctx context.Context, cfg keysRevokeConfig, e *env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "revoked key %q (%s)\n", k.GetName(), spool.RoleName(k.GetRole()))
+	fmt.Fprintf(e.out, "revoked key %q (%s)\n", k.Name, k.Role.String())
 	return nil
 }

@@ -78,7 +78,7 @@ func TestKeys(t *testing.T) {
 // data directory; when none works it says where it looked.
 func TestKeyDiscovery(t *testing.T) {
 	// A server left to make its own admin key, as `spool server` does.
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) { c.Auth.AdminKey = "" }))
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Auth.AdminKey = "" }})
 	if srv.AdminKey == "" {
 		t.Fatal("the server wrote no admin key on its first start")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/credfile"
@@ -129,7 +130,7 @@ func TestLoginFromAnyDirectory(t *testing.T) {
 
 	// A stored key that is revoked later: the error says how to replace
 	// or forget it.
-	_, secret, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: "carol", Role: "read"})
+	_, secret, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: "carol", Role: spool.RoleRead})
 	if err != nil {
 		t.Fatal(err)
 	}

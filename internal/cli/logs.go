@@ -74,7 +74,7 @@ func runLogs(ctx context.Context, cfg logsConfig, e *env) error {
 	popts := printOptions{timestamps: cfg.timestamps}
 	// What is stored now is the replay; the progress line is about that
 	// part, since nobody knows how long a live job's log will get.
-	last := job.GetLineCount()
+	last := job.LineCount
 	if e.errTerm.TTY && last-max(from, 1)+1 > cfg.progressMin {
 		p := termview.NewReplayProgress(e.errOut, e.errTerm, max(from, 1), last, cfg.now)
 		defer p.End()
@@ -88,7 +88,7 @@ func runLogs(ctx context.Context, cfg logsConfig, e *env) error {
 		e = &shared
 		popts.printed = p.Printed
 	}
-	_, _, err = printOutput(ctx, e, c, job.GetJobId(), from, cfg.follow, popts)
+	_, _, err = printOutput(ctx, e, c, job.ID, from, cfg.follow, popts)
 	if err != nil && ctx.Err() != nil {
 		return interrupted
 	}

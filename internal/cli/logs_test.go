@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/internal/termview"
 	"github.com/spool-run/spool/spooltest"
 )
@@ -18,7 +19,7 @@ import (
 func TestLogs(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, mixedLog(10000)...)
-	id := job.GetJobId()
+	id := job.ID
 
 	r := run(srv, "logs", "--from", "9000", id)
 	if r.code != 0 {
@@ -76,7 +77,7 @@ func TestLogsFollow(t *testing.T) {
 // retry) is introduced on stderr, so the log shows where it begins.
 func TestLogsMarkAttempts(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Script: "flaky", Retries: 1}); err != nil {
+	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "flaky", Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -112,7 +113,7 @@ func TestLogsTimestamps(t *testing.T) {
 	}
 	job := spooltest.RunJob(t, srv, lines...)
 
-	r := run(srv, "logs", "--timestamps", job.GetJobId())
+	r := run(srv, "logs", "--timestamps", job.ID)
 	wantOut := "2026-11-25T08:56:11.250Z compiling\n" +
 		"2026-11-25T08:56:13.250Z progress 50%… done\n" +
 		"2026-11-25T08:56:14.251Z ok\n"
@@ -121,7 +122,7 @@ func TestLogsTimestamps(t *testing.T) {
 	if r.code != 0 || r.stdout != wantOut || r.stderr != wantErr {
 		t.Fatalf("exit %d\nstdout %q\nwant   %q\nstderr %q\nwant   %q", r.code, r.stdout, wantOut, r.stderr, wantErr)
 	}
-	r = run(srv, "logs", "-t", "--from", "7", job.GetJobId())
+	r = run(srv, "logs", "-t", "--from", "7", job.ID)
 	if r.code != 0 || r.stdout != "2026-11-25T08:56:14.251Z ok\n" || r.stderr != "" {
 		t.Fatalf("--from 7: %+v", r)
 	}
@@ -164,7 +165,7 @@ func TestLogsProgress(t *testing.T) {
 		e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: out, errOut: errOut, errTerm: errTerm, outTerm: termview.Info{TTY: outTTY}}
 		// The replay needs over 1,000 lines here; every batch (50 lines)
 		// is 300ms after the one before, so due for a draw.
-		cfg := logsConfig{jobID: job.GetJobId(), progressMin: 1000, now: tick(300 * time.Millisecond)}
+		cfg := logsConfig{jobID: job.ID, progressMin: 1000, now: tick(300 * time.Millisecond)}
 		if err := runLogs(context.Background(), cfg, e); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func TestLogsProgress(t *testing.T) {
 	// A short replay on a terminal: none either.
 	errOut.Reset()
 	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: io.Discard, errOut: &errOut, errTerm: terminal}
-	if err := runLogs(context.Background(), logsConfig{jobID: job.GetJobId(), from: -900, progressMin: 1000, now: tick(time.Second)}, e); err != nil {
+	if err := runLogs(context.Background(), logsConfig{jobID: job.ID, from: -900, progressMin: 1000, now: tick(time.Second)}, e); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(errOut.String(), "lines/s") || strings.Contains(errOut.String(), "\x1b") {
@@ -236,7 +237,7 @@ func TestLogsProgressFollow(t *testing.T) {
 	l := leaseNew(t, srv)
 	l.Write(lines[:1500]...)
 
-	var out, errOut spooltest.Buffer
+	var out, errOut safebuf.Buffer
 	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut, errTerm: termview.Info{TTY: true, Width: 80}}
 	cfg := logsConfig{jobID: l.JobID(), follow: true, progressMin: 1000, now: tick(300 * time.Millisecond)}
 	done := make(chan error, 1)

@@ -8,9 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/termview"
 )
 
@@ -85,11 +83,11 @@ func runMonitor(ctx context.Context, cfg monitorConfig, e *env) error {
 	}
 	scr := termview.NewScreen(e.out, e.errOut, t)
 	prog := &progress{}
-	prog.total.Store(job.GetLineCount())
-	if t.TTY && !spool.IsFinal(job.GetState()) {
+	prog.total.Store(job.LineCount)
+	if t.TTY && !job.State.IsFinal() {
 		pollCtx, stop := context.WithCancel(ctx)
 		defer stop()
-		go prog.poll(pollCtx, c, job.GetJobId())
+		go prog.poll(pollCtx, c, job.ID)
 	}
 	// What is already on its way is shown before waiting.
 	sleep := p.Sleep
@@ -106,13 +104,13 @@ func runMonitor(ctx context.Context, cfg monitorConfig, e *env) error {
 	if err := scr.SetStatus(prog.text()); err != nil {
 		return err
 	}
-	s := outputStream(ctx, c, job.GetJobId(), startLine(cfg.from, job), true, outputOnly, lost)
-	for batch, err := range s.Batches() {
+	s := outputStream(ctx, c, job.ID, startLine(cfg.from, job), true, outputOnly, lost)
+	for ev, err := range s.Batches() {
 		if err != nil {
 			return stopMonitor(ctx, scr, err)
 		}
-		for _, ev := range events.Unpack(batch) {
-			skipped, err := p.Wait(ctx, ev.GetTimestamp().AsTime())
+		for _, l := range ev.Lines {
+			skipped, err := p.Wait(ctx, l.Time)
 			if err != nil {
 				return stopMonitor(ctx, scr, err)
 			}
@@ -121,10 +119,9 @@ func runMonitor(ctx context.Context, cfg monitorConfig, e *env) error {
 					return err
 				}
 			}
-			d := ev.GetOutputData()
-			prog.line = d.GetLineNumber()
+			prog.line = l.Number
 			scr.NextStatus(prog.text())
-			if err := scr.Line(d); err != nil {
+			if err := scr.Line(l); err != nil {
 				return err
 			}
 		}
@@ -133,7 +130,7 @@ func runMonitor(ctx context.Context, cfg monitorConfig, e *env) error {
 		}
 	}
 	done := s.Finished()
-	return scr.Finish(fmt.Sprintf("%d lines · %s", done.GetLineCount(), outcome(done)))
+	return scr.Finish(fmt.Sprintf("%d lines · %s", done.LineCount, outcome(done)))
 }
 
 // stopMonitor leaves the screen tidy when playback stops early: Ctrl-C
@@ -175,8 +172,8 @@ func (p *progress) poll(ctx context.Context, c *client.Client, jobID string) {
 		if err != nil {
 			continue
 		}
-		p.total.Store(job.GetLineCount())
-		if spool.IsFinal(job.GetState()) {
+		p.total.Store(job.LineCount)
+		if job.State.IsFinal() {
 			return
 		}
 	}

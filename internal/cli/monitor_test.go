@@ -18,8 +18,8 @@ func TestMonitorFastEqualsLog(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	lines := append(mixedLog(2000), spooltest.Line{Text: "partial", Partial: true})
 	job := spooltest.RunJob(t, srv, lines...)
-	logs := run(srv, "logs", job.GetJobId())
-	mon := run(srv, "monitor", "--fast", job.GetJobId())
+	logs := run(srv, "logs", job.ID)
+	mon := run(srv, "monitor", "--fast", job.ID)
 	if mon.code != 0 || mon.stdout != logs.stdout || mon.stderr != logs.stderr {
 		t.Fatalf("monitor (exit %d, %d+%d bytes) differs from logs (%d+%d bytes): %q / %q", mon.code,
 			len(mon.stdout), len(mon.stderr), len(logs.stdout), len(logs.stderr), head(mon.stderr), head(logs.stderr))
@@ -28,12 +28,12 @@ func TestMonitorFastEqualsLog(t *testing.T) {
 	if logs.stdout != out+"partial" {
 		t.Fatalf("logs printed %q…", head(logs.stdout))
 	}
-	mon = run(srv, "monitor", "--fast", "--from", "1950", job.GetJobId())
+	mon = run(srv, "monitor", "--fast", "--from", "1950", job.ID)
 	want, _ := split(lines[1949:2000])
 	if mon.stdout != want+"partial" {
 		t.Fatalf("monitor --from 1950 printed %q…", head(mon.stdout))
 	}
-	if r := run(srv, "monitor", "--fast", "--slow", job.GetJobId()); r.code != 1 || !strings.Contains(r.stderr, "fast") {
+	if r := run(srv, "monitor", "--fast", "--slow", job.ID); r.code != 1 || !strings.Contains(r.stderr, "fast") {
 		t.Fatalf("--fast with --slow: %+v", r)
 	}
 }
@@ -80,7 +80,7 @@ func TestMonitorOnTerminal(t *testing.T) {
 		now = now.Add(d)
 		return nil
 	}
-	if err := runMonitor(context.Background(), monitorConfig{jobID: job.GetJobId(), pacer: p}, e); err != nil {
+	if err := runMonitor(context.Background(), monitorConfig{jobID: job.ID, pacer: p}, e); err != nil {
 		t.Fatal(err)
 	}
 	if want := []time.Duration{termview.MaxPause, 300 * time.Millisecond}; !slices.Equal(sleeps, want) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
 )
 
@@ -48,7 +47,7 @@ func runQueues(ctx context.Context, cfg queuesConfig, e *env) error {
 		return err
 	}
 	if cfg.asJSON {
-		return printJSON(e.out, jobjson.QueueListView(&spoolv1.ListQueuesResponse{Queues: queues, WindowSeconds: int32(window / time.Second)}))
+		return printJSON(e.out, jobjson.QueueListView(queues, window))
 	}
 	if len(queues) == 0 {
 		fmt.Fprintln(e.out, "no queues yet: a queue appears with its first job (spool submit -q NAME -- CMD)")
@@ -59,20 +58,20 @@ func runQueues(ctx context.Context, cfg queuesConfig, e *env) error {
 	fmt.Fprintf(tw, "QUEUE\tSTATE\tQUEUED\tRUNNING\tSUCCEEDED %s\tFAILED %s\tOLDEST WAITING\tWORKERS\n", window, window)
 	for _, q := range queues {
 		state := "active"
-		if q.GetPaused() {
-			state = "paused " + ago(q.GetPausedAt().AsTime(), now)
+		if q.Paused {
+			state = "paused " + ago(q.PausedAt, now)
 		}
-		failed := q.GetFailed()
+		failed := q.Failed
 		fails := fmt.Sprint(failed)
-		if n := q.GetCancelled(); n > 0 {
+		if n := q.Cancelled; n > 0 {
 			fails += fmt.Sprintf(" (+%d cancelled)", n)
 		}
 		oldest := "-"
-		if t := q.GetOldestQueuedAt(); t != nil {
-			oldest = duration(now.Sub(t.AsTime()).Truncate(time.Second))
+		if t := q.OldestQueuedAt; !t.IsZero() {
+			oldest = duration(now.Sub(t).Truncate(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", q.GetName(), state, q.GetQueued(), q.GetRunning(),
-			q.GetSucceeded(), fails, oldest, q.GetWorkers())
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", q.Name, state, q.Queued, q.Running,
+			q.Succeeded, fails, oldest, q.Workers)
 	}
 	return tw.Flush()
 }
@@ -118,9 +117,9 @@ func runQueuePause(ctx context.Context, cfg queuePauseConfig, e *env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "queue %s %s", q.GetName(), done)
-	if cfg.pause && q.GetRunning() > 0 {
-		fmt.Fprintf(e.out, " (%d running go on)", q.GetRunning())
+	fmt.Fprintf(e.out, "queue %s %s", q.Name, done)
+	if cfg.pause && q.Running > 0 {
+		fmt.Fprintf(e.out, " (%d running go on)", q.Running)
 	}
 	fmt.Fprintln(e.out)
 	return nil
@@ -143,8 +142,8 @@ func completeQueues(ctx context.Context, e *env, args []string, pause bool) ([]c
 	}
 	var out []cobra.Completion
 	for _, q := range queues {
-		if q.GetPaused() != pause {
-			out = append(out, q.GetName())
+		if q.Paused != pause {
+			out = append(out, q.Name)
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/jobjson"
 	"github.com/spool-run/spool/spooltest"
@@ -19,7 +20,7 @@ func TestQueuesListPauseResume(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	for range 2 {
-		if _, _, err := c.Submit(context.Background(), client.Submission{Queue: "builds", Argv: []string{"make"}}); err != nil {
+		if _, _, err := c.Submit(context.Background(), client.SubmitParams{Queue: "builds", Argv: []string{"make"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +62,7 @@ func TestQueuesListPauseResume(t *testing.T) {
 	}
 
 	// A key that may read but not operate is told so.
-	reader := srv.Key(t, "read")
+	reader := srv.Key(t, spool.RoleRead)
 	r = run(srv, "--api-key", reader, "queues", "pause", "builds")
 	if r.code == 0 || !strings.Contains(r.stderr, "may not pause queues or delete jobs") {
 		t.Errorf("pause with a read key: %+v", r)
@@ -79,16 +80,16 @@ func TestJobsRerunAndDelete(t *testing.T) {
 	c := srv.Client()
 	old := spooltest.RunJob(t, srv, spooltest.Seq(1, 5)...)
 
-	r := run(srv, "jobs", "rerun", old.GetJobId())
+	r := run(srv, "jobs", "rerun", old.ID)
 	newID := strings.TrimSpace(r.stdout)
-	if r.code != 0 || newID == "" || !strings.Contains(r.stderr, "rerun of "+old.GetJobId()) {
+	if r.code != 0 || newID == "" || !strings.Contains(r.stderr, "rerun of "+old.ID) {
 		t.Fatalf("rerun: %+v", r)
 	}
 	j, err := c.Job(context.Background(), newID)
-	if err != nil || j.GetRerunOf() != old.GetJobId() || j.GetState().String() != "JOB_STATE_QUEUED" {
+	if err != nil || j.RerunOf != old.ID || j.State != spool.Queued {
 		t.Fatalf("the rerun: %v %v", j, err)
 	}
-	r = run(srv, "jobs", "get", old.GetJobId())
+	r = run(srv, "jobs", "get", old.ID)
 	if !regexp.MustCompile(`(?m)^Rerun as:\s+` + newID + `$`).MatchString(r.stdout) {
 		t.Errorf("jobs get of the old job does not name its rerun:\n%s", r.stdout)
 	}
@@ -103,14 +104,14 @@ func TestJobsRerunAndDelete(t *testing.T) {
 		t.Errorf("delete of a queued job: %+v", r)
 	}
 
-	r = run(srv, "jobs", "delete", old.GetJobId())
-	if r.code != 0 || r.stdout != old.GetJobId()+": deleted\n" {
+	r = run(srv, "jobs", "delete", old.ID)
+	if r.code != 0 || r.stdout != old.ID+": deleted\n" {
 		t.Fatalf("delete: %+v", r)
 	}
-	if r := run(srv, "jobs", "get", old.GetJobId()); r.code == 0 {
+	if r := run(srv, "jobs", "get", old.ID); r.code == 0 {
 		t.Errorf("jobs get of a deleted job: %+v", r)
 	}
-	if r := run(srv, "logs", old.GetJobId()); r.code == 0 {
+	if r := run(srv, "logs", old.ID); r.code == 0 {
 		t.Errorf("logs of a deleted job: %+v", r)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/spooltest"
 )
@@ -15,9 +16,9 @@ import (
 // key's revocation, saying so, without trying to reconnect.
 func TestFollowEndsWhenKeyRevoked(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	follow := func(t *testing.T, role string, args func(jobID string) []string, lease func() *spooltest.Lease) {
-		name := "follower-" + role
-		_, key, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: name, Role: role})
+	follow := func(t *testing.T, role spool.Role, args func(jobID string) []string, lease func() *spooltest.Lease) {
+		name := "follower-" + role.String()
+		_, key, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: name, Role: role})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,14 +56,14 @@ func TestFollowEndsWhenKeyRevoked(t *testing.T) {
 		l.End(0)
 	}
 	t.Run("logs -f", func(t *testing.T) {
-		follow(t, "read", func(jobID string) []string { return []string{"logs", "-f", jobID} }, func() *spooltest.Lease {
-			if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"make"}}); err != nil {
+		follow(t, spool.RoleRead, func(jobID string) []string { return []string{"logs", "-f", jobID} }, func() *spooltest.Lease {
+			if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"make"}}); err != nil {
 				t.Fatal(err)
 			}
 			return spooltest.LeaseJob(t, srv, "")
 		})
 	})
 	t.Run("submit -f", func(t *testing.T) {
-		follow(t, "submit", func(string) []string { return []string{"submit", "-f", "--", "make"} }, func() *spooltest.Lease { return nil })
+		follow(t, spool.RoleSubmit, func(string) []string { return []string{"submit", "-f", "--", "make"} }, func() *spooltest.Lease { return nil })
 	})
 }

@@ -55,12 +55,14 @@ func (e *env) client() (*client.Client, error) {
 			fmt.Fprintf(e.errOut, "spool: the server at %s did not serve the call (%s); trying again for up to %s\n", e.server, reason(err), callRetry)
 		})
 	}}
-	return client.New(e.server, append(e.clientOptions(), client.WithRetry(retry))...)
+	cfg := e.clientConfig()
+	cfg.Retry = retry
+	return client.New(cfg)
 }
 
 // clientNow is a client whose calls are not tried again: for answers
 // wanted at once or not at all (Tab completion).
-func (e *env) clientNow() (*client.Client, error) { return client.New(e.server, e.clientOptions()...) }
+func (e *env) clientNow() (*client.Client, error) { return client.New(e.clientConfig()) }
 
 // callRetry is how long a command keeps trying a call that finds the
 // server or its store away (a restart, a database failing over), before

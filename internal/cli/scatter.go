@@ -15,7 +15,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
 	"github.com/spool-run/spool/internal/termview"
 	"github.com/spool-run/spool/itembatch"
@@ -125,21 +124,22 @@ func runScatter(ctx context.Context, cfg scatterConfig, e *env) error {
 		if cfg.f.asJSON {
 			return printJSON(e.out, jobjson.ScatterView(sc))
 		}
-		fmt.Fprintln(e.out, sc.GetScatterId())
+		fmt.Fprintln(e.out, sc.ID)
 		return nil
 	}
-	fmt.Fprintln(e.out, sc.GetScatterId())
-	return followScatter(ctx, e, c, sc.GetScatterId())
+	fmt.Fprintln(e.out, sc.ID)
+	return followScatter(ctx, e, c, sc.ID)
 }
 
 // scatter reads the items, cuts them into batches and builds the request.
-func (f *scatterFlags) scatter(ctx context.Context, e *env, job client.Submission) (client.NewScatter, error) {
-	ns := client.NewScatter{Job: job, MaxConcurrency: f.maxConcurrency}
+func (f *scatterFlags) scatter(ctx context.Context, e *env, job client.SubmitParams) (client.ScatterParams, error) {
+	ns := client.ScatterParams{Job: job, MaxConcurrency: int(f.maxConcurrency)}
 	if f.items == "" {
 		return ns, errors.New(`say where the items are: --items FILE (JSON Lines or a JSON array; "-" for stdin)`)
 	}
 	if f.toleratedCountSet {
-		ns.ToleratedFailureCount = &f.toleratedCount
+		n := int(f.toleratedCount)
+		ns.ToleratedFailureCount = &n
 	}
 	if f.toleratedPctSet {
 		ns.ToleratedFailurePercentage = &f.toleratedPct
@@ -221,7 +221,7 @@ func (f *scatterFlags) split(ctx context.Context, e *env, items []itembatch.Item
 // ended: 0 if it succeeded.
 func followScatter(ctx context.Context, e *env, c *client.Client, id string) error {
 	ti := e.errTerm
-	sc, err := c.FollowScatter(ctx, id, 300*time.Millisecond, func(sc *spoolv1.Scatter) {
+	sc, err := c.FollowScatter(ctx, id, 300*time.Millisecond, func(sc *spool.Scatter) {
 		line := progressLine(sc, ti)
 		if ti.TTY {
 			fmt.Fprint(e.errOut, termview.ClearLine+line)
@@ -235,10 +235,10 @@ func followScatter(ctx context.Context, e *env, c *client.Client, id string) err
 	if err != nil {
 		return err
 	}
-	if sc.GetError() != "" {
-		fmt.Fprintf(e.errOut, "spool: scatter %s %s: %s\n", id, spool.ScatterStateName(sc.GetState()), sc.GetError())
+	if sc.Error != "" {
+		fmt.Fprintf(e.errOut, "spool: scatter %s %s: %s\n", id, sc.State.String(), sc.Error)
 	}
-	if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED {
+	if sc.State != spool.ScatterSucceeded {
 		return exitError{code: 1}
 	}
 	return nil
@@ -246,21 +246,21 @@ func followScatter(ctx context.Context, e *env, c *client.Client, id string) err
 
 // progressLine says where a scatter is in one line: a bar on a terminal,
 // then the counts.
-func progressLine(sc *spoolv1.Scatter, ti termview.Info) string {
-	p := sc.GetProgress()
-	n := p.GetBatchCount()
-	ended := p.GetSucceeded() + p.GetFailed() + p.GetCancelled()
+func progressLine(sc *spool.Scatter, ti termview.Info) string {
+	p := sc.Progress
+	n := p.BatchCount
+	ended := p.Succeeded + p.Failed + p.Cancelled
 	var b strings.Builder
 	if ti.TTY {
 		const width = 24
 		done := int(int64(ended) * width / int64(max(n, 1)))
-		b.WriteString(ti.Bar(done, width, p.GetFailed()+p.GetCancelled() > 0) + " ")
+		b.WriteString(ti.Bar(done, width, p.Failed+p.Cancelled > 0) + " ")
 	}
-	fmt.Fprintf(&b, "%s: %d/%d batches · %d queued · %d running · %d succeeded · %d failed", spool.ScatterStateName(sc.GetState()),
-		ended, n, p.GetQueued()+p.GetWaiting(), p.GetRunning(), p.GetSucceeded(), p.GetFailed())
-	if p.GetCancelled() > 0 {
-		fmt.Fprintf(&b, " · %d cancelled", p.GetCancelled())
+	fmt.Fprintf(&b, "%s: %d/%d batches · %d queued · %d running · %d succeeded · %d failed", sc.State.String(),
+		ended, n, p.Queued+p.Waiting, p.Running, p.Succeeded, p.Failed)
+	if p.Cancelled > 0 {
+		fmt.Fprintf(&b, " · %d cancelled", p.Cancelled)
 	}
-	fmt.Fprintf(&b, " · %d/%d items done", p.GetItemsDone(), p.GetItemCount())
+	fmt.Fprintf(&b, " · %d/%d items done", p.ItemsDone, p.ItemCount)
 	return b.String()
 }

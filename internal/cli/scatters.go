@@ -12,7 +12,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/jobjson"
 	"github.com/spool-run/spool/internal/termview"
 )
@@ -57,7 +56,7 @@ func runScattersList(ctx context.Context, cfg scattersListConfig, e *env) error 
 	if err != nil {
 		return err
 	}
-	scs, next, err := c.ScattersPage(ctx, cfg.limit, cfg.cursor)
+	scs, next, err := c.ScattersPage(ctx, int(cfg.limit), cfg.cursor)
 	if err != nil {
 		return err
 	}
@@ -72,9 +71,9 @@ func runScattersList(ctx context.Context, cfg scattersListConfig, e *env) error 
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCATTER ID\tQUEUE\tSTATE\tBATCHES\tSUCCEEDED\tFAILED\tCREATED\tCOMMAND")
 	for _, sc := range scs {
-		p := sc.GetProgress()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sc.GetScatterId(), sc.GetSpec().GetQueue(), spool.ScatterStateName(sc.GetState()),
-			p.GetBatchCount(), p.GetSucceeded(), p.GetFailed(), ago(sc.GetCreatedAt().AsTime(), now), termview.Truncate(commandLine(sc.GetSpec().GetParams()), 50))
+		p := sc.Progress
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sc.ID, sc.Spec.Queue, sc.State.String(),
+			p.BatchCount, p.Succeeded, p.Failed, ago(sc.CreatedAt, now), termview.Truncate(commandLine(sc.Spec.Params), 50))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -178,33 +177,33 @@ func scatterOrNotFound(ctx context.Context, e *env, c *client.Client, id string,
 }
 
 // printScatter shows a scatter as `spool jobs get` shows a job.
-func printScatter(e *env, sc *spoolv1.Scatter) {
+func printScatter(e *env, sc *spool.Scatter) {
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s:\t"+f+"\n", append([]any{k}, a...)...) }
-	spec, p := sc.GetSpec(), sc.GetProgress()
-	row("Scatter", "%s", sc.GetScatterId())
-	row("Queue", "%s", spec.GetQueue())
-	row("State", "%s", spool.ScatterStateName(sc.GetState()))
-	if sc.GetError() != "" {
-		row("Error", "%s", sc.GetError())
+	spec, p := sc.Spec, sc.Progress
+	row("Scatter", "%s", sc.ID)
+	row("Queue", "%s", spec.Queue)
+	row("State", "%s", sc.State.String())
+	if sc.Error != "" {
+		row("Error", "%s", sc.Error)
 	}
-	row("Command", "%s", commandLine(spec.GetParams()))
+	row("Command", "%s", commandLine(spec.Params))
 	row("Progress", "%s", progressLine(sc, termview.Info{}))
-	row("Batches", "%d (%d items); jobs %s", p.GetBatchCount(), p.GetItemCount(), batchJobPattern(sc.GetScatterId()))
+	row("Batches", "%d (%d items); jobs %s", p.BatchCount, p.ItemCount, batchJobPattern(sc.ID))
 	limit := "none"
-	if spec.GetMaxConcurrency() > 0 {
-		limit = fmt.Sprint(spec.GetMaxConcurrency())
+	if spec.MaxConcurrency > 0 {
+		limit = fmt.Sprint(spec.MaxConcurrency)
 	}
 	row("Concurrency", "%s", limit)
-	row("Batch input", "%s", termview.Truncate(spec.GetBatchInput(), 80))
-	if g := spec.GetGather(); g != nil {
-		gather := commandLine(g)
-		if sc.GetGatherJobId() != "" {
-			gather += " (job " + sc.GetGatherJobId() + ")"
+	row("Batch input", "%s", termview.Truncate(string(spec.BatchInput), 80))
+	if g := spec.Gather; g != nil {
+		gather := commandLine(*g)
+		if sc.GatherJobID != "" {
+			gather += " (job " + sc.GatherJobID + ")"
 		}
 		row("Gather", "%s", gather)
 	}
-	row("Created", "%s (%s)", sc.GetCreatedAt().AsTime().Local().Format(time.DateTime), ago(sc.GetCreatedAt().AsTime(), time.Now()))
+	row("Created", "%s (%s)", sc.CreatedAt.Local().Format(time.DateTime), ago(sc.CreatedAt, time.Now()))
 	tw.Flush()
 }
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -24,11 +24,11 @@ func TestSubmitSecret(t *testing.T) {
 	if r.code != 0 || r.stdout != "*** ***\n" {
 		t.Fatalf("submit -f: exit %d, stdout %q, stderr %q; want the secrets masked", r.code, r.stdout, r.stderr)
 	}
-	jobs, _, err := srv.Client().JobsPage(context.Background(), &spoolv1.ListJobsRequest{})
+	jobs, _, err := srv.Client().JobsPage(context.Background(), client.ListParams{})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("jobs: %v, %v", jobs, err)
 	}
-	id := jobs[0].GetJobId()
+	id := jobs[0].ID
 	get := run(srv, "jobs", "get", id)
 	if !strings.Contains(get.stdout, "Secrets:") || !strings.Contains(get.stdout, "CLI_TEST_TOKEN=***, OTHER=***") {
 		t.Fatalf("jobs get:\n%s", get.stdout)
@@ -60,7 +60,7 @@ func TestSubmitSecretRefusals(t *testing.T) {
 		strings.Contains(short.stderr, "abc") {
 		t.Errorf("a short secret: exit %d, stderr %q", short.code, short.stderr)
 	}
-	if jobs, _, err := srv.Client().JobsPage(context.Background(), &spoolv1.ListJobsRequest{}); err != nil || len(jobs) != 0 {
+	if jobs, _, err := srv.Client().JobsPage(context.Background(), client.ListParams{}); err != nil || len(jobs) != 0 {
 		t.Fatalf("refused submissions made jobs: %v %v", jobs, err)
 	}
 }

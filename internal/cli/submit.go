@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/jobjson"
 )
@@ -40,9 +39,9 @@ func (f *submitFlags) register(cmd *cobra.Command) {
 }
 
 // submission builds the job from the flags and the command's arguments.
-func (f *submitFlags) submission(args []string) (client.Submission, error) {
-	s := client.Submission{Queue: f.queue, Argv: args, Script: f.script, WorkingDir: f.workdir, Timeout: f.timeout,
-		Repository: f.repo, Ref: f.ref, RequestID: f.requestID, MaxAttempts: f.maxAttempts, Retries: f.retries}
+func (f *submitFlags) submission(args []string) (client.SubmitParams, error) {
+	s := client.SubmitParams{Queue: f.queue, Argv: args, Script: f.script, WorkingDir: f.workdir, Timeout: f.timeout,
+		Repository: f.repo, Ref: f.ref, RequestID: f.requestID, MaxAttempts: int(f.maxAttempts), Retries: int(f.retries)}
 	switch {
 	case len(args) == 0 && f.script == "":
 		return s, errors.New("say what to run: spool submit -- make test (or --shell 'make test && make lint')")
@@ -139,18 +138,18 @@ func runSubmit(ctx context.Context, cfg submitConfig, e *env) error {
 		return err
 	}
 	if dedup && !ownID {
-		fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, spool.StateName(job.GetState()))
+		fmt.Fprintf(e.errOut, "spool: request id %q was used before; this is its job (%s)\n", s.RequestID, job.State.String())
 	}
 	if cfg.follow {
 		// stdout is the job's own output; its id goes with the
 		// other messages.
-		fmt.Fprintf(e.errOut, "spool: job %s; following its output (Ctrl-C stops following, not the job)\n", job.GetJobId())
-		return followJob(ctx, e, c, job.GetJobId())
+		fmt.Fprintf(e.errOut, "spool: job %s; following its output (Ctrl-C stops following, not the job)\n", job.ID)
+		return followJob(ctx, e, c, job.ID)
 	}
 	if cfg.asJSON {
 		return printJSON(e.out, jobjson.View(job))
 	}
-	fmt.Fprintln(e.out, job.GetJobId())
+	fmt.Fprintln(e.out, job.ID)
 	return nil
 }
 

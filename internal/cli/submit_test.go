@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -24,7 +24,7 @@ func TestSubmitRefusals(t *testing.T) {
 		"--ref main needs --repo: say which repository to check it out of")
 	wantRefusal(t, "server address with a path", run(srv, "--server", srv.URL+"/api/v1", "submit", "--", "true"),
 		`server address "`+srv.URL+`/api/v1" has more than a host and port: spool's API is at the root of the server; use `+srv.URL)
-	if jobs, _, err := srv.Client().JobsPage(context.Background(), &spoolv1.ListJobsRequest{}); err != nil || len(jobs) != 0 {
+	if jobs, _, err := srv.Client().JobsPage(context.Background(), client.ListParams{}); err != nil || len(jobs) != 0 {
 		t.Fatalf("refused submissions made jobs: %v %v", jobs, err)
 	}
 }
@@ -39,12 +39,12 @@ func TestSubmitFollowWaitsForWorker(t *testing.T) {
 	done := start(srv, "submit", "-f", "-q", "slow", "--", "make", "test")
 	var jobID string
 	eventually(t, "the job to be queued", func() bool {
-		jobs, _, err := c.JobsPage(context.Background(), &spoolv1.ListJobsRequest{Queue: "slow"})
+		jobs, _, err := c.JobsPage(context.Background(), client.ListParams{Queue: "slow"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(jobs) == 1 {
-			jobID = jobs[0].GetJobId()
+			jobID = jobs[0].ID
 		}
 		return jobID != ""
 	})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/backoff"
 )
 
@@ -73,7 +73,7 @@ func waitJobs(ctx context.Context, e *env, c *client.Client, ids []string, timeo
 	ids = uniq(ids)
 	// Every id is checked before any waiting: a typo is told at once, not
 	// after the other jobs have taken an hour.
-	jobs := make([]*spoolv1.Job, len(ids))
+	jobs := make([]*spool.Job, len(ids))
 	for i, id := range ids {
 		j, err := c.Job(ctx, id)
 		if err != nil {
@@ -118,10 +118,10 @@ func waitJobs(ctx context.Context, e *env, c *client.Client, ids []string, timeo
 
 // reportEnded says how each final job of jobs ended, in the order they
 // ended, notes the first failure's exit status, and returns the others.
-func reportEnded(e *env, jobs []*spoolv1.Job, failed **exitError) []*spoolv1.Job {
-	var ended, left []*spoolv1.Job
+func reportEnded(e *env, jobs []*spool.Job, failed **exitError) []*spool.Job {
+	var ended, left []*spool.Job
 	for _, j := range jobs {
-		if spool.IsFinal(j.GetState()) {
+		if j.State.IsFinal() {
 			ended = append(ended, j)
 		} else {
 			left = append(left, j)
@@ -129,15 +129,15 @@ func reportEnded(e *env, jobs []*spoolv1.Job, failed **exitError) []*spoolv1.Job
 	}
 	// Jobs that ended between two polls are put in order by the server's
 	// clock: the time of their last change, which ending was.
-	slices.SortStableFunc(ended, func(a, b *spoolv1.Job) int {
-		return a.GetUpdatedAt().AsTime().Compare(b.GetUpdatedAt().AsTime())
+	slices.SortStableFunc(ended, func(a, b *spool.Job) int {
+		return a.UpdatedAt.Compare(b.UpdatedAt)
 	})
 	for _, j := range ended {
-		fmt.Fprintf(e.errOut, "%s %s\n", j.GetJobId(), outcome(j))
-		if *failed == nil && j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		fmt.Fprintf(e.errOut, "%s %s\n", j.ID, outcome(j))
+		if *failed == nil && j.State != spool.Succeeded {
 			code := 1
-			if c := j.GetResult().GetExitCode(); c > 0 {
-				code = int(c)
+			if c := exitCode(j); c > 0 {
+				code = c
 			}
 			*failed = &exitError{code: code}
 		}
@@ -148,29 +148,29 @@ func reportEnded(e *env, jobs []*spoolv1.Job, failed **exitError) []*spoolv1.Job
 // refresh asks the server for each job again. While the server cannot be
 // reached it keeps trying (saying so once): the jobs go on without it, and
 // the wait should outlast a restart.
-func refresh(ctx context.Context, c *client.Client, jobs []*spoolv1.Job, notice *reconnectNotice) ([]*spoolv1.Job, error) {
-	fresh := make([]*spoolv1.Job, 0, len(jobs))
+func refresh(ctx context.Context, c *client.Client, jobs []*spool.Job, notice *reconnectNotice) ([]*spool.Job, error) {
+	fresh := make([]*spool.Job, 0, len(jobs))
 	for _, j := range jobs {
-		got, err := c.Job(ctx, j.GetJobId())
+		got, err := c.Job(ctx, j.ID)
 		switch {
 		case err == nil:
 			notice.resumed()
 			fresh = append(fresh, got)
-		case client.IsUnavailable(err) && ctx.Err() == nil:
+		case errors.Is(err, spool.ErrUnavailable) && ctx.Err() == nil:
 			notice.lost(err, 0)
 			fresh = append(fresh, j)
 		default:
-			return jobs, fmt.Errorf("job %s: %w", j.GetJobId(), err)
+			return jobs, fmt.Errorf("job %s: %w", j.ID, err)
 		}
 	}
 	return fresh, nil
 }
 
 // notDone lists jobs with their states: "019a… (running), 019b… (queued)".
-func notDone(jobs []*spoolv1.Job) string {
+func notDone(jobs []*spool.Job) string {
 	s := make([]string, len(jobs))
 	for i, j := range jobs {
-		s[i] = fmt.Sprintf("%s (%s)", j.GetJobId(), spool.StateName(j.GetState()))
+		s[i] = fmt.Sprintf("%s (%s)", j.ID, j.State.String())
 	}
 	return strings.Join(s, ", ")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -25,8 +26,8 @@ func leaseNew(t *testing.T, srv *spooltest.Server) *spooltest.Lease {
 func TestJobsWaitEnded(t *testing.T) {
 	t.Parallel()
 	srv := spooltest.NewServer(t)
-	ok1 := spooltest.RunJob(t, srv).GetJobId()
-	ok2 := spooltest.RunJob(t, srv).GetJobId()
+	ok1 := spooltest.RunJob(t, srv).ID
+	ok2 := spooltest.RunJob(t, srv).ID
 	l := leaseNew(t, srv)
 	l.End(3)
 	failed := l.JobID()
@@ -57,7 +58,7 @@ func TestJobsWaitWhileRunning(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	ok, first, second := leaseNew(t, srv), leaseNew(t, srv), leaseNew(t, srv)
 
-	var errOut spooltest.Buffer
+	var errOut safebuf.Buffer
 	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &errOut, errOut: &errOut}
 	done := make(chan error, 1)
 	go func() {
@@ -117,16 +118,16 @@ func TestJobsWaitRefusals(t *testing.T) {
 	}
 
 	c := srv.Client()
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: "sleep 100", Queue: "slow"})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "sleep 100", Queue: "slow"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wait := start(srv, "jobs", "wait", j.GetJobId())
-	if _, err := c.Cancel(context.Background(), j.GetJobId(), "not today"); err != nil {
+	wait := start(srv, "jobs", "wait", j.ID)
+	if _, err := c.Cancel(context.Background(), j.ID, "not today"); err != nil {
 		t.Fatal(err)
 	}
 	r = await(t, wait)
-	if r.code != 1 || !strings.HasPrefix(r.stderr, j.GetJobId()+" cancelled") || !strings.Contains(r.stderr, "not today") {
+	if r.code != 1 || !strings.HasPrefix(r.stderr, j.ID+" cancelled") || !strings.Contains(r.stderr, "not today") {
 		t.Fatalf("cancelled job: %+v", r)
 	}
 }

@@ -21,7 +21,7 @@ import (
 func TestJSONRefusesUnknownEnumValues(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	ctx := context.Background()
-	queued, _, err := srv.Client().Submit(ctx, client.Submission{Argv: []string{"true"}})
+	queued, _, err := srv.Client().Submit(ctx, client.SubmitParams{Argv: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestJSONRefusesUnknownEnumValues(t *testing.T) {
 			} `json:"jobs"`
 		}
 		_ = json.Unmarshal([]byte(out), &page)
-		if status != http.StatusOK || len(page.Jobs) != 1 || page.Jobs[0].JobID != queued.GetJobId() {
+		if status != http.StatusOK || len(page.Jobs) != 1 || page.Jobs[0].JobID != queued.ID {
 			t.Errorf("ListJobs %s: %d %s; want the queued job", body, status, out)
 		}
 	}

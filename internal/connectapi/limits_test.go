@@ -186,7 +186,7 @@ func TestCallLimits(t *testing.T) {
 	ctx := context.Background()
 	c := srv.Client()
 	script := strings.Repeat("echo spool\n", (256<<10)/len("echo spool\n"))
-	if _, _, err := c.Submit(ctx, client.Submission{Script: script}); err != nil {
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Script: script}); err != nil {
 		t.Fatalf("enqueue with %d bytes of script: %v", len(script), err)
 	}
 
@@ -217,7 +217,7 @@ func TestCallLimits(t *testing.T) {
 		evs = append(evs, events.Batch{Sequence: seq, Lines: events.TextLines(time.Now(), lines...)}.Event())
 		seq += 50
 	}
-	resp, err := rpc.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: l.GetTaskToken(), Events: evs}))
+	resp, err := rpc.PublishEvents(ctx, connect.NewRequest(&spoolv1.PublishEventsRequest{TaskToken: l.TaskToken(), Events: evs}))
 	if err != nil {
 		t.Fatalf("publish of %d bytes of output: %v", size, err)
 	}

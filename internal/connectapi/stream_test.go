@@ -34,7 +34,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestStreamEventsEveryProtocol(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 300)...)
-	id := job.GetJobId()
+	id := job.ID
 	h2c := new(http.Protocols)
 	h2c.SetUnencryptedHTTP2(true)
 	protocols := []struct {

@@ -96,11 +96,11 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 	c, srv, tmp := cl.Client, cl.Server, cl.Dir
 
 	fmt.Fprintf(out, "spool demo: a server and a worker in this process, on the embedded SQLite store in %s\n\n", tmp)
-	job, _, err := c.Submit(ctx, client.Submission{Script: script(o.Lines)})
+	job, _, err := c.Submit(ctx, client.SubmitParams{Script: script(o.Lines)})
 	if err != nil {
 		return Figures{}, err
 	}
-	f := Figures{JobID: job.GetJobId()}
+	f := Figures{JobID: job.ID}
 	fmt.Fprintf(out, "submitted job %s: a shell loop printing %d lines\n", f.JobID, o.Lines)
 	if err := follow(ctx, c, o, &f); err != nil {
 		return f, err
@@ -118,19 +118,20 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 // follow watches the job live until it ends.
 func follow(ctx context.Context, c *client.Client, o Options, f *Figures) error {
 	start := time.Now()
-	s := c.Events(ctx, f.JobID, client.StreamOptions{Follow: true, Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := c.Events(ctx, f.JobID, client.StreamOptions{Follow: true, Types: []spool.EventType{spool.EventOutput}})
 	var last string
-	for ev, err := range s.All() {
+	for ev, err := range s.Batches() {
 		if err != nil {
 			return fmt.Errorf("following the job: %w", err)
 		}
-		d := ev.GetOutputData()
-		f.FollowedLive++
-		if d.GetStream() == spoolv1.StreamType_STREAM_TYPE_STDOUT {
-			last = string(d.GetOutput())
-		}
-		if o.Live && f.FollowedLive%50 == 0 {
-			fmt.Fprintf(o.Out, "\r  following live: %6d / %d lines   %-24s", d.GetLineNumber(), o.Lines, last)
+		for _, line := range ev.Lines {
+			f.FollowedLive++
+			if line.Stream == spool.Stdout {
+				last = line.Text
+			}
+			if o.Live && f.FollowedLive%50 == 0 {
+				fmt.Fprintf(o.Out, "\r  following live: %6d / %d lines   %-24s", line.Number, o.Lines, last)
+			}
 		}
 	}
 	f.FollowTime = time.Since(start)
@@ -141,11 +142,11 @@ func follow(ctx context.Context, c *client.Client, o Options, f *Figures) error 
 	if o.Live {
 		fmt.Fprint(o.Out, "\r"+strings.Repeat(" ", 72)+"\r")
 	}
-	f.Lines = job.GetLineCount()
+	f.Lines = job.LineCount
 	fmt.Fprintf(o.Out, "followed it live: %d lines in %s, ending with %q; the job %s\n",
-		f.FollowedLive, f.FollowTime.Round(time.Millisecond), last, spool.StateName(job.GetState()))
-	if job.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		return fmt.Errorf("the demo job %s: %s", spool.StateName(job.GetState()), job.GetResult().GetError())
+		f.FollowedLive, f.FollowTime.Round(time.Millisecond), last, job.State)
+	if job.State != spool.Succeeded {
+		return fmt.Errorf("the demo job %s: %s", job.State, job.Result.Error)
 	}
 	return nil
 }
@@ -154,23 +155,23 @@ func follow(ctx context.Context, c *client.Client, o Options, f *Figures) error 
 // the stored items the same read fetches from the store.
 func replay(ctx context.Context, c *client.Client, st store.JobStore, o Options, f *Figures) error {
 	fmt.Fprintf(o.Out, "\nreplaying from line %d:\n", o.ReplayFrom)
-	s := c.Events(ctx, f.JobID, client.StreamOptions{FromLine: int64(o.ReplayFrom), Types: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_DATA}})
+	s := c.Events(ctx, f.JobID, client.StreamOptions{FromLine: int64(o.ReplayFrom), Types: []spool.EventType{spool.EventOutput}})
 	for ev, err := range s.All() {
 		if err != nil {
 			return fmt.Errorf("replaying: %w", err)
 		}
-		d := ev.GetOutputData()
-		text := string(d.GetOutput())
-		if f.ReplayLines == 0 {
-			f.ReplayFirst = text
+		for _, line := range ev.Lines {
+			if f.ReplayLines == 0 {
+				f.ReplayFirst = line.Text
+			}
+			f.ReplayLast, f.replayLastLine = line.Text, line.Number
+			if f.ReplayLines < 3 {
+				fmt.Fprintf(o.Out, "  %6d  %s\n", line.Number, line.Text)
+			} else if f.ReplayLines == 3 {
+				fmt.Fprintln(o.Out, "     ...")
+			}
+			f.ReplayLines++
 		}
-		f.ReplayLast, f.replayLastLine = text, d.GetLineNumber()
-		if f.ReplayLines < 3 {
-			fmt.Fprintf(o.Out, "  %6d  %s\n", d.GetLineNumber(), text)
-		} else if f.ReplayLines == 3 {
-			fmt.Fprintln(o.Out, "     ...")
-		}
-		f.ReplayLines++
 	}
 	stats := &store.ReadStats{}
 	for _, err := range storekit.Read(ctx, st, store.ReadRequest{JobID: f.JobID, FromLine: int64(o.ReplayFrom), Stats: stats}) {

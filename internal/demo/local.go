@@ -68,7 +68,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 	}
 	l := &Local{Dir: dir, Server: srv, Config: cfg, workerDone: make(chan error, 1)}
 	var w *worker.Worker
-	if l.Client, err = client.New(srv.URL(), client.WithAPIKey(cfg.Auth.AdminKey)); err == nil {
+	if l.Client, err = client.New(client.Config{URL: srv.URL(), APIKey: cfg.Auth.AdminKey}); err == nil {
 		w, err = worker.New(worker.Config{Server: srv.URL(), APIKey: cfg.Auth.AdminKey, SpoolDir: filepath.Join(dir, "worker"), Concurrency: o.Concurrency, Logger: o.Log})
 	}
 	if err != nil {

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 // eventHubsString is an Event Hubs connection string as the portal shows
@@ -91,14 +91,14 @@ func consumeArgs(c *kfake.Cluster, caFile, server string, extra ...string) []str
 }
 
 // jobsByRequest counts the server's jobs by request id.
-func jobsByRequest(t *testing.T, c *client.Client) (map[string]*spoolv1.Job, int) {
+func jobsByRequest(t *testing.T, c *client.Client) (map[string]*spool.Job, int) {
 	t.Helper()
-	out, n := map[string]*spoolv1.Job{}, 0
-	for j, err := range c.Jobs(context.Background(), &spoolv1.ListJobsRequest{}) {
+	out, n := map[string]*spool.Job{}, 0
+	for j, err := range c.Jobs(context.Background(), client.ListParams{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[j.GetRequestId()] = j
+		out[j.RequestID] = j
 		n++
 	}
 	return out, n
@@ -129,7 +129,7 @@ func TestConsumeKilledAndRestarted(t *testing.T) {
 	first.kill9(t)
 	produceSpecs(t, p, n/2, n)
 	second := runIn(t, "consume (second)", "", env, consumeArgs(kc, caFile, "http://"+addr)...)
-	var jobs map[string]*spoolv1.Job
+	var jobs map[string]*spool.Job
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		var total int
 		jobs, total = jobsByRequest(t, c)
@@ -147,9 +147,9 @@ func TestConsumeKilledAndRestarted(t *testing.T) {
 	for id, j := range jobs {
 		if strings.HasSuffix(id, "/rejected") {
 			rejected++
-			if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || !strings.Contains(string(j.GetParams().GetStdin()), "is not a job spec") ||
-				!strings.Contains(j.GetResult().GetError(), "invalid JSON") {
-				t.Errorf("rejected job %s: %s, stdin %q, %v", id, j.GetState(), j.GetParams().GetStdin(), j.GetResult())
+			if j.State != spool.Failed || !strings.Contains(string(j.Params.Stdin), "is not a job spec") ||
+				!strings.Contains(j.Result.Error, "invalid JSON") {
+				t.Errorf("rejected job %s: %s, stdin %q, %v", id, j.State, j.Params.Stdin, j.Result)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/ingest/ingesttest"
@@ -256,19 +257,19 @@ func TestOverLimitBodiesRefusedUnread(t *testing.T) {
 	for _, tc := range []struct {
 		name, path string
 		header     func(key string) http.Header
-		role       string // of the key sent
+		role       spool.Role // of the key sent
 		body       *filler
 		declared   bool
 		want       string
 	}{
 		// 300 MB is over CreateScatter's 256 MiB.
-		{"Connect CreateScatter, 300 MB declared", spoolv1connect.ScatterServiceCreateScatterProcedure, connectHeader, "submit",
+		{"Connect CreateScatter, 300 MB declared", spoolv1connect.ScatterServiceCreateScatterProcedure, connectHeader, spool.RoleSubmit,
 			procBody(300 * mib), true, `"code":"resource_exhausted"`},
-		{"Connect EnqueueJob, 200 MB chunked", spoolv1connect.JobServiceEnqueueJobProcedure, connectHeader, "submit",
+		{"Connect EnqueueJob, 200 MB chunked", spoolv1connect.JobServiceEnqueueJobProcedure, connectHeader, spool.RoleSubmit,
 			procBody(200 * mib), false, `"code":"resource_exhausted"`},
-		{"REST POST /api/v1/scatters, 300 MB declared", "/api/v1/scatters", jsonHeader, "submit",
+		{"REST POST /api/v1/scatters, 300 MB declared", "/api/v1/scatters", jsonHeader, spool.RoleSubmit,
 			scatterBody(300 * mib), true, `over 268435456 bytes`},
-		{"REST POST /api/v1/ingest/lines, 200 MB chunked", "/api/v1/ingest/lines", jsonHeader, "ingest",
+		{"REST POST /api/v1/ingest/lines, 200 MB chunked", "/api/v1/ingest/lines", jsonHeader, spool.RoleIngest,
 			newFiller(`{"source": "s", "id": "1", "timestamp": 1, "message": "`, 'a', 200*mib, `"}`), false, `ingest.max_body_bytes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,7 +278,7 @@ func TestOverLimitBodiesRefusedUnread(t *testing.T) {
 			addr := freePort(t)
 			srv, c := startServer(t, addr, t.TempDir())
 			url := "http://" + addr
-			_, key, err := c.CreateKey(context.Background(), client.NewKey{Name: "caller", Role: tc.role})
+			_, key, err := c.CreateKey(context.Background(), client.KeyParams{Name: "caller", Role: tc.role})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +333,7 @@ func TestIngestBombsBounded(t *testing.T) {
 	addr := freePort(t)
 	srv, c := startServer(t, addr, t.TempDir())
 	url := "http://" + addr
-	_, key, err := c.CreateKey(context.Background(), client.NewKey{Name: "firehose", Role: "ingest"})
+	_, key, err := c.CreateKey(context.Background(), client.KeyParams{Name: "firehose", Role: spool.RoleIngest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func TestIngestDecodingBoundServerWide(t *testing.T) {
 	srv, c := startServerEnv(t, addr, t.TempDir(), []string{
 		"SPOOL_INGEST_MAX_DECODED_BYTES=" + strconv.Itoa(budget), "SPOOL_INGEST_MAX_DECODING_BYTES=" + strconv.Itoa(budget)})
 	url := "http://" + addr
-	_, key, err := c.CreateKey(context.Background(), client.NewKey{Name: "firehose", Role: "ingest"})
+	_, key, err := c.CreateKey(context.Background(), client.KeyParams{Name: "firehose", Role: spool.RoleIngest})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/outbox"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/internal/wire"
-	"github.com/spool-run/spool/spooltest"
 )
 
 // spoolBin is the spool binary built for these tests.
@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 // proc is a spool process whose output goes to the test log.
 type proc struct {
 	cmd *exec.Cmd
-	out *spooltest.Buffer
+	out *safebuf.Buffer
 }
 
 // adminKey is every test server's admin key (auth.admin_key), and what
@@ -68,7 +68,7 @@ func run(t *testing.T, name string, args ...string) *proc {
 // environment (and short leases).
 func runIn(t *testing.T, name, dir string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(spoolBin, args...), out: &spooltest.Buffer{}}
+	p := &proc{cmd: exec.Command(spoolBin, args...), out: &safebuf.Buffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.Dir = dir
 	p.cmd.Env = append(spoolEnv(), env...)
@@ -148,7 +148,7 @@ func startServerEnv(t *testing.T, addr, dataDir string, env []string, extra ...s
 	t.Helper()
 	p := runIn(t, "server "+addr, "", append([]string{"SPOOL_AUTH_ADMIN_KEY=" + adminKey, "SPOOL_API_KEY=" + adminKey}, env...),
 		append([]string{"server", "--addr", addr, "--data-dir", dataDir}, extra...)...)
-	c, err := client.New("http://"+addr, client.WithAPIKey(adminKey))
+	c, err := client.New(client.Config{URL: "http://" + addr, APIKey: adminKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,18 +170,18 @@ func startWorker(t *testing.T, name, url, spoolDir string, extra ...string) *pro
 func waitLines(t *testing.T, c *client.Client, id string, n int64) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if j, err := c.Job(context.Background(), id); err == nil && j.GetLineCount() >= n {
+		if j, err := c.Job(context.Background(), id); err == nil && j.LineCount >= n {
 			return
 		}
 	}
 	t.Fatalf("job %s never reached %d lines", id, n)
 }
 
-func waitFinal(t *testing.T, c *client.Client, id string) *spoolv1.Job {
+func waitFinal(t *testing.T, c *client.Client, id string) *spool.Job {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		j, err := c.Job(context.Background(), id)
-		if err == nil && spool.IsFinal(j.GetState()) {
+		if err == nil && j.State.IsFinal() {
 			return j
 		}
 	}
@@ -208,11 +208,11 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 	url := "http://" + addr
 	dirA := t.TempDir()
 	a := startWorker(t, "worker A", url, dirA)
-	job, _, err := c.Submit(context.Background(), client.Submission{Script: slowCount(60)})
+	job, _, err := c.Submit(context.Background(), client.SubmitParams{Script: slowCount(60)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := job.GetJobId()
+	id := job.ID
 	waitLines(t, c, id, 10)
 	a.kill9(t)
 
@@ -229,12 +229,12 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 
 	startWorker(t, "worker B", url, t.TempDir())
 	done := waitFinal(t, c, id)
-	if done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || done.GetAttempt() != 2 {
-		t.Fatalf("job ended %s on attempt %d: %v", done.GetState(), done.GetAttempt(), done.GetResult())
+	if done.State != spool.Succeeded || done.Attempt != 2 {
+		t.Fatalf("job ended %s on attempt %d: %v", done.State, done.Attempt, done.Result)
 	}
 
 	// Attempt 1 publishing late is refused, heartbeat and complete too.
-	late := &spoolv1.JobEvent{Sequence: done.GetLastSequence() + 1, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR,
+	late := &spoolv1.JobEvent{Sequence: done.LastSequence + 1, Timestamp: timestamppb.Now(), EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_ERROR,
 		EventData: &spoolv1.JobEvent_ProcessError{ProcessError: &spoolv1.ProcessErrorEvent{Message: "late"}}}
 	rpc, err := wire.Dial(url, wire.Options{APIKey: adminKey})
 	if err != nil {
@@ -266,22 +266,24 @@ func testWorkerKilledMidJob(t *testing.T, store []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var starts []int32
-	prevAttempt := int32(0)
+	var starts []int
+	prevAttempt := 0
 	var second []string
 	for i, ev := range log {
-		if ev.GetSequence() != int64(i+1) {
-			t.Fatalf("event %d has sequence %d", i, ev.GetSequence())
+		if ev.Sequence != int64(i+1) {
+			t.Fatalf("event %d has sequence %d", i, ev.Sequence)
 		}
-		if ev.GetAttempt() < prevAttempt {
-			t.Fatalf("attempt %d's event after attempt %d's", ev.GetAttempt(), prevAttempt)
+		if ev.Attempt < prevAttempt {
+			t.Fatalf("attempt %d's event after attempt %d's", ev.Attempt, prevAttempt)
 		}
-		prevAttempt = ev.GetAttempt()
-		if ev.GetProcessStart() != nil {
-			starts = append(starts, ev.GetAttempt())
+		prevAttempt = ev.Attempt
+		if ev.Start != nil {
+			starts = append(starts, ev.Attempt)
 		}
-		if d := ev.GetOutputData(); d != nil && ev.GetAttempt() == 2 {
-			second = append(second, string(d.GetOutput()))
+		for _, l := range ev.Lines {
+			if ev.Attempt == 2 {
+				second = append(second, l.Text)
+			}
 		}
 	}
 	if fmt.Sprint(starts) != "[1 2]" {
@@ -306,11 +308,11 @@ func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 	w := startWorker(t, "worker", "http://"+addr, t.TempDir(), "--concurrency", "4")
 	var ids []string
 	for range 4 {
-		j, _, err := c.Submit(context.Background(), client.Submission{Script: slowCount(80)})
+		j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: slowCount(80)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, j.GetJobId())
+		ids = append(ids, j.ID)
 	}
 	waitLines(t, c, ids[0], 15)
 	srv.kill9(t)
@@ -318,8 +320,8 @@ func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 	startServer(t, addr, data, store...)
 	for _, id := range ids {
 		j := waitFinal(t, c, id)
-		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-			t.Fatalf("job %s: %s %v", id, j.GetState(), j.GetResult())
+		if j.State != spool.Succeeded {
+			t.Fatalf("job %s: %s %v", id, j.State, j.Result)
 		}
 		log, err := c.ReadLog(context.Background(), id)
 		if err != nil {
@@ -327,11 +329,11 @@ func testServerKilledWhileJobsRun(t *testing.T, store []string) {
 		}
 		var lines []string
 		for i, ev := range log {
-			if ev.GetSequence() != int64(i+1) {
-				t.Fatalf("job %s: event %d has sequence %d", id, i, ev.GetSequence())
+			if ev.Sequence != int64(i+1) {
+				t.Fatalf("job %s: event %d has sequence %d", id, i, ev.Sequence)
 			}
-			if d := ev.GetOutputData(); d != nil {
-				lines = append(lines, string(d.GetOutput()))
+			for _, l := range ev.Lines {
+				lines = append(lines, l.Text)
 			}
 		}
 		if want := numbers(80); strings.Join(lines, ",") != want {
@@ -367,7 +369,7 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 	// spell), then 30 more that wait in the batch: fewer than 50, and the
 	// flush interval is a minute.
 	script := fmt.Sprintf("echo line 1; sleep 1; seq -f 'line %%g' 2 31; touch %s; sleep 120", mark)
-	j, _, err := c.Submit(context.Background(), client.Submission{Script: script, MaxAttempts: 5})
+	j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: script, MaxAttempts: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,8 +389,8 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 			t.Fatal("the printed lines never reached the worker's spool directory")
 		}
 	}
-	if got, _ := c.Job(context.Background(), j.GetJobId()); got.GetLineCount() != 1 {
-		t.Fatalf("%d lines stored before the kill; want only the first, the rest still batching", got.GetLineCount())
+	if got, _ := c.Job(context.Background(), j.ID); got.LineCount != 1 {
+		t.Fatalf("%d lines stored before the kill; want only the first, the rest still batching", got.LineCount)
 	}
 	w.kill9(t)
 
@@ -398,14 +400,16 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after the kill, attempt 1 has %d of its 31 lines stored", len(lines))
 		}
-		log, err := c.ReadLog(context.Background(), j.GetJobId())
+		log, err := c.ReadLog(context.Background(), j.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines = lines[:0]
 		for _, ev := range log {
-			if d := ev.GetOutputData(); d != nil && ev.GetAttempt() == 1 {
-				lines = append(lines, string(d.GetOutput()))
+			for _, l := range ev.Lines {
+				if ev.Attempt == 1 {
+					lines = append(lines, l.Text)
+				}
 			}
 		}
 	}
@@ -413,15 +417,15 @@ func testWorkerKilledKeepsBufferedLines(t *testing.T, store []string) {
 		t.Fatalf("attempt 1's lines: %v", lines)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		got, _ := c.Job(context.Background(), j.GetJobId())
-		if got.GetState() == spoolv1.JobState_JOB_STATE_QUEUED && got.GetAttempt() == 1 {
+		got, _ := c.Job(context.Background(), j.ID)
+		if got.State == spool.Queued && got.Attempt == 1 {
 			break // handed back at once, not after its 30 s lease
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the job was not handed back: %s attempt %d", got.GetState(), got.GetAttempt())
+			t.Fatalf("the job was not handed back: %s attempt %d", got.State, got.Attempt)
 		}
 	}
-	if _, err := c.Cancel(context.Background(), j.GetJobId(), "done"); err != nil {
+	if _, err := c.Cancel(context.Background(), j.ID, "done"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 )
 
@@ -33,7 +34,7 @@ func startOneMachine(t *testing.T, dir string, workerArgs ...string) *oneMachine
 	srv := runIn(t, "server", dir, []string{"SPOOL_SERVER_ADDR=" + addr}, "server")
 	m.adminKey = waitFile(t, filepath.Join(dir, "spool-data", "admin.key"), srv)
 	var err error
-	if m.admin, err = client.New("http://"+addr, client.WithAPIKey(m.adminKey)); err != nil {
+	if m.admin, err = client.New(client.Config{URL: "http://" + addr, APIKey: m.adminKey}); err != nil {
 		t.Fatal(err)
 	}
 	m.worker = runIn(t, "worker", dir, m.env, append([]string{"worker"}, workerArgs...)...)
@@ -65,12 +66,12 @@ func (m *oneMachine) jobText(t *testing.T, submitOut string) string {
 	}
 	var b strings.Builder
 	for _, ev := range log {
-		if d := ev.GetOutputData(); d != nil {
-			b.Write(d.GetOutput())
+		for _, d := range ev.Lines {
+			b.WriteString(d.Text)
 			b.WriteByte('\n')
 		}
-		if e := ev.GetProcessError(); e != nil {
-			t.Fatalf("the job could not run: %s", e.GetMessage())
+		if ev.Type == spool.EventProcessError {
+			t.Fatalf("the job could not run: %s", ev.Error)
 		}
 	}
 	return b.String()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 )
 
@@ -17,17 +18,17 @@ func TestWorkerWithRevokedKeyExits(t *testing.T) {
 	t.Parallel()
 	addr := freePort(t)
 	_, c := startServer(t, addr, t.TempDir())
-	_, secret, err := c.CreateKey(context.Background(), client.NewKey{Name: "builder", Role: "worker"})
+	_, secret, err := c.CreateKey(context.Background(), client.KeyParams{Name: "builder", Role: spool.RoleWorker})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := runIn(t, "worker", "", []string{"SPOOL_API_KEY=" + secret},
 		"worker", "--server", "http://"+addr, "--spool-dir", t.TempDir(), "--kill-grace", "1s")
-	job, _, err := c.Submit(context.Background(), client.Submission{Script: "echo started; sleep 120"})
+	job, _, err := c.Submit(context.Background(), client.SubmitParams{Script: "echo started; sleep 120"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLines(t, c, job.GetJobId(), 1)
+	waitLines(t, c, job.ID, 1)
 	if _, err := c.RevokeKey(context.Background(), "builder"); err != nil {
 		t.Fatal(err)
 	}

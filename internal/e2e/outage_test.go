@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 )
 
@@ -40,11 +40,11 @@ func TestPostgresAwayDoesNotRerunJobs(t *testing.T) {
 	script := fmt.Sprintf(`echo "$SPOOL_JOB_ID $SPOOL_JOB_ATTEMPT" >> %s; i=1; while [ $i -le %d ]; do echo $i; sleep 0.2; i=$((i+1)); done`, starts, lines)
 	var ids []string
 	for range jobs {
-		j, _, err := c.Submit(context.Background(), client.Submission{Script: script})
+		j, _, err := c.Submit(context.Background(), client.SubmitParams{Script: script})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, j.GetJobId())
+		ids = append(ids, j.ID)
 	}
 	for _, id := range ids {
 		waitLines(t, c, id, 5)
@@ -58,8 +58,8 @@ func TestPostgresAwayDoesNotRerunJobs(t *testing.T) {
 
 	for _, id := range ids {
 		j := waitFinal(t, c, id)
-		if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetAttempt() != 1 {
-			t.Errorf("job %s ended %v on attempt %d, want succeeded on attempt 1 (notes: %v)", id, j.GetState(), j.GetAttempt(), j.GetNotes())
+		if j.State != spool.Succeeded || j.Attempt != 1 {
+			t.Errorf("job %s ended %v on attempt %d, want succeeded on attempt 1 (notes: %v)", id, j.State, j.Attempt, j.Notes)
 		}
 	}
 	raw, err := os.ReadFile(starts)
@@ -84,8 +84,8 @@ func TestPostgresAwayDoesNotRerunJobs(t *testing.T) {
 		}
 		var got []string
 		for _, ev := range log {
-			if d := ev.GetOutputData(); d != nil {
-				got = append(got, string(d.GetOutput()))
+			for _, d := range ev.Lines {
+				got = append(got, d.Text)
 			}
 		}
 		want := make([]string, lines)

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 )
 
@@ -75,8 +76,8 @@ func TestSubmitsRideOutAPostgresRestart(t *testing.T) {
 	if len(failures) > 0 {
 		t.Errorf("%d of the calls failed across the restart:\n%s", len(failures), strings.Join(failures, "\n"))
 	}
-	var stored []*spoolv1.Job
-	for j, err := range c.Jobs(context.Background(), &spoolv1.ListJobsRequest{PageSize: 100}) {
+	var stored []*spool.Job
+	for j, err := range c.Jobs(context.Background(), client.ListParams{PageSize: 100}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +85,7 @@ func TestSubmitsRideOutAPostgresRestart(t *testing.T) {
 	}
 	twice := 0
 	for _, j := range stored {
-		if ids[j.GetJobId()] != 1 {
+		if ids[j.ID] != 1 {
 			twice++
 		}
 	}

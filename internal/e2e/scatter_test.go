@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 // TestServerKilledMidScatter: `spool server` is killed (-9) while a
@@ -30,8 +30,8 @@ func testServerKilledMidScatter(t *testing.T, store []string) {
 	for i := range batches {
 		batches[i] = json.RawMessage(fmt.Sprintf(`[{"n":%d},{"n":%d}]`, 2*i, 2*i+1))
 	}
-	sc, err := c.StartScatter(context.Background(), client.NewScatter{
-		Job:            client.Submission{Script: `sleep 0.4; echo "{\"batch\": $SPOOL_BATCH_INDEX}" > "$SPOOL_RESULT"`},
+	sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+		Job:            client.SubmitParams{Script: `sleep 0.4; echo "{\"batch\": $SPOOL_BATCH_INDEX}" > "$SPOOL_RESULT"`},
 		Batches:        batches,
 		MaxConcurrency: 3,
 	})
@@ -39,8 +39,8 @@ func testServerKilledMidScatter(t *testing.T, store []string) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		got, err := c.Scatter(context.Background(), sc.GetScatterId())
-		if err == nil && got.GetProgress().GetSucceeded() >= 2 {
+		got, err := c.Scatter(context.Background(), sc.ID)
+		if err == nil && got.Progress.Succeeded >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -52,22 +52,22 @@ func testServerKilledMidScatter(t *testing.T, store []string) {
 	startServer(t, addr, data, store...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sc, err = c.FollowScatter(ctx, sc.GetScatterId(), 100*time.Millisecond, nil)
+	sc, err = c.FollowScatter(ctx, sc.ID, 100*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := sc.GetProgress(); sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED || p.GetSucceeded() != n || p.GetItemsDone() != 2*n {
-		t.Fatalf("after the restart the scatter ended %s (%s) with %v", sc.GetState(), sc.GetError(), p)
+	if p := sc.Progress; sc.State != spool.ScatterSucceeded || p.Succeeded != n || p.ItemsDone != 2*n {
+		t.Fatalf("after the restart the scatter ended %s (%s) with %v", sc.State, sc.Error, p)
 	}
 	jobs := 0
-	for j, err := range c.Jobs(context.Background(), &spoolv1.ListJobsRequest{}) {
+	for j, err := range c.Jobs(context.Background(), client.ListParams{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasPrefix(j.GetJobId(), sc.GetScatterId()) {
+		if strings.HasPrefix(j.ID, sc.ID) {
 			jobs++
-			if j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-				t.Errorf("batch job %s ended %s", j.GetJobId(), j.GetState())
+			if j.State != spool.Succeeded {
+				t.Errorf("batch job %s ended %s", j.ID, j.State)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"net/http"
@@ -15,9 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 )
 
@@ -70,8 +69,8 @@ func testSecrets(t *testing.T, store []string) {
 
 	script := `echo "token: $DEPLOY_TOKEN"; printf %s "$DEPLOY_TOKEN" | base64; printf %s "$DEPLOY_TOKEN" | sha256sum | cut -c1-64`
 	id := lastLine(cli([]string{"DEPLOY_TOKEN=" + value}, "submit", "--secret", "DEPLOY_TOKEN", "--shell", script))
-	if j := waitFinal(t, c, id); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("job: %v", j.GetResult())
+	if j := waitFinal(t, c, id); j.State != spool.Succeeded {
+		t.Fatalf("job: %v", j.Result)
 	}
 	want := "token: ***\n***\n" + hex.EncodeToString(sum[:]) + "\n"
 	if logs := cli(nil, "logs", id); logs != want {
@@ -87,8 +86,8 @@ func testSecrets(t *testing.T, store []string) {
 	shown += cli(nil, "jobs", "list", "--json")
 
 	rerun := lastLine(cli(nil, "jobs", "rerun", id))
-	if j := waitFinal(t, c, rerun); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-		t.Fatalf("rerun: %v", j.GetResult())
+	if j := waitFinal(t, c, rerun); j.State != spool.Succeeded {
+		t.Fatalf("rerun: %v", j.Result)
 	}
 	if logs := cli(nil, "logs", rerun); logs != want {
 		t.Fatalf("spool logs of the rerun: %q, want %q (the secret again)", logs, want)
@@ -100,7 +99,7 @@ func testSecrets(t *testing.T, store []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := proto.Marshal(j)
+		b, _ := json.Marshal(j)
 		shown += string(b)
 		for _, path := range []string{"/api/v1/jobs/" + jid, "/api/v1/jobs/" + jid + "/logs", "/api/v1/jobs/" + jid + "/logs/raw", "/jobs/" + jid} {
 			shown += get(t, url+path)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 )
 
@@ -33,7 +32,7 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 	_, b := startServerEnv(t, freePort(t), t.TempDir(), env, store...)
 	startWorker(t, "worker", a.URL(), t.TempDir())
 
-	job, _, err := a.Submit(context.Background(), client.Submission{Script: slowCount(40)})
+	job, _, err := a.Submit(context.Background(), client.SubmitParams{Script: slowCount(40)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +40,7 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 	// is stuck, and fails with the servers' and the worker's output.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s := b.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true})
+	s := b.Events(ctx, job.ID, client.StreamOptions{Follow: true})
 	var (
 		lines   []string
 		seen    []time.Time // when each line reached B
@@ -51,17 +50,17 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 		if err != nil {
 			t.Fatalf("watching on replica B: %v", err)
 		}
-		if ev.GetSequence() != prevSeq+1 {
-			t.Fatalf("sequence %d after %d", ev.GetSequence(), prevSeq)
+		if ev.Sequence != prevSeq+1 {
+			t.Fatalf("sequence %d after %d", ev.Sequence, prevSeq)
 		}
-		prevSeq = ev.GetSequence()
-		if d := ev.GetOutputData(); d != nil {
-			lines = append(lines, string(d.GetOutput()))
+		prevSeq = ev.Sequence
+		for _, l := range ev.Lines {
+			lines = append(lines, l.Text)
 			seen = append(seen, time.Now())
 		}
 	}
 	done := s.Finished()
-	if done == nil || done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+	if done == nil || done.State != spool.Succeeded {
 		t.Fatalf("replica B's stream ended with %v", done)
 	}
 	if len(lines) != 40 || lines[0] != "1" || lines[39] != "40" {
@@ -74,7 +73,7 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 	}
 	// Live, not replayed at the end: the first line reached B well before
 	// the job (about 2 s of output) finished.
-	finished := done.GetResult().GetFinishedAt().AsTime()
+	finished := done.Result.FinishedAt
 	if !seen[0].Before(finished.Add(-time.Second)) {
 		t.Fatalf("replica B saw the first line at %v, the job finished at %v: not live", seen[0], finished)
 	}
@@ -87,21 +86,21 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 
 	// A key made through A works on B; revoked through A, B refuses it on
 	// its very next call: keys live in the shared store, never in a cache.
-	_, secret, err := a.CreateKey(context.Background(), client.NewKey{Name: "reader", Role: "read"})
+	_, secret, err := a.CreateKey(context.Background(), client.KeyParams{Name: "reader", Role: spool.RoleRead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := client.New(b.URL(), client.WithAPIKey(secret))
+	reader, err := client.New(client.Config{URL: b.URL(), APIKey: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reader.Job(context.Background(), job.GetJobId()); err != nil {
+	if _, err := reader.Job(context.Background(), job.ID); err != nil {
 		t.Fatalf("replica B with a key made on A: %v", err)
 	}
 	if _, err := a.RevokeKey(context.Background(), "reader"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reader.Job(context.Background(), job.GetJobId()); !errors.Is(err, spool.ErrUnauthenticated) {
+	if _, err := reader.Job(context.Background(), job.ID); !errors.Is(err, spool.ErrUnauthenticated) {
 		t.Fatalf("replica B right after the key was revoked on A: %v, want unauthenticated", err)
 	}
 }

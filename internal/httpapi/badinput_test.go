@@ -24,7 +24,7 @@ func TestBadInput(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 10050)...)
-	id := job.GetJobId()
+	id := job.ID
 	unknown := "01900000-0000-7000-8000-000000000000"
 	cases := []struct {
 		method, path string

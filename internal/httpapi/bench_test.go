@@ -27,7 +27,7 @@ func BenchmarkStreamFanoutReplay(b *testing.B) {
 	var frames atomic.Int64
 	start := time.Now()
 	for b.Loop() {
-		frames.Add(fanout(b, &env{srv: srv}, job.GetJobId(), nil))
+		frames.Add(fanout(b, &env{srv: srv}, job.ID, nil))
 	}
 	report(b, time.Since(start), frames.Load())
 }
@@ -41,7 +41,7 @@ func BenchmarkStreamFanoutLive(b *testing.B) {
 	var elapsed time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		if _, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"seq", "1", "10000"}}); err != nil {
+		if _, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"seq", "1", "10000"}}); err != nil {
 			b.Fatal(err)
 		}
 		l := spooltest.LeaseJob(b, srv, "")

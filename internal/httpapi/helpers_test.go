@@ -40,7 +40,7 @@ func (e *env) running(t *testing.T) *spooltest.Lease {
 // runningFor is running with the lease's failures reported to tb.
 func (e *env) runningFor(t *testing.T, tb testing.TB) *spooltest.Lease {
 	t.Helper()
-	if _, _, err := e.c.Submit(context.Background(), client.Submission{Argv: []string{"seq", "1", "10000"}}); err != nil {
+	if _, _, err := e.c.Submit(context.Background(), client.SubmitParams{Argv: []string{"seq", "1", "10000"}}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(tb, e.srv, "")

@@ -10,6 +10,7 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/ingest"
 	"github.com/spool-run/spool/internal/jobjson"
 	"github.com/spool-run/spool/internal/service"
@@ -114,7 +115,7 @@ func (a *api) completeSource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.View(resp.GetJob()))
+	writeJSON(w, http.StatusOK, jobjson.View(convert.Job(resp.GetJob())))
 }
 
 // ingestStatus is the status and message of a failed delivery: a body over

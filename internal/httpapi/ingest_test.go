@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/httpapi"
 	"github.com/spool-run/spool/internal/ingest/ingesttest"
 	"github.com/spool-run/spool/internal/jobjson"
@@ -72,9 +73,9 @@ func smallBodies(c *server.Config) { c.Ingest.MaxBodyBytes = 4096 }
 // nothing of it.
 func TestFirehoseAnswers(t *testing.T) {
 	t.Parallel()
-	srv := spooltest.NewServer(t, spooltest.WithConfig(smallBodies))
+	srv := spooltest.NewServer(t, spooltest.Config{Server: smallBodies})
 	e := &env{srv: srv, c: srv.Client()}
-	key := srv.Key(t, "ingest")
+	key := srv.Key(t, spool.RoleIngest)
 	good := ingesttest.Record(ingesttest.DataMessage("/ecs/web", "web/1", ingesttest.Event{ID: "1", Timestamp: 1_700_000_000_000, Message: "GET / 200"}))
 	other := ingesttest.Record(ingesttest.DataMessage("/ecs/web", "web/2", ingesttest.Event{ID: "1", Timestamp: 1_700_000_000_000, Message: "GET / 500"}))
 	before := time.Now().UnixMilli()
@@ -103,7 +104,7 @@ func TestFirehoseAnswers(t *testing.T) {
 	}{
 		{"no key", http.Header{"X-Amz-Firehose-Request-Id": {"r1"}}, ingesttest.FirehoseBody("r1", 1, good), http.StatusUnauthorized, "an API key is needed"},
 		{"unknown key", firehoseHeaders("spool_not-a-key", "r2"), ingesttest.FirehoseBody("r2", 1, good), http.StatusUnauthorized, "not known"},
-		{"read key", firehoseHeaders(srv.Key(t, "read"), "r3"), ingesttest.FirehoseBody("r3", 1, good), http.StatusForbidden, "may not send logs"},
+		{"read key", firehoseHeaders(srv.Key(t, spool.RoleRead), "r3"), ingesttest.FirehoseBody("r3", 1, good), http.StatusForbidden, "may not send logs"},
 		{"bad base64 in the second record", firehoseHeaders(key, "r4"), ingesttest.FirehoseBody("r4", 1, other, "%%%"), http.StatusBadRequest, "record 1"},
 		{"not gzip", firehoseHeaders(key, "r5"), ingesttest.FirehoseBody("r5", 1, other, "aGVsbG8="), http.StatusBadRequest, "record 1"},
 		{"not JSON", firehoseHeaders(key, "r6"), []byte(`{"requestId": "r6", "records": [`), http.StatusBadRequest, "nothing of this delivery was stored"},
@@ -137,9 +138,9 @@ func TestFirehoseAnswers(t *testing.T) {
 // stored; a bad line refuses the body; a source is ended over REST.
 func TestIngestLinesAndComplete(t *testing.T) {
 	t.Parallel()
-	srv := spooltest.NewServer(t, spooltest.WithConfig(smallBodies))
+	srv := spooltest.NewServer(t, spooltest.Config{Server: smallBodies})
 	e := &env{srv: srv, c: srv.Client()}
-	key := srv.Key(t, "ingest")
+	key := srv.Key(t, spool.RoleIngest)
 	bearer := http.Header{"Authorization": {"Bearer " + key}}
 	body := ingesttest.Lines(
 		ingesttest.Line{Source: "api", ID: "2", Timestamp: 2, Message: "second"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/jobjson"
 )
 
@@ -32,7 +33,7 @@ func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.ListView(resp.GetJobs(), resp.GetNextCursor()))
+	writeJSON(w, http.StatusOK, jobjson.ListView(convert.Jobs(resp.GetJobs()), resp.GetNextCursor()))
 }
 
 // listRequest reads queue, source, state (repeated or comma-separated),
@@ -46,7 +47,7 @@ func listRequest(q url.Values) (*spoolv1.ListJobsRequest, error) {
 	if err != nil {
 		return nil, badRequest("state: %v (several: state=queued,running)", errors.Unwrap(err))
 	}
-	return &spoolv1.ListJobsRequest{Queue: q.Get("queue"), Source: q.Get("source"), Cursor: q.Get("cursor"), PageSize: int32(limit), States: states}, nil
+	return &spoolv1.ListJobsRequest{Queue: q.Get("queue"), Source: q.Get("source"), Cursor: q.Get("cursor"), PageSize: int32(limit), States: convert.StatesProto(states)}, nil
 }
 
 func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +56,7 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.View(resp.GetJob()))
+	writeJSON(w, http.StatusOK, jobjson.View(convert.Job(resp.GetJob())))
 }
 
 // cancelRequest is the optional body of POST /api/v1/jobs/{job_id}/cancel.
@@ -91,7 +92,7 @@ func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.View(resp.GetJob()))
+	writeJSON(w, http.StatusOK, jobjson.View(convert.Job(resp.GetJob())))
 }
 
 // readJSON decodes an optional JSON body into v: an empty body leaves v as
@@ -241,7 +242,7 @@ func (a *api) rerunJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, jobjson.View(resp.GetJob()))
+	writeJSON(w, http.StatusCreated, jobjson.View(convert.Job(resp.GetJob())))
 }
 
 // deleteJob removes a finished job and its log; 204.

@@ -17,7 +17,7 @@ func TestJobs(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	finished := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 3)...)
-	queued, _, err := e.c.Submit(ctx, client.Submission{Queue: "builds", Script: "make test", Env: map[string]string{"CI": "1"},
+	queued, _, err := e.c.Submit(ctx, client.SubmitParams{Queue: "builds", Script: "make test", Env: map[string]string{"CI": "1"},
 		Timeout: 90 * time.Second, RequestID: "req-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -25,16 +25,16 @@ func TestJobs(t *testing.T) {
 
 	t.Run("get", func(t *testing.T) {
 		var j jobjson.Job
-		if resp := e.get(t, "/api/v1/jobs/"+queued.GetJobId(), &j); resp.StatusCode != http.StatusOK {
+		if resp := e.get(t, "/api/v1/jobs/"+queued.ID, &j); resp.StatusCode != http.StatusOK {
 			t.Fatal(resp.Status)
 		}
-		want := jobjson.Job{JobID: queued.GetJobId(), Kind: "command", Queue: "builds", State: "queued", CreatedAt: queued.GetCreatedAt().AsTime(), UpdatedAt: queued.GetUpdatedAt().AsTime(),
-			MaxAttempts: queued.GetMaxAttempts(), RequestID: "req-1",
+		want := jobjson.Job{JobID: queued.ID, Kind: "command", Queue: "builds", State: "queued", CreatedAt: queued.CreatedAt, UpdatedAt: queued.UpdatedAt,
+			MaxAttempts: int32(queued.MaxAttempts), RequestID: "req-1",
 			Params: jobjson.JobParams{Script: "make test", Env: map[string]string{"CI": "1"}, TimeoutSeconds: 90}}
 		if !sameJob(j, want) {
 			t.Errorf("got %+v\nwant %+v", j, want)
 		}
-		e.get(t, "/api/v1/jobs/"+finished.GetJobId(), &j)
+		e.get(t, "/api/v1/jobs/"+finished.ID, &j)
 		if j.State != "succeeded" || j.LineCount != 3 || j.Result == nil || j.Result.ExitCode != 0 || j.Result.Attempt != 1 || j.Result.FinishedAt.IsZero() {
 			t.Errorf("finished job: %+v result %+v", j, j.Result)
 		}
@@ -45,11 +45,11 @@ func TestJobs(t *testing.T) {
 			query string
 			want  []string
 		}{
-			{"", []string{queued.GetJobId(), finished.GetJobId()}},
-			{"?queue=builds", []string{queued.GetJobId()}},
-			{"?state=succeeded", []string{finished.GetJobId()}},
-			{"?state=queued,running", []string{queued.GetJobId()}},
-			{"?state=queued&state=succeeded", []string{queued.GetJobId(), finished.GetJobId()}},
+			{"", []string{queued.ID, finished.ID}},
+			{"?queue=builds", []string{queued.ID}},
+			{"?state=succeeded", []string{finished.ID}},
+			{"?state=queued,running", []string{queued.ID}},
+			{"?state=queued&state=succeeded", []string{queued.ID, finished.ID}},
 			{"?queue=none", nil},
 		} {
 			var l jobjson.List
@@ -63,23 +63,23 @@ func TestJobs(t *testing.T) {
 		var page1, page2 jobjson.List
 		e.get(t, "/api/v1/jobs?limit=1", &page1)
 		e.get(t, "/api/v1/jobs?limit=1&cursor="+page1.NextCursor, &page2)
-		if got := ids(append(page1.Jobs, page2.Jobs...)); len(got) != 2 || got[0] != queued.GetJobId() || got[1] != finished.GetJobId() || page2.NextCursor != "" {
+		if got := ids(append(page1.Jobs, page2.Jobs...)); len(got) != 2 || got[0] != queued.ID || got[1] != finished.ID || page2.NextCursor != "" {
 			t.Errorf("pages of 1: %v, cursors %q %q", got, page1.NextCursor, page2.NextCursor)
 		}
 	})
 
 	t.Run("cancel", func(t *testing.T) {
 		var body errorBody
-		if resp := e.do(t, "POST", e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", http.Header{"Origin": {"https://evil.example"}}, &body); resp.StatusCode != http.StatusForbidden {
+		if resp := e.do(t, "POST", e.srv.URL+"/api/v1/jobs/"+queued.ID+"/cancel", http.Header{"Origin": {"https://evil.example"}}, &body); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("cross-origin cancel: %s %q", resp.Status, body.Error)
 		}
 		var j jobjson.Job
-		resp := e.post(t, e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", `{"reason":"not needed"}`, &j)
+		resp := e.post(t, e.srv.URL+"/api/v1/jobs/"+queued.ID+"/cancel", `{"reason":"not needed"}`, &j)
 		if resp.StatusCode != http.StatusOK || j.State != "cancelled" || j.Result == nil || !strings.Contains(j.Result.Error, "not needed") {
 			t.Errorf("cancel queued job: %s %+v", resp.Status, j)
 		}
 		for _, bad := range []string{`{"reason":1}`, `{"why":"x"}`, `not json`, `{"reason":"line\nbreak"}`} {
-			if resp := e.post(t, e.srv.URL+"/api/v1/jobs/"+queued.GetJobId()+"/cancel", bad, &body); resp.StatusCode != http.StatusBadRequest {
+			if resp := e.post(t, e.srv.URL+"/api/v1/jobs/"+queued.ID+"/cancel", bad, &body); resp.StatusCode != http.StatusBadRequest {
 				t.Errorf("cancel with body %s: %s", bad, resp.Status)
 			}
 		}

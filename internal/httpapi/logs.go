@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/service"
 )
 
@@ -73,7 +73,7 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 	job := p.Job
 	page := LogPage{
 		JobID:  job.GetJobId(),
-		State:  spool.StateName(job.GetState()),
+		State:  convert.State(job.GetState()).String(),
 		Events: make([]Line, len(p.Lines)),
 		Pagination: Pagination{
 			TotalLines:    job.GetLineCount(),
@@ -91,7 +91,7 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 		// The job was read before its lines: more may have been stored since.
 		page.Pagination.TotalLines = max(page.Pagination.TotalLines, page.Events[n-1].LineNumber)
 	}
-	if !spool.IsFinal(job.GetState()) {
+	if !convert.State(job.GetState()).IsFinal() {
 		page.WebsocketURL = websocketURL(r, job.GetJobId(), page.Pagination.NextAfterLine)
 	}
 	writeJSON(w, http.StatusOK, page)

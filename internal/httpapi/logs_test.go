@@ -70,7 +70,7 @@ func TestLogPagination(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 2500)...)
-	id := job.GetJobId()
+	id := job.ID
 	cases := []struct {
 		query               string
 		first, last         int64 // 0, 0: no lines
@@ -128,7 +128,7 @@ func TestLogLineFields(t *testing.T) {
 		spooltest.Line{Text: "no newline", Partial: true, At: at},
 	)
 	var p httpapi.LogPage
-	e.get(t, "/api/v1/jobs/"+job.GetJobId()+"/logs", &p)
+	e.get(t, "/api/v1/jobs/"+job.ID+"/logs", &p)
 	if len(p.Events) != 3 {
 		t.Fatalf("%d lines, want 3", len(p.Events))
 	}
@@ -184,7 +184,7 @@ func TestLogPageByteBudget(t *testing.T) {
 	for after := int64(0); ; {
 		pages++
 		var p httpapi.LogPage
-		e.do(t, http.MethodGet, fmt.Sprintf("%s/api/v1/jobs/%s/logs?after_line=%d&limit=100", e.srv.URL, job.GetJobId(), after), nil, &p)
+		e.do(t, http.MethodGet, fmt.Sprintf("%s/api/v1/jobs/%s/logs?after_line=%d&limit=100", e.srv.URL, job.ID, after), nil, &p)
 		if len(p.Events) > 10 || (p.Pagination.HasMore && len(p.Events) < 10) {
 			t.Fatalf("page after line %d: %d lines of 1000 bytes with a budget of 10 KiB, has_more %v", after, len(p.Events), p.Pagination.HasMore)
 		}
@@ -208,7 +208,7 @@ func TestLogPageByteBudget(t *testing.T) {
 // page of 5 lines of 1,000 bytes from batches of 250 lines (250 KB each)
 // costs about the batch that holds them, not a store page of them.
 func TestLogPageReadsWhatItNeeds(t *testing.T) {
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) { c.Execution.Batching.MaxBatchSize = 250 }))
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Execution.Batching.MaxBatchSize = 250 }})
 	e := &env{srv: srv, c: srv.Client()}
 	const batches, perBatch, width = 130, 250, 1000
 	lines := make([]spooltest.Line, batches*perBatch)
@@ -216,7 +216,7 @@ func TestLogPageReadsWhatItNeeds(t *testing.T) {
 		lines[i].Text = fmt.Sprintf("%-*d", width, i+1)
 	}
 	job := spooltest.RunJob(t, srv, lines...)
-	path := fmt.Sprintf("/api/v1/jobs/%s/logs?limit=5&after_line=1000", job.GetJobId())
+	path := fmt.Sprintf("/api/v1/jobs/%s/logs?limit=5&after_line=1000", job.ID)
 	page := func() httpapi.LogPage {
 		var p httpapi.LogPage
 		if resp := e.get(t, path, &p); resp.StatusCode != http.StatusOK {

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/logsearch"
 	"github.com/spool-run/spool/internal/service"
 )
@@ -83,7 +83,7 @@ func (a *api) searchLogs(w http.ResponseWriter, r *http.Request) {
 	job := res.Job
 	out := LogSearch{
 		JobID:            job.GetJobId(),
-		State:            spool.StateName(job.GetState()),
+		State:            convert.State(job.GetState()).String(),
 		Query:            sr.Query,
 		CaseSensitive:    sr.CaseSensitive,
 		Matches:          make([]Line, len(res.Matches)),

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/httpapi"
 	"github.com/spool-run/spool/spooltest"
@@ -48,7 +49,7 @@ func TestLogSearch(t *testing.T) {
 		spooltest.Line{Text: "partial error ", Partial: true, At: at},                 // 6
 		spooltest.Line{Text: "done", At: at},                                          // 7
 	)
-	id := job.GetJobId()
+	id := job.ID
 	for _, tc := range []struct {
 		q, more string
 		want    []int64
@@ -101,7 +102,7 @@ func TestLogSearchPages(t *testing.T) {
 	after, calls := int64(0), 0
 	for {
 		var s httpapi.LogSearch
-		e.get(t, searchPath(job.GetJobId(), "7", fmt.Sprintf("after_line=%d&limit=200", after)), &s)
+		e.get(t, searchPath(job.ID, "7", fmt.Sprintf("after_line=%d&limit=200", after)), &s)
 		calls++
 		if len(s.Matches) > 200 || (s.HasMore && len(s.Matches) != 200) || s.Limit != 200 || s.ScanLimitReached {
 			t.Fatalf("after %d: %d matches, %+v", after, len(s.Matches), s)
@@ -122,7 +123,7 @@ func TestLogSearchPages(t *testing.T) {
 		t.Errorf("%d calls found %d lines, ending after %d; want the %d lines with a 7 in %d calls", calls, len(got), after, len(want), (len(want)+199)/200)
 	}
 	var s httpapi.LogSearch
-	e.get(t, searchPath(job.GetJobId(), "1", "limit=5000"), &s)
+	e.get(t, searchPath(job.ID, "1", "limit=5000"), &s)
 	if len(s.Matches) != httpapi.MaxSearchLimit || s.Limit != httpapi.MaxSearchLimit || !s.HasMore {
 		t.Errorf("limit=5000: %d matches, limit %d, has_more %v; want %d and more", len(s.Matches), s.Limit, s.HasMore, httpapi.MaxSearchLimit)
 	}
@@ -143,7 +144,7 @@ func TestLogSearchScanLimit(t *testing.T) {
 	after, calls, stopped := int64(0), 0, 0
 	for {
 		var s httpapi.LogSearch
-		e.get(t, searchPath(job.GetJobId(), "NEEDLE", fmt.Sprintf("after_line=%d", after)), &s)
+		e.get(t, searchPath(job.ID, "NEEDLE", fmt.Sprintf("after_line=%d", after)), &s)
 		calls++
 		if s.NextAfterLine != after+1000 {
 			t.Fatalf("call %d after %d: next_after_line %d; want it to scan 1000 lines", calls, after, s.NextAfterLine)
@@ -167,14 +168,14 @@ func TestLogSearchScanLimit(t *testing.T) {
 func TestLogSearchAndRawAccess(t *testing.T) {
 	t.Parallel()
 	e := start(t)
-	if _, _, err := e.c.Submit(t.Context(), client.Submission{Queue: "builds", Argv: []string{"make"}}); err != nil {
+	if _, _, err := e.c.Submit(t.Context(), client.SubmitParams{Queue: "builds", Argv: []string{"make"}}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, e.srv, "builds")
 	l.Begin()
 	l.Write(spooltest.Seq(1, 10)...)
 	l.End(0)
-	other, own := e.srv.Key(t, "worker", "other"), e.srv.Key(t, "worker", "builds")
+	other, own := e.srv.Key(t, spool.RoleWorker, "other"), e.srv.Key(t, spool.RoleWorker, "builds")
 	for _, path := range []string{searchPath(l.JobID(), "1", ""), "/api/v1/jobs/" + l.JobID() + "/logs/raw"} {
 		for key, want := range map[string]int{other: http.StatusNotFound, own: http.StatusOK, "": http.StatusUnauthorized} {
 			hdr := http.Header{"Authorization": {"Bearer " + key}}
@@ -214,13 +215,13 @@ func TestRawLog(t *testing.T) {
 		fmt.Fprintf(&w, "%d\n", i)
 	}
 	want := w.String()
-	resp, body := e.raw(t, job.GetJobId())
+	resp, body := e.raw(t, job.ID)
 	if resp.StatusCode != http.StatusOK || body != want {
 		t.Fatalf("%s, %d bytes (%.80q…); want 200 and the %d bytes written", resp.Status, len(body), body, len(want))
 	}
 	for k, v := range map[string]string{
 		"Content-Type":        "text/plain; charset=utf-8",
-		"Content-Disposition": `attachment; filename="` + job.GetJobId() + `.log"`,
+		"Content-Disposition": `attachment; filename="` + job.ID + `.log"`,
 		"Cache-Control":       "no-store",
 	} {
 		if got := resp.Header.Get(k); got != v {
@@ -232,7 +233,7 @@ func TestRawLog(t *testing.T) {
 	}
 
 	// HEAD: the headers alone.
-	head := e.do(t, http.MethodHead, e.srv.URL+"/api/v1/jobs/"+job.GetJobId()+"/logs/raw", nil, nil)
+	head := e.do(t, http.MethodHead, e.srv.URL+"/api/v1/jobs/"+job.ID+"/logs/raw", nil, nil)
 	if head.StatusCode != http.StatusOK || head.Header.Get("Content-Disposition") == "" {
 		t.Errorf("HEAD: %s %v", head.Status, head.Header)
 	}

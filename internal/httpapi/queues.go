@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/jobjson"
 )
 
@@ -13,7 +15,7 @@ func (a *api) listQueues(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.QueueListView(resp))
+	writeJSON(w, http.StatusOK, jobjson.QueueListView(convert.Queues(resp.GetQueues()), time.Duration(resp.GetWindowSeconds())*time.Second))
 }
 
 func (a *api) pauseQueue(w http.ResponseWriter, r *http.Request) {
@@ -49,5 +51,5 @@ func (a *api) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.QueueView(q))
+	writeJSON(w, http.StatusOK, jobjson.QueueView(convert.Queue(q)))
 }

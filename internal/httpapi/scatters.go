@@ -10,9 +10,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/scatterjob"
 )
 
 // jobFields are what a request body says about the jobs it makes: their
@@ -79,7 +80,7 @@ func (b *createScatterRequest) request() (*spoolv1.CreateScatterRequest, error) 
 		ToleratedFailureCount: b.ToleratedFailureCount, ToleratedFailurePercentage: b.ToleratedFailurePercentage,
 	}
 	if b.Gather != "" {
-		spec.Gather = spool.GatherParams(params, b.Gather)
+		spec.Gather = scatterjob.GatherParams(params, b.Gather)
 	}
 	req := &spoolv1.CreateScatterRequest{Spec: spec, Batches: make([]string, len(b.Batches))}
 	var buf bytes.Buffer
@@ -139,7 +140,7 @@ func (a *api) createScatter(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := resp.GetScatter()
 	w.Header().Set("Location", "/api/v1/scatters/"+url.PathEscape(sc.GetScatterId()))
-	writeJSON(w, http.StatusCreated, jobjson.ScatterView(sc))
+	writeJSON(w, http.StatusCreated, jobjson.ScatterView(convert.Scatter(sc)))
 }
 
 // pageSize reads page_size for the core, which has its own default (0)
@@ -161,7 +162,7 @@ func (a *api) listScatters(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.ScatterListView(resp.GetScatters(), resp.GetNextCursor()))
+	writeJSON(w, http.StatusOK, jobjson.ScatterListView(convert.Scatters(resp.GetScatters()), resp.GetNextCursor()))
 }
 
 func (a *api) getScatter(w http.ResponseWriter, r *http.Request) {
@@ -170,7 +171,7 @@ func (a *api) getScatter(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.ScatterView(resp.GetScatter()))
+	writeJSON(w, http.StatusOK, jobjson.ScatterView(convert.Scatter(resp.GetScatter())))
 }
 
 func (a *api) listScatterBatches(w http.ResponseWriter, r *http.Request) {
@@ -191,7 +192,7 @@ func (a *api) listScatterBatches(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.ScatterBatchesView(resp.GetBatches(), resp.GetNextIndex()))
+	writeJSON(w, http.StatusOK, jobjson.ScatterBatchesView(convert.ScatterBatches(resp.GetBatches()), int(resp.GetNextIndex())))
 }
 
 func (a *api) cancelScatter(w http.ResponseWriter, r *http.Request) {
@@ -204,5 +205,5 @@ func (a *api) cancelScatter(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobjson.ScatterView(resp.GetScatter()))
+	writeJSON(w, http.StatusOK, jobjson.ScatterView(convert.Scatter(resp.GetScatter())))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/service"
 )
 
@@ -62,7 +63,7 @@ func (a *api) whoami(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Session{Name: c.Name, Role: spool.RoleName(c.Role)})
+	writeJSON(w, http.StatusOK, Session{Name: c.Name, Role: convert.Role(c.Role).String()})
 }
 
 // logout ends the session on every server (a copy of the cookie is of no

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/service"
 )
 
@@ -312,7 +313,7 @@ func (s *stream) sendEnd(ctx context.Context) error {
 	msg, err := json.Marshal(EndMessage{
 		Type:       "end",
 		JobID:      job.GetJobId(),
-		State:      spool.StateName(job.GetState()),
+		State:      convert.State(job.GetState()).String(),
 		ExitCode:   job.GetResult().GetExitCode(),
 		Error:      job.GetResult().GetError(),
 		Attempt:    job.GetResult().GetAttempt(),

@@ -112,7 +112,7 @@ func TestStreamFinishedJob(t *testing.T) {
 	job := spooltest.RunJob(t, e.srv, spooltest.Seq(1, 3000)...)
 	ctx := within(t, time.Minute)
 	for _, last := range []int64{0, 2999, 3000, 5000} {
-		c := e.dial(ctx, t, wsURL(e.srv.URL, job.GetJobId(), last), nil)
+		c := e.dial(ctx, t, wsURL(e.srv.URL, job.ID, last), nil)
 		seq := sequence{next: min(last, 3000) + 1}
 		var bad error
 		end, status, err := follow(ctx, c, func(ln httpapi.Line) bool { bad = seq.add(ln); return bad == nil })

@@ -7,14 +7,11 @@ import (
 	"encoding/json"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/spool-run/spool"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 // Job is a job as spool shows it in JSON (schema Job in the REST API's
-// openapi.yaml). It is a view of spoolv1.Job with plain names: states are
+// openapi.yaml). It is a view of spool.Job with plain names: states are
 // lower-case words, times RFC 3339 strings, numbers numbers.
 type Job struct {
 	JobID string `json:"job_id"`
@@ -99,7 +96,7 @@ type List struct {
 }
 
 // ListView is a page of jobs as JSON shows it.
-func ListView(jobs []*spoolv1.Job, nextCursor string) List {
+func ListView(jobs []*spool.Job, nextCursor string) List {
 	l := List{Jobs: make([]Job, len(jobs)), NextCursor: nextCursor}
 	for i, j := range jobs {
 		l.Jobs[i] = View(j)
@@ -108,44 +105,44 @@ func ListView(jobs []*spoolv1.Job, nextCursor string) List {
 }
 
 // View is job j as JSON shows it.
-func View(j *spoolv1.Job) Job {
-	p := j.GetParams()
+func View(j *spool.Job) Job {
+	p := j.Params
 	v := Job{
-		JobID:            j.GetJobId(),
+		JobID:            j.ID,
 		Kind:             Kind(j),
-		Source:           p.GetExternal().GetSource(),
-		Queue:            j.GetQueue(),
-		State:            spool.StateName(j.GetState()),
-		CreatedAt:        timeOf(j.GetCreatedAt()),
-		UpdatedAt:        timeOf(j.GetUpdatedAt()),
-		StartedAt:        timeOf(j.GetStartedAt()),
-		RerunOf:          j.GetRerunOf(),
-		Reruns:           j.GetReruns(),
-		Attempt:          j.GetAttempt(),
-		Retries:          j.GetRetries(),
-		RetriedAttempts:  j.GetRetriedAttempts(),
-		ReleasedAttempts: j.GetReleasedAttempts(),
-		RunAfter:         timeOf(j.GetRunAfter()),
-		CancelReason:     j.GetCancelReason(),
-		Notes:            j.GetNotes(),
-		MaxAttempts:      j.GetMaxAttempts(),
-		CancelRequested:  j.GetCancelRequested(),
-		LineCount:        j.GetLineCount(),
-		LastSequence:     j.GetLastSequence(),
-		RequestID:        j.GetRequestId(),
-		LeaseExpiresAt:   timeOf(j.GetLeaseExpiresAt()),
+		Queue:            j.Queue,
+		State:            j.State.String(),
+		CreatedAt:        utc(j.CreatedAt),
+		UpdatedAt:        utc(j.UpdatedAt),
+		StartedAt:        utc(j.StartedAt),
+		RerunOf:          j.RerunOf,
+		Reruns:           j.Reruns,
+		Attempt:          int32(j.Attempt),
+		Retries:          int32(j.Retries),
+		RetriedAttempts:  int32(j.RetriedAttempts),
+		ReleasedAttempts: int32(j.ReleasedAttempts),
+		RunAfter:         utc(j.RunAfter),
+		CancelReason:     j.CancelReason,
+		Notes:            j.Notes,
+		MaxAttempts:      int32(j.MaxAttempts),
+		CancelRequested:  j.CancelRequested,
+		LineCount:        j.LineCount,
+		LastSequence:     j.LastSequence,
+		RequestID:        j.RequestID,
+		LeaseExpiresAt:   utc(j.LeaseExpiresAt),
 		Params:           paramsView(p),
 	}
-	if r := j.GetResult(); r != nil {
+	if p.External != nil {
+		v.Source = p.External.Source
+	}
+	if r := j.Result; r != nil {
 		v.Result = &JobResult{
-			ExitCode:   r.GetExitCode(),
-			Error:      r.GetError(),
-			StartedAt:  timeOf(r.GetStartedAt()),
-			FinishedAt: timeOf(r.GetFinishedAt()),
-			Attempt:    r.GetAttempt(),
-		}
-		if out := r.GetOutput(); out != "" {
-			v.Result.Output = json.RawMessage(out)
+			ExitCode:   int32(r.ExitCode),
+			Error:      r.Error,
+			StartedAt:  utc(r.StartedAt),
+			FinishedAt: utc(r.FinishedAt),
+			Attempt:    int32(r.Attempt),
+			Output:     r.Output,
 		}
 	}
 	return v
@@ -158,38 +155,33 @@ const (
 )
 
 // Kind is the kind of job j is.
-func Kind(j *spoolv1.Job) string {
-	if j.GetParams().GetExternal() != nil {
+func Kind(j *spool.Job) string {
+	if j.Params.External != nil {
 		return KindExternal
 	}
 	return KindCommand
 }
 
 // paramsView is what a job runs as JSON shows it.
-func paramsView(p *spoolv1.JobParams) JobParams {
+func paramsView(p spool.JobParams) JobParams {
 	v := JobParams{
-		Argv:           p.GetArgv(),
-		Script:         p.GetScript(),
-		Env:            p.GetEnv(),
-		SecretNames:    p.GetSecretNames(),
-		WorkingDir:     p.GetWorkingDir(),
-		TimeoutSeconds: p.GetTimeout().AsDuration().Seconds(),
-		RepositoryURL:  p.GetRepositoryUrl(),
-		Ref:            p.GetRef(),
-		Stdin:          p.GetStdin(),
-		PTY:            p.GetPty(),
+		Argv:           p.Argv,
+		Script:         p.Script,
+		Env:            p.Env,
+		SecretNames:    p.SecretNames,
+		WorkingDir:     p.WorkingDir,
+		TimeoutSeconds: p.Timeout.Seconds(),
+		RepositoryURL:  p.Repository,
+		Ref:            p.Ref,
+		Stdin:          p.Stdin,
+		PTY:            p.PTY,
 	}
-	if m := p.GetScatter(); m != nil {
-		v.Scatter = &ScatterMember{ScatterID: m.GetScatterId(), BatchIndex: m.GetBatchIndex(), BatchCount: m.GetBatchCount(),
-			ItemCount: m.GetItemCount(), Gather: m.GetGather()}
+	if m := p.Scatter; m != nil {
+		v.Scatter = &ScatterMember{ScatterID: m.ScatterID, BatchIndex: int32(m.BatchIndex), BatchCount: int32(m.BatchCount),
+			ItemCount: int32(m.ItemCount), Gather: m.Gather}
 	}
 	return v
 }
 
-// timeOf is t in UTC, or the zero time when t is unset (omitted in JSON).
-func timeOf(t *timestamppb.Timestamp) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.AsTime().UTC()
-}
+// utc is t in UTC: the zero time stays the zero time, which JSON omits.
+func utc(t time.Time) time.Time { return t.UTC() }

@@ -3,7 +3,7 @@ package jobjson
 import (
 	"time"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
 )
 
 // Queue is a queue as the REST API shows it.
@@ -28,16 +28,17 @@ type QueueList struct {
 }
 
 // QueueView is queue q as JSON shows it.
-func QueueView(q *spoolv1.Queue) Queue {
-	return Queue{Name: q.GetName(), Paused: q.GetPaused(), PausedAt: timeOf(q.GetPausedAt()),
-		Queued: q.GetQueued(), Running: q.GetRunning(), Succeeded: q.GetSucceeded(), Failed: q.GetFailed(),
-		Cancelled: q.GetCancelled(), OldestQueuedAt: timeOf(q.GetOldestQueuedAt()), Workers: q.GetWorkers()}
+func QueueView(q *spool.Queue) Queue {
+	return Queue{Name: q.Name, Paused: q.Paused, PausedAt: utc(q.PausedAt),
+		Queued: int64(q.Queued), Running: int64(q.Running), Succeeded: int64(q.Succeeded), Failed: int64(q.Failed),
+		Cancelled: int64(q.Cancelled), OldestQueuedAt: utc(q.OldestQueuedAt), Workers: int32(q.Workers)}
 }
 
-// QueueListView is a ListQueues answer as JSON shows it.
-func QueueListView(r *spoolv1.ListQueuesResponse) QueueList {
-	out := QueueList{Queues: make([]Queue, 0, len(r.GetQueues())), WindowSeconds: r.GetWindowSeconds()}
-	for _, q := range r.GetQueues() {
+// QueueListView is the queues, and the window their ended jobs are counted
+// in, as JSON shows them.
+func QueueListView(queues []*spool.Queue, window time.Duration) QueueList {
+	out := QueueList{Queues: make([]Queue, 0, len(queues)), WindowSeconds: int32(window / time.Second)}
+	for _, q := range queues {
 		out.Queues = append(out.Queues, QueueView(q))
 	}
 	return out

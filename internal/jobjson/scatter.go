@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/spool-run/spool"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 )
 
 // Scatter is a scatter as spool shows it in JSON (schema Scatter in the
@@ -68,38 +67,42 @@ type ScatterBatches struct {
 }
 
 // ScatterView is scatter sc as JSON shows it.
-func ScatterView(sc *spoolv1.Scatter) Scatter {
-	p, spec := sc.GetProgress(), sc.GetSpec()
+func ScatterView(sc *spool.Scatter) Scatter {
+	p, spec := sc.Progress, sc.Spec
 	v := Scatter{
-		ScatterID:   sc.GetScatterId(),
-		State:       spool.ScatterStateName(sc.GetState()),
-		Error:       sc.GetError(),
-		CreatedAt:   timeOf(sc.GetCreatedAt()),
-		UpdatedAt:   timeOf(sc.GetUpdatedAt()),
-		GatherJobID: sc.GetGatherJobId(),
+		ScatterID:   sc.ID,
+		State:       sc.State.String(),
+		Error:       sc.Error,
+		CreatedAt:   utc(sc.CreatedAt),
+		UpdatedAt:   utc(sc.UpdatedAt),
+		GatherJobID: sc.GatherJobID,
 		Progress: ScatterProgress{
-			BatchCount: p.GetBatchCount(), Waiting: p.GetWaiting(), Queued: p.GetQueued(), Running: p.GetRunning(),
-			Succeeded: p.GetSucceeded(), Failed: p.GetFailed(), Cancelled: p.GetCancelled(),
-			ItemCount: p.GetItemCount(), ItemsDone: p.GetItemsDone(),
+			BatchCount: int32(p.BatchCount), Waiting: int32(p.Waiting), Queued: int32(p.Queued), Running: int32(p.Running),
+			Succeeded: int32(p.Succeeded), Failed: int32(p.Failed), Cancelled: int32(p.Cancelled),
+			ItemCount: p.ItemCount, ItemsDone: p.ItemsDone,
 		},
 		Spec: ScatterSpec{
-			Queue: spec.GetQueue(), Params: paramsView(spec.GetParams()), MaxAttempts: spec.GetMaxAttempts(), Retries: spec.GetRetries(),
-			BatchInput: json.RawMessage(spec.GetBatchInput()), MaxConcurrency: spec.GetMaxConcurrency(),
-			ToleratedFailureCount: spec.ToleratedFailureCount, ToleratedFailurePercentage: spec.ToleratedFailurePercentage,
+			Queue: spec.Queue, Params: paramsView(spec.Params), MaxAttempts: int32(spec.MaxAttempts), Retries: int32(spec.Retries),
+			BatchInput: spec.BatchInput, MaxConcurrency: int32(spec.MaxConcurrency),
+			ToleratedFailurePercentage: spec.ToleratedFailurePercentage,
 		},
+	}
+	if n := spec.ToleratedFailureCount; n != nil {
+		c := int32(*n)
+		v.Spec.ToleratedFailureCount = &c
 	}
 	if len(v.Spec.BatchInput) == 0 {
 		v.Spec.BatchInput = json.RawMessage("{}")
 	}
-	if g := spec.GetGather(); g != nil {
-		gp := paramsView(g)
+	if g := spec.Gather; g != nil {
+		gp := paramsView(*g)
 		v.Spec.Gather = &gp
 	}
 	return v
 }
 
 // ScatterListView is a page of scatters as JSON shows it.
-func ScatterListView(scs []*spoolv1.Scatter, nextCursor string) ScatterList {
+func ScatterListView(scs []*spool.Scatter, nextCursor string) ScatterList {
 	l := ScatterList{Scatters: make([]Scatter, len(scs)), NextCursor: nextCursor}
 	for i, sc := range scs {
 		l.Scatters[i] = ScatterView(sc)
@@ -108,12 +111,12 @@ func ScatterListView(scs []*spoolv1.Scatter, nextCursor string) ScatterList {
 }
 
 // ScatterBatchesView is a page of batches as JSON shows it.
-func ScatterBatchesView(bs []*spoolv1.ScatterBatch, next int32) ScatterBatches {
-	l := ScatterBatches{Batches: make([]ScatterBatch, len(bs)), NextIndex: next}
+func ScatterBatchesView(bs []*spool.ScatterBatch, next int) ScatterBatches {
+	l := ScatterBatches{Batches: make([]ScatterBatch, len(bs)), NextIndex: int32(next)}
 	for i, b := range bs {
-		l.Batches[i] = ScatterBatch{BatchIndex: b.GetBatchIndex(), ItemCount: b.GetItemCount()}
-		if b.GetJob() != nil {
-			j := View(b.GetJob())
+		l.Batches[i] = ScatterBatch{BatchIndex: int32(b.Index), ItemCount: int32(b.ItemCount)}
+		if b.Job != nil {
+			j := View(b.Job)
 			l.Batches[i].Job = &j
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 )
 
@@ -134,7 +135,7 @@ func Search(job *spoolv1.Job, evs iter.Seq2[*spoolv1.JobEvent, error], r Request
 		if lines >= scanLines || scanned >= scanBytes {
 			// A final job's line count is its last line: a budget that
 			// runs out on it has searched the whole log.
-			res.HasMore = !spool.IsFinal(job.GetState()) || n < job.GetLineCount()
+			res.HasMore = !convert.State(job.GetState()).IsFinal() || n < job.GetLineCount()
 			res.ScanStopped = res.HasMore
 			return false
 		}

@@ -39,7 +39,7 @@ type Config struct {
 	// runs with the message's value on stdin. Its Queue, Env, WorkingDir,
 	// Timeout, MaxAttempts and Retries apply to every job. Without one,
 	// every message is a job spec (ParseSpec).
-	Command client.Submission
+	Command client.SubmitParams
 	// Queue is the queue of a spec that names none, and of rejected jobs
 	// ("": the server's default queue).
 	Queue string
@@ -105,12 +105,12 @@ func (h *handler) one(ctx context.Context, m consumer.Message) error {
 }
 
 // submission is the job of m.
-func (h *handler) submission(m consumer.Message) (client.Submission, error) {
+func (h *handler) submission(m consumer.Message) (client.SubmitParams, error) {
 	env, err := messageEnv(m)
 	if err != nil {
-		return client.Submission{}, err
+		return client.SubmitParams{}, err
 	}
-	var sub client.Submission
+	var sub client.SubmitParams
 	if h.hasCommand() {
 		if len(m.Value) > MaxStdin {
 			return sub, fmt.Errorf("the message holds %d bytes; a job's stdin holds at most %d (248 KiB)", len(m.Value), MaxStdin)
@@ -155,7 +155,7 @@ func (h *handler) reject(ctx context.Context, m consumer.Message, reason string)
 	if h.hasCommand() {
 		queue = h.cfg.Command.Queue
 	}
-	_, _, err := h.cfg.Client.Submit(ctx, client.Submission{Queue: queue, Env: env, Stdin: stdin,
+	_, _, err := h.cfg.Client.Submit(ctx, client.SubmitParams{Queue: queue, Env: env, Stdin: stdin,
 		RequestID: RequestID(m) + "/rejected", RejectReason: strings.ToValidUTF8(reason, "?")})
 	if err != nil {
 		return fmt.Errorf("message %s: could not record it as a rejected job: %w", Where(m), err)

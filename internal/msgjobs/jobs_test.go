@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/consumer"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/msgjobs"
 	"github.com/spool-run/spool/spooltest"
 )
@@ -22,17 +22,17 @@ func msg(offset int64, value string) consumer.Message {
 }
 
 // jobsOf lists every job of the server, by request id.
-func jobsOf(t *testing.T, c *client.Client) map[string]*spoolv1.Job {
+func jobsOf(t *testing.T, c *client.Client) map[string]*spool.Job {
 	t.Helper()
-	out := map[string]*spoolv1.Job{}
-	for j, err := range c.Jobs(context.Background(), &spoolv1.ListJobsRequest{}) {
+	out := map[string]*spool.Job{}
+	for j, err := range c.Jobs(context.Background(), client.ListParams{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, dup := out[j.GetRequestId()]; dup {
-			t.Fatalf("two jobs of request %s", j.GetRequestId())
+		if _, dup := out[j.RequestID]; dup {
+			t.Fatalf("two jobs of request %s", j.RequestID)
 		}
-		out[j.GetRequestId()] = j
+		out[j.RequestID] = j
 	}
 	return out
 }
@@ -58,14 +58,14 @@ func TestSpecsBecomeJobsOnce(t *testing.T) {
 		t.Fatalf("%d jobs for 2 messages: %v", len(jobs), jobs)
 	}
 	zero, one := jobs["kafka:jobs/0/0"], jobs["kafka:jobs/0/1"]
-	if zero.GetQueue() != "from-kafka" || strings.Join(zero.GetParams().GetArgv(), " ") != "echo zero" {
+	if zero.Queue != "from-kafka" || strings.Join(zero.Params.Argv, " ") != "echo zero" {
 		t.Fatalf("job of offset 0: %v", zero)
 	}
-	env := one.GetParams().GetEnv()
-	if one.GetQueue() != "other" || one.GetParams().GetScript() != "echo one" || env["A"] != "b" ||
+	env := one.Params.Env
+	if one.Queue != "other" || one.Params.Script != "echo one" || env["A"] != "b" ||
 		env["SPOOL_MESSAGE_TOPIC"] != "jobs" || env["SPOOL_MESSAGE_PARTITION"] != "0" || env["SPOOL_MESSAGE_OFFSET"] != "1" ||
 		env["SPOOL_MESSAGE_KEY"] != "k" || env["SPOOL_MESSAGE_TIMESTAMP"] != "2026-11-23T12:00:00Z" {
-		t.Fatalf("job of offset 1: queue %s params %v", one.GetQueue(), one.GetParams())
+		t.Fatalf("job of offset 1: queue %s params %v", one.Queue, one.Params)
 	}
 }
 
@@ -74,16 +74,16 @@ func TestSpecsBecomeJobsOnce(t *testing.T) {
 func TestCommandGetsTheMessageOnStdin(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	h := msgjobs.Handler(msgjobs.Config{Client: c, Command: client.Submission{Queue: "q", Argv: []string{"wc", "-c"}, Env: map[string]string{"X": "1"}}})
+	h := msgjobs.Handler(msgjobs.Config{Client: c, Command: client.SubmitParams{Queue: "q", Argv: []string{"wc", "-c"}, Env: map[string]string{"X": "1"}}})
 	m := msg(5, "any bytes \x00\xff")
 	m.Key = []byte{0, 1, 2}
 	if commit, err := h(context.Background(), []consumer.Message{m}); !commit || err != nil {
 		t.Fatalf("commit=%v err=%v", commit, err)
 	}
 	j := jobsOf(t, c)["kafka:jobs/0/5"]
-	p := j.GetParams()
-	if j.GetQueue() != "q" || string(p.GetStdin()) != "any bytes \x00\xff" || p.GetEnv()["X"] != "1" ||
-		p.GetEnv()["SPOOL_MESSAGE_KEY_BASE64"] != "AAEC" || p.GetEnv()["SPOOL_MESSAGE_KEY"] != "" {
+	p := j.Params
+	if j.Queue != "q" || string(p.Stdin) != "any bytes \x00\xff" || p.Env["X"] != "1" ||
+		p.Env["SPOOL_MESSAGE_KEY_BASE64"] != "AAEC" || p.Env["SPOOL_MESSAGE_KEY"] != "" {
 		t.Fatalf("job %v", j)
 	}
 }
@@ -111,12 +111,12 @@ func TestBadMessagesAreRecordedNotDropped(t *testing.T) {
 		{"kafka:jobs/0/1/rejected", `{"shell": "true", "queue": "no spaces allowed"}`, "queue"},
 	} {
 		j := jobs[tc.id]
-		if j.GetState() != spoolv1.JobState_JOB_STATE_FAILED || string(j.GetParams().GetStdin()) != tc.value ||
-			!strings.Contains(j.GetResult().GetError(), "jobs/0@") || !strings.Contains(j.GetResult().GetError(), tc.reason) {
-			t.Errorf("rejected job %s: %s stdin %q result %v", tc.id, j.GetState(), j.GetParams().GetStdin(), j.GetResult())
+		if j.State != spool.Failed || string(j.Params.Stdin) != tc.value ||
+			!strings.Contains(j.Result.Error, "jobs/0@") || !strings.Contains(j.Result.Error, tc.reason) {
+			t.Errorf("rejected job %s: %s stdin %q result %v", tc.id, j.State, j.Params.Stdin, j.Result)
 		}
 	}
-	if j := jobs["kafka:jobs/0/2"]; j.GetState() == spoolv1.JobState_JOB_STATE_FAILED {
+	if j := jobs["kafka:jobs/0/2"]; j.State == spool.Failed {
 		t.Errorf("the good message's job failed: %v", j)
 	}
 }
@@ -170,7 +170,7 @@ func TestServerAwayRefusesTheBatch(t *testing.T) {
 	}
 	srv.Stop()
 	commit, err := h(context.Background(), batch)
-	if commit || !client.IsUnavailable(err) {
+	if commit || !errors.Is(err, spool.ErrUnavailable) {
 		t.Fatalf("with the server away: commit=%v err=%v", commit, err)
 	}
 	srv.Restart()
@@ -188,7 +188,7 @@ func TestServerAwayRefusesTheBatch(t *testing.T) {
 func TestOversizedMessagesAreRecorded(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	h := msgjobs.Handler(msgjobs.Config{Client: c, Command: client.Submission{Queue: "big", Argv: []string{"wc", "-c"}}})
+	h := msgjobs.Handler(msgjobs.Config{Client: c, Command: client.SubmitParams{Queue: "big", Argv: []string{"wc", "-c"}}})
 	big := msg(0, strings.Repeat("x", msgjobs.MaxStdin+10))
 	longKey := msg(1, "small")
 	longKey.Key = []byte(strings.Repeat("k", msgjobs.MaxKey+1))
@@ -200,15 +200,15 @@ func TestOversizedMessagesAreRecorded(t *testing.T) {
 		t.Fatalf("%d jobs for 2 messages", len(jobs))
 	}
 	j := jobs["kafka:jobs/0/0/rejected"]
-	if j.GetQueue() != "big" || len(j.GetParams().GetStdin()) != msgjobs.MaxStdin ||
-		!strings.Contains(j.GetResult().GetError(), "a job's stdin holds at most") || !strings.Contains(j.GetResult().GetError(), "keeps the first") {
-		t.Errorf("the big message's job: queue %s, %d bytes of stdin, %v", j.GetQueue(), len(j.GetParams().GetStdin()), j.GetResult())
+	if j.Queue != "big" || len(j.Params.Stdin) != msgjobs.MaxStdin ||
+		!strings.Contains(j.Result.Error, "a job's stdin holds at most") || !strings.Contains(j.Result.Error, "keeps the first") {
+		t.Errorf("the big message's job: queue %s, %d bytes of stdin, %v", j.Queue, len(j.Params.Stdin), j.Result)
 	}
 	j = jobs["kafka:jobs/0/1/rejected"]
-	env := j.GetParams().GetEnv()
-	if !strings.Contains(j.GetResult().GetError(), "its key holds") || env["SPOOL_MESSAGE_OFFSET"] != "1" || env["SPOOL_MESSAGE_KEY"] != "" ||
-		string(j.GetParams().GetStdin()) != "small" {
-		t.Errorf("the long key's job: env %v, %v", env, j.GetResult())
+	env := j.Params.Env
+	if !strings.Contains(j.Result.Error, "its key holds") || env["SPOOL_MESSAGE_OFFSET"] != "1" || env["SPOOL_MESSAGE_KEY"] != "" ||
+		string(j.Params.Stdin) != "small" {
+		t.Errorf("the long key's job: env %v, %v", env, j.Result)
 	}
 }
 
@@ -228,23 +228,23 @@ func TestSpecsNameTheirSecrets(t *testing.T) {
 	if !commit || err != nil {
 		t.Fatalf("batch: commit=%v err=%v", commit, err)
 	}
-	h = msgjobs.Handler(msgjobs.Config{Client: c, Command: client.Submission{Queue: "cmd", Argv: []string{"./each.sh"}, Secrets: held}})
+	h = msgjobs.Handler(msgjobs.Config{Client: c, Command: client.SubmitParams{Queue: "cmd", Argv: []string{"./each.sh"}, Secrets: held}})
 	if commit, err := h(context.Background(), []consumer.Message{msg(2, "input")}); !commit || err != nil {
 		t.Fatalf("batch with a command: commit=%v err=%v", commit, err)
 	}
 	jobs := jobsOf(t, c)
-	if got := jobs["kafka:jobs/0/0"].GetParams().GetSecretNames(); len(got) != 1 || got[0] != "DEPLOY_TOKEN" {
+	if got := jobs["kafka:jobs/0/0"].Params.SecretNames; len(got) != 1 || got[0] != "DEPLOY_TOKEN" {
 		t.Fatalf("the spec's job has secrets %v, want DEPLOY_TOKEN alone", got)
 	}
 	rejected := jobs["kafka:jobs/0/1/rejected"]
-	if !strings.Contains(rejected.GetResult().GetError(), `"MISSING", which is not a secret spool consume was given`) {
-		t.Fatalf("a spec naming a secret not held: %v", rejected.GetResult())
+	if !strings.Contains(rejected.Result.Error, `"MISSING", which is not a secret spool consume was given`) {
+		t.Fatalf("a spec naming a secret not held: %v", rejected.Result)
 	}
-	if got := jobs["kafka:jobs/0/2"].GetParams().GetSecretNames(); len(got) != 2 {
+	if got := jobs["kafka:jobs/0/2"].Params.SecretNames; len(got) != 2 {
 		t.Fatalf("the command's job has secrets %v, want both", got)
 	}
 	l := spooltest.LeaseJob(t, srv, "default")
-	if l.JobID() != jobs["kafka:jobs/0/0"].GetJobId() || len(l.GetSecrets()) != 1 || l.GetSecrets()["DEPLOY_TOKEN"] != held["DEPLOY_TOKEN"] {
-		t.Fatalf("the lease of the spec's job carries %d secrets", len(l.GetSecrets()))
+	if l.JobID() != jobs["kafka:jobs/0/0"].ID || len(l.Secrets()) != 1 || l.Secrets()["DEPLOY_TOKEN"] != held["DEPLOY_TOKEN"] {
+		t.Fatalf("the lease of the spec's job carries %d secrets", len(l.Secrets()))
 	}
 }

@@ -69,21 +69,21 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 // stdin and secrets (the names of those of held, name to value, that the
 // job gets). Unknown fields are refused, so a misspelt field is noticed
 // instead of ignored. Errors wrap ErrNotASpec and say what is wrong.
-func ParseSpec(value []byte, held map[string]string) (client.Submission, error) {
+func ParseSpec(value []byte, held map[string]string) (client.SubmitParams, error) {
 	var s spec
 	if !utf8.Valid(value) {
-		return client.Submission{}, fmt.Errorf("%w: the message is not UTF-8 text", ErrNotASpec)
+		return client.SubmitParams{}, fmt.Errorf("%w: the message is not UTF-8 text", ErrNotASpec)
 	}
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return client.Submission{}, fmt.Errorf("%w: %s", ErrNotASpec, describe(err))
+		return client.SubmitParams{}, fmt.Errorf("%w: %s", ErrNotASpec, describe(err))
 	}
 	if dec.More() {
-		return client.Submission{}, fmt.Errorf("%w: more than one JSON value; send one object per message", ErrNotASpec)
+		return client.SubmitParams{}, fmt.Errorf("%w: more than one JSON value; send one object per message", ErrNotASpec)
 	}
-	sub := client.Submission{Queue: s.Queue, Argv: s.Argv, Script: s.Shell, Env: s.Env, WorkingDir: s.Dir,
-		Repository: s.Repo, Ref: s.Ref, MaxAttempts: s.MaxAttempts, Retries: s.Retries}
+	sub := client.SubmitParams{Queue: s.Queue, Argv: s.Argv, Script: s.Shell, Env: s.Env, WorkingDir: s.Dir,
+		Repository: s.Repo, Ref: s.Ref, MaxAttempts: int(s.MaxAttempts), Retries: int(s.Retries)}
 	if s.Stdin != "" {
 		sub.Stdin = []byte(s.Stdin)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -136,8 +137,8 @@ func (d *Driver) report(ctx context.Context, r *Round) {
 	}
 	d.o.Metrics.BatchesFailed.Add(ctx, int64(len(r.Failed)), attrs)
 	d.o.Metrics.BatchesCompleted.Add(ctx, int64(len(r.Ended)-len(r.Failed)), attrs)
-	if spool.ScatterIsFinal(sc.GetState()) && !r.Rec.Active {
-		log.InfoContext(ctx, "scatter finished", "scatter_id", sc.GetScatterId(), "state", spool.ScatterStateName(sc.GetState()), "error", sc.GetError())
+	if convert.ScatterState(sc.GetState()).IsFinal() && !r.Rec.Active {
+		log.InfoContext(ctx, "scatter finished", "scatter_id", sc.GetScatterId(), "state", convert.ScatterState(sc.GetState()).String(), "error", sc.GetError())
 	}
 }
 
@@ -171,7 +172,7 @@ func (d *Driver) act(ctx context.Context, r *Round) error {
 			errs = append(errs, err)
 			continue
 		}
-		if job.GetState() == spoolv1.JobState_JOB_STATE_RUNNING && !r.CancelRunning || spool.IsFinal(job.GetState()) {
+		if job.GetState() == spoolv1.JobState_JOB_STATE_RUNNING && !r.CancelRunning || convert.State(job.GetState()).IsFinal() {
 			continue
 		}
 		if _, err := st.Cancel(ctx, id, "scatter "+sc.GetScatterId()+" "+sc.GetError()); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -43,7 +44,7 @@ func Look(ctx context.Context, jobs Jobs, rec *store.ScatterRecord) (*Round, err
 	r := &Round{Rec: rec}
 	sc := rec.Scatter
 	p := sc.GetProgress()
-	final := spool.ScatterIsFinal(sc.GetState())
+	final := convert.ScatterState(sc.GetState()).IsFinal()
 	p.Queued, p.Running = 0, 0
 	for i := range rec.Released {
 		if rec.Ended.Has(i) {
@@ -137,8 +138,8 @@ func (r *Round) gatherOrFinish(ctx context.Context, jobs Jobs) error {
 	case job.GetState() == spoolv1.JobState_JOB_STATE_SUCCEEDED:
 		sc.State = spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED
 		r.Rec.Active = false
-	case spool.IsFinal(job.GetState()):
-		sc.State, sc.Error = spoolv1.ScatterState_SCATTER_STATE_FAILED, "the gather job "+spool.StateName(job.GetState())
+	case convert.State(job.GetState()).IsFinal():
+		sc.State, sc.Error = spoolv1.ScatterState_SCATTER_STATE_FAILED, "the gather job "+convert.State(job.GetState()).String()
 		r.Rec.Active = false
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/token"
 )
 
@@ -136,7 +137,7 @@ func (s *Service) authorize(ctx context.Context, perm Permission, queue string) 
 		return Caller{}, err
 	}
 	if !slices.Contains(roles[c.Role], perm) {
-		return Caller{}, apierr.Errorf(spool.ErrPermissionDenied, "key %q (role %s) may not %s", c.Name, spool.RoleName(c.Role), permNames[perm])
+		return Caller{}, apierr.Errorf(spool.ErrPermissionDenied, "key %q (role %s) may not %s", c.Name, convert.Role(c.Role).String(), permNames[perm])
 	}
 	if err := c.useQueue(queue); err != nil {
 		return Caller{}, err

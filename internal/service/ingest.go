@@ -13,6 +13,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/ingest"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -241,7 +242,7 @@ func (s *Service) CompleteSource(ctx context.Context, m *spoolv1.CompleteSourceR
 // endExternal ends a running external job with res, noting first why
 // when note is set; a job that had ended is returned as it is.
 func (s *Service) endExternal(ctx context.Context, job *spoolv1.Job, res *spoolv1.JobResult, note string) (*spoolv1.Job, error) {
-	if spool.IsFinal(job.GetState()) {
+	if convert.State(job.GetState()).IsFinal() {
 		return job, nil
 	}
 	if note != "" {

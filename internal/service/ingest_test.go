@@ -82,15 +82,17 @@ func logLines(t *testing.T, c *client.Client, jobID string) []string {
 	}
 	var out []string
 	for _, ev := range evs {
-		out = append(out, string(ev.GetOutputData().GetOutput()))
+		for _, l := range ev.Lines {
+			out = append(out, l.Text)
+		}
 	}
 	return out
 }
 
 // sourceJobs lists a source's jobs, newest first.
-func sourceJobs(t *testing.T, c *client.Client, source string) []*spoolv1.Job {
+func sourceJobs(t *testing.T, c *client.Client, source string) []*spool.Job {
 	t.Helper()
-	jobs, _, err := c.JobsPage(context.Background(), &spoolv1.ListJobsRequest{Source: source})
+	jobs, _, err := c.JobsPage(context.Background(), client.ListParams{Source: source})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestIngestOnEveryStore(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		ctx := context.Background()
 		c := srv.Client()
-		key := srv.Key(t, "ingest")
+		key := srv.Key(t, spool.RoleIngest)
 		a, b := "/ecs/api:ecs/api/task-1", "/aws/lambda/resize:2026/11/25/[$LATEST]0a1b"
 		delivery := ingesttest.FirehoseBody("req-1", 1_700_000_001_000,
 			ingesttest.Record(ingesttest.DataMessage("/ecs/api", "ecs/api/task-1", cwEvents("a", 1, 120)...)),
@@ -125,10 +127,10 @@ func TestIngestOnEveryStore(t *testing.T) {
 			t.Fatalf("sources have %d and %d jobs, want one each", len(jobsA), len(sourceJobs(t, c, b)))
 		}
 		job := jobsA[0]
-		if job.GetState() != spoolv1.JobState_JOB_STATE_RUNNING || job.GetParams().GetExternal().GetSource() != a || job.GetLineCount() != 120 || job.GetQueue() != "external" {
+		if job.State != spool.Running || job.Params.External.Source != a || job.LineCount != 120 || job.Queue != "external" {
 			t.Fatalf("source %s's job: %v", a, job)
 		}
-		stream := c.Events(ctx, job.GetJobId(), client.StreamOptions{Follow: true})
+		stream := c.Events(ctx, job.ID, client.StreamOptions{Follow: true})
 		followed := make(chan []string)
 		go func() {
 			var lines []string
@@ -137,7 +139,9 @@ func TestIngestOnEveryStore(t *testing.T) {
 					t.Errorf("follow: %v", err)
 					break
 				}
-				lines = append(lines, string(ev.GetOutputData().GetOutput()))
+				for _, l := range ev.Lines {
+					lines = append(lines, l.Text)
+				}
 			}
 			followed <- lines
 		}()
@@ -162,14 +166,14 @@ func TestIngestOnEveryStore(t *testing.T) {
 			t.Fatalf("lines answered %d %+v; want 4 events, 2 accepted", code, sum)
 		}
 		want := append(messagesOf(cwEvents("a", 1, 120)), "a line 122", "a line 121")
-		if got := logLines(t, c, job.GetJobId()); !slices.Equal(got, want) {
+		if got := logLines(t, c, job.ID); !slices.Equal(got, want) {
 			t.Fatalf("source a's log has %d lines, want %d in the order first accepted", len(got), len(want))
 		}
 		done, err := c.CompleteSource(ctx, a)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || done.GetJobId() != job.GetJobId() {
+		if done.State != spool.Succeeded || done.ID != job.ID {
 			t.Fatalf("completed: %v", done)
 		}
 		select {
@@ -183,8 +187,8 @@ func TestIngestOnEveryStore(t *testing.T) {
 		if _, err := c.CompleteSource(ctx, a); !errors.Is(err, spool.ErrNotFound) {
 			t.Fatalf("completing a source with no open job: %v, want not found", err)
 		}
-		again, err := c.CompleteExternal(ctx, job.GetJobId())
-		if err != nil || again.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
+		again, err := c.CompleteExternal(ctx, job.ID)
+		if err != nil || again.State != spool.Succeeded {
 			t.Fatalf("completing an ended job again: %v, %v", again, err)
 		}
 		// Past events reopen nothing; new ones open a new job.
@@ -197,17 +201,17 @@ func TestIngestOnEveryStore(t *testing.T) {
 			t.Fatalf("next delivery: %d %+v", code, answer)
 		}
 		jobsA = sourceJobs(t, c, a)
-		if len(jobsA) != 2 || jobsA[1].GetJobId() != job.GetJobId() {
+		if len(jobsA) != 2 || jobsA[1].ID != job.ID {
 			t.Fatalf("source a's jobs after new events: %v", jobsA)
 		}
-		if got := logLines(t, c, jobsA[0].GetJobId()); !slices.Equal(got, messagesOf(cwEvents("a", 123, 125))) {
+		if got := logLines(t, c, jobsA[0].ID); !slices.Equal(got, messagesOf(cwEvents("a", 123, 125))) {
 			t.Fatalf("the new job's log: %q", got)
 		}
-		r, err := c.RebuildLog(ctx, job.GetJobId())
+		r, err := c.RebuildLog(ctx, job.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.GetEvents() != 122 || r.GetLines() != 122 || r.GetItems() != 4 || r.GetItemsChanged() != 0 {
+		if r.Events != 122 || r.Lines != 122 || r.Items != 4 || r.ItemsChanged != 0 {
 			t.Fatalf("rebuild: %v; want 122 events in 4 items, none changed", r)
 		}
 	})
@@ -217,15 +221,15 @@ func TestIngestOnEveryStore(t *testing.T) {
 // nothing else; a cancelled external job ends at once; EnqueueJob cannot
 // make an external job.
 func TestIngestKeysAndCancel(t *testing.T) {
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) { c.Store.Type = "memory" }))
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Store.Type = "memory" }})
 	ctx := context.Background()
-	key := srv.Key(t, "ingest")
-	ing := srv.Client(client.WithAPIKey(key))
+	key := srv.Key(t, spool.RoleIngest)
+	ing := srv.Client(client.Config{APIKey: key})
 	lines := ingesttest.Lines(ingesttest.Line{Source: "svc", ID: "1", Timestamp: 1, Message: "hello"})
 	if code := post(t, srv, "/api/v1/ingest/lines", key, lines, nil); code != http.StatusOK {
 		t.Fatalf("ingest key sending lines: %d", code)
 	}
-	if code := post(t, srv, "/api/v1/ingest/lines", srv.Key(t, "submit"), lines, nil); code != http.StatusForbidden {
+	if code := post(t, srv, "/api/v1/ingest/lines", srv.Key(t, spool.RoleSubmit), lines, nil); code != http.StatusForbidden {
 		t.Fatalf("submit key sending lines: %d, want 403", code)
 	}
 	if code := post(t, srv, "/api/v1/ingest/lines", key, lines, nil); code != http.StatusOK {
@@ -237,10 +241,10 @@ func TestIngestKeysAndCancel(t *testing.T) {
 	wantMetrics(t, srv, `spool_ingest_events_total{format="lines",outcome="accepted"} 1`, `spool_ingest_events_total{format="lines",outcome="duplicate"} 1`,
 		`spool_ingest_requests_total{format="lines",outcome="stored"} 2`, `spool_ingest_requests_total{format="lines",outcome="refused"} 1`,
 		`spool_ingest_jobs_opened_total 1`)
-	if _, _, err := ing.JobsPage(ctx, &spoolv1.ListJobsRequest{}); !errors.Is(err, spool.ErrPermissionDenied) {
+	if _, _, err := ing.JobsPage(ctx, client.ListParams{}); !errors.Is(err, spool.ErrPermissionDenied) {
 		t.Fatalf("ingest key listing jobs: %v, want permission denied", err)
 	}
-	if _, _, err := ing.Submit(ctx, client.Submission{Argv: []string{"true"}}); !errors.Is(err, spool.ErrPermissionDenied) {
+	if _, _, err := ing.Submit(ctx, client.SubmitParams{Argv: []string{"true"}}); !errors.Is(err, spool.ErrPermissionDenied) {
 		t.Fatalf("ingest key submitting: %v, want permission denied", err)
 	}
 	if _, err := ing.RebuildLog(ctx, "x"); !errors.Is(err, spool.ErrPermissionDenied) {
@@ -248,21 +252,21 @@ func TestIngestKeysAndCancel(t *testing.T) {
 	}
 	c := srv.Client()
 	job := sourceJobs(t, c, "svc")[0]
-	cancelled, err := c.Cancel(ctx, job.GetJobId(), "wrong service")
+	cancelled, err := c.Cancel(ctx, job.ID, "wrong service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cancelled.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED || cancelled.GetResult().GetError() != "cancelled: wrong service" {
+	if cancelled.State != spool.Cancelled || cancelled.Result.Error != "cancelled: wrong service" {
 		t.Fatalf("cancelled external job: %v", cancelled)
 	}
-	command, _, err := c.Submit(ctx, client.Submission{Argv: []string{"true"}})
+	command, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.RebuildLog(ctx, command.GetJobId()); !errors.Is(err, spool.ErrInvalidArgument) {
+	if _, err := c.RebuildLog(ctx, command.ID); !errors.Is(err, spool.ErrInvalidArgument) {
 		t.Fatalf("rebuilding a command's log: %v, want invalid argument", err)
 	}
-	if _, err := c.CompleteExternal(ctx, command.GetJobId()); !errors.Is(err, spool.ErrInvalidArgument) {
+	if _, err := c.CompleteExternal(ctx, command.ID); !errors.Is(err, spool.ErrInvalidArgument) {
 		t.Fatalf("completing a command as a source: %v, want invalid argument", err)
 	}
 	if _, err := ing.CompleteSource(ctx, "svc"); !errors.Is(err, spool.ErrNotFound) {
@@ -281,20 +285,20 @@ func TestIngestKeysAndCancel(t *testing.T) {
 // TestIdleSourceEnds: a source that sends nothing for the idle timeout has
 // its job ended, with a note that says why.
 func TestIdleSourceEnds(t *testing.T) {
-	srv := spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
 		c.Store.Type = "memory"
 		c.Ingest.IdleTimeout = time.Second
-	}))
-	key := srv.Key(t, "ingest")
+	}})
+	key := srv.Key(t, spool.RoleIngest)
 	lines := ingesttest.Lines(ingesttest.Line{Source: "quiet", ID: "1", Timestamp: 1, Message: "only line"})
 	if code := post(t, srv, "/api/v1/ingest/lines", key, lines, nil); code != http.StatusOK {
 		t.Fatalf("lines: %d", code)
 	}
-	job := srv.WaitJob(t, sourceJobs(t, srv.Client(), "quiet")[0].GetJobId())
-	if job.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || len(job.GetNotes()) != 1 {
+	job := srv.WaitJob(t, sourceJobs(t, srv.Client(), "quiet")[0].ID)
+	if job.State != spool.Succeeded || len(job.Notes) != 1 {
 		t.Fatalf("idle source's job: %v", job)
 	}
-	if ended := job.GetResult().GetFinishedAt().AsTime().Sub(job.GetCreatedAt().AsTime()); ended < time.Second {
+	if ended := job.Result.FinishedAt.Sub(job.CreatedAt); ended < time.Second {
 		t.Fatalf("the job ended %s after its only event, before the idle timeout", ended)
 	}
 }
@@ -304,7 +308,7 @@ func TestIdleSourceEnds(t *testing.T) {
 func TestRebuildRepairsTheLog(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	ctx := context.Background()
-	key := srv.Key(t, "ingest")
+	key := srv.Key(t, spool.RoleIngest)
 	for from := 1; from <= 200; from += 30 {
 		delivery := ingesttest.FirehoseBody(fmt.Sprint(from), 1,
 			ingesttest.Record(ingesttest.DataMessage("g", "s", cwEvents("e", from, min(from+29, 200))...)))
@@ -314,7 +318,7 @@ func TestRebuildRepairsTheLog(t *testing.T) {
 	}
 	c := srv.Client()
 	job := sourceJobs(t, c, "g:s")[0]
-	want := logLines(t, c, job.GetJobId())
+	want := logLines(t, c, job.ID)
 	// Another hand on the same database damages the stored log.
 	st, err := sqlitestore.Open(ctx, filepath.Join(srv.Config().Server.DataDir, "spool.db"), sqlitestore.Options{})
 	if err != nil {
@@ -322,7 +326,7 @@ func TestRebuildRepairsTheLog(t *testing.T) {
 	}
 	defer st.Close()
 	var items []*spoolv1.JobEvent
-	for ev, err := range storekit.Read(ctx, st, store.ReadRequest{JobID: job.GetJobId(), FromSequence: 1}) {
+	for ev, err := range storekit.Read(ctx, st, store.ReadRequest{JobID: job.ID, FromSequence: 1}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,20 +335,20 @@ func TestRebuildRepairsTheLog(t *testing.T) {
 	damaged := append(slices.Clone(items[:2]), items[3:]...)
 	damaged[0] = proto.CloneOf(damaged[0])
 	damaged[0].GetOutputBatch().GetOutputs()[4].Output = []byte("tampered")
-	if err := st.ReplaceLog(ctx, job.GetJobId(), damaged); err != nil {
+	if err := st.ReplaceLog(ctx, job.ID, damaged); err != nil {
 		t.Fatal(err)
 	}
-	if got := logLines(t, c, job.GetJobId()); slices.Equal(got, want) {
+	if got := logLines(t, c, job.ID); slices.Equal(got, want) {
 		t.Fatal("the damage did not show")
 	}
-	r, err := c.RebuildLog(ctx, job.GetJobId())
+	r, err := c.RebuildLog(ctx, job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.GetItemsChanged() != 2 || r.GetItems() != int64(len(items)) {
+	if r.ItemsChanged != 2 || r.Items != int64(len(items)) {
 		t.Fatalf("rebuild of a damaged log: %v; want 2 items changed of %d", r, len(items))
 	}
-	if got := logLines(t, c, job.GetJobId()); !slices.Equal(got, want) {
+	if got := logLines(t, c, job.ID); !slices.Equal(got, want) {
 		t.Fatal("the rebuilt log differs from the log before the damage")
 	}
 }

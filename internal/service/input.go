@@ -11,6 +11,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/scatter"
+	"github.com/spool-run/spool/internal/scatterjob"
 )
 
 // GetJobInput returns the document a scatter's job reads on stdin: its
@@ -91,8 +92,8 @@ func checkOutput(out string) error {
 	switch {
 	case out == "":
 		return nil
-	case len(out) > spool.MaxResultBytes:
-		return invalid("result.output: %d bytes; a result may hold at most %d", len(out), spool.MaxResultBytes)
+	case len(out) > scatterjob.MaxResultBytes:
+		return invalid("result.output: %d bytes; a result may hold at most %d", len(out), scatterjob.MaxResultBytes)
 	case !utf8.ValidString(out) || !json.Valid([]byte(out)):
 		return invalid("result.output is not valid JSON")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -172,7 +173,7 @@ func (s *Service) CancelJob(ctx context.Context, m *spoolv1.CancelJobRequest) (*
 		}
 	}
 	s.kickScatterOf(job)
-	s.audit(ctx, caller, "job cancel requested", "job_id", job.GetJobId(), "state", spool.StateName(job.GetState()), "reason", m.GetReason())
+	s.audit(ctx, caller, "job cancel requested", "job_id", job.GetJobId(), "state", convert.State(job.GetState()).String(), "reason", m.GetReason())
 	return &spoolv1.CancelJobResponse{Job: job}, nil
 }
 

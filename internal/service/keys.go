@@ -13,6 +13,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -33,14 +34,14 @@ func (s *Service) CreateKey(ctx context.Context, m *spoolv1.CreateKeyRequest) (*
 		return nil, err
 	}
 	if _, ok := roles[m.GetRole()]; !ok {
-		names := make([]string, len(spool.Roles))
-		for i, r := range spool.Roles {
-			names[i] = spool.RoleName(r)
+		names := make([]string, len(spool.Roles()))
+		for i, r := range spool.Roles() {
+			names[i] = r.String()
 		}
 		return nil, invalid("role: say what the key may do: %s", strings.Join(names, ", "))
 	}
 	if len(m.GetQueues()) > 0 && m.GetRole() != spoolv1.KeyRole_KEY_ROLE_WORKER {
-		return nil, invalid("queues limit worker keys only; a %s key works on every queue", spool.RoleName(m.GetRole()))
+		return nil, invalid("queues limit worker keys only; a %s key works on every queue", convert.Role(m.GetRole()).String())
 	}
 	for _, q := range m.GetQueues() {
 		if _, err := checkQueue(q); err != nil || q == "" {
@@ -52,7 +53,7 @@ func (s *Service) CreateKey(ctx context.Context, m *spoolv1.CreateKeyRequest) (*
 	if err := s.store.CreateKey(ctx, store.KeyRecord{Key: key, Hash: HashKey(secret)}); err != nil {
 		return nil, s.fail(ctx, "CreateKey", err)
 	}
-	s.audit(ctx, caller, "key created", "key", key.GetName(), "role", spool.RoleName(key.GetRole()), "queues", strings.Join(key.GetQueues(), ","))
+	s.audit(ctx, caller, "key created", "key", key.GetName(), "role", convert.Role(key.GetRole()).String(), "queues", strings.Join(key.GetQueues(), ","))
 	return &spoolv1.CreateKeyResponse{Key: key, Secret: secret}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -224,7 +225,7 @@ func (s *Service) complete(ctx context.Context, ref store.LeaseRef, m *spoolv1.C
 	}
 	s.kickScatterOf(job)
 	s.log.InfoContext(ctx, "job finished", "job_id", job.GetJobId(), "attempt", ref.Attempt,
-		"state", spool.StateName(job.GetState()), "exit_code", job.GetResult().GetExitCode())
+		"state", convert.State(job.GetState()).String(), "exit_code", job.GetResult().GetExitCode())
 	s.metrics.jobFinished(ctx, job)
 	return job, nil
 }
@@ -313,7 +314,7 @@ func (s *Service) ReleaseJob(ctx context.Context, m *spoolv1.ReleaseJobRequest) 
 		return nil, s.fail(ctx, "ReleaseJob", err)
 	}
 	s.kickScatterOf(job)
-	s.log.InfoContext(ctx, "job handed back", "job_id", job.GetJobId(), "attempt", ref.Attempt, "state", spool.StateName(job.GetState()), "reason", m.GetReason())
+	s.log.InfoContext(ctx, "job handed back", "job_id", job.GetJobId(), "attempt", ref.Attempt, "state", convert.State(job.GetState()).String(), "reason", m.GetReason())
 	s.metrics.released.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", job.GetQueue())))
 	return &spoolv1.ReleaseJobResponse{Job: job}, nil
 }
@@ -384,7 +385,7 @@ func (s *Service) waitOnce(ctx context.Context, jobID string, over <-chan time.T
 	flipped, done := s.watchers.changes(jobID)
 	defer done()
 	if j, err := s.store.Get(ctx, jobID); err == nil {
-		*cancel = j.GetCancelRequested() || spool.IsFinal(j.GetState())
+		*cancel = j.GetCancelRequested() || convert.State(j.GetState()).IsFinal()
 	}
 	if *watched = s.watchers.watched(jobID); *cancel || *watched != believed {
 		return true

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -85,7 +85,7 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 		fr.FromTime = m.GetFromTimestamp().AsTime()
 	}
 	f := &Feed{s: s, f: storekit.NewFeed(s.store, fr), job: job, unpack: m.GetUnpack(), follow: m.GetFollow(), release: func() {}, checked: time.Now()}
-	if m.GetFollow() && !spool.IsFinal(job.GetState()) {
+	if m.GetFollow() && !convert.State(job.GetState()).IsFinal() {
 		f.release = s.watchers.add(job.GetJobId())
 	}
 	return f, nil

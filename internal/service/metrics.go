@@ -6,8 +6,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/telemetry"
@@ -67,7 +67,7 @@ func newMetrics(m metric.Meter, w *watchers) *metrics {
 }
 
 func (sm *metrics) jobFinished(ctx context.Context, j *spoolv1.Job) {
-	sm.finished.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", j.GetQueue()), attribute.String("state", spool.StateName(j.GetState()))))
+	sm.finished.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", j.GetQueue()), attribute.String("state", convert.State(j.GetState()).String())))
 }
 
 func (sm *metrics) eventsPublished(ctx context.Context, evs []events.Published) {

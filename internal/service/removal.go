@@ -10,6 +10,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 )
 
 // DeleteJob removes a finished job and its whole log. A job still queued
@@ -27,7 +28,7 @@ func (s *Service) DeleteJob(ctx context.Context, m *spoolv1.DeleteJobRequest) (*
 	if err := s.remove(ctx, job, "operator"); err != nil {
 		return nil, s.fail(ctx, "DeleteJob", err)
 	}
-	s.audit(ctx, caller, "job deleted", "job_id", job.GetJobId(), "queue", job.GetQueue(), "state", spool.StateName(job.GetState()))
+	s.audit(ctx, caller, "job deleted", "job_id", job.GetJobId(), "queue", job.GetQueue(), "state", convert.State(job.GetState()).String())
 	return &spoolv1.DeleteJobResponse{}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
 )
@@ -80,9 +81,9 @@ func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*sp
 // which only means something inside its scatter.
 func rerunnable(j *spoolv1.Job) error {
 	switch {
-	case !spool.IsFinal(j.GetState()):
+	case !convert.State(j.GetState()).IsFinal():
 		return apierr.Errorf(spool.ErrConflict, "job %s is %s: wait for it to finish (or cancel it) before running it again",
-			j.GetJobId(), spool.StateName(j.GetState()))
+			j.GetJobId(), convert.State(j.GetState()).String())
 	case j.GetParams().GetExternal() != nil:
 		return invalid("job %s is the log of source %q, not a command spool ran: it cannot be run again",
 			j.GetJobId(), j.GetParams().GetExternal().GetSource())

@@ -10,7 +10,9 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/scatter"
+	"github.com/spool-run/spool/internal/scatterjob"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -20,10 +22,10 @@ const (
 	// MaxScatterRequestBytes: CreateScatter carries every batch.
 	MaxScatterRequestBytes = scatter.MaxRequestBytes
 	// MaxCompleteRequestBytes: CompleteJob carries the job's result
-	// document (at most spool.MaxResultBytes) and the attempt's last
+	// document (at most scatterjob.MaxResultBytes) and the attempt's last
 	// events, as many as a publish may carry. CompleteJobs carries several
 	// completions within the same bound.
-	MaxCompleteRequestBytes = spool.MaxResultBytes + MaxPublishRequestBytes
+	MaxCompleteRequestBytes = scatterjob.MaxResultBytes + MaxPublishRequestBytes
 )
 
 // CreateScatter checks a scatter, stores it with its batches and wakes this
@@ -189,7 +191,7 @@ func (s *Service) CancelScatter(ctx context.Context, m *spoolv1.CancelScatterReq
 		if err != nil {
 			return nil, err
 		}
-		if spool.ScatterIsFinal(rec.Scatter.GetState()) {
+		if convert.ScatterState(rec.Scatter.GetState()).IsFinal() {
 			return &spoolv1.CancelScatterResponse{Scatter: rec.Scatter}, nil
 		}
 		reason := "cancelled"

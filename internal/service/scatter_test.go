@@ -14,7 +14,6 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
@@ -86,12 +85,12 @@ func onStores(t *testing.T, want func(testStore) bool, test func(t *testing.T, s
 // newServer starts a server on the store set configures, with short leases
 // and the tests' admin key (the same on every server of a shared store).
 func newServer(t *testing.T, set func(*server.Config)) *spooltest.Server {
-	return spooltest.NewServer(t, spooltest.WithConfig(func(c *server.Config) {
+	return spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
 		c.Execution.HeartbeatInterval = time.Second
 		c.Jobs.Lease = 3 * time.Second
 		c.Auth.AdminKey = "spool_scatter-tests-0123456789abcdefghijklmnopqrstuvwxyz"
 		set(c)
-	}))
+	}})
 }
 
 // batches returns n batches of k items each ({"k":0}, {"k":1}, …).
@@ -125,7 +124,7 @@ type gatherDoc struct {
 	ScatterID     string                     `json:"scatter_id"`
 }
 
-func follow(t *testing.T, c *client.Client, id string) *spoolv1.Scatter {
+func follow(t *testing.T, c *client.Client, id string) *spool.Scatter {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -136,13 +135,13 @@ func follow(t *testing.T, c *client.Client, id string) *spoolv1.Scatter {
 	return sc
 }
 
-func wantProgress(t *testing.T, sc *spoolv1.Scatter, state spoolv1.ScatterState, succeeded, failed, cancelled int32) {
+func wantProgress(t *testing.T, sc *spool.Scatter, state spool.ScatterState, succeeded, failed, cancelled int) {
 	t.Helper()
-	p := sc.GetProgress()
-	if sc.GetState() != state || p.GetSucceeded() != succeeded || p.GetFailed() != failed || p.GetCancelled() != cancelled ||
-		p.GetQueued()+p.GetRunning()+p.GetWaiting() != 0 {
-		t.Fatalf("scatter %s ended %s (%s) with %v; want %s with %d succeeded, %d failed, %d cancelled",
-			sc.GetScatterId(), spool.ScatterStateName(sc.GetState()), sc.GetError(), p, spool.ScatterStateName(state), succeeded, failed, cancelled)
+	p := sc.Progress
+	if sc.State != state || p.Succeeded != succeeded || p.Failed != failed || p.Cancelled != cancelled ||
+		p.Queued+p.Running+p.Waiting != 0 {
+		t.Fatalf("scatter %s ended %s (%s) with %+v; want %s with %d succeeded, %d failed, %d cancelled",
+			sc.ID, sc.State, sc.Error, p, state, succeeded, failed, cancelled)
 	}
 }
 
@@ -152,8 +151,8 @@ func TestScatterBatchesAndGather(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job:        client.Submission{Script: countItems},
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job:        client.SubmitParams{Script: countItems},
 			Batches:    batches(5, 3),
 			BatchInput: json.RawMessage(`{"width": 800}`),
 			Gather:     `cat > "$SPOOL_RESULT"`,
@@ -161,23 +160,23 @@ func TestScatterBatchesAndGather(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := sc.GetProgress(); p.GetBatchCount() != 5 || p.GetItemCount() != 15 {
+		if p := sc.Progress; p.BatchCount != 5 || p.ItemCount != 15 {
 			t.Fatalf("new scatter's progress %v, want 5 batches of 15 items", p)
 		}
-		sc = follow(t, c, sc.GetScatterId())
-		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 5, 0, 0)
-		if sc.GetProgress().GetItemsDone() != 15 {
-			t.Fatalf("items done %d, want 15", sc.GetProgress().GetItemsDone())
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterSucceeded, 5, 0, 0)
+		if sc.Progress.ItemsDone != 15 {
+			t.Fatalf("items done %d, want 15", sc.Progress.ItemsDone)
 		}
-		gather, err := c.Job(context.Background(), sc.GetGatherJobId())
+		gather, err := c.Job(context.Background(), sc.GatherJobID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var doc gatherDoc
-		if err := json.Unmarshal([]byte(gather.GetResult().GetOutput()), &doc); err != nil {
-			t.Fatalf("gather's input %q: %v", gather.GetResult().GetOutput(), err)
+		if err := json.Unmarshal([]byte(gather.Result.Output), &doc); err != nil {
+			t.Fatalf("gather's input %q: %v", gather.Result.Output, err)
 		}
-		if doc.BatchCount != 5 || len(doc.BatchResults) != 5 || len(doc.FailedBatches) != 0 || string(doc.BatchInput) != `{"width":800}` || doc.ScatterID != sc.GetScatterId() {
+		if doc.BatchCount != 5 || len(doc.BatchResults) != 5 || len(doc.FailedBatches) != 0 || string(doc.BatchInput) != `{"width":800}` || doc.ScatterID != sc.ID {
 			t.Fatalf("gather read %+v", doc)
 		}
 		for i := range 5 {
@@ -187,13 +186,13 @@ func TestScatterBatchesAndGather(t *testing.T) {
 		}
 		wantMetrics(t, srv, `spool_scatter_batches_created_total{queue="default"} 5`, `spool_scatter_batches_started_total{queue="default"} 5`,
 			`spool_scatter_batches_completed_total{queue="default"} 5`)
-		batches, next, err := c.ScatterBatches(context.Background(), sc.GetScatterId(), 0, 0)
+		batches, next, err := c.ScatterBatches(context.Background(), sc.ID, 0, 0)
 		if err != nil || len(batches) != 5 || next != 0 {
 			t.Fatalf("batches: %d, next %d, %v", len(batches), next, err)
 		}
 		for i, b := range batches {
-			if b.GetJob().GetJobId() != scatter.BatchJobID(sc.GetScatterId(), int32(i)) || b.GetItemCount() != 3 ||
-				b.GetJob().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || b.GetJob().GetAttempt() != 1 {
+			if b.Job.ID != scatter.BatchJobID(sc.ID, int32(i)) || b.ItemCount != 3 ||
+				b.Job.State != spool.Succeeded || b.Job.Attempt != 1 {
 				t.Fatalf("batch %d: %v", i, b)
 			}
 		}
@@ -226,30 +225,30 @@ func TestScatterConcurrencyLimit(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 6})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "sleep 0.3"}, Batches: batches(6, 1), MaxConcurrency: 2,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "sleep 0.3"}, Batches: batches(6, 1), MaxConcurrency: 2,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc = follow(t, c, sc.GetScatterId())
-		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 6, 0, 0)
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterSucceeded, 6, 0, 0)
 		wantAtMostAtOnce(t, c, sc, 2)
 	})
 }
 
 // wantAtMostAtOnce fails if more than limit of a scatter's batches ran at
 // the same time, by their jobs' start and end times.
-func wantAtMostAtOnce(t *testing.T, c *client.Client, sc *spoolv1.Scatter, limit int) {
+func wantAtMostAtOnce(t *testing.T, c *client.Client, sc *spool.Scatter, limit int) {
 	t.Helper()
 	type span struct{ from, to time.Time }
 	var spans []span
-	for i := range sc.GetProgress().GetBatchCount() {
-		j, err := c.Job(context.Background(), scatter.BatchJobID(sc.GetScatterId(), i))
+	for i := range int32(sc.Progress.BatchCount) {
+		j, err := c.Job(context.Background(), scatter.BatchJobID(sc.ID, i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		spans = append(spans, span{j.GetResult().GetStartedAt().AsTime(), j.GetResult().GetFinishedAt().AsTime()})
+		spans = append(spans, span{j.Result.StartedAt, j.Result.FinishedAt})
 	}
 	for _, s := range spans {
 		running := 0
@@ -276,14 +275,14 @@ func TestScatterConcurrencyAcrossServers(t *testing.T) {
 				c = srv.Client()
 			}
 		}
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "sleep 0.3"}, Batches: batches(8, 1), MaxConcurrency: 2,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "sleep 0.3"}, Batches: batches(8, 1), MaxConcurrency: 2,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc = follow(t, c, sc.GetScatterId())
-		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 8, 0, 0)
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterSucceeded, 8, 0, 0)
 		wantAtMostAtOnce(t, c, sc, 2)
 	})
 }
@@ -295,14 +294,14 @@ const failOdd = `test $((SPOOL_BATCH_INDEX % 2)) -eq 0`
 // percentage, reaching it included) let the scatter gather; one more fails
 // it, and the batches not started then never run.
 func TestScatterToleratedFailures(t *testing.T) {
-	count := func(n int32) *int32 { return &n }
+	count := func(n int) *int { return &n }
 	pct := func(p float32) *float32 { return &p }
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
 		c := srv.Client()
 		for _, tc := range []struct {
 			name  string
-			count *int32
+			count *int
 			pct   *float32
 			ok    bool
 		}{
@@ -312,27 +311,27 @@ func TestScatterToleratedFailures(t *testing.T) {
 			{"percentage past the limit", nil, pct(49), false},
 			{"both, one passed", count(5), pct(25), false},
 		} {
-			sc, err := c.StartScatter(context.Background(), client.NewScatter{
-				Job: client.Submission{Script: failOdd}, Batches: batches(4, 1), Gather: `cat > "$SPOOL_RESULT"`,
+			sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+				Job: client.SubmitParams{Script: failOdd}, Batches: batches(4, 1), Gather: `cat > "$SPOOL_RESULT"`,
 				ToleratedFailureCount: tc.count, ToleratedFailurePercentage: tc.pct,
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc = follow(t, c, sc.GetScatterId())
+			sc = follow(t, c, sc.ID)
 			if !tc.ok {
-				if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_FAILED || sc.GetGatherJobId() != "" || !strings.Contains(sc.GetError(), "batches failed") {
-					t.Fatalf("%s: scatter %s (%s), gather %q; want failed without a gather", tc.name, sc.GetState(), sc.GetError(), sc.GetGatherJobId())
+				if sc.State != spool.ScatterFailed || sc.GatherJobID != "" || !strings.Contains(sc.Error, "batches failed") {
+					t.Fatalf("%s: scatter %s (%s), gather %q; want failed without a gather", tc.name, sc.State, sc.Error, sc.GatherJobID)
 				}
 				continue
 			}
-			wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 2, 2, 0)
-			gather, err := c.Job(context.Background(), sc.GetGatherJobId())
+			wantProgress(t, sc, spool.ScatterSucceeded, 2, 2, 0)
+			gather, err := c.Job(context.Background(), sc.GatherJobID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var doc gatherDoc
-			if err := json.Unmarshal([]byte(gather.GetResult().GetOutput()), &doc); err != nil {
+			if err := json.Unmarshal([]byte(gather.Result.Output), &doc); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(doc.FailedBatches, []int32{1, 3}) || string(doc.BatchResults["1"]) != "null" {
@@ -341,16 +340,16 @@ func TestScatterToleratedFailures(t *testing.T) {
 		}
 
 		// One at a time and nothing tolerated: the first failure stops it.
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "exit 3"}, Batches: batches(4, 1), MaxConcurrency: 1,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "exit 3"}, Batches: batches(4, 1), MaxConcurrency: 1,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc = follow(t, c, sc.GetScatterId())
-		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_FAILED, 0, 1, 3)
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterFailed, 0, 1, 3)
 		for i := int32(1); i < 4; i++ {
-			if _, err := c.Job(context.Background(), scatter.BatchJobID(sc.GetScatterId(), i)); !errors.Is(err, spool.ErrNotFound) {
+			if _, err := c.Job(context.Background(), scatter.BatchJobID(sc.ID, i)); !errors.Is(err, spool.ErrNotFound) {
 				t.Fatalf("batch %d of a scatter that failed before it started has a job: %v", i, err)
 			}
 		}
@@ -363,20 +362,20 @@ func TestScatterBadResult(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: `echo 'not json' > "$SPOOL_RESULT"`}, Batches: batches(1, 1),
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: `echo 'not json' > "$SPOOL_RESULT"`}, Batches: batches(1, 1),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc = follow(t, c, sc.GetScatterId())
-		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_FAILED, 0, 1, 0)
-		j, err := c.Job(context.Background(), scatter.BatchJobID(sc.GetScatterId(), 0))
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterFailed, 0, 1, 0)
+		j, err := c.Job(context.Background(), scatter.BatchJobID(sc.ID, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(j.GetResult().GetError(), "$SPOOL_RESULT is not valid JSON") {
-			t.Fatalf("batch failed with %q, want it to say the result is not JSON", j.GetResult().GetError())
+		if !strings.Contains(j.Result.Error, "$SPOOL_RESULT is not valid JSON") {
+			t.Fatalf("batch failed with %q, want it to say the result is not JSON", j.Result.Error)
 		}
 		wantMetrics(t, srv, `spool_scatter_batches_failed_total{queue="default"} 1`)
 	})
@@ -388,28 +387,28 @@ func TestScatterCancel(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "sleep 60"}, Batches: batches(10, 1), MaxConcurrency: 2,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "sleep 60"}, Batches: batches(10, 1), MaxConcurrency: 2,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitRunning(t, c, sc.GetScatterId(), 2)
-		sc, err = c.CancelScatter(context.Background(), sc.GetScatterId(), "changed my mind")
+		waitRunning(t, c, sc.ID, 2)
+		sc, err = c.CancelScatter(context.Background(), sc.ID, "changed my mind")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sc.GetState() != spoolv1.ScatterState_SCATTER_STATE_CANCELLED || !strings.Contains(sc.GetError(), "changed my mind") {
-			t.Fatalf("cancelled scatter: %s %q", sc.GetState(), sc.GetError())
+		if sc.State != spool.ScatterCancelled || !strings.Contains(sc.Error, "changed my mind") {
+			t.Fatalf("cancelled scatter: %s %q", sc.State, sc.Error)
 		}
 		for i := int32(0); i < 2; i++ {
-			j := srv.WaitJob(t, scatter.BatchJobID(sc.GetScatterId(), i))
-			if j.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED {
-				t.Fatalf("running batch %d after the cancel: %s", i, j.GetState())
+			j := srv.WaitJob(t, scatter.BatchJobID(sc.ID, i))
+			if j.State != spool.Cancelled {
+				t.Fatalf("running batch %d after the cancel: %s", i, j.State)
 			}
 		}
 		for i := int32(2); i < 10; i++ {
-			if _, err := c.Job(context.Background(), scatter.BatchJobID(sc.GetScatterId(), i)); !errors.Is(err, spool.ErrNotFound) {
+			if _, err := c.Job(context.Background(), scatter.BatchJobID(sc.ID, i)); !errors.Is(err, spool.ErrNotFound) {
 				t.Fatalf("waiting batch %d got a job after the cancel: %v", i, err)
 			}
 		}
@@ -417,14 +416,14 @@ func TestScatterCancel(t *testing.T) {
 }
 
 // waitRunning waits until n of a scatter's batches run.
-func waitRunning(t *testing.T, c *client.Client, id string, n int32) {
+func waitRunning(t *testing.T, c *client.Client, id string, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		sc, err := c.Scatter(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sc.GetProgress().GetRunning() >= n {
+		if sc.Progress.Running >= n {
 			return
 		}
 	}
@@ -438,23 +437,23 @@ func TestScatterSurvivesRestart(t *testing.T) {
 		srv := newServer(t, set)
 		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 3})
 		c := srv.Client()
-		sc, err := c.StartScatter(context.Background(), client.NewScatter{
-			Job: client.Submission{Script: "sleep 0.5; " + countItems}, Batches: batches(9, 2), MaxConcurrency: 3,
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: "sleep 0.5; " + countItems}, Batches: batches(9, 2), MaxConcurrency: 3,
 			Gather: `cat > "$SPOOL_RESULT"`,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitRunning(t, c, sc.GetScatterId(), 2)
+		waitRunning(t, c, sc.ID, 2)
 		srv.Restart()
-		sc = follow(t, c, sc.GetScatterId())
-		wantProgress(t, sc, spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED, 9, 0, 0)
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterSucceeded, 9, 0, 0)
 		jobs := 0
-		for j, err := range c.Jobs(context.Background(), &spoolv1.ListJobsRequest{}) {
+		for j, err := range c.Jobs(context.Background(), client.ListParams{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.HasPrefix(j.GetJobId(), sc.GetScatterId()) {
+			if strings.HasPrefix(j.ID, sc.ID) {
 				jobs++
 			}
 		}

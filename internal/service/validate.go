@@ -13,6 +13,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/mask"
 	"github.com/spool-run/spool/internal/store"
 )
@@ -234,7 +235,7 @@ func checkSeconds(field string, v, def, lo, hi int32) (int32, error) {
 
 func checkStates(states []spoolv1.JobState) error {
 	for _, s := range states {
-		if !slices.Contains(spool.States, s) {
+		if !slices.Contains(spool.States(), convert.State(s)) {
 			return invalid("states: %d is not a job state; use %s", int32(s), strings.Join(stateNames(), ", "))
 		}
 	}
@@ -242,9 +243,9 @@ func checkStates(states []spoolv1.JobState) error {
 }
 
 func stateNames() []string {
-	names := make([]string, len(spool.States))
-	for i, s := range spool.States {
-		names[i] = spool.StateName(s)
+	names := make([]string, len(spool.States()))
+	for i, s := range spool.States() {
+		names[i] = s.String()
 	}
 	return names
 }

@@ -3,9 +3,8 @@ package termview
 import (
 	"bufio"
 	"io"
-	"time"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
 )
 
 // OutputWriter prints output lines as the job wrote them: stdout lines to
@@ -34,13 +33,10 @@ func NewOutputWriter(out, errOut io.Writer) *OutputWriter {
 	return &OutputWriter{out: bufio.NewWriter(out), errOut: bufio.NewWriter(errOut), midLine: map[*bufio.Writer]bool{}}
 }
 
-// Write writes a line whose time is not wanted (Timestamps unset).
-func (w *OutputWriter) Write(d *spoolv1.OutputEvent) error { return w.WriteAt(d, time.Time{}) }
-
-// WriteAt writes a line the job wrote at at.
-func (w *OutputWriter) WriteAt(d *spoolv1.OutputEvent, at time.Time) error {
+// Write writes a line, after its time when Timestamps is set.
+func (w *OutputWriter) Write(l spool.Line) error {
 	to := w.out
-	if d.GetStream() == spoolv1.StreamType_STREAM_TYPE_STDERR {
+	if l.Stream == spool.Stderr {
 		to = w.errOut
 	}
 	if w.cur != nil && w.cur != to {
@@ -51,14 +47,14 @@ func (w *OutputWriter) WriteAt(d *spoolv1.OutputEvent, at time.Time) error {
 	w.cur = to
 	if w.Timestamps {
 		if !w.midLine[to] {
-			to.WriteString(at.UTC().Format(TimestampLayout) + " ")
+			to.WriteString(l.Time.UTC().Format(TimestampLayout) + " ")
 		}
-		w.midLine[to] = d.GetPartial()
+		w.midLine[to] = l.Partial
 	}
-	if _, err := to.Write(d.GetOutput()); err != nil {
+	if _, err := to.WriteString(l.Text); err != nil {
 		return err
 	}
-	if d.GetPartial() {
+	if l.Partial {
 		return nil
 	}
 	return to.WriteByte('\n')

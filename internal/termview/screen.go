@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"io"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
 )
 
 // Screen draws output lines under a status line. On a terminal,
@@ -32,18 +32,18 @@ func NewScreen(out, errOut io.Writer, t Info) *Screen {
 }
 
 // Line shows one output line, then the status line under it.
-func (s *Screen) Line(d *spoolv1.OutputEvent) error {
+func (s *Screen) Line(l spool.Line) error {
 	if !s.term.TTY {
-		return s.plain.Write(d)
+		return s.plain.Write(l)
 	}
 	s.erase()
 	color := ""
-	if s.term.Color && d.GetStream() == spoolv1.StreamType_STREAM_TYPE_STDERR {
+	if s.term.Color && l.Stream == spool.Stderr {
 		color = Red
 	}
 	// A partial line ends a row like any other: the status line takes the
 	// row under it, so the rest cannot continue in place.
-	for _, row := range Wrap(d.GetOutput(), s.term.Width) {
+	for _, row := range Wrap([]byte(l.Text), s.term.Width) {
 		s.row(color, row)
 	}
 	return s.draw()

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
 )
 
 func TestWrap(t *testing.T) {
@@ -48,12 +48,12 @@ func TestColorWanted(t *testing.T) {
 	}
 }
 
-func out(text string, stderr bool) *spoolv1.OutputEvent {
-	d := &spoolv1.OutputEvent{Output: []byte(text), Stream: spoolv1.StreamType_STREAM_TYPE_STDOUT}
+func out(text string, stderr bool) spool.Line {
+	l := spool.Line{Text: text, Stream: spool.Stdout}
 	if stderr {
-		d.Stream = spoolv1.StreamType_STREAM_TYPE_STDERR
+		l.Stream = spool.Stderr
 	}
-	return d
+	return l
 }
 
 // TestScreenOnTerminal: stderr in red, rows wrapped, notes dimmed, and the

@@ -49,6 +49,9 @@ type Options struct {
 	// OnRetry, if set, hears why a call failed and how long it waits
 	// before each of those tries.
 	OnRetry func(err error, wait time.Duration)
+	// Interceptors see every call, each try of a retried one included
+	// (metrics, say).
+	Interceptors []connect.Interceptor
 }
 
 // BaseURL checks a server address and returns it without a trailing slash.
@@ -120,6 +123,9 @@ func connection(baseURL string, o Options) (*http.Client, string, []connect.Clie
 	}
 	if o.Compress {
 		opts = append(opts, connect.WithSendCompression(Name), connect.WithCompressMinBytes(1024))
+	}
+	if len(o.Interceptors) > 0 {
+		opts = append(opts, connect.WithInterceptors(o.Interceptors...))
 	}
 	if o.Retry > 0 {
 		// Before the key, so every try carries it.

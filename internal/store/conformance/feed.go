@@ -8,6 +8,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -56,7 +57,7 @@ func (f *follower) wait(t *testing.T) {
 	if f.err != nil {
 		t.Fatalf("feed: %v", f.err)
 	}
-	if f.final == nil || !spool.IsFinal(f.final.GetState()) {
+	if f.final == nil || !convert.State(f.final.GetState()).IsFinal() {
 		t.Fatalf("feed ended without the finished job (got %v)", f.final)
 	}
 }

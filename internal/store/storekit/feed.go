@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 )
@@ -125,7 +125,7 @@ func (f *Feed) round(ctx context.Context, c *feedCursor, yield func([]*events.St
 	}
 	// The job was read before the log: if it was final then, the read
 	// below sees every event it will ever have.
-	final := spool.IsFinal(job.GetState())
+	final := convert.State(job.GetState()).IsFinal()
 	if (c.line > 0 || job.GetLastSequence() >= c.next) && !f.readStored(ctx, c, yield) {
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -73,8 +74,8 @@ func NewLeaseID() string { return uuid.NewString() }
 // running, on ref's attempt, under ref's lease handle.
 func CheckLease(ref store.LeaseRef, state spoolv1.JobState, attempt int32, leaseID string) error {
 	switch {
-	case spool.IsFinal(state):
-		return apierr.Errorf(spool.ErrStaleLease, "job %s is already %s: stop working on it", ref.JobID, spool.StateName(state))
+	case convert.State(state).IsFinal():
+		return apierr.Errorf(spool.ErrStaleLease, "job %s is already %s: stop working on it", ref.JobID, convert.State(state).String())
 	case attempt != ref.Attempt:
 		return apierr.Errorf(spool.ErrStaleLease, "lease of attempt %d of job %s is stale: the job is on attempt %d", ref.Attempt, ref.JobID, attempt)
 	case state != spoolv1.JobState_JOB_STATE_RUNNING || leaseID != ref.LeaseID:
@@ -224,7 +225,7 @@ func Released(j *spoolv1.Job, countAttempt bool, reason string, now time.Time) O
 			Error: cancelMessage(j.GetCancelReason()), FinishedAt: timestamppb.New(now)}}
 	}
 	if countAttempt {
-		if o := expired(j, now); spool.IsFinal(o.State) {
+		if o := expired(j, now); convert.State(o.State).IsFinal() {
 			return o
 		}
 	}
@@ -251,7 +252,7 @@ func CheckFinish(ref store.LeaseRef, state spoolv1.JobState, attempt int32, leas
 // a completed job, and clear it when a job ends any other way). A repeat is
 // a no-op rather than stale.
 func SameCompletion(ref store.LeaseRef, state spoolv1.JobState, attempt int32, leaseID string) bool {
-	return spool.IsFinal(state) && attempt == ref.Attempt && leaseID != "" && leaseID == ref.LeaseID
+	return convert.State(state).IsFinal() && attempt == ref.Attempt && leaseID != "" && leaseID == ref.LeaseID
 }
 
 // CancelledResult is the result of a job cancelled before it started.
@@ -347,5 +348,5 @@ func AddRerun(j *spoolv1.Job, rerunID string) bool {
 // running: the same words from every store.
 func NotFinished(id string, state spoolv1.JobState) error {
 	return apierr.Errorf(spool.ErrConflict, "job %s is %s: only a finished job can be deleted; cancel it first",
-		id, spool.StateName(state))
+		id, convert.State(state).String())
 }

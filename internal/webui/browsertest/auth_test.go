@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/spooltest"
 )
@@ -47,11 +48,11 @@ func (b *browser) submitKey(t *testing.T, key string) {
 // script or a URL could show it: the session is an HttpOnly cookie.
 func TestSignInFollowJobAndLogOut(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	_, readKey, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: "alice", Role: "read"})
+	_, readKey, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: "alice", Role: spool.RoleRead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"make"}, Queue: "ci"}); err != nil {
+	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"make"}, Queue: "ci"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "ci")
@@ -103,11 +104,11 @@ func TestSignInFollowJobAndLogOut(t *testing.T) {
 // the person signs in with another key, the log goes on where it stopped.
 func TestRevokedKeyStopsTheLog(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	_, bobKey, err := srv.Client().CreateKey(context.Background(), client.NewKey{Name: "bob", Role: "read"})
+	_, bobKey, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: "bob", Role: spool.RoleRead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Argv: []string{"make"}}); err != nil {
+	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"make"}}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")

@@ -9,7 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/ingest/ingesttest"
 	"github.com/spool-run/spool/spooltest"
 )
@@ -42,14 +43,14 @@ func sendLines(t *testing.T, srv *spooltest.Server, key, source string, from, to
 // marks it external.
 func TestExternalJobPage(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	key := srv.Key(t, "ingest")
+	key := srv.Key(t, spool.RoleIngest)
 	const source = "/ecs/api:ecs/api/7f3e"
 	sendLines(t, srv, key, source, 1, 30)
-	jobs, _, err := srv.Client().JobsPage(context.Background(), &spoolv1.ListJobsRequest{Source: source})
+	jobs, _, err := srv.Client().JobsPage(context.Background(), client.ListParams{Source: source})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("the source's jobs: %v, %v", jobs, err)
 	}
-	id := jobs[0].GetJobId()
+	id := jobs[0].ID
 
 	b := signedIn(t, srv)
 	b.do(t, "open the external job's page", chromedp.Navigate(srv.URL+"/jobs/"+id))

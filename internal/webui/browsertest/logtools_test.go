@@ -43,7 +43,7 @@ func TestJobPageSearch(t *testing.T) {
 	lines[10_999] = spooltest.Line{Text: "retrying after a fatal error"}
 	job := spooltest.RunJob(t, srv, lines...)
 	b := signedIn(t, srv)
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
 	b.waitFor(t, "the last line", `document.getElementById("L12000") !== null`)
 	if b.has(t, "#L1234") {
 		t.Fatal("line 1234 is loaded before the search: the test would not show that the search runs on the server")
@@ -116,7 +116,7 @@ func TestJobPageTimestamps(t *testing.T) {
 		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
 		return err
 	}))
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
 	b.waitFor(t, "the lines", `document.getElementById("L2") !== null`)
 	shown := func(n int) string {
 		return eval[string](t, b, fmt.Sprintf(`getComputedStyle(document.getElementById("L%d"), "::before").content`, n))
@@ -150,7 +150,7 @@ func TestJobPageRawLink(t *testing.T) {
 		fmt.Fprintf(&want, "%d\n", n)
 	}
 	b := signedIn(t, srv)
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
 	b.waitFor(t, "the log", `document.getElementById("L6004") !== null`)
 	if !b.has(t, "#raw[download]") {
 		t.Error("the Raw link is not a download")
@@ -166,8 +166,8 @@ func TestJobPageRawLink(t *testing.T) {
 		const r = await fetch(a.href);
 		return {href: a.getAttribute("href"), type: r.headers.get("Content-Type"), disposition: r.headers.get("Content-Disposition"), body: await r.text()};
 	})()`)
-	if got.Href != "/api/v1/jobs/"+job.GetJobId()+"/logs/raw" || got.Type != "text/plain; charset=utf-8" ||
-		got.Disposition != `attachment; filename="`+job.GetJobId()+`.log"` {
+	if got.Href != "/api/v1/jobs/"+job.ID+"/logs/raw" || got.Type != "text/plain; charset=utf-8" ||
+		got.Disposition != `attachment; filename="`+job.ID+`.log"` {
 		t.Errorf("Raw link %q: Content-Type %q, Content-Disposition %q", got.Href, got.Type, got.Disposition)
 	}
 	if got.Body != want.String() {
@@ -209,7 +209,7 @@ func TestJobPageSections(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, sectionLog...)
 	b := signedIn(t, srv)
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
 	b.waitFor(t, "the log", `document.getElementById("L21") !== null`)
 
 	type head struct {
@@ -277,9 +277,9 @@ func TestJobPageSections(t *testing.T) {
 	checkHidden("Deploy unfolded, lint folded inside it")
 
 	// A link into a folded section opens it.
-	b.do(t, "open line 8", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()+"#L8"))
+	b.do(t, "open line 8", chromedp.Navigate(srv.URL+"/jobs/"+job.ID+"#L8"))
 	b.waitFor(t, "line 8 shown and highlighted", `document.querySelector("#L8.target") !== null && !(`+hidden(8)+`) && !document.getElementById("L7").classList.contains("folded")`)
-	b.do(t, "the link to line 3", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()+"#L3"))
+	b.do(t, "the link to line 3", chromedp.Navigate(srv.URL+"/jobs/"+job.ID+"#L3"))
 	b.waitFor(t, "line 3 shown", `document.querySelector("#L3.target") !== null && !(`+hidden(3)+`)`)
 }
 
@@ -287,7 +287,7 @@ func TestJobPageSections(t *testing.T) {
 // them without showing them; a line after its end shows.
 func TestJobPageSectionsLive(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Script: "ci"}); err != nil {
+	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "ci"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -326,7 +326,7 @@ func TestJobPageSectionLoadedEarlier(t *testing.T) {
 	lines[9].Text = "--- Long step" // a Buildkite header, folded by default
 	job := spooltest.RunJob(t, srv, lines...)
 	b := signedIn(t, srv)
-	b.do(t, "open line 1500", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()+"#L1500"))
+	b.do(t, "open line 1500", chromedp.Navigate(srv.URL+"/jobs/"+job.ID+"#L1500"))
 	b.waitFor(t, "the log from line 1500", `document.getElementById("L2500") !== null && document.getElementById("status-text").textContent.startsWith("finished")`)
 	for _, first := range []int{500, 1} {
 		b.do(t, "load earlier lines", chromedp.Click(chromedp.CSS(".earlier button")))
@@ -364,7 +364,7 @@ func TestJobPageCopyLineLink(t *testing.T) {
 		_, err := cdp.Call(ctx, tg, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
 		return err
 	}))
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
 	b.waitFor(t, "line 50", `document.getElementById("L50") !== null`)
 	eval[bool](t, b, `(document.getElementById("L50").scrollIntoView({block: "center"}), true)`)
 	b.do(t, "click line number 50", chromedp.Click(chromedp.CSS("#L50 .no")))
@@ -375,7 +375,7 @@ func TestJobPageCopyLineLink(t *testing.T) {
 	if hash := eval[string](t, b, `location.hash`); hash != "#L50" || !b.has(t, "#L50.target") {
 		t.Errorf("after the click: hash %q, highlighted %v", hash, b.has(t, "#L50.target"))
 	}
-	if got, want := eval[string](t, b, `navigator.clipboard.readText()`), srv.URL+"/jobs/"+job.GetJobId()+"#L50"; got != want {
+	if got, want := eval[string](t, b, `navigator.clipboard.readText()`), srv.URL+"/jobs/"+job.ID+"#L50"; got != want {
 		t.Errorf("the clipboard holds %q, want %q", got, want)
 	}
 	b.waitFor(t, "the cue to go", `document.querySelector("#L50 .copied") === null`)
@@ -386,7 +386,7 @@ func TestJobPageEndKey(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 3000)...)
 	b := signedIn(t, srv)
-	b.do(t, "open line 100", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()+"#L100"))
+	b.do(t, "open line 100", chromedp.Navigate(srv.URL+"/jobs/"+job.ID+"#L100"))
 	b.waitFor(t, "the rest of the log", `document.getElementById("L3000") !== null && document.getElementById("status-text").textContent.startsWith("finished")`)
 	if b.has(t, "#follow.on") || eval[bool](t, b, lineInView(3000)) {
 		t.Fatal("the view follows the end before End is pressed")
@@ -407,7 +407,7 @@ func TestJobPageFoldedSectionTakesNoRoom(t *testing.T) {
 	lines[3000].Text = "::endgroup::"
 	job := spooltest.RunJob(t, srv, lines...)
 	b := signedIn(t, srv)
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
 	b.waitFor(t, "the end of the log", `document.getElementById("L4000") !== null && document.getElementById("status-text").textContent.startsWith("finished")`)
 	eval[bool](t, b, afterTwoFrames)
 	// Shown: the header and lines 3002-4000, 20px each, and the view's

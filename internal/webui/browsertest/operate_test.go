@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/chromedp/chromedp"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/wire"
@@ -30,7 +31,7 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 	c := srv.Client()
 	ctx := context.Background()
 	for range 3 {
-		if _, _, err := c.Submit(ctx, client.Submission{Queue: "builds", Argv: []string{"make"}}); err != nil {
+		if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "builds", Argv: []string{"make"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +64,7 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 	if err != nil || !paused(qs, "builds") {
 		t.Fatalf("the server does not have builds paused: %v", err)
 	}
-	if ls, _, err := c.JobsPage(ctx, &spoolv1.ListJobsRequest{Queue: "builds", States: []spoolv1.JobState{spoolv1.JobState_JOB_STATE_QUEUED}}); err != nil || len(ls) != 1 {
+	if ls, _, err := c.JobsPage(ctx, client.ListParams{Queue: "builds", States: []spool.State{spool.Queued}}); err != nil || len(ls) != 1 {
 		t.Fatalf("queued jobs of the paused queue: %d, %v", len(ls), err)
 	}
 	if ls := dequeueNow(t, srv, "builds"); len(ls) != 0 {
@@ -77,10 +78,10 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 	}
 }
 
-func paused(qs []*spoolv1.Queue, name string) bool {
+func paused(qs []*spool.Queue, name string) bool {
 	for _, q := range qs {
-		if q.GetName() == name {
-			return q.GetPaused()
+		if q.Name == name {
+			return q.Paused
 		}
 	}
 	return false
@@ -106,7 +107,7 @@ func TestJobPageRerun(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
-	if _, _, err := c.Submit(ctx, client.Submission{Queue: "ci", Argv: []string{"make", "test"}}); err != nil {
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "ci", Argv: []string{"make", "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "ci")
@@ -130,8 +131,8 @@ func TestJobPageRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.GetRerunOf() != l.JobID() || strings.Join(j.GetParams().GetArgv(), " ") != "make test" || j.GetQueue() != "ci" {
-		t.Fatalf("the new job: rerun_of %q, argv %q, queue %q", j.GetRerunOf(), j.GetParams().GetArgv(), j.GetQueue())
+	if j.RerunOf != l.JobID() || strings.Join(j.Params.Argv, " ") != "make test" || j.Queue != "ci" {
+		t.Fatalf("the new job: rerun_of %q, argv %q, queue %q", j.RerunOf, j.Params.Argv, j.Queue)
 	}
 	if got := b.text(t, "#command"); got != "make test" {
 		t.Errorf("the new job's page shows %q", got)

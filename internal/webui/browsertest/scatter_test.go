@@ -9,8 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -20,7 +20,7 @@ import (
 const batchScript = `sleep 0.2; echo '{"ok":true}' > "$SPOOL_RESULT"`
 
 // startScatter starts a scatter of batches of items ("[1,2]", ...) on srv.
-func startScatter(t *testing.T, srv *spooltest.Server, ns client.NewScatter, batches ...string) *spoolv1.Scatter {
+func startScatter(t *testing.T, srv *spooltest.Server, ns client.ScatterParams, batches ...string) *spool.Scatter {
 	t.Helper()
 	for _, b := range batches {
 		ns.Batches = append(ns.Batches, json.RawMessage(b))
@@ -41,15 +41,15 @@ const progressNow = `(() => { const p = document.querySelector("#progress [role=
 // a batch's job page lead back to it. Screenshots are kept.
 func TestScatterPageFollowsProgress(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	tolerated := int32(1)
-	sc := startScatter(t, srv, client.NewScatter{
-		Job:                   client.Submission{Script: batchScript, Queue: "images"},
+	tolerated := 1
+	sc := startScatter(t, srv, client.ScatterParams{
+		Job:                   client.SubmitParams{Script: batchScript, Queue: "images"},
 		BatchInput:            json.RawMessage(`{"width": 800}`),
 		MaxConcurrency:        2,
 		ToleratedFailureCount: &tolerated,
 		Gather:                `cat > /dev/null`,
 	}, `[1,2]`, `[3,4]`, `[5]`)
-	id := sc.GetScatterId()
+	id := sc.ID
 
 	// No worker yet: the scatter stays running with two batches queued and
 	// the third waiting for its turn.
@@ -178,19 +178,19 @@ func TestScatterNotFound(t *testing.T) {
 // cancels it, and then the batches never handed out say they will not run.
 func TestScattersPagesAndCancel(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	first := startScatter(t, srv, client.NewScatter{Job: client.Submission{Script: "true"}}, `["a"]`)
+	first := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "true"}}, `["a"]`)
 	var batches []string
 	for i := range 150 {
 		batches = append(batches, fmt.Sprintf(`[%d]`, i))
 	}
-	big := startScatter(t, srv, client.NewScatter{Job: client.Submission{Argv: []string{"./resize", "--width", "800"}}, MaxConcurrency: 120}, batches...)
-	id := big.GetScatterId()
+	big := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Argv: []string{"./resize", "--width", "800"}}, MaxConcurrency: 120}, batches...)
+	id := big.ID
 
 	b := signedIn(t, srv)
 	b.do(t, "open the scatters page", chromedp.Navigate(srv.URL+"/scatters"))
 	b.waitFor(t, "both scatters", `document.querySelectorAll("#scatters tr").length === 2 && document.querySelector("#scatters a.id") !== null`)
 	ids := eval[[]string](t, b, `[...document.querySelectorAll("#scatters a.id")].map(a => a.textContent)`)
-	if len(ids) != 2 || ids[0] != id || ids[1] != first.GetScatterId() {
+	if len(ids) != 2 || ids[0] != id || ids[1] != first.ID {
 		t.Errorf("the scatters page lists %q, want newest first", ids)
 	}
 	if row := b.texts(t, "#scatters tr")[0]; !strings.Contains(row, "running") || !strings.Contains(row, "0/150") || !strings.Contains(row, "./resize --width 800") {
@@ -232,8 +232,8 @@ func TestScattersPagesAndCancel(t *testing.T) {
 	// at its driver's next round: the page refreshes until then.
 	b.waitFor(t, "every batch to be counted as ended", progressNow+` === "150/150"`)
 	got, err := srv.Client().Scatter(context.Background(), id)
-	if err != nil || got.GetState() != spoolv1.ScatterState_SCATTER_STATE_CANCELLED {
-		t.Fatalf("scatter after cancel: %v %v", got.GetState(), err)
+	if err != nil || got.State != spool.ScatterCancelled {
+		t.Fatalf("scatter after cancel: %v %v", got.State, err)
 	}
 }
 
@@ -241,10 +241,10 @@ func TestScattersPagesAndCancel(t *testing.T) {
 // server's reason rather than pretend.
 func TestScatterCancelNeedsSubmit(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	sc := startScatter(t, srv, client.NewScatter{Job: client.Submission{Script: "true"}}, `[1]`)
+	sc := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "true"}}, `[1]`)
 	b := newBrowser(t)
-	b.do(t, "open the scatter page", chromedp.Navigate(srv.URL+"/scatters/"+sc.GetScatterId()))
-	b.signIn(t, srv.Key(t, "read"))
+	b.do(t, "open the scatter page", chromedp.Navigate(srv.URL+"/scatters/"+sc.ID))
+	b.signIn(t, srv.Key(t, spool.RoleRead))
 	b.waitFor(t, "the cancel button", `!document.getElementById("cancel").hidden`)
 	b.do(t, "click cancel twice", chromedp.Click(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel")))
 	b.waitFor(t, "the refusal", `document.getElementById("error").textContent.startsWith("Cancel failed:")`)

@@ -17,13 +17,13 @@ import (
 func TestJobPageHidesSecrets(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	const value = "browser-secret-value-71c2"
-	j, _, err := srv.Client().Submit(context.Background(), client.Submission{Script: "./deploy.sh", Queue: "deploys",
+	j, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "./deploy.sh", Queue: "deploys",
 		Env: map[string]string{"STAGE": "prod"}, Secrets: map[string]string{"DEPLOY_TOKEN": value}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "deploys")
-	if l.GetSecrets()["DEPLOY_TOKEN"] != value {
+	if l.Secrets()["DEPLOY_TOKEN"] != value {
 		t.Fatal("the lease does not carry the secret")
 	}
 	l.Begin()
@@ -31,7 +31,7 @@ func TestJobPageHidesSecrets(t *testing.T) {
 	l.End(0)
 
 	b := signedIn(t, srv)
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+j.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+j.ID))
 	b.waitFor(t, "the parameters", `document.getElementById("params").textContent.includes("secret")`)
 	b.waitFor(t, "the log", `document.getElementById("L1") !== null`)
 	if got := b.text(t, "#params"); !strings.Contains(got, "secret DEPLOY_TOKEN***") || !strings.Contains(got, "env STAGEprod") {

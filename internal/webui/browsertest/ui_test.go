@@ -44,7 +44,7 @@ func buildLog(from, to int) []spooltest.Line {
 func TestJobPageFollowsRunningJob(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
-	if _, _, err := c.Submit(context.Background(), client.Submission{Argv: []string{"make", "test"}, Queue: "ci"}); err != nil {
+	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"make", "test"}, Queue: "ci"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "ci")
@@ -114,7 +114,7 @@ func TestJobPagePermalink(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
 	b := signedIn(t, srv)
-	b.do(t, "open line 9000", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()+"#L9000"))
+	b.do(t, "open line 9000", chromedp.Navigate(srv.URL+"/jobs/"+job.ID+"#L9000"))
 	b.waitFor(t, "line 9000", `document.getElementById("L9000") !== null`)
 	if first := eval[string](t, b, `document.querySelector("#log .ln").id`); first != "L9000" {
 		t.Errorf("first line shown is %s, want L9000", first)
@@ -149,7 +149,7 @@ func TestFinishedJobOpensAtTheEnd(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
 	b := signedIn(t, srv)
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
 	b.waitFor(t, "the final status", `document.getElementById("status-text").textContent === "finished: succeeded, exit 0"`)
 	b.waitFor(t, "the last line", `document.getElementById("L10000") !== null`)
 	eval[bool](t, b, afterTwoFrames)
@@ -169,12 +169,12 @@ func TestFinishedJobOpensAtTheEnd(t *testing.T) {
 // says it has no command, and shows its stdin (the message) and its error.
 func TestRejectedJobPage(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	j, _, err := srv.Client().Submit(context.Background(), client.Submission{Stdin: []byte("not a spec ✓"), RejectReason: "message jobs/0@9 cannot become a job"})
+	j, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Stdin: []byte("not a spec ✓"), RejectReason: "message jobs/0@9 cannot become a job"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := signedIn(t, srv)
-	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+j.GetJobId()))
+	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+j.ID))
 	b.waitFor(t, "the parameters", `document.getElementById("params").textContent.includes("stdin")`)
 	if got := b.text(t, "#command"); !strings.Contains(got, "recorded as rejected, never run") {
 		t.Errorf("the command reads %q", got)
@@ -211,7 +211,7 @@ func TestJobNotFound(t *testing.T) {
 // when the rows come from "Load earlier lines".
 func TestPartialLinesAreMarked(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	if _, _, err := srv.Client().Submit(context.Background(), client.Submission{Script: "make"}); err != nil {
+	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "make"}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -260,7 +260,7 @@ func TestJobsPageAndCancel(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	done := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
-	queued, _, err := c.Submit(context.Background(), client.Submission{Queue: "nightly", Script: "./backup.sh --all"})
+	queued, _, err := c.Submit(context.Background(), client.SubmitParams{Queue: "nightly", Script: "./backup.sh --all"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,21 +276,21 @@ func TestJobsPageAndCancel(t *testing.T) {
 	b.do(t, "filter by state", chromedp.SetValue(chromedp.CSS("#state"), "succeeded"))
 	eval[bool](t, b, `document.getElementById("state").dispatchEvent(new Event("change"))`)
 	b.waitFor(t, "the filtered list", `document.querySelectorAll("#jobs tr").length === 1 && location.search === "?state=succeeded"`)
-	if rows := b.texts(t, "#jobs tr"); !strings.Contains(rows[0], done.GetJobId()) {
+	if rows := b.texts(t, "#jobs tr"); !strings.Contains(rows[0], done.ID) {
 		t.Errorf("filtered rows: %q", rows)
 	}
 	// The whole id, which the command line accepts, not a shortened one.
-	if id := b.text(t, "#jobs a.id"); id != done.GetJobId() {
-		t.Errorf("the jobs page shows the id %q, want %q", id, done.GetJobId())
+	if id := b.text(t, "#jobs a.id"); id != done.ID {
+		t.Errorf("the jobs page shows the id %q, want %q", id, done.ID)
 	}
 
-	b.do(t, "open the queued job", chromedp.Navigate(srv.URL+"/jobs/"+queued.GetJobId()))
+	b.do(t, "open the queued job", chromedp.Navigate(srv.URL+"/jobs/"+queued.ID))
 	b.waitFor(t, "the cancel button", `!document.getElementById("cancel").hidden`)
 	b.do(t, "click cancel twice", chromedp.Click(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel")))
 	b.waitFor(t, "the job to be cancelled", `document.querySelector(".state.cancelled") !== null && document.getElementById("cancel").hidden`)
 	b.waitFor(t, "the final status", `document.getElementById("status-text").textContent.startsWith("finished: cancelled")`)
-	got, err := c.Job(context.Background(), queued.GetJobId())
-	if err != nil || got.GetResult().GetError() == "" {
+	got, err := c.Job(context.Background(), queued.ID)
+	if err != nil || got.Result.Error == "" {
 		t.Fatalf("job after cancel: %v %v", got, err)
 	}
 }

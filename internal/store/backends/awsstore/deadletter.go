@@ -16,6 +16,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -110,7 +111,7 @@ func (s *Store) deadLetter(ctx context.Context, dlq string, m sqstypes.Message) 
 		return false, nil
 	}
 	o := storekit.Expired(r.view(), now)
-	if !spool.IsFinal(o.State) {
+	if !convert.State(o.State).IsFinal() {
 		o = storekit.Outcome{State: spoolv1.JobState_JOB_STATE_FAILED, Result: &spoolv1.JobResult{ExitCode: -1, Attempt: r.attempt, FinishedAt: timestamppb.New(now),
 			Error: fmt.Sprintf("SQS moved the job's message to the dead-letter queue after %d receives (attempt %d of %d); it cannot be delivered again",
 				s.cfg.MaxReceiveCount, r.attempt, r.spec.GetMaxAttempts())}}
@@ -126,7 +127,7 @@ func (s *Store) deadLetter(ctx context.Context, dlq string, m sqstypes.Message) 
 		return false, err
 	}
 	if ok {
-		s.log.Warn("failed a job whose SQS message was dead-lettered", "job", r.id(), "state", spool.StateName(st))
+		s.log.Warn("failed a job whose SQS message was dead-lettered", "job", r.id(), "state", convert.State(st).String())
 		s.drop(ctx, dlq, handle)
 	}
 	return ok, nil

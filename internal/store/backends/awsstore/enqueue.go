@@ -14,6 +14,7 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -73,7 +74,7 @@ func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job, s
 	if err != nil {
 		return nil, err
 	}
-	if spool.IsFinal(job.GetState()) { // rejected: final from the start
+	if convert.State(job.GetState()).IsFinal() { // rejected: final from the start
 		if ttl, ok := s.cfg.jobExpiry(job.GetUpdatedAt().AsTime()); ok {
 			it[aJobTTL] = ttl
 		}

@@ -7,8 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -33,7 +33,7 @@ func (s *Store) endLease(ctx context.Context, r *jobRec, o storekit.Outcome, now
 		e.eq(aAttempt, num(r.attempt)), e.eq(aLeaseExpires, num(r.leaseExpires.UnixMicro())),
 		e.n(aLeaseExpires)+" <= "+e.v(num(now.UnixMicro())))
 	_, ok, err = s.updateJob(ctx, r.id(), u, cond)
-	return spool.IsFinal(o.State), ok, err
+	return convert.State(o.State).IsFinal(), ok, err
 }
 
 // ExpireLeases implements store.JobStore. It gives grace after an outage

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -303,7 +303,7 @@ func (s *Store) settle(e *expr, r *jobRec, o storekit.Outcome, keepLease bool, n
 	}
 	u := newUpdate(e).Set(aState, num(int32(o.State))).Set(aBook, book).Set(aUpdatedAt, num(now.UnixMicro())).
 		Remove(aLeasePart, aLeaseExpires).BumpRev()
-	if spool.IsFinal(o.State) {
+	if convert.State(o.State).IsFinal() {
 		s.expireFinal(u, now)
 	}
 	if !keepLease {

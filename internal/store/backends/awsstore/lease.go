@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -86,7 +86,7 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 		o := storekit.Completed(r.view(), res, ref.Attempt, now)
 		// A final job keeps the lease id, so a repeat is recognised
 		// (SameCompletion); a retry's next attempt gets a lease of its own.
-		final := spool.IsFinal(o.State)
+		final := convert.State(o.State).IsFinal()
 		e := newExpr()
 		u, err := s.settle(e, r, o, final, now)
 		if err != nil {
@@ -135,7 +135,7 @@ func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bo
 			return nil, err
 		}
 		if ok {
-			if spool.IsFinal(o.State) {
+			if convert.State(o.State).IsFinal() {
 				s.dropLeaseMessage(ctx, done, ref)
 			} else {
 				s.hideLeaseMessage(ctx, done, ref, 0)

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -252,7 +252,7 @@ func (s *Store) queueCounts(ctx context.Context, name string, since time.Time) (
 				}
 			case js == spoolv1.JobState_JOB_STATE_RUNNING:
 				st.Running++
-			case !spool.IsFinal(js):
+			case !convert.State(js).IsFinal():
 			case !en.created.Before(since):
 				countEnded(&st, js)
 			case !en.created.Before(margin):
@@ -270,7 +270,7 @@ func (s *Store) queueCounts(ctx context.Context, name string, since time.Time) (
 			return st, false, err
 		}
 		for _, r := range jobs {
-			if spool.IsFinal(r.state) && !r.endedAt().Before(since) {
+			if convert.State(r.state).IsFinal() && !r.endedAt().Before(since) {
 				countEnded(&st, r.state)
 			}
 		}

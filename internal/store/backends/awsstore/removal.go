@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -36,7 +36,7 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if !spool.IsFinal(r.state) {
+	if !convert.State(r.state).IsFinal() {
 		return storekit.NotFinished(id, r.state)
 	}
 	if r.external() {
@@ -216,7 +216,7 @@ func (s *Store) EndedBefore(ctx context.Context, t time.Time, limit int) ([]stri
 				return nil, err
 			}
 			after = &en
-			if r, ok := jobs[en.id]; ok && spool.IsFinal(r.state) && r.endedAt().Before(t) && !taken[en.id] {
+			if r, ok := jobs[en.id]; ok && convert.State(r.state).IsFinal() && r.endedAt().Before(t) && !taken[en.id] {
 				taken[en.id] = true
 				if out = append(out, en.id); len(out) == limit {
 					s.sweep.after = after

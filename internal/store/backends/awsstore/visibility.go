@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -57,7 +57,7 @@ func (s *Store) drop(ctx context.Context, queueURL, handle string) {
 // this, so both treat such messages alike.
 func (s *Store) setAside(ctx context.Context, queueURL, handle string, r *jobRec, now time.Time) bool {
 	switch {
-	case spool.IsFinal(r.state):
+	case convert.State(r.state).IsFinal():
 		s.drop(ctx, queueURL, handle)
 		return true
 	case r.state == spoolv1.JobState_JOB_STATE_RUNNING && r.leaseExpires.After(now):

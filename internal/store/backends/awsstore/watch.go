@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 )
 
 // watcher implements Watch across servers. Every change readers care about
@@ -154,7 +154,7 @@ func (w *watcher) loop() {
 			switch {
 			case !found:
 				w.fire(id, 0) // no such job: let the watcher find out
-			case e.base == 0 || st.rev > e.base || spool.IsFinal(st.state):
+			case e.base == 0 || st.rev > e.base || convert.State(st.state).IsFinal():
 				// A final job changes no more: waking its watchers lets
 				// any that are left see so and stop.
 				w.fire(id, st.rev)

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -20,7 +20,7 @@ func (s *Store) DeleteJob(_ context.Context, id string) error {
 	if !ok {
 		return store.JobNotFound(id)
 	}
-	if !spool.IsFinal(r.job.State) {
+	if !convert.State(r.job.State).IsFinal() {
 		return storekit.NotFinished(id, r.job.State)
 	}
 	delete(s.jobs, id)
@@ -47,7 +47,7 @@ func (s *Store) EndedBefore(_ context.Context, t time.Time, limit int) ([]string
 	defer s.mu.Unlock()
 	var ended []*record
 	for _, r := range s.jobs {
-		if spool.IsFinal(r.job.State) && endedAt(r.job).Before(t) {
+		if convert.State(r.job.State).IsFinal() && endedAt(r.job).Before(t) {
 			ended = append(ended, r)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -191,7 +191,7 @@ func complete(w *pgx.Batch, n *notes, ref store.LeaseRef, r *sqlrows.Row, res *s
 	o := storekit.Completed(r.Job, res, ref.Attempt, now)
 	// A final job keeps its lease handle, so a repeat is recognised; a job
 	// queued for a retry gets a new lease with its next attempt.
-	queueSettle(w, r, o, spool.IsFinal(o.State), now)
+	queueSettle(w, r, o, convert.State(o.State).IsFinal(), now)
 	n.settled(r.Job, o)
 	return r.Job, nil
 }

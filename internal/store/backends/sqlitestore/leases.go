@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -202,7 +202,7 @@ func completeIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.LeaseRef, r
 	o := storekit.Completed(r.Job, res, ref.Attempt, now)
 	// A final job keeps its lease handle, so a repeat is recognised; a job
 	// queued for a retry gets a new lease with its next attempt.
-	if err := settle(ctx, tx, r, o, spool.IsFinal(o.State), now); err != nil {
+	if err := settle(ctx, tx, r, o, convert.State(o.State).IsFinal(), now); err != nil {
 		return nil, err
 	}
 	n.settled(r.Job, o)

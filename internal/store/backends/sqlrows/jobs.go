@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -163,7 +163,7 @@ const SelectSecrets = `SELECT secrets FROM jobs WHERE job_id = ?`
 // that left a final state (none does today) gets NULL again, so the
 // column never holds an end the job no longer has.
 func EndedAt(st spoolv1.JobState, now time.Time) any {
-	if !spool.IsFinal(st) {
+	if !convert.State(st).IsFinal() {
 		return nil
 	}
 	return Micros(now)

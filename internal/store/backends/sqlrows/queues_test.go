@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 )
 
@@ -16,7 +16,7 @@ import (
 func TestFinalStates(t *testing.T) {
 	var want []int
 	for v := range spoolv1.JobState_name {
-		if spool.IsFinal(spoolv1.JobState(v)) {
+		if convert.State(spoolv1.JobState(v)).IsFinal() {
 			want = append(want, int(v))
 		}
 	}

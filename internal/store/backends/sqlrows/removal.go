@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
@@ -63,7 +63,7 @@ var DeleteJob = []string{
 
 // Deletable refuses to delete a job that has not finished.
 func Deletable(j *spoolv1.Job) error {
-	if !spool.IsFinal(j.GetState()) {
+	if !convert.State(j.GetState()).IsFinal() {
 		return storekit.NotFinished(j.GetJobId(), j.GetState())
 	}
 	return nil

@@ -1,0 +1,153 @@
+package convert
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/spool-run/spool"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+)
+
+func ts(sec int64) *timestamppb.Timestamp { return timestamppb.New(time.Unix(1_700_000_000+sec, 5)) }
+
+// The enums of package spool number their values as the wire does, and
+// name them as the wire does without its prefix: a value added to a .proto
+// file fails here until package spool has it.
+func TestEnumsMatchTheWire(t *testing.T) {
+	check := func(kind string, names map[int32]string, prefix string, name func(int32) string) {
+		t.Helper()
+		for n, wire := range names {
+			want := strings.ToLower(strings.TrimPrefix(wire, prefix))
+			if got := name(n); got != want {
+				t.Errorf("%s %d is %q in package spool, %q on the wire", kind, n, got, wire)
+			}
+		}
+	}
+	check("job state", spoolv1.JobState_name, "JOB_STATE_", func(n int32) string { return State(spoolv1.JobState(n)).String() })
+	check("role", spoolv1.KeyRole_name, "KEY_ROLE_", func(n int32) string { return Role(spoolv1.KeyRole(n)).String() })
+	check("scatter state", spoolv1.ScatterState_name, "SCATTER_STATE_", func(n int32) string { return ScatterState(spoolv1.ScatterState(n)).String() })
+	check("stream", spoolv1.StreamType_name, "STREAM_TYPE_", func(n int32) string {
+		if n == 0 {
+			return "unspecified"
+		}
+		return Stream(spoolv1.StreamType(n)).String()
+	})
+	if len(spool.States()) != len(spoolv1.JobState_name)-1 || len(spool.Roles()) != len(spoolv1.KeyRole_name)-1 {
+		t.Error("package spool lists a different number of states or roles than the wire")
+	}
+	for _, s := range spool.States() {
+		if State(StateProto(s)) != s {
+			t.Errorf("%v does not come back", s)
+		}
+	}
+}
+
+// Each event type a reader can ask for is a type of event on the wire, and
+// an event of that type comes back as it.
+func TestEventTypes(t *testing.T) {
+	types := []spool.EventType{spool.EventOutput, spool.EventProcessStart, spool.EventProcessEnd, spool.EventProcessError}
+	for i, wire := range EventTypesProto(types) {
+		ev := &spoolv1.JobEvent{EventType: wire}
+		if wire == spoolv1.EventType_EVENT_TYPE_UNSPECIFIED || eventType(ev) != types[i] {
+			t.Errorf("%v goes as %v and comes back as %v", types[i], wire, eventType(ev))
+		}
+	}
+	if got := EventTypesProto([]spool.EventType{0}); got[0] != spoolv1.EventType_EVENT_TYPE_UNSPECIFIED {
+		t.Errorf("an unknown type goes as %v", got[0])
+	}
+}
+
+// fullJob sets every field of a job.
+func fullJob() *spoolv1.Job {
+	return &spoolv1.Job{
+		JobId: "j1", Queue: "q", State: spoolv1.JobState_JOB_STATE_CANCELLED,
+		CreatedAt: ts(1), UpdatedAt: ts(2), StartedAt: ts(3), LeaseExpiresAt: ts(4), RunAfter: ts(5),
+		Params: &spoolv1.JobParams{Argv: []string{"a", "b"}, Script: "s", Env: map[string]string{"K": "V"}, WorkingDir: "w",
+			Timeout: durationpb.New(1500 * time.Millisecond), RepositoryUrl: "r", Ref: "ref", Stdin: []byte{0, 1}, Pty: true,
+			SecretNames: []string{"S"}, Scatter: &spoolv1.ScatterMember{ScatterId: "sc", BatchIndex: 1, BatchCount: 2, ItemCount: 3, Gather: true},
+			External: &spoolv1.External{Source: "src"}},
+		ExecutionConfig: &spoolv1.ExecutionConfig{HeartbeatIntervalSeconds: 7,
+			Batching: &spoolv1.BatchingConfig{FlushIntervalSeconds: 3, MaxBatchSize: 9, MaxBatchBytes: 1000, PlaybackIntervalMillis: 40}},
+		RequestId: "rq", Attempt: 2, MaxAttempts: 5, CancelRequested: true,
+		Result:       &spoolv1.JobResult{ExitCode: -1, Error: "e", StartedAt: ts(6), FinishedAt: ts(7), Attempt: 2, Output: `[1]`},
+		LastSequence: 10, LineCount: 8, Retries: 3, RetriedAttempts: 1, ReleasedAttempts: 4, CancelReason: "c",
+		Notes: []string{"n"}, RerunOf: "j0", Reruns: []string{"j2", "j3"},
+	}
+}
+
+// A job, a scatter, its batches, a queue and a key come back from a round
+// trip exactly as they were: nothing the wire carries is lost on the way.
+func TestRoundTrip(t *testing.T) {
+	count, pct := int32(2), float32(0.1)
+	sc := &spoolv1.Scatter{
+		ScatterId: "sc", State: spoolv1.ScatterState_SCATTER_STATE_FAILED, CreatedAt: ts(1), UpdatedAt: ts(2), GatherJobId: "sc.gather", Error: "e",
+		Progress: &spoolv1.ScatterProgress{BatchCount: 9, Waiting: 1, Queued: 2, Running: 3, Succeeded: 1, Failed: 1, Cancelled: 1, ItemCount: 90, ItemsDone: 10},
+		Spec: &spoolv1.ScatterSpec{Queue: "q", Params: fullJob().GetParams(), MaxAttempts: 2, Retries: 1, BatchInput: `{"a":1}`,
+			MaxConcurrency: 4, ToleratedFailureCount: &count, ToleratedFailurePercentage: &pct, Gather: fullJob().GetParams()},
+	}
+	batches := []*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1, ItemCount: 2}}
+	q := &spoolv1.Queue{Name: "q", Paused: true, PausedAt: ts(1), Queued: 1, Running: 2, Succeeded: 3, Failed: 4, Cancelled: 5, OldestQueuedAt: ts(2), Workers: 6}
+	k := &spoolv1.Key{Name: "k", Role: spoolv1.KeyRole_KEY_ROLE_WORKER, Queues: []string{"q"}, CreatedAt: ts(1), LastUsedAt: ts(2), RevokedAt: ts(3)}
+	pairs := []struct {
+		name      string
+		in, out   proto.Message
+		populated bool
+	}{
+		{"job", fullJob(), JobProto(Job(fullJob())), true},
+		{"job without anything", &spoolv1.Job{JobId: "j"}, JobProto(Job(&spoolv1.Job{JobId: "j"})), false},
+		{"scatter", sc, ScatterProto(Scatter(sc)), true},
+		{"queue", q, QueueProto(Queue(q)), true},
+		{"key", k, KeyProto(Key(k)), true},
+	}
+	for _, p := range pairs {
+		if !proto.Equal(p.in, p.out) {
+			t.Errorf("%s changed on a round trip:\nsent %s\nback %s", p.name, prototext.Format(p.in), prototext.Format(p.out))
+		}
+		if p.populated {
+			assertPopulated(t, p.name, p.in.ProtoReflect())
+		}
+	}
+	back := ScatterBatchesProto(ScatterBatches(batches))
+	for i := range batches {
+		if !proto.Equal(batches[i], back[i]) {
+			t.Errorf("batch %d changed on a round trip:\nsent %s\nback %s", i, prototext.Format(batches[i]), prototext.Format(back[i]))
+		}
+	}
+}
+
+// A nil message converts to nil, a zero value to an unset message.
+func TestNil(t *testing.T) {
+	if Job(nil) != nil || Scatter(nil) != nil || Queue(nil) != nil || Key(nil) != nil || Event(nil) != nil ||
+		JobProto(nil) != nil || ScatterProto(nil) != nil || QueueProto(nil) != nil || KeyProto(nil) != nil {
+		t.Fatal("nil does not stay nil")
+	}
+	j := Job(&spoolv1.Job{})
+	if !j.CreatedAt.IsZero() || j.Result != nil || j.Params.Timeout != 0 || j.Params.Scatter != nil {
+		t.Fatalf("an empty job converts to %+v", j)
+	}
+}
+
+// assertPopulated fails for a field of m (or of a message in it) left
+// unset: a fixture that misses a field would let a conversion that drops
+// it pass.
+func assertPopulated(t *testing.T, name string, m protoreflect.Message) {
+	t.Helper()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			t.Errorf("the %s fixture leaves %s unset", name, fd.FullName())
+			continue
+		}
+		if fd.Message() != nil && !fd.IsList() && !fd.IsMap() {
+			assertPopulated(t, name, m.Get(fd).Message())
+		}
+	}
+}
