@@ -60,9 +60,10 @@ func TestJobsWaitWhileRunning(t *testing.T) {
 
 	var errOut safebuf.Buffer
 	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &errOut, errOut: &errOut}
+	c := srv.Client() // here: it may fail the test, which only the test's goroutine may do
 	done := make(chan error, 1)
 	go func() {
-		done <- waitJobs(context.Background(), e, srv.Client(), []string{ok.JobID(), second.JobID(), first.JobID()}, 0)
+		done <- waitJobs(context.Background(), e, c, []string{ok.JobID(), second.JobID(), first.JobID()}, 0)
 	}()
 	ok.End(0)
 	eventually(t, "the first job's end", func() bool { return errOut.String() == ok.JobID()+" succeeded\n" })
