@@ -56,7 +56,6 @@ fuzz:
 
 ## bench: the goals table: every performance goal, spool's figure and its
 ## baseline measured in the same run, written into docs/performance.md
-## (about 4 minutes on 2 CPUs)
 bench:
 	$(GO) run ./bench -goals -docs docs
 
