@@ -55,8 +55,10 @@ fuzz:
 	@./scripts/fuzz.sh $(FUZZTIME)
 
 ## bench: the goals table: every performance goal, spool's figure and its
-## baseline measured in the same run, written into docs/performance.md
+## baseline measured in the same run (River beside spool on PostgreSQL),
+## written into docs/performance.md
 bench:
+	@./scripts/test-postgres.sh
 	$(GO) run ./bench -goals -docs docs
 
 ## bench-go: the go test benchmarks of the hot paths, six runs each, in the

@@ -63,8 +63,9 @@ type goalStep struct {
 // The baselines: the same work stored a line at a time (max_batch_size 1),
 // leased one job a call, or the processes this machine starts itself.
 // With only set, it runs only that group of rows (lines, many, queue,
-// noop, live, read or catchup).
-func runGoals(ctx context.Context, job emitter, sz sizes, only string, log *slog.Logger) error {
+// noop, live, read, catchup or river). The river rows compare the queue on
+// PostgreSQL at pgURL with River's on the same server ("": left out).
+func runGoals(ctx context.Context, job emitter, sz sizes, only, pgURL string, log *slog.Logger) error {
 	fmt.Printf("goals: servers in processes of their own on the embedded SQLite store (synchronous=full)\n\n")
 	t := newTable("goals", runCommand(), []int{-50, -22, -34, -24}, "measure", "spool", "baseline (same run)", "goal", "")
 	steps := []goalStep{
@@ -79,9 +80,15 @@ func runGoals(ctx context.Context, job emitter, sz sizes, only string, log *slog
 		{"live", func() ([]goalRow, error) { return liveGoals(ctx, job, sz, log) }},
 		{"read", func() ([]goalRow, error) { return readGoal(ctx, job, sz, log) }},
 		{"catchup", func() ([]goalRow, error) { return catchUpGoal(ctx, job) }},
+		{"river", func() ([]goalRow, error) {
+			if pgURL == "" {
+				return nil, nil // no PostgreSQL to compare on (-postgres '')
+			}
+			return riverGoal(ctx, pgURL, sz.riverJobs, log)
+		}},
 	}
 	if only != "" && !slices.ContainsFunc(steps, func(s goalStep) bool { return s.name == only }) {
-		return fmt.Errorf("-goal %q: there is no such group of rows (lines, many, queue, noop, live, read, catchup)", only)
+		return fmt.Errorf("-goal %q: there is no such group of rows (lines, many, queue, noop, live, read, catchup, river)", only)
 	}
 	for _, step := range steps {
 		if only != "" && step.name != only {

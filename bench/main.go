@@ -22,6 +22,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -52,7 +53,7 @@ func main() {
 	consumerOnly := flag.Bool("consumer", false, "measure only the Kafka consumer: batches against one message at a time (kfake in process)")
 	noopOnly := flag.Bool("noop", false, "measure only no-op jobs (`true`, 20 slots) against the rate this machine starts processes")
 	goalsOnly := flag.Bool("goals", false, "measure only the goals table: every performance goal, spool's figure and its baseline")
-	goal := flag.String("goal", "", "with -goals: only these rows: lines, many, queue, noop, live, read or catchup")
+	goal := flag.String("goal", "", "with -goals: only these rows: lines, many, queue, noop, live, read, catchup or river (PostgreSQL beside River)")
 	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.BoolVar(&onlySpool, "only-spool", false, "with -goals -goal lines or many: spool's figures alone, without the baselines (for profiling and comparing builds)")
@@ -75,10 +76,10 @@ func main() {
 		return
 	}
 	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, noopJobs: 1000, scatterItems: 100_000, scatterBatch: 100, ingestDeliveries: 10,
-		goalFewJobs: 20, goalManyJobs: 1000, goalManyBaseline: 100, goalLines: 10_000}
+		goalFewJobs: 20, goalManyJobs: 1000, goalManyBaseline: 100, goalLines: 10_000, riverJobs: 50_000}
 	if *quick {
 		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, noopJobs: 200, scatterItems: 5000, scatterBatch: 100, ingestDeliveries: 2,
-			goalFewJobs: 4, goalManyJobs: 40, goalManyBaseline: 10, goalLines: 2000}
+			goalFewJobs: 4, goalManyJobs: 40, goalManyBaseline: 10, goalLines: 2000, riverJobs: 2000}
 	}
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "spool-bench-job-*")
@@ -112,7 +113,7 @@ func main() {
 		return
 	}
 	if *goalsOnly {
-		if err := runGoals(ctx, job, sz, *goal, log); err != nil {
+		if err := runGoals(ctx, job, sz, *goal, *pgURL, log); err != nil {
 			fail(err)
 		}
 		return
@@ -123,7 +124,7 @@ func main() {
 		}
 		return
 	}
-	if err := runGoals(ctx, job, sz, "", log); err != nil {
+	if err := runGoals(ctx, job, sz, "", *pgURL, log); err != nil {
 		fail(err)
 	}
 	var results [2]result
@@ -161,11 +162,16 @@ func main() {
 	}
 }
 
-// defaultPostgres is the server the comparison uses unless -postgres says:
-// the tests' (SPOOL_TEST_POSTGRES_URL), or the one on 127.0.0.1:5432.
+// defaultPostgres is the server the comparisons use unless -postgres says:
+// the tests' (SPOOL_TEST_POSTGRES_URL, or the one scripts/test-postgres.sh
+// found or started, which make bench runs first), or the one on
+// 127.0.0.1:5432.
 func defaultPostgres() string {
 	if u := os.Getenv("SPOOL_TEST_POSTGRES_URL"); u != "" {
 		return u
+	}
+	if b, err := os.ReadFile(".test-servers/postgres.url"); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b))
 	}
 	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
@@ -244,6 +250,8 @@ type sizes struct {
 	// The goals table: goalFewJobs and goalManyJobs jobs of goalLines
 	// lines; the per-line baseline of the second runs goalManyBaseline.
 	goalFewJobs, goalManyJobs, goalManyBaseline, goalLines int
+	// Jobs enqueued first, then worked, by spool and River on PostgreSQL.
+	riverJobs int
 }
 
 // result is one configuration's figures.

@@ -34,6 +34,7 @@ func serve(args []string) {
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
 	key := fs.String("key", "", "admin key")
 	perLine := fs.Bool("per-line", false, "store each line on its own (max_batch_size 1): the per-line baseline")
+	pg := fs.String("postgres", "", "store on this PostgreSQL database instead of the embedded SQLite")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this server to this file")
 	memProfile := fs.String("memprofile", "", "write this server's allocations and heap, as it stops, to this file")
 	_ = fs.Parse(args)
@@ -47,6 +48,7 @@ func serve(args []string) {
 	if *perLine {
 		cfg.Execution.Batching.MaxBatchSize = 1
 	}
+	storeConfig(*pg != "", *pg)(cfg)
 	if err := cfg.Validate(); err != nil {
 		fail(err)
 	}
@@ -78,6 +80,8 @@ var (
 type remote struct {
 	dir, key string
 	perLine  bool
+	// postgres: the server stores on this PostgreSQL database ("": SQLite).
+	postgres string
 	cmd      *exec.Cmd
 	url      string
 	Client   *client.Client
@@ -86,14 +90,20 @@ type remote struct {
 	workerDone chan error
 }
 
-// startRemote starts a server process and a worker with slots slots (0:
-// no worker).
+// startRemote starts a server process on the embedded SQLite store and a
+// worker with slots slots (0: no worker).
 func startRemote(ctx context.Context, slots int, perLine bool, log *slog.Logger) (*remote, error) {
+	return startRemoteOn(ctx, "", slots, perLine, log)
+}
+
+// startRemoteOn is startRemote with the server on the PostgreSQL database
+// at postgres ("": SQLite).
+func startRemoteOn(ctx context.Context, postgres string, slots int, perLine bool, log *slog.Logger) (*remote, error) {
 	dir, err := os.MkdirTemp("", "spool-bench-*")
 	if err != nil {
 		return nil, err
 	}
-	r := &remote{dir: dir, key: service.NewSecret(), perLine: perLine, workerDone: make(chan error, 1)}
+	r := &remote{dir: dir, key: service.NewSecret(), perLine: perLine, postgres: postgres, workerDone: make(chan error, 1)}
 	if err := r.startServer("127.0.0.1:0"); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -131,6 +141,9 @@ func (r *remote) startServer(addr string) error {
 	args := []string{"serve", "-dir", filepath.Join(r.dir, "server"), "-addr", addr, "-key", r.key}
 	if r.perLine {
 		args = append(args, "-per-line")
+	}
+	if r.postgres != "" {
+		args = append(args, "-postgres", r.postgres)
 	}
 	if serverProfiles != "" {
 		serverStarts++

@@ -236,54 +236,66 @@ func queueAlone(ctx context.Context, cl *demo.Local, n int) (float64, error) {
 // jobs a call and completing those of a call together (CompleteJobs), or,
 // with maxJobs 1, one job a call each way.
 func queueThrough(ctx context.Context, url, key string, n, maxJobs int) (queueRun, error) {
-	rpc, err := wire.Dial(url, wire.Options{APIKey: key})
+	submit, take, err := queueCalls(ctx, url, key, maxJobs)
 	if err != nil {
 		return queueRun{}, err
+	}
+	return runQueue(n, submit, take)
+}
+
+// queueCalls are the calls of the queue alone on the server at url, on a
+// queue of their own: submit enqueues a job that runs `true`; take leases
+// up to maxJobs jobs and completes them (together, as a worker does, or
+// one a call with maxJobs 1) and says how many.
+func queueCalls(ctx context.Context, url, key string, maxJobs int) (submit func() error, take func() (int, error), err error) {
+	rpc, err := wire.Dial(url, wire.Options{APIKey: key})
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := client.New(client.Config{URL: url, APIKey: key})
 	if err != nil {
-		return queueRun{}, err
+		return nil, nil, err
 	}
 	queue := "bench-queue-" + randomHex()
-	return runQueue(n, func() error {
-		_, _, err := c.Submit(ctx, client.SubmitParams{Queue: queue, Argv: []string{"true"}})
-		return err
-	}, func() (int, error) {
-		resp, err := rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: int32(maxJobs), WaitSeconds: 1,
-			VisibilityTimeoutSeconds: 60, WorkerId: "bench"}))
-		if err != nil {
-			return 0, err
-		}
-		leases := resp.Msg.GetLeases()
-		if maxJobs == 1 {
+	return func() error {
+			_, _, err := c.Submit(ctx, client.SubmitParams{Queue: queue, Argv: []string{"true"}})
+			return err
+		}, func() (int, error) {
+			resp, err := rpc.DequeueJobs(ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: queue, MaxJobs: int32(maxJobs), WaitSeconds: 1,
+				VisibilityTimeoutSeconds: 60, WorkerId: "bench"}))
+			if err != nil {
+				return 0, err
+			}
+			leases := resp.Msg.GetLeases()
+			if maxJobs == 1 {
+				for _, l := range leases {
+					if _, err := rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(),
+						Result: &spoolv1.JobResult{ExitCode: 0}})); err != nil {
+						return 0, err
+					}
+				}
+				return len(leases), nil
+			}
+			// Jobs leased together and ended together are completed
+			// together, as a worker does.
+			if len(leases) == 0 {
+				return 0, nil
+			}
+			req := &spoolv1.CompleteJobsRequest{}
 			for _, l := range leases {
-				if _, err := rpc.CompleteJob(ctx, connect.NewRequest(&spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(),
-					Result: &spoolv1.JobResult{ExitCode: 0}})); err != nil {
-					return 0, err
+				req.Completions = append(req.Completions, &spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}})
+			}
+			done, err := rpc.CompleteJobs(ctx, connect.NewRequest(req))
+			if err != nil {
+				return 0, err
+			}
+			for _, r := range done.Msg.GetResults() {
+				if r.GetErrorCode() != "" {
+					return 0, fmt.Errorf("completion refused: %s: %s", r.GetErrorCode(), r.GetErrorMessage())
 				}
 			}
 			return len(leases), nil
-		}
-		// Jobs leased together and ended together are completed
-		// together, as a worker does.
-		if len(leases) == 0 {
-			return 0, nil
-		}
-		req := &spoolv1.CompleteJobsRequest{}
-		for _, l := range leases {
-			req.Completions = append(req.Completions, &spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}})
-		}
-		done, err := rpc.CompleteJobs(ctx, connect.NewRequest(req))
-		if err != nil {
-			return 0, err
-		}
-		for _, r := range done.Msg.GetResults() {
-			if r.GetErrorCode() != "" {
-				return 0, fmt.Errorf("completion refused: %s: %s", r.GetErrorCode(), r.GetErrorMessage())
-			}
-		}
-		return len(leases), nil
-	})
+		}, nil
 }
 
 // storeAlone is queueAlone on the store itself, opened as the server

@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -51,7 +52,14 @@ func main() {
 		fail(err)
 	}
 	defer drop()
-	pool, err := pgxpool.New(ctx, url)
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		fail(err)
+	}
+	// Enough connections for every inserter and River's own work, as spool's
+	// server has (pgxpool's default is the number of CPUs).
+	pc.MaxConns = int32(*inserters + 8)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		fail(err)
 	}
@@ -67,6 +75,43 @@ func main() {
 	if err := r.steady(ctx, *inserters, *steady); err != nil {
 		fail(err)
 	}
+	if err := floor(ctx, pool, *inserters, *steady/2); err != nil {
+		fail(err)
+	}
+}
+
+// floor measures the database itself, as pgbench would: clients clients
+// each committing single-row INSERTs for d. No queue commits faster than
+// this on this server, one commit a job.
+func floor(ctx context.Context, pool *pgxpool.Pool, clients int, d time.Duration) error {
+	if _, err := pool.Exec(ctx, "CREATE TABLE bench_floor (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())"); err != nil {
+		return err
+	}
+	var (
+		wg      sync.WaitGroup
+		commits atomic.Int64
+		errs    = make([]error, clients)
+	)
+	start := time.Now()
+	stop := start.Add(d)
+	for i := range clients {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				if _, err := pool.Exec(ctx, "INSERT INTO bench_floor DEFAULT VALUES"); err != nil {
+					errs[i] = err
+					return
+				}
+				commits.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	res := result{Workload: "floor", JobsPerSecond: float64(commits.Load()) / time.Since(start).Seconds()}
+	report(res, fmt.Sprintf("PostgreSQL itself: %d clients committing single-row INSERTs: %.0f commits/s", clients, res.JobsPerSecond))
+	return nil
 }
 
 // result is one workload's figures, as the spool bench reads them.
