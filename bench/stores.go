@@ -55,7 +55,7 @@ func compareStores(ctx context.Context, job emitter, pgURL string, sz sizes, log
 	row(fmt.Sprintf("queue alone: jobs/s, %d jobs", sz.queueJobs), fmt.Sprintf("%.0f", s.queueJobsPerSecond), fmt.Sprintf("%.0f", p.queueJobsPerSecond),
 		fmt.Sprintf("%.2fx (goal on PostgreSQL: 2,000 jobs/s)", p.queueJobsPerSecond/s.queueJobsPerSecond))
 	row("  the same on the store itself, no API", fmt.Sprintf("%.0f", s.storeJobsPerSecond), fmt.Sprintf("%.0f", p.storeJobsPerSecond),
-		fmt.Sprintf("the database's own pace here: the API reaches %.0f%% (SQLite) and %.0f%% (PostgreSQL) of it",
+		fmt.Sprintf("the store's own code, no API: the API reaches %.0f%% (SQLite) and %.0f%% (PostgreSQL) of it",
 			100*s.queueJobsPerSecond/s.storeJobsPerSecond, 100*p.queueJobsPerSecond/p.storeJobsPerSecond))
 	row(fmt.Sprintf("ingest lines/s, %d jobs x %d lines", sz.jobs, sz.linesPerJob), fmt.Sprintf("%.0f", s.linesPerSecond), fmt.Sprintf("%.0f", p.linesPerSecond),
 		fmt.Sprintf("%.2fx", p.linesPerSecond/s.linesPerSecond))
