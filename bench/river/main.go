@@ -3,7 +3,7 @@
 // database of its own on the PostgreSQL server spool's bench uses. It lives
 // in a module of its own so that spool does not depend on River.
 //
-//	go run ./bench/river -postgres postgres://postgres@127.0.0.1:5432/postgres
+//	cd bench/river && go run . -postgres postgres://postgres@127.0.0.1:5432/postgres
 //
 // It prints a line of JSON a workload (for the spool bench to read) after a
 // line a person reads.
