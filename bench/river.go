@@ -42,7 +42,7 @@ type riverResult struct {
 // its figures by workload.
 func runRiver(ctx context.Context, pgURL string, jobs int) (map[string]riverResult, error) {
 	if _, err := os.Stat(riverDir); err != nil {
-		return nil, fmt.Errorf("River's bench is in %s: run the bench from the repository's root (%w)", riverDir, err)
+		return nil, fmt.Errorf("the River bench is in %s: run the bench from the repository's root (%w)", riverDir, err)
 	}
 	cmd := exec.CommandContext(ctx, "go", "run", ".", "-postgres", pgURL, "-jobs", strconv.Itoa(jobs),
 		"-workers", strconv.Itoa(riverWorkers), "-cooldown", riverCooldown.String(),
@@ -51,7 +51,7 @@ func runRiver(ctx context.Context, pgURL string, jobs int) (map[string]riverResu
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("River's bench (%s): %w", riverDir, err)
+		return nil, fmt.Errorf("the River bench (%s): %w", riverDir, err)
 	}
 	res := map[string]riverResult{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -63,7 +63,7 @@ func runRiver(ctx context.Context, pgURL string, jobs int) (map[string]riverResu
 	}
 	for _, w := range []string{"insert-then-work", "steady", "floor"} {
 		if _, ok := res[w]; !ok {
-			return nil, fmt.Errorf("River's bench printed no %s figures:\n%s", w, out)
+			return nil, fmt.Errorf("the River bench printed no %s figures:\n%s", w, out)
 		}
 	}
 	return res, nil
