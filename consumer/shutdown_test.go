@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -173,6 +174,11 @@ func TestShutdownDoesNotWaitForTheBackoff(t *testing.T) {
 	c := cluster(t, 1)
 	cfg := config(c, "g")
 	cfg.RetryBackoff, cfg.MaxRetryBackoff = time.Minute, time.Minute
+	// The stop must begin while the batch waits out its backoff, not while
+	// the handler still holds it: the warning that it will be delivered again
+	// is logged just before that wait starts.
+	waiting := make(chan struct{}, 10)
+	cfg.Logger = slog.New(&signalHandler{msg: "consumer: batch not done; delivering it again", ch: waiting})
 	refused := make(chan struct{}, 10)
 	r := start(t, cfg, func(_ context.Context, msgs []consumer.Message) (bool, error) {
 		refused <- struct{}{}
@@ -180,6 +186,7 @@ func TestShutdownDoesNotWaitForTheBackoff(t *testing.T) {
 	})
 	produce(t, c, 3, 0)
 	receive(t, refused, "the first refusal")
+	receive(t, waiting, "the backoff after the first refusal")
 	began := time.Now()
 	r.shutdown(t)
 	if took := time.Since(began); took > 5*time.Second {
@@ -191,4 +198,23 @@ func TestShutdownDoesNotWaitForTheBackoff(t *testing.T) {
 	if got := committedAt(t, c, "g", 0); got != -1 {
 		t.Fatalf("committed %d", got)
 	}
+}
+
+// signalHandler is a slog handler that sends on ch each time msg is logged.
+type signalHandler struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *signalHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *signalHandler) WithGroup(string) slog.Handler            { return h }
+func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }
