@@ -24,8 +24,9 @@ import (
 // Who may call spool is decided here, for every entrance alike: each
 // operation of the core asks authorize for the permission it needs, with
 // the credentials the entrance put in the context. Keys are checked against
-// the store at every call (no cache), so a revoked key stops working at
-// once on every server sharing the store.
+// what the store held less than keyFresh ago (keycache.go): a revoked key
+// stops working at once on the server that revoked it, and within a second
+// on every other server sharing the store.
 
 // Permission is what an operation needs.
 type Permission int
@@ -193,7 +194,7 @@ func (s *Service) identify(ctx context.Context, cr Credentials, redeem bool) (Ca
 		return Caller{}, apierr.Errorf(spool.ErrUnauthenticated,
 			"an API key is needed: send it as Authorization: Bearer KEY (the command line reads --api-key, SPOOL_API_KEY or the key `spool login` stored); an admin creates keys with `spool keys create`")
 	}
-	k, err := s.store.KeyByHash(ctx, hash)
+	k, err := s.keyByHash(ctx, hash)
 	if errors.Is(err, spool.ErrNotFound) {
 		return Caller{}, apierr.Errorf(spool.ErrUnauthenticated, "this API key is not known to the server: check SPOOL_API_KEY, or ask an admin for a key")
 	}

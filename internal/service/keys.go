@@ -79,6 +79,9 @@ func (s *Service) RevokeKey(ctx context.Context, m *spoolv1.RevokeKeyRequest) (*
 		return nil, err
 	}
 	key, err := s.store.RevokeKey(ctx, m.GetName(), storekit.Now())
+	// Dropped whatever the store answered: a revoke that failed on its
+	// way back may still have been made.
+	s.keyCache.forget()
 	if err != nil {
 		return nil, s.fail(ctx, "RevokeKey", err)
 	}

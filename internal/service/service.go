@@ -81,6 +81,7 @@ type Service struct {
 	// watchers counts live followers, reported to publishing workers.
 	watchers watchers
 	touched  touches
+	keyCache keyCache
 	// scatters runs scatters' rounds.
 	scatters *scatter.Driver
 	// pollers are the workers polling each queue here.

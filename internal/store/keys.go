@@ -8,8 +8,9 @@ import (
 )
 
 // KeyStore keeps the API keys. Only a hash of each key's secret is stored;
-// the service core checks every call's key against it, with no cache, so a
-// revoked key stops working at once on every server sharing the store.
+// the service core checks every call's key against what it read from here
+// less than a second ago, so a revoked key stops working within a second on
+// every server sharing the store.
 type KeyStore interface {
 	// CreateKey stores a new key. A name in use is spool.ErrAlreadyExists.
 	CreateKey(ctx context.Context, k KeyRecord) error
