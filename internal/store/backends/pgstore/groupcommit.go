@@ -20,7 +20,8 @@ import (
 // COMMIT. Each caller is still answered only once its write is committed,
 // and a write that fails on its own (a stale lease, a job not found) fails
 // alone, as its own transaction would have. With one caller at a time
-// nothing waits: its write is taken at once, in a group of one.
+// nothing waits: its write is taken at once, in a group of one, and runs
+// on the caller's own goroutine.
 //
 // When a group's transaction fails as a whole (a statement refused, a
 // deadlock, a lost connection), nobody can tell which write was to blame,
@@ -58,18 +59,19 @@ type pending[T any] struct {
 	done  chan struct{}
 }
 
-// grouper gathers writes into groups, one group at a time, and hands each
-// group to run, which sets every write's err or alone.
+// grouper gathers writes into groups and runs one group at a time, with
+// run, which sets every write's err or alone. There is no goroutine of its
+// own: a write that finds no group running leads, running the groups
+// itself until its own is done, so a lone caller's write runs on its own
+// goroutine at once; if writes queued meanwhile, a new goroutine leads on.
 type grouper[T any] struct {
 	run func(group []*pending[T])
 
-	mu     sync.Mutex
-	queue  []*pending[T]
-	closed bool
-
-	kick     chan struct{}
-	quit     chan struct{}
-	finished chan struct{}
+	mu      sync.Mutex
+	queue   []*pending[T]
+	leading bool // a goroutine runs groups
+	closed  bool
+	leaders sync.WaitGroup
 
 	// started and groups count the groups taken and those run to the
 	// end, for tests.
@@ -77,9 +79,7 @@ type grouper[T any] struct {
 }
 
 func newGrouper[T any](run func(group []*pending[T])) *grouper[T] {
-	g := &grouper[T]{run: run, kick: make(chan struct{}, 1), quit: make(chan struct{}), finished: make(chan struct{})}
-	go g.loop()
-	return g
+	return &grouper[T]{run: run}
 }
 
 // do queues item and waits until its group has run. A caller whose ctx
@@ -96,11 +96,14 @@ func (g *grouper[T]) do(ctx context.Context, item T, keys []string, size int) (*
 		return nil, errClosed
 	}
 	g.queue = append(g.queue, p)
-	g.mu.Unlock()
-	select {
-	case g.kick <- struct{}{}:
-	default:
+	if !g.leading {
+		g.leading = true
+		g.leaders.Add(1)
+		g.mu.Unlock()
+		g.lead(p)
+		return p, nil
 	}
+	g.mu.Unlock()
 	select {
 	case <-p.done:
 	case <-ctx.Done():
@@ -116,23 +119,11 @@ func (g *grouper[T]) do(ctx context.Context, item T, keys []string, size int) (*
 	return p, nil
 }
 
-// loop runs groups while writes wait. After close it runs what is still
-// queued, then stops.
-func (g *grouper[T]) loop() {
-	defer close(g.finished)
-	for {
-		select {
-		case <-g.kick:
-		case <-g.quit:
-			g.drain()
-			return
-		}
-		g.drain()
-	}
-}
-
-// drain runs groups until the queue is empty.
-func (g *grouper[T]) drain() {
+// lead runs groups while writes wait, until the group of mine (nil: none)
+// has run; then, if writes still wait, it hands the lead to a new
+// goroutine, so that its caller is answered.
+func (g *grouper[T]) lead(mine *pending[T]) {
+	defer g.leaders.Done()
 	for {
 		group := g.take()
 		if len(group) == 0 {
@@ -144,13 +135,31 @@ func (g *grouper[T]) drain() {
 		for _, p := range group {
 			close(p.done)
 		}
+		if mine == nil {
+			continue
+		}
+		select {
+		case <-mine.done:
+		default:
+			continue
+		}
+		g.mu.Lock()
+		if len(g.queue) == 0 {
+			g.leading = false
+		} else {
+			g.leaders.Add(1)
+			go g.lead(nil)
+		}
+		g.mu.Unlock()
+		return
 	}
 }
 
 // take removes the next group from the queue: the writes in the order they
 // came, but for those whose caller gave up (answered here with its ctx's
 // error) and those sharing a key with a write taken before them, which
-// stay for a later group, in their order.
+// stay for a later group, in their order. When nothing is left to take,
+// the lead ends.
 func (g *grouper[T]) take() []*pending[T] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -186,16 +195,20 @@ func (g *grouper[T]) take() []*pending[T] {
 	}
 	clear(g.queue[len(keep):])
 	g.queue = keep
+	if len(group) == 0 {
+		// The queue is empty: a write that waits is always taken when
+		// it comes first.
+		g.leading = false
+	}
 	return group
 }
 
-// close refuses new writes, runs those queued and stops.
+// close refuses new writes and waits for those queued to run.
 func (g *grouper[T]) close() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
-	close(g.quit)
-	<-g.finished
+	g.leaders.Wait()
 }
 
 // queued is how many writes wait, for tests.
