@@ -48,8 +48,9 @@ func publishedSize(evs []events.Published) int {
 	return n
 }
 
-// runRows runs a group of row writes in one transaction, or marks them to
-// run alone when it fails.
+// runRows runs a group of row writes in one transaction. When that fails,
+// the writes that had not failed on their own (a decision made from their
+// locked row stands) are marked to run alone.
 func (s *Store) runRows(group []*pending[*rowJob]) {
 	if err := s.rowGroupTx(context.Background(), group); err != nil {
 		s.fallbacks.Add(1)
