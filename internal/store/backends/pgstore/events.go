@@ -23,7 +23,7 @@ const insertItems = `INSERT INTO events (job_id, seq, end_seq, seek_line, first_
 // with the COMMIT, in one round trip.
 func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Published) (store.Head, error) {
 	var head store.Head
-	err := s.writeRow(ctx, ref.JobID, func(q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, ref.JobID, publishedSize(evs), func(ctx context.Context, q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		if err := storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 // COMMIT.
 func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.writeRow(ctx, ref.JobID, func(q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, ref.JobID, publishedSize(evs), func(ctx context.Context, q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		if repeat, err := storekit.CheckFinish(ref, r.Job.State, r.Job.Attempt, r.LeaseID); repeat || err != nil {
 			out = r.Job // a repeat: the first call stored it all
 			return err

@@ -150,3 +150,46 @@ func SetPollInterval(s *Store, d time.Duration) { s.polls.Interval = d }
 
 // Polling is how many dequeues of queue wait for a wake-up.
 func Polling(s *Store, queue string) int { return s.polls.Sleeping(queue) }
+
+// GroupStats is what a store's group commits did so far: the groups of row
+// writes and of enqueues taken (Started) and run to the end (Done), the
+// writes waiting for one (Queued), and the groups whose transaction failed
+// so that their writes ran alone (Fallbacks).
+type GroupStats struct {
+	RowsStarted, RowsDone, RowsQueued int64
+	JobsStarted, JobsDone, JobsQueued int64
+	Fallbacks                         int64
+}
+
+// Groups is s's GroupStats.
+func Groups(s *Store) GroupStats {
+	return GroupStats{
+		RowsStarted: s.rows.started.Load(), RowsDone: s.rows.groups.Load(), RowsQueued: int64(s.rows.queued()),
+		JobsStarted: s.jobs.started.Load(), JobsDone: s.jobs.groups.Load(), JobsQueued: int64(s.jobs.queued()),
+		Fallbacks: s.fallbacks.Load(),
+	}
+}
+
+// Hold runs q in a transaction of its own and keeps what it locks until
+// release (which rolls it back) is called.
+func Hold(s *Store, q string, args ...any) (release func(), err error) {
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, q, args...); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	return func() { _ = tx.Rollback(ctx) }, nil
+}
+
+// BadWrite is a write of job id's row, grouped as Complete is, whose
+// statement fails when it is sent with the COMMIT.
+func BadWrite(ctx context.Context, s *Store, id string) error {
+	return s.writeRow(ctx, id, 0, func(_ context.Context, _ querier, _ *sqlrows.Row, w *pgx.Batch, _ *notes) error {
+		w.Queue(`UPDATE jobs SET attempt = attempt / 0 WHERE job_id = $1`, id)
+		return nil
+	})
+}

@@ -172,13 +172,14 @@ func (s *Store) Accepted(ctx context.Context, jobID string) iter.Seq2[store.Acce
 
 // ReplaceLog implements store.IngestStore: with the job's row locked (so
 // no ingest adds to the log meanwhile), its items are deleted and evs
-// stored in their place, with the COMMIT; the head does not move.
+// stored in their place, with the COMMIT; the head does not move. Like
+// DeleteJob, it runs alone rather than holding up a group.
 func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.JobEvent) error {
 	items, err := storekit.StoredItems(evs, s.Limits())
 	if err != nil {
 		return err
 	}
-	return s.writeRow(ctx, jobID, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	return s.writeRowAlone(ctx, jobID, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		if err := storekit.CheckReplace(r.Job); err != nil {
 			return err
 		}

@@ -61,18 +61,39 @@ func rowErr(err error, id string) error {
 
 // Enqueue implements store.JobStore. The request_id column is UNIQUE: the
 // insert of a repeat does nothing (a concurrent one waits for the first to
-// commit), and the first job is read back.
+// commit), and the first job is read back. Enqueues that arrive together
+// share one insert (groupenqueue.go).
 func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, bool, error) {
 	if err := nj.Check(); err != nil {
 		return nil, false, err
 	}
 	j := storekit.NewJobRecord(nj, storekit.Now())
+	args := sqlrows.InsertJobArgs(j, nj.Secrets)
+	keys := []string{"id " + j.JobId}
+	if j.RequestId != "" {
+		keys = append(keys, "request "+j.RequestId)
+	}
+	p, err := s.jobs.do(ctx, &newJob{job: j, args: args}, keys, argsSize(args))
+	switch {
+	case err != nil:
+		return nil, false, err
+	case p.alone:
+		return s.enqueueAlone(context.WithoutCancel(ctx), j, args)
+	case p.err != nil:
+		return nil, false, p.err
+	}
+	return p.item.out, p.item.created, nil
+}
+
+// enqueueAlone inserts job j, whose InsertJobArgs are args, in a statement
+// of its own.
+func (s *Store) enqueueAlone(ctx context.Context, j *spoolv1.Job, args []any) (*spoolv1.Job, bool, error) {
 	var (
 		out     *spoolv1.Job
 		created bool
 	)
 	err := s.writeOne(func(q querier, n *notes) error {
-		tag, err := q.Exec(ctx, insertJob, sqlrows.InsertJobArgs(j, nj.Secrets)...)
+		tag, err := q.Exec(ctx, insertJob, args...)
 		if keyTaken(err, "jobs_pkey") {
 			// The insert's ON CONFLICT covers request_id alone: a repeat
 			// racing the first insert of its request can fail here
@@ -211,7 +232,7 @@ func (s *Store) AddRerun(ctx context.Context, id, rerunID string) (*spoolv1.Job,
 // nobody woken.
 func (s *Store) edit(ctx context.Context, id string, fn sqlrows.Edit) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.writeRow(ctx, id, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, id, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		out = r.Job
 		if !fn(r.Job) {
 			return nil

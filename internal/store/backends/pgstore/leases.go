@@ -170,7 +170,7 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 // Complete implements store.JobStore.
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.writeRow(ctx, ref.JobID, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, ref.JobID, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		var err error
 		out, err = complete(w, n, ref, r, res)
 		return err
@@ -199,7 +199,7 @@ func complete(w *pgx.Batch, n *notes, ref store.LeaseRef, r *sqlrows.Row, res *s
 // Release implements store.JobStore.
 func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bool, reason string) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.writeRow(ctx, ref.JobID, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, ref.JobID, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		if err := storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -49,6 +50,13 @@ type Store struct {
 	log     *slog.Logger
 	watches *watches
 	outbox  *outbox
+	// rows and jobs gather row writes and new jobs into shared
+	// transactions (groupcommit.go).
+	rows *grouper[*rowJob]
+	jobs *grouper[*newJob]
+	// fallbacks counts the groups whose transaction failed, so that their
+	// writes ran alone, for tests.
+	fallbacks atomic.Int64
 	// stop ends the listener, whose end closes done.
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -84,8 +92,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	s := &Store{pool: pool, log: log.With("store", "postgres"), done: make(chan struct{})}
 	s.outbox = newOutbox(pool, s.log)
+	s.rows = newGrouper(s.runRows)
+	s.jobs = newGrouper(s.runEnqueues)
 	s.watches = newWatches(s)
 	fail := func(err error) (*Store, error) {
+		s.rows.close()
+		s.jobs.close()
 		s.watches.close()
 		s.outbox.close()
 		pool.Close()
@@ -134,11 +146,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
-// Close implements store.JobStore: it tells the other servers this one no
-// longer follows anything, sends the notes not yet sent, stops listening
-// and closes the pool.
+// Close implements store.JobStore: it finishes the writes waiting for
+// their group, tells the other servers this one no longer follows
+// anything, sends the notes not yet sent, stops listening and closes the
+// pool.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.rows.close()
+		s.jobs.close()
 		s.watches.close()
 		s.outbox.close()
 		s.stop()

@@ -21,9 +21,11 @@ var deleteJob = func() []string {
 // DeleteJob implements store.RemovalStore: with the job's row locked, so
 // no lease, append or ingest changes it meanwhile, its state is checked;
 // its log, accepted events and row are deleted with the COMMIT. Its
-// followers, on every server, are woken to find it gone.
+// followers, on every server, are woken to find it gone. It runs in a
+// transaction of its own, not in a group: a long log takes a while to
+// delete, and the writes grouped with it would all wait for that.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	return s.writeRow(ctx, id, func(_ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	return s.writeRowAlone(ctx, id, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
 		if err := sqlrows.Deletable(r.Job); err != nil {
 			return err
 		}

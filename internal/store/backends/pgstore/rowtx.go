@@ -11,14 +11,13 @@ import (
 )
 
 // rowWrite decides a write from a job's row, locked: it may read more with
-// q (inside the transaction) and queues its statements in w.
-type rowWrite func(q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error
+// q (inside the transaction, under ctx) and queues its statements in w.
+type rowWrite func(ctx context.Context, q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error
 
-// writeRow runs fn in a transaction on the row of job id, in two round
-// trips instead of four or more: BEGIN goes with the locked read of the
-// row, and the statements fn queues go with COMMIT. The hot writes of a
-// job's life (its output, its completion) take this path.
-func (s *Store) writeRow(ctx context.Context, id string, fn rowWrite) error {
+// writeRowAlone runs fn in a transaction of its own on the row of job id,
+// in two round trips instead of four or more: BEGIN goes with the locked
+// read of the row, and the statements fn queues go with COMMIT.
+func (s *Store) writeRowAlone(ctx context.Context, id string, fn rowWrite) error {
 	return s.writeConn(ctx, "write job "+id, func(conn *pgx.Conn, n *notes) error {
 		return rowTx(ctx, conn, id, n, fn)
 	})
@@ -63,7 +62,7 @@ func rowTx(ctx context.Context, conn *pgx.Conn, id string, n *notes, fn rowWrite
 		return rowErr(err, id)
 	}
 	var w pgx.Batch
-	if err := fn(conn, r, &w, n); err != nil {
+	if err := fn(ctx, conn, r, &w, n); err != nil {
 		return err
 	}
 	return commitBatch(ctx, conn, &w, "write job %s", id)

@@ -103,9 +103,13 @@ func ScanJob(sc Scanner) (*Row, error) {
 
 // InsertNewJob creates a job (InsertJobArgs); a key in use (its id, its
 // request id, its source's open job) is an error.
-const InsertNewJob = `INSERT INTO jobs (job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result,
-	attempt, lease_id, source, book, started_at, ended_at, secrets)
+const InsertNewJob = `INSERT INTO jobs (` + InsertJobCols + `)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// InsertJobCols are the columns InsertNewJob writes, in the order of
+// InsertJobArgs.
+const InsertJobCols = `job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result,
+	attempt, lease_id, source, book, started_at, ended_at, secrets`
 
 // InsertJob is InsertNewJob unless the job's request id is taken; then it
 // does nothing, and the caller reads the first job back.
