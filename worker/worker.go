@@ -355,12 +355,14 @@ func (w *Worker) stopAll(why string, retry bool) {
 	}
 }
 
-// maxLeasesPerCall is the most jobs one DequeueJobs call leases.
-const maxLeasesPerCall = 10
+// maxLeasesPerCall is the most jobs one DequeueJobs call leases (the
+// server's bound on max_jobs).
+const maxLeasesPerCall = 500
 
-// pollAll runs a poll loop for every maxLeasesPerCall slots, so a worker
-// with many slots free fills them with calls side by side instead of one
-// after another. The first refusal stops them all.
+// pollAll runs a poll loop for every maxLeasesPerCall slots: each call asks
+// for all of its loop's free slots, so a worker with many slots free fills
+// them in one call rather than in many after one another. The first
+// refusal stops them all.
 func (w *Worker) pollAll(ctx context.Context, stop context.CancelFunc) error {
 	n := (w.cfg.Concurrency + maxLeasesPerCall - 1) / maxLeasesPerCall
 	errs := make([]error, n)
