@@ -169,9 +169,10 @@ type Worker struct {
 	clock       batcher.Clock
 	metrics     *workerMetrics
 
-	slots chan struct{} // one token per running command
-	spool spoolHealth
-	user  *jobUser // RunAs; nil: jobs run as the worker's user
+	slots  chan struct{} // one token per running command
+	spares spareDirs
+	spool  spoolHealth
+	user   *jobUser // RunAs; nil: jobs run as the worker's user
 	// keyRefused is closed once the server has refused the worker's key
 	// (keyErr says how); see refuseKey.
 	keyRefused chan struct{}
@@ -219,6 +220,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
+		spares:   spareDirs{free: make(chan string, cfg.Concurrency)},
 		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), keyRefused: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
 	if err := w.prepareDirs(); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -287,6 +289,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.stopSends()
 	w.sending.Wait()
+	w.dropSpareDirs()
 	w.log.Info("worker stopped")
 	return refused
 }
