@@ -19,27 +19,46 @@ import (
 	"github.com/spool-run/spool/internal/outbox"
 )
 
-// quickJob is how long an attempt's sender and heartbeat wait, at its
-// start, for a command that ends at once. Such a command's events and
-// result then go in one CompleteJob, with no heartbeat, instead of a
-// publish of PROCESS_START, another of the rest, and a heartbeat the
+// quickJob is how long an attempt's sender and heartbeat wait, once its
+// command has started, for a command that ends at once. Such a command's
+// events and result then go in one CompleteJob, with no heartbeat, instead
+// of a publish of PROCESS_START, another of the rest, and a heartbeat the
 // server writes: the calls a short job costs, and the lease, just granted,
 // needs no renewal yet. It is no longer than the flush interval of a
-// followed job, so someone following a longer one sees no difference.
+// followed job, so someone following a longer one sees no difference. It
+// counts from the command's start, not the attempt's: on a busy machine,
+// making the job's directory and outbox and starting the process can take
+// longer than the command itself, and a window that counted them would
+// close on most short jobs, each then costing the server two more writes
+// and making the machine busier still.
 const quickJob = 20 * time.Millisecond
 
-// awaitQuickEnd waits up to quickJob for the command to end (ended, then
-// true: the end is in the outbox), or until ctx ends.
-func awaitQuickEnd(ctx context.Context, ended <-chan struct{}) bool {
-	t := time.NewTimer(quickJob)
+// quickSetup bounds the wait for the command to start: an attempt whose
+// setup takes longer (fetching a batch's input from a server that is away,
+// say) has its lease renewed and its news heard as any other. It is well
+// under the shortest heartbeat interval (1 s), so the first renewal is
+// never late.
+const quickSetup = 500 * time.Millisecond
+
+// awaitQuickEnd waits up to quickJob after the command started (started),
+// and up to quickSetup for it to start, for it to end (ended, then true:
+// the end is in the outbox), or until ctx ends.
+func awaitQuickEnd(ctx context.Context, started, ended <-chan struct{}) bool {
+	t := time.NewTimer(quickSetup)
 	defer t.Stop()
-	select {
-	case <-ended:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
+	for {
+		select {
+		case <-ended:
+			return true
+		case <-started:
+			started = nil
+			t.Reset(quickJob)
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
 	}
-	return false
 }
 
 // pipeDrain is how long output may keep arriving after the command exits
@@ -62,9 +81,11 @@ type attempt struct {
 	// go to the outbox, then to the batcher, in the same order for both.
 	lines sync.Mutex
 
-	// ended is closed once the command is over and how it ended is in the
-	// outbox (or the worker was killed).
-	ended chan struct{}
+	// started is closed once the command has started; ended once it is
+	// over and how it ended is in the outbox (or the worker was killed).
+	// ended may come without started: the command could not start.
+	started chan struct{}
+	ended   chan struct{}
 
 	// hide hides the job's secrets in its output (see masker).
 	maskOnce sync.Once
@@ -218,6 +239,7 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 	a.out.Event(&spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_START, EventData: &spoolv1.JobEvent_ProcessStart{
 		ProcessStart: &spoolv1.ProcessStartEvent{Pid: int32(p.pid()), Command: text, WorkerId: a.w.cfg.ID, Pty: p.terminal}}})
 	a.setProc(p)
+	close(a.started)
 	if t := a.job.GetParams().GetTimeout(); t != nil && t.AsDuration() > 0 {
 		timer := time.AfterFunc(t.AsDuration(), func() { a.stop("timed out after " + t.AsDuration().String()) })
 		defer timer.Stop()

@@ -32,7 +32,7 @@ func (a *attempt) heartbeat(ctx context.Context) {
 	// A command that ends at once needs no heartbeat: nothing can stop it
 	// any more, and the lease, just granted, holds until the next renewal
 	// is due, by when its output is normally delivered.
-	if awaitQuickEnd(ctx, a.ended) && backoff.Sleep(ctx, interval) != nil {
+	if awaitQuickEnd(ctx, a.started, a.ended) && backoff.Sleep(ctx, interval) != nil {
 		return
 	}
 	var watched, cancelled bool

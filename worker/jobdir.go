@@ -14,7 +14,8 @@ import (
 // reaches by relative paths is its own, never the worker's working
 // directory, where on one machine the server's data may be. Under RunAs
 // the directory is the user's, and its HOME when the user has no home.
-// It is removed when the attempt ends, unless Config.KeepJobDirs.
+// It is removed when the attempt ends, unless Config.KeepJobDirs (or, if
+// empty, kept under another name for the next job: jobdir_spares.go).
 
 // jobsDir holds the attempts' own directories.
 func (w *Worker) jobsDir() string { return filepath.Join(w.cfg.SpoolDir, "jobs") }
@@ -23,7 +24,10 @@ func (w *Worker) jobsDir() string { return filepath.Join(w.cfg.SpoolDir, "jobs")
 // it, or keeps it with KeepJobDirs.
 func (a *attempt) makeJobDir() (string, func(), error) {
 	dir := filepath.Join(a.w.jobsDir(), fmt.Sprintf("%s-a%d", a.job.GetJobId(), a.job.GetAttempt()))
-	err := os.Mkdir(dir, 0o700)
+	err := a.w.takeSpareDir(dir)
+	if err != nil {
+		err = os.Mkdir(dir, 0o700)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		// Whatever is there (an attempt of the same number, handed back
 		// before and kept) is not this attempt's.
@@ -37,6 +41,9 @@ func (a *attempt) makeJobDir() (string, func(), error) {
 	cleanup := func() {
 		if a.w.cfg.KeepJobDirs {
 			a.log.Info("the job's directory is kept", "dir", dir)
+			return
+		}
+		if a.w.keepSpareDir(dir) {
 			return
 		}
 		if err := os.RemoveAll(dir); err != nil {

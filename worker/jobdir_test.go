@@ -65,6 +65,41 @@ func TestJobDirectories(t *testing.T) {
 	}
 }
 
+// TestJobDirectoriesReused: whether or not a job's directory is kept for
+// the next (see TestSpareDirs), each job starts in an empty directory of
+// mode 0700 under its own name, and none is left once the worker stops.
+func TestJobDirectoriesReused(t *testing.T) {
+	t.Parallel()
+	spoolDir := t.TempDir()
+	e := newEnv(t, 1, func(c *worker.Config) { c.SpoolDir = spoolDir })
+	run := func(script string) string {
+		t.Helper()
+		id := e.submit(t, sh(script))
+		if j := e.wait(t, id); j.State != spool.Succeeded {
+			t.Fatalf("job %q: %v", script, j.Result)
+		}
+		out, _ := output(e.logOf(t, id))
+		return strings.ReplaceAll(string(out), filepath.Join(spoolDir, "jobs", id+"-a1"), "OWN")
+	}
+	const look = `pwd; stat -c %a .; ls -A | wc -l`
+	const empty = "OWN\n700\n0\n"
+	for i, step := range []struct{ script, want string }{
+		{"chmod 755 .", ""},
+		{look, empty},                  // not in the directory made 0755
+		{look + "; touch left", empty}, // in the previous job's, empty
+		{look, empty},                  // not in the one left with a file
+	} {
+		if got := run(step.script); got != step.want {
+			t.Fatalf("job %d (%s) printed %q, want %q", i, step.script, got, step.want)
+		}
+	}
+	e.w.Stop()
+	left, err := os.ReadDir(filepath.Join(spoolDir, "jobs"))
+	if err != nil || len(left) != 0 {
+		t.Fatalf("the stopped worker left %v in its jobs' directory (%v)", left, err)
+	}
+}
+
 // TestWorkDirWithServerDataIsRefused: a WorkDir that holds a server's data
 // (any of its keys or its database) is refused as the worker starts: every
 // job would run beside the server's keys.

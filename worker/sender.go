@@ -46,10 +46,11 @@ type sender struct {
 	// their attempt and line numbers), and stores them without decoding
 	// them again.
 	encoded bool
-	// quick, when set, is closed once the attempt's command has ended: the
-	// first read waits for it up to quickJob, so that a short job's
+	// started and ended, when set, are closed once the attempt's command
+	// has started and ended: the first read waits for the end up to
+	// quickJob after the start (awaitQuickEnd), so that a short job's
 	// events and result are read, and sent, together.
-	quick <-chan struct{}
+	started, ended <-chan struct{}
 
 	// skipThrough: events ending at or before this sequence are already
 	// stored (a reopened outbox resends from its oldest segment).
@@ -96,8 +97,8 @@ func (s *sender) handBack() *handBack {
 // run sends until the outbox is drained (nil), the lease is lost
 // (errLeaseLost), or ctx ends (its error; the outbox stays on disk).
 func (s *sender) run(ctx context.Context) error {
-	if s.quick != nil {
-		awaitQuickEnd(ctx, s.quick)
+	if s.ended != nil {
+		awaitQuickEnd(ctx, s.started, s.ended)
 	}
 	bo := newPauses()
 	for {

@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
@@ -495,5 +501,67 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Fatalf("metrics lack %q:\n%s", want, body)
 		}
+	}
+}
+
+// leaseCounter is a transport that notes how many jobs each DequeueJobs
+// call leased.
+type leaseCounter struct {
+	mu    sync.Mutex
+	calls []int
+}
+
+func (c *leaseCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/DequeueJobs") {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	// Answers come uncompressed, to be read here.
+	req.Header.Del("Accept-Encoding")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var m spoolv1.DequeueJobsResponse
+	if err := proto.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("reading a DequeueJobs answer: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, len(m.GetLeases()))
+	return resp, nil
+}
+
+// TestFreeSlotsFilledInOneCall: a worker with many free slots and a queue
+// with jobs ready leases them all in one call.
+func TestFreeSlotsFilledInOneCall(t *testing.T) {
+	t.Parallel()
+	const n = 60
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	var ids []string
+	for range n {
+		j, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	lc := &leaseCounter{}
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: n, HTTPClient: &http.Client{Transport: lc}})
+	for _, id := range ids {
+		if j := srv.WaitJob(t, id); j.State != spool.Succeeded {
+			t.Fatalf("job %s ended %s", id, j.State)
+		}
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if len(lc.calls) == 0 || lc.calls[0] != n {
+		t.Fatalf("leases per DequeueJobs call: %v, want all %d in the first", lc.calls, n)
 	}
 }

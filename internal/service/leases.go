@@ -22,8 +22,9 @@ import (
 	"github.com/spool-run/spool/internal/token"
 )
 
-// DequeueJobs leases up to max_jobs jobs of a queue to a worker, waiting up
-// to wait_seconds for one. Each lease carries a signed task token that names
+// DequeueJobs leases up to max_jobs jobs of a queue to a worker (at most
+// store.MaxDequeue, 500, in one call), waiting up to wait_seconds for one.
+// Each lease carries a signed task token that names
 // the job, its attempt and the lease.
 func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest) (*spoolv1.DequeueJobsResponse, error) {
 	caller, err := s.authorize(ctx, PermWork, cmp.Or(m.GetQueue(), store.DefaultQueue))

@@ -4,7 +4,7 @@ package store
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 1000
-	MaxDequeue       = 10
+	MaxDequeue       = 500
 )
 
 // ListLimit turns a requested page size into the one to use.

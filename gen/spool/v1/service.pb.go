@@ -694,7 +694,8 @@ type DequeueJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Queue to lease from (empty: "default").
 	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
-	// At most this many jobs (0: 1; capped at 10).
+	// At most this many jobs (0: 1; capped at 500): a worker asks for all its
+	// free slots at once.
 	MaxJobs int32 `protobuf:"varint,2,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
 	// Wait up to this long for a job when none is ready (0: return at once;
 	// capped at 20).

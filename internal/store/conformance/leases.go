@@ -56,12 +56,42 @@ func testDequeueBatch(t *testing.T, b Backend) {
 		t.Fatalf("leased jobs handed out again: %d leases, err %v", len(ls), err)
 	}
 	// Max is capped.
-	for range store.MaxDequeue + 2 {
-		enqueue(t, s, newJob(q))
-	}
-	ls, err = s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1000, LeaseDuration: time.Minute})
+	enqueueMany(t, s, q, store.MaxDequeue+2)
+	ls, err = s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: store.MaxDequeue * 2, LeaseDuration: time.Minute})
 	if err != nil || len(ls) != store.MaxDequeue {
-		t.Fatalf("Max 1000: got %d leases (err %v), want the cap %d", len(ls), err, store.MaxDequeue)
+		t.Fatalf("Max %d: got %d leases (err %v), want the cap %d", store.MaxDequeue*2, len(ls), err, store.MaxDequeue)
+	}
+}
+
+// testDequeueMany: a worker with many free slots fills them in one call,
+// however few jobs a backend's own reads bring at a time (SQS: 10).
+func testDequeueMany(t *testing.T, b Backend) {
+	s := open(t, b)
+	ctx := context.Background()
+	q := newQueue()
+	enqueueMany(t, s, q, 200)
+	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 150, LeaseDuration: time.Minute, Wait: 5 * time.Second})
+	if err != nil || len(ls) != 150 {
+		t.Fatalf("Max 150 of 200 ready: got %d leases (err %v)", len(ls), err)
+	}
+	seen := map[string]bool{}
+	for i, l := range ls {
+		if seen[l.JobID] {
+			t.Fatalf("job %s leased twice in one call", l.JobID)
+		}
+		seen[l.JobID] = true
+		if i > 0 && l.Job.GetCreatedAt().AsTime().Before(ls[i-1].Job.GetCreatedAt().AsTime()) {
+			t.Fatalf("lease %d is older than lease %d: want oldest first", i, i-1)
+		}
+	}
+	rest, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 150, LeaseDuration: time.Minute, Wait: 5 * time.Second})
+	if err != nil || len(rest) != 50 {
+		t.Fatalf("the other 50: got %d leases (err %v)", len(rest), err)
+	}
+	for _, l := range rest {
+		if seen[l.JobID] {
+			t.Fatalf("job %s leased again while its lease is current", l.JobID)
+		}
 	}
 }
 

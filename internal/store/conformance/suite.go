@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -59,6 +60,7 @@ func Run(t *testing.T, b Backend) {
 		{"ListFindsARareState", testListRareState},
 		{"CancelQueued", testCancelQueued},
 		{"DequeueBatchOrderAndQueues", testDequeueBatch},
+		{"DequeueManyInOneCall", testDequeueMany},
 		{"DequeueLongPoll", testDequeueLongPoll},
 		{"HeartbeatAndCancelRunning", testHeartbeatAndCancel},
 		{"LeaseExpiryRedeliversThenFails", testLeaseExpiry},
@@ -206,6 +208,22 @@ func enqueue(t *testing.T, s store.JobStore, nj store.NewJob) *spoolv1.Job {
 		t.Fatalf("Enqueue: job %s was not created", job.GetJobId())
 	}
 	return job
+}
+
+// enqueueMany enqueues n jobs on queue, several at a time.
+func enqueueMany(t *testing.T, s store.JobStore, queue string, n int) {
+	t.Helper()
+	var g errgroup.Group
+	g.SetLimit(16)
+	for range n {
+		g.Go(func() error {
+			_, _, err := s.Enqueue(context.Background(), newJob(queue))
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
 }
 
 // leaseOne dequeues exactly one job from queue.

@@ -35,8 +35,11 @@ const (
 	unsettledRetry = 2 * time.Second
 )
 
-// Dequeue implements store.JobStore: SQS long polls (up to 20 s each, up to
-// 10 messages) until a message leads to a lease or r.Wait has passed.
+// Dequeue implements store.JobStore: SQS long polls (up to 20 s each)
+// until a message leads to a lease or r.Wait has passed. One receive
+// brings at most maxReceive messages, so once one has led to leases, more
+// receives follow without waiting (receiveMore) until r.Max are leased or
+// the queue has no more ready now.
 func (s *Store) Dequeue(ctx context.Context, r store.DequeueRequest) ([]store.Lease, error) {
 	url, err := s.queues.url(ctx, r.Queue)
 	if err != nil {
@@ -48,9 +51,12 @@ func (s *Store) Dequeue(ctx context.Context, r store.DequeueRequest) ([]store.Le
 	for {
 		// SQS waits in whole seconds; the rest of a fraction is slept.
 		wait := int32(min(max(time.Until(deadline), 0)/time.Second, longPollSeconds))
-		leases, err := s.receive(ctx, url, n, vis, wait)
-		if err != nil || len(leases) > 0 {
-			return leases, err
+		rc := s.receive(ctx, url, min(n, maxReceive), vis, wait)
+		if rc.err != nil {
+			return nil, rc.err
+		}
+		if len(rc.leases) > 0 {
+			return s.receiveMore(ctx, url, n, vis, rc), nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -68,9 +74,63 @@ func (s *Store) Dequeue(ctx context.Context, r store.DequeueRequest) ([]store.Le
 	}
 }
 
-// receive makes one ReceiveMessage call and leases the jobs its messages
-// name, oldest first.
-func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duration, wait int32) ([]store.Lease, error) {
+const (
+	// maxReceive is the most messages one ReceiveMessage call returns.
+	maxReceive = 10
+	// receivesAtOnce bounds the receives one Dequeue makes side by side,
+	// and so the claims (a read and a conditional write of DynamoDB each)
+	// it has in flight: maxReceive times as many.
+	receivesAtOnce = 8
+)
+
+// received is what one receive brought: the leases its messages led to,
+// and whether SQS filled the request (so more may be ready).
+type received struct {
+	leases []store.Lease
+	full   bool
+	err    error
+}
+
+// receiveMore adds to first's leases, up to n, with rounds of receives
+// made side by side that do not wait for messages: a round ends the
+// search when any of its receives found the queue with fewer ready than
+// it asked for. An error after leases were granted is logged, not
+// returned: the leases stand, and the caller would otherwise lose them
+// until they expired.
+func (s *Store) receiveMore(ctx context.Context, url string, n int, vis time.Duration, first received) []store.Lease {
+	got, more := first.leases, first.full
+	for more && len(got) < n && ctx.Err() == nil {
+		want := n - len(got)
+		round := make([]received, min((want+maxReceive-1)/maxReceive, receivesAtOnce))
+		var wg sync.WaitGroup
+		for i := range round {
+			k := min(want-i*maxReceive, maxReceive)
+			wg.Go(func() { round[i] = s.receive(ctx, url, k, vis, 0) })
+		}
+		wg.Wait()
+		for _, rc := range round {
+			got = append(got, rc.leases...)
+			more = more && rc.full
+			if rc.err != nil {
+				more = false
+				s.log.Warn("could not receive more SQS messages for a batch of leases", "queue_url", url, "error", rc.err)
+			}
+		}
+	}
+	sortLeases(got)
+	return got
+}
+
+// sortLeases orders leases oldest first, as Dequeue promises.
+func sortLeases(ls []store.Lease) {
+	slices.SortFunc(ls, func(a, b store.Lease) int {
+		return cmp.Or(a.Job.GetCreatedAt().AsTime().Compare(b.Job.GetCreatedAt().AsTime()), cmp.Compare(a.JobID, b.JobID))
+	})
+}
+
+// receive makes one ReceiveMessage call for up to n (at most maxReceive)
+// messages and leases the jobs they name, oldest first.
+func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duration, wait int32) received {
 	start := storekit.Now()
 	out, err := s.clients.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:            aws.String(url),
@@ -79,10 +139,10 @@ func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duratio
 		WaitTimeSeconds:     wait,
 	})
 	if err != nil {
-		return nil, awsErr(err, "receive from SQS queue %s", url)
+		return received{err: awsErr(err, "receive from SQS queue %s", url)}
 	}
 	if len(out.Messages) == 0 {
-		return nil, nil
+		return received{}
 	}
 	anchors := s.anchors(ctx, url, out.Messages, start, vis)
 	leases := make([]*store.Lease, len(out.Messages))
@@ -92,23 +152,21 @@ func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duratio
 		wg.Go(func() { leases[i], errs[i] = s.claim(ctx, url, m, anchors[i].Add(vis)) })
 	}
 	wg.Wait()
-	var got []store.Lease
+	rc := received{full: len(out.Messages) >= n}
 	for _, l := range leases {
 		if l != nil {
-			got = append(got, *l)
+			rc.leases = append(rc.leases, *l)
 		}
 	}
-	slices.SortFunc(got, func(a, b store.Lease) int {
-		return cmp.Or(a.Job.GetCreatedAt().AsTime().Compare(b.Job.GetCreatedAt().AsTime()), cmp.Compare(a.JobID, b.JobID))
-	})
+	sortLeases(rc.leases)
 	if err := errors.Join(errs...); err != nil {
-		if len(got) == 0 {
-			return nil, err
+		if len(rc.leases) == 0 {
+			return received{err: err}
 		}
 		// The leases granted stand; the other messages come back.
 		s.log.Warn("some received SQS messages could not be handled", "error", err)
 	}
-	return got, nil
+	return rc
 }
 
 // anchors returns, for each message, a time no later than the moment SQS
