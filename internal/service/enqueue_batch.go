@@ -25,6 +25,16 @@ const MaxEnqueueJobsRequestBytes = 16 << 20
 // store's writer busy without holding a goroutine per job.
 const enqueueWorkers = 128
 
+// CheckBatchSize refuses an EnqueueJobs call of n jobs when n is not
+// within its bounds: for entrances that turn some jobs away themselves
+// before the call.
+func CheckBatchSize(n int) error {
+	if n == 0 || n > MaxEnqueueJobs {
+		return invalid("jobs: %d in one call; send 1 to %d", n, MaxEnqueueJobs)
+	}
+	return nil
+}
+
 // EnqueueJobs enqueues several jobs, each as EnqueueJob does, side by
 // side so that their writes share the store's commits. The caller's key is
 // checked once; each job is then checked, and may be refused, on its own.
@@ -34,8 +44,8 @@ func (s *Service) EnqueueJobs(ctx context.Context, m *spoolv1.EnqueueJobsRequest
 		return nil, err
 	}
 	reqs := m.GetJobs()
-	if len(reqs) == 0 || len(reqs) > MaxEnqueueJobs {
-		return nil, invalid("jobs: %d in one call; send 1 to %d", len(reqs), MaxEnqueueJobs)
+	if err := CheckBatchSize(len(reqs)); err != nil {
+		return nil, err
 	}
 	results := make([]*spoolv1.EnqueueResult, len(reqs))
 	outcomes := make([]enqueued, len(reqs))
