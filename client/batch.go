@@ -41,8 +41,9 @@ type BatchResult struct {
 // was refused, the server could not be reached): its jobs and those of
 // the calls not made after it then have err as their Err, while those of
 // the calls before it were enqueued as their results say. The server may
-// have enqueued the jobs of a call whose answer was lost: submitting
-// again with RequestIDs set finds them instead of enqueueing them twice.
+// have enqueued the jobs of a call whose answer was lost: with a RequestID
+// on every job, the client tries such a call again (Config.Retry), and
+// submitting again finds those jobs instead of enqueueing them twice.
 func (c *Client) SubmitBatch(ctx context.Context, jobs []SubmitParams) (results []BatchResult, err error) {
 	results = make([]BatchResult, len(jobs))
 	var (

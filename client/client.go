@@ -103,8 +103,9 @@ type Config struct {
 // refused or cut connection, an Unavailable answer (a server or database
 // restarting). Only what cannot happen twice is tried again: reads, calls
 // that never reached the server, and calls with a request id
-// (SubmitParams.RequestID, Rerun's requestID), which the server answers
-// with what the first call did. Streams of events resume on their own
+// (SubmitParams.RequestID, Rerun's requestID; a SubmitBatch call when
+// each of its jobs has one), which the server answers with what the
+// first call did. Streams of events resume on their own
 // (Reconnect) and are not affected.
 type Retry struct {
 	// For is how long a call keeps trying, in all, with backoff.
