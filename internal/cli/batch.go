@@ -22,10 +22,11 @@ import (
 // is named so that the file can be submitted again.
 const batchHelp = `submit the jobs of FILE ("-": spool's stdin), one a line: each line a JSON job spec, as spool consume reads them ({"argv": ["make", "test"]} or {"shell": "..."}, and env, dir, queue, timeout, max_attempts, retries, repo, ref, stdin, secrets: names of --secret flags given here), optionally with a "request_id". A line without one gets a request id made from its text, --queue and --request-id, so submitting the same file again finds the jobs it made instead of enqueueing them twice (an identical line repeated makes a job per copy); a new --request-id submits the file anew. Prints each job's line number and id, says which lines failed and why, and exits 1 if any did`
 
-// Lines of a --batch file are sent in calls of at most batchCall jobs, the
-// most the server takes in one; a line may hold at most maxBatchLine
-// bytes (a job's stdin is at most 256 KiB, JSON-escaped perhaps six times
-// that).
+// The lines of a --batch file are read and sent batchCall jobs at a time,
+// what the server takes in one call (client.SubmitBatch splits a round
+// that holds more bytes than a call does); their outcomes are printed as
+// each round returns. A line may hold at most maxBatchLine bytes (a job's
+// stdin is at most 256 KiB, JSON-escaped perhaps six times that).
 const (
 	batchCall    = 1000
 	maxBatchLine = 2 << 20
@@ -52,6 +53,9 @@ type batchRun struct {
 	copies  map[[sha256.Size]byte]int // identical lines seen so far
 	pending []batchLine
 	jobs    int // lines of pending that are jobs
+	read    int // lines read so far
+	// shown: a progress line is on the terminal, to be written over.
+	shown bool
 
 	submitted, repeats, failed int
 }
@@ -84,6 +88,7 @@ func runSubmitBatch(ctx context.Context, cfg submitConfig, e *env, changed func(
 	}
 	b := &batchRun{cfg: cfg, e: e, c: c, held: held, copies: map[[sha256.Size]byte]int{}}
 	err = b.submit(ctx, in)
+	b.clear()
 	fmt.Fprintf(e.errOut, "spool: %s submitted", plural(b.submitted+b.repeats, "job"))
 	if b.repeats > 0 {
 		fmt.Fprintf(e.errOut, " (%d of them had been before)", b.repeats)
@@ -109,6 +114,7 @@ func (b *batchRun) submit(ctx context.Context, in io.Reader) error {
 	n := 0
 	for sc.Scan() {
 		n++
+		b.read = n
 		text := bytes.TrimSpace(sc.Bytes())
 		if len(text) == 0 {
 			continue
@@ -223,9 +229,28 @@ func (b *batchRun) send(ctx context.Context) error {
 		}
 	}
 	if callErr != nil {
-		return fmt.Errorf("the server refused the call with lines %d to %d, and no later line was sent: %s", b.pending[0].n, b.pending[len(b.pending)-1].n, explain(callErr, b.e))
+		return fmt.Errorf("the call with lines %d to %d failed, and no later line was sent: %s", b.pending[0].n, b.pending[len(b.pending)-1].n, explain(callErr, b.e))
 	}
+	b.progress()
 	return nil
+}
+
+// progress says how far the run has got, on a terminal, when the lines'
+// outcomes go elsewhere (a file, a pipe): the next message written over it.
+func (b *batchRun) progress() {
+	if !b.e.errTerm.TTY || b.e.outTerm.TTY {
+		return
+	}
+	fmt.Fprintf(b.e.errOut, "\r\033[Kspool: %s read: %d jobs submitted, %d failed", plural(b.read, "line"), b.submitted+b.repeats, b.failed)
+	b.shown = true
+}
+
+// clear takes the progress line off the terminal, for another message.
+func (b *batchRun) clear() {
+	if b.shown {
+		fmt.Fprint(b.e.errOut, "\r\033[K")
+		b.shown = false
+	}
 }
 
 // print says what became of a line: its job on stdout, or why it failed
@@ -265,6 +290,7 @@ func (b *batchRun) print(l batchLine, callErr error) error {
 		return nil
 	}
 	if l.err != nil {
+		b.clear()
 		_, err := fmt.Fprintf(b.e.errOut, "spool: line %d: %s\n", l.n, strings.TrimSpace(explain(l.err, b.e)))
 		return err
 	}

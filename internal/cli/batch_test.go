@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/termview"
 	"github.com/spool-run/spool/spooltest"
 )
 
@@ -154,7 +156,39 @@ func TestSubmitBatchRefusals(t *testing.T) {
 	wantRefusal(t, "--shell", run(srv, "submit", "--batch", file, "--shell", "true"),
 		"--shell cannot go with --batch: each job's line says what it runs")
 	r := runLocal("--server", srv.URL, "--api-key", srv.Key(t, spool.RoleRead), "submit", "--batch", file)
-	if r.code != 1 || !strings.Contains(r.stderr, "the server refused the call with lines 1 to 1") || !strings.Contains(r.stderr, "may not submit") {
+	if r.code != 1 || !strings.Contains(r.stderr, "the call with lines 1 to 1 failed") || !strings.Contains(r.stderr, "may not submit") {
 		t.Errorf("a read key: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestSubmitBatchProgress: with its outcomes going to a file, a run says
+// on the terminal how far it has got, a line written over after each call,
+// and clears it for its other messages.
+func TestSubmitBatchProgress(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	var in strings.Builder
+	for i := range 1500 {
+		fmt.Fprintf(&in, `{"argv": ["echo", "%d"]}`+"\n", i)
+	}
+	in.WriteString(`{"argv": []}` + "\n")
+	var out, errOut strings.Builder
+	e := &env{in: strings.NewReader(in.String()), out: &out, errOut: &errOut, errTerm: termview.Info{TTY: true}}
+	root := newRoot(e)
+	root.SetArgs([]string{"--server", srv.URL, "--api-key", srv.AdminKey, "submit", "--batch", "-"})
+	err := root.ExecuteContext(context.Background())
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("exit: %v, want status 1 (a line failed)", err)
+	}
+	want := "\r\033[Kspool: 1000 lines read: 1000 jobs submitted, 0 failed" +
+		"\r\033[Kspool: line 1501: not a job spec: say what to run" // cut: the rest is ParseSpec's
+	if !strings.HasPrefix(errOut.String(), want) {
+		t.Errorf("stderr %q does not start with %q", errOut.String(), want)
+	}
+	if !strings.HasSuffix(errOut.String(), "1501 lines read: 1500 jobs submitted, 1 failed\r\033[Kspool: 1500 jobs submitted; 1 line failed\n") {
+		t.Errorf("stderr %q does not end with the last progress written over by the summary", errOut.String())
+	}
+	if n := strings.Count(out.String(), "\n"); n != 1500 {
+		t.Errorf("%d lines of output, want 1500", n)
 	}
 }
