@@ -103,8 +103,9 @@ type Config struct {
 // refused or cut connection, an Unavailable answer (a server or database
 // restarting). Only what cannot happen twice is tried again: reads, calls
 // that never reached the server, and calls with a request id
-// (SubmitParams.RequestID, Rerun's requestID), which the server answers
-// with what the first call did. Streams of events resume on their own
+// (SubmitParams.RequestID, Rerun's requestID; a SubmitBatch call when
+// each of its jobs has one), which the server answers with what the
+// first call did. Streams of events resume on their own
 // (Reconnect) and are not affected.
 type Retry struct {
 	// For is how long a call keeps trying, in all, with backoff.
@@ -228,23 +229,33 @@ func (s SubmitParams) params() spool.JobParams {
 // Submit enqueues a job. deduplicated is true when s.RequestID was used
 // before and job is the one created then.
 func (c *Client) Submit(ctx context.Context, s SubmitParams) (job *spool.Job, deduplicated bool, err error) {
-	if err := errors.Join(fits("MaxAttempts", s.MaxAttempts), fits("Retries", s.Retries)); err != nil {
+	req, err := s.request()
+	if err != nil {
 		return nil, false, err
 	}
-	for name, v := range s.Secrets {
-		if !utf8.ValidString(v) {
-			// The wire carries text; say which secret is not, not what it is.
-			return nil, false, apierr.Invalid("secret %s is not UTF-8 text: give it encoded (base64, say) and decode it in the job", name)
-		}
-	}
-	resp, err := c.rpc.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{
-		Queue: s.Queue, Params: convert.ParamsProto(s.params()), RequestId: s.RequestID, MaxAttempts: int32(s.MaxAttempts), Retries: int32(s.Retries),
-		RejectReason: s.RejectReason, Secrets: s.Secrets,
-	}))
+	resp, err := c.rpc.EnqueueJob(ctx, connect.NewRequest(req))
 	if err != nil {
 		return nil, false, wrap(err)
 	}
 	return convert.Job(resp.Msg.GetJob()), resp.Msg.GetDeduplicated(), nil
+}
+
+// request is the job's enqueue request, once what the wire cannot carry
+// is refused.
+func (s SubmitParams) request() (*spoolv1.EnqueueJobRequest, error) {
+	if err := errors.Join(fits("MaxAttempts", s.MaxAttempts), fits("Retries", s.Retries)); err != nil {
+		return nil, err
+	}
+	for name, v := range s.Secrets {
+		if !utf8.ValidString(v) {
+			// The wire carries text; say which secret is not, not what it is.
+			return nil, apierr.Invalid("secret %s is not UTF-8 text: give it encoded (base64, say) and decode it in the job", name)
+		}
+	}
+	return &spoolv1.EnqueueJobRequest{
+		Queue: s.Queue, Params: convert.ParamsProto(s.params()), RequestId: s.RequestID, MaxAttempts: int32(s.MaxAttempts), Retries: int32(s.Retries),
+		RejectReason: s.RejectReason, Secrets: s.Secrets,
+	}, nil
 }
 
 // Job returns one job.

@@ -220,6 +220,44 @@ func ExampleClient_Jobs() {
 	// exit 3 failed 3
 }
 
+// Submit many jobs in one go: each is enqueued or refused on its own, and
+// a request id per job makes submitting the list again harmless.
+func ExampleClient_SubmitBatch() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	var jobs []client.SubmitParams
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		jobs = append(jobs, client.SubmitParams{Queue: "thumbnails", Argv: []string{"echo", name}, RequestID: "thumb-" + name})
+	}
+	jobs = append(jobs, client.SubmitParams{Queue: "thumbnails"}) // nothing to run
+	results, err := c.SubmitBatch(ctx, jobs)
+	if err != nil {
+		log.Fatal(err) // the whole call failed: the key, the server
+	}
+	for i, r := range results {
+		switch {
+		case errors.Is(r.Err, spool.ErrInvalidArgument):
+			fmt.Println(i, "refused")
+		case r.Err != nil:
+			log.Fatal(r.Err)
+		default:
+			fmt.Println(i, r.Job.Params.Argv[1], r.Job.State)
+		}
+	}
+	again, err := c.SubmitBatch(ctx, jobs[:3])
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("again:", again[0].Deduplicated, again[0].Job.ID == results[0].Job.ID)
+	// Output:
+	// 0 alpha queued
+	// 1 beta queued
+	// 2 gamma queued
+	// 3 refused
+	// again: true true
+}
+
 // waitFinal follows a job until it has ended.
 func waitFinal(ctx context.Context, c *client.Client, id string) {
 	s := c.Events(ctx, id, client.StreamOptions{Follow: true, Types: []spool.EventType{spool.EventProcessEnd}})

@@ -78,6 +78,7 @@ func newSubmitCmd(e *env) *cobra.Command {
   spool submit --retries 2 -- ./flaky-test.sh
   spool submit --pty -f -- cargo test   # in colour, as on a terminal
   spool submit --secret DEPLOY_TOKEN -- ./deploy.sh   # $DEPLOY_TOKEN, never shown
+  spool submit --batch jobs.jsonl   # a job a line: {"argv": ["./resize.sh", "a.png"], "queue": "images"}
 
 Two budgets: --retries runs a command that fails (non-zero exit, timeout)
 again, after 2 s, 4 s, 8 s...; --max-attempts bounds how often a job may
@@ -85,10 +86,14 @@ lose its worker (a worker killed or cut off) and be redelivered. A worker
 that stops gracefully hands its jobs back without using either.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.argv = args
+			if cfg.batch != "" {
+				return runSubmitBatch(cmd.Context(), cfg, e, cmd.Flags().Changed)
+			}
 			return runSubmit(cmd.Context(), cfg, e)
 		},
 	}
 	cfg.spec.register(cmd)
+	cmd.Flags().StringVar(&cfg.batch, "batch", "", batchHelp)
 	cfg.secrets.register(cmd)
 	cmd.Flags().StringVar(&cfg.stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
 	cmd.Flags().BoolVar(&cfg.pty, "pty", false, "run the command on a pseudo-terminal, so tools that colour only on a terminal keep their colours; its stdout and stderr are then one stream, recorded as stdout (--stdin still comes from its file, as CMD < FILE would at a terminal)")
@@ -108,6 +113,8 @@ type submitConfig struct {
 	asJSON, follow bool
 	pty            bool
 	stdinFile      string
+	// batch is the file of --batch: jobs, one a line.
+	batch string
 }
 
 func runSubmit(ctx context.Context, cfg submitConfig, e *env) error {

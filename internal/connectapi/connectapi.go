@@ -72,6 +72,7 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) (patterns []s
 	for proc, limit := range map[string]int{
 		spoolv1connect.JobServicePublishEventsProcedure: service.MaxPublishRequestBytes,
 		spoolv1connect.JobServiceEnqueueJobProcedure:    service.MaxEnqueueRequestBytes,
+		spoolv1connect.JobServiceEnqueueJobsProcedure:   service.MaxEnqueueJobsRequestBytes,
 		spoolv1connect.JobServiceCompleteJobProcedure:   service.MaxCompleteRequestBytes,
 		spoolv1connect.JobServiceCompleteJobsProcedure:  service.MaxCompleteRequestBytes,
 	} {
@@ -110,6 +111,10 @@ func unary[Req, Res any](ctx context.Context, req *connect.Request[Req], call fu
 
 func (h handler) EnqueueJob(ctx context.Context, req *connect.Request[spoolv1.EnqueueJobRequest]) (*connect.Response[spoolv1.EnqueueJobResponse], error) {
 	return unary(ctx, req, h.svc.EnqueueJob)
+}
+
+func (h handler) EnqueueJobs(ctx context.Context, req *connect.Request[spoolv1.EnqueueJobsRequest]) (*connect.Response[spoolv1.EnqueueJobsResponse], error) {
+	return unary(ctx, req, h.svc.EnqueueJobs)
 }
 
 func (h handler) GetJob(ctx context.Context, req *connect.Request[spoolv1.GetJobRequest]) (*connect.Response[spoolv1.GetJobResponse], error) {

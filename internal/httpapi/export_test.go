@@ -57,3 +57,13 @@ func RouteKeys() []string {
 // CreateScatterRequest is the body of POST /api/v1/scatters, for the
 // OpenAPI test to compare with its schema.
 type CreateScatterRequest = createScatterRequest
+
+// EnqueueJobsRequest and EnqueueJobsResponse are the body of and the
+// answer to POST /api/v1/jobs/batch, and EnqueueJob and EnqueueResult one
+// job of each, for the OpenAPI test to compare with their schemas.
+type (
+	EnqueueJobsRequest  = enqueueJobsRequest
+	EnqueueJob          = enqueueJob
+	EnqueueJobsResponse = enqueueJobsResponse
+	EnqueueResult       = enqueueResult
+)

@@ -87,6 +87,7 @@ type route struct {
 
 var routes = []route{
 	{"GET", "/api/v1/jobs", (*api).listJobs},
+	{"POST", "/api/v1/jobs/batch", (*api).enqueueJobs},
 	{"GET", "/api/v1/jobs/{job_id}", (*api).getJob},
 	{"DELETE", "/api/v1/jobs/{job_id}", (*api).deleteJob},
 	{"POST", "/api/v1/jobs/{job_id}/cancel", (*api).cancelJob},

@@ -106,6 +106,8 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"ScatterMember": jobjson.ScatterMember{}, "Scatter": jobjson.Scatter{}, "ScatterProgress": jobjson.ScatterProgress{},
 		"ScatterSpec": jobjson.ScatterSpec{}, "ScatterList": jobjson.ScatterList{}, "ScatterBatch": jobjson.ScatterBatch{},
 		"ScatterBatches": jobjson.ScatterBatches{}, "CreateScatterRequest": httpapi.CreateScatterRequest{},
+		"EnqueueJobsRequest": httpapi.EnqueueJobsRequest{}, "EnqueueJob": httpapi.EnqueueJob{},
+		"EnqueueJobsResponse": httpapi.EnqueueJobsResponse{}, "EnqueueResult": httpapi.EnqueueResult{},
 		"Queue": jobjson.Queue{}, "QueueList": jobjson.QueueList{},
 		"IngestSummary": httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
 	} {

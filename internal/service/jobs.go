@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spool-run/spool"
@@ -22,29 +20,71 @@ func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) 
 	if err != nil {
 		return nil, err
 	}
-	queue, err := checkQueue(m.GetQueue())
+	e, err := s.enqueue(ctx, caller, m)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case e.created && e.rejected:
+		s.audit(ctx, caller, "job recorded as rejected", "job_id", e.job.GetJobId(), "queue", e.job.GetQueue(), "reason", m.GetRejectReason())
+	case e.created:
+		s.audit(ctx, caller, "job enqueued", "job_id", e.job.GetJobId(), "queue", e.job.GetQueue())
+	}
+	s.metrics.jobsEnqueued(ctx, e.job.GetQueue(), e.tally())
+	return &spoolv1.EnqueueJobResponse{Job: e.job, Deduplicated: !e.created}, nil
+}
+
+// enqueued is what enqueue did with one job.
+type enqueued struct {
+	job *spoolv1.Job
+	// created: the job is new, not an earlier request's.
+	created bool
+	// rejected: the job was recorded as failed from the start.
+	rejected bool
+}
+
+// tally is e counted as the enqueue metrics count it.
+func (e enqueued) tally() enqueueTally {
+	switch {
+	case e.created && e.rejected:
+		return enqueueTally{rejected: 1}
+	case e.created:
+		return enqueueTally{enqueued: 1}
+	}
+	return enqueueTally{}
+}
+
+// enqueue checks one job's request, for a caller whose key allows
+// submitting, and creates the job or finds the one its request_id made.
+// It neither logs nor counts: a single enqueue and a batch of them report
+// differently.
+func (s *Service) enqueue(ctx context.Context, caller Caller, m *spoolv1.EnqueueJobRequest) (enqueued, error) {
+	queue, err := checkQueue(m.GetQueue())
+	if err != nil {
+		return enqueued{}, err
+	}
+	if err := caller.useQueue(queue); err != nil {
+		return enqueued{}, err
 	}
 	rejected := m.GetRejectReason() != ""
 	if err := checkParams(m.GetParams(), rejected); err != nil {
-		return nil, err
+		return enqueued{}, err
 	}
 	if err := checkText("reject_reason", m.GetRejectReason(), maxResultError); err != nil {
-		return nil, err
+		return enqueued{}, err
 	}
 	if err := checkSecrets(m.GetSecrets(), m.GetParams().GetEnv()); err != nil {
-		return nil, err
+		return enqueued{}, err
 	}
 	if rejected && len(m.GetSecrets()) > 0 {
-		return nil, invalid("secrets: a job recorded as rejected never runs; give it none")
+		return enqueued{}, invalid("secrets: a job recorded as rejected never runs; give it none")
 	}
 	if err := checkText("request_id", m.GetRequestId(), maxRequestID); err != nil {
-		return nil, err
+		return enqueued{}, err
 	}
 	attempts, err := s.checkBudget(m.GetMaxAttempts(), m.GetRetries())
 	if err != nil {
-		return nil, err
+		return enqueued{}, err
 	}
 	params := m.GetParams()
 	if params == nil {
@@ -60,28 +100,20 @@ func (s *Service) EnqueueJob(ctx context.Context, m *spoolv1.EnqueueJobRequest) 
 		RejectReason: m.GetRejectReason(),
 	}
 	if err := s.withSecrets(&nj, m.GetSecrets()); err != nil {
-		return nil, err
+		return enqueued{}, err
 	}
 	job, created, err := s.store.Enqueue(ctx, nj)
 	if err != nil {
-		return nil, s.fail(ctx, "EnqueueJob", err)
+		return enqueued{}, s.fail(ctx, "EnqueueJob", err)
 	}
 	if !created && !sameRequest(job, nj) {
 		// An idempotency key names one request: the same key with another
 		// request is a mistake the caller must hear about, not the other
 		// job silently.
-		return nil, apierr.Errorf(spool.ErrAlreadyExists, "request_id %q was already used for job %s, which runs something else; use a new request_id",
+		return enqueued{}, apierr.Errorf(spool.ErrAlreadyExists, "request_id %q was already used for job %s, which runs something else; use a new request_id",
 			m.GetRequestId(), job.GetJobId())
 	}
-	switch {
-	case created && rejected:
-		s.audit(ctx, caller, "job recorded as rejected", "job_id", job.GetJobId(), "queue", queue, "reason", m.GetRejectReason())
-		s.metrics.rejected.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue)))
-	case created:
-		s.audit(ctx, caller, "job enqueued", "job_id", job.GetJobId(), "queue", queue)
-		s.metrics.enqueued.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue)))
-	}
-	return &spoolv1.EnqueueJobResponse{Job: job, Deduplicated: !created}, nil
+	return enqueued{job: job, created: created, rejected: created && rejected}, nil
 }
 
 // GetJob returns one job.

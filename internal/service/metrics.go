@@ -66,6 +66,19 @@ func newMetrics(m metric.Meter, w *watchers) *metrics {
 	return sm
 }
 
+// enqueueTally counts the jobs of a queue an enqueue created.
+type enqueueTally struct{ enqueued, rejected int64 }
+
+// jobsEnqueued adds what enqueues created in queue to the counters.
+func (sm *metrics) jobsEnqueued(ctx context.Context, queue string, t enqueueTally) {
+	if t.enqueued > 0 {
+		sm.enqueued.Add(ctx, t.enqueued, metric.WithAttributes(attribute.String("queue", queue)))
+	}
+	if t.rejected > 0 {
+		sm.rejected.Add(ctx, t.rejected, metric.WithAttributes(attribute.String("queue", queue)))
+	}
+}
+
 func (sm *metrics) jobFinished(ctx context.Context, j *spoolv1.Job) {
 	sm.finished.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", j.GetQueue()), attribute.String("state", convert.State(j.GetState()).String())))
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
 
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/backoff"
 )
 
@@ -30,7 +32,8 @@ const (
 //   - it changes nothing (the procedure says so: NO_SIDE_EFFECTS or
 //     IDEMPOTENT), or
 //   - it carries a request id, which makes the server answer a repeat with
-//     what the first call did (EnqueueJob, RerunJob).
+//     what the first call did (EnqueueJob, RerunJob), or a request id for
+//     each of its jobs (EnqueueJobs).
 //
 // Anything else that failed on its way may have been done, and its error
 // is returned as it is. Streams are left alone: they resume on their own
@@ -97,6 +100,14 @@ func repeatable(req connect.AnyRequest) bool {
 	if req.Spec().IdempotencyLevel != connect.IdempotencyUnknown {
 		return true
 	}
-	m, ok := req.Any().(interface{ GetRequestId() string })
-	return ok && m.GetRequestId() != ""
+	switch m := req.Any().(type) {
+	case interface{ GetRequestId() string }:
+		return m.GetRequestId() != ""
+	case interface {
+		GetJobs() []*spoolv1.EnqueueJobRequest
+	}:
+		jobs := m.GetJobs()
+		return len(jobs) > 0 && !slices.ContainsFunc(jobs, func(j *spoolv1.EnqueueJobRequest) bool { return j.GetRequestId() == "" })
+	}
+	return false
 }

@@ -38,6 +38,10 @@ func (s *awayServer) EnqueueJob(context.Context, *connect.Request[spoolv1.Enqueu
 	return connect.NewResponse(&spoolv1.EnqueueJobResponse{Job: &spoolv1.Job{JobId: "j"}}), s.answer()
 }
 
+func (s *awayServer) EnqueueJobs(context.Context, *connect.Request[spoolv1.EnqueueJobsRequest]) (*connect.Response[spoolv1.EnqueueJobsResponse], error) {
+	return connect.NewResponse(&spoolv1.EnqueueJobsResponse{}), s.answer()
+}
+
 func (s *awayServer) CancelJob(context.Context, *connect.Request[spoolv1.CancelJobRequest]) (*connect.Response[spoolv1.CancelJobResponse], error) {
 	return connect.NewResponse(&spoolv1.CancelJobResponse{Job: &spoolv1.Job{JobId: "j"}}), s.answer()
 }
@@ -81,6 +85,14 @@ func TestRetryOnlyWhatCannotHappenTwice(t *testing.T) {
 		}, 3},
 		{"a submit without one", func(ctx context.Context, c spoolv1connect.JobServiceClient) error {
 			_, err := c.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{}))
+			return err
+		}, 1},
+		{"a batch whose jobs all have request ids", func(ctx context.Context, c spoolv1connect.JobServiceClient) error {
+			_, err := c.EnqueueJobs(ctx, connect.NewRequest(&spoolv1.EnqueueJobsRequest{Jobs: []*spoolv1.EnqueueJobRequest{{RequestId: "r1"}, {RequestId: "r2"}}}))
+			return err
+		}, 3},
+		{"a batch with a job without one", func(ctx context.Context, c spoolv1connect.JobServiceClient) error {
+			_, err := c.EnqueueJobs(ctx, connect.NewRequest(&spoolv1.EnqueueJobsRequest{Jobs: []*spoolv1.EnqueueJobRequest{{RequestId: "r1"}, {}}}))
 			return err
 		}, 1},
 		{"a cancel", func(ctx context.Context, c spoolv1connect.JobServiceClient) error {

@@ -190,6 +190,170 @@ func (x *EnqueueJobResponse) GetDeduplicated() bool {
 	return false
 }
 
+type EnqueueJobsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 1000 jobs, in a request of at most 16 MiB.
+	Jobs          []*EnqueueJobRequest `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnqueueJobsRequest) Reset() {
+	*x = EnqueueJobsRequest{}
+	mi := &file_spool_v1_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueJobsRequest) ProtoMessage() {}
+
+func (x *EnqueueJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueJobsRequest.ProtoReflect.Descriptor instead.
+func (*EnqueueJobsRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *EnqueueJobsRequest) GetJobs() []*EnqueueJobRequest {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type EnqueueJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per job, in the order sent.
+	Results       []*EnqueueResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnqueueJobsResponse) Reset() {
+	*x = EnqueueJobsResponse{}
+	mi := &file_spool_v1_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueJobsResponse) ProtoMessage() {}
+
+func (x *EnqueueJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueJobsResponse.ProtoReflect.Descriptor instead.
+func (*EnqueueJobsResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *EnqueueJobsResponse) GetResults() []*EnqueueResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// EnqueueResult is how one job of an EnqueueJobs call went.
+type EnqueueResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job, when it was enqueued (or had been, by an earlier request with
+	// its request_id: see deduplicated).
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// As EnqueueJobResponse.deduplicated.
+	Deduplicated bool `protobuf:"varint,2,opt,name=deduplicated,proto3" json:"deduplicated,omitempty"`
+	// Otherwise the error EnqueueJob would have returned: its Connect code
+	// ("invalid_argument", "already_exists", ...) and message.
+	ErrorCode     string `protobuf:"bytes,3,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage  string `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnqueueResult) Reset() {
+	*x = EnqueueResult{}
+	mi := &file_spool_v1_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueResult) ProtoMessage() {}
+
+func (x *EnqueueResult) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueResult.ProtoReflect.Descriptor instead.
+func (*EnqueueResult) Descriptor() ([]byte, []int) {
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *EnqueueResult) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *EnqueueResult) GetDeduplicated() bool {
+	if x != nil {
+		return x.Deduplicated
+	}
+	return false
+}
+
+func (x *EnqueueResult) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+func (x *EnqueueResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 type GetJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -199,7 +363,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[2]
+	mi := &file_spool_v1_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +375,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[2]
+	mi := &file_spool_v1_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +388,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{2}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetJobRequest) GetJobId() string {
@@ -243,7 +407,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[3]
+	mi := &file_spool_v1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +419,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[3]
+	mi := &file_spool_v1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +432,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{3}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -296,7 +460,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[4]
+	mi := &file_spool_v1_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +472,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[4]
+	mi := &file_spool_v1_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +485,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{4}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListJobsRequest) GetQueue() string {
@@ -373,7 +537,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[5]
+	mi := &file_spool_v1_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +549,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[5]
+	mi := &file_spool_v1_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +562,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{5}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -426,7 +590,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[6]
+	mi := &file_spool_v1_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +602,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[6]
+	mi := &file_spool_v1_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +615,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{6}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -477,7 +641,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[7]
+	mi := &file_spool_v1_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -489,7 +653,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[7]
+	mi := &file_spool_v1_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -502,7 +666,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{7}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelJobResponse) GetJob() *Job {
@@ -523,7 +687,7 @@ type RerunJobRequest struct {
 
 func (x *RerunJobRequest) Reset() {
 	*x = RerunJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[8]
+	mi := &file_spool_v1_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +699,7 @@ func (x *RerunJobRequest) String() string {
 func (*RerunJobRequest) ProtoMessage() {}
 
 func (x *RerunJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[8]
+	mi := &file_spool_v1_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +712,7 @@ func (x *RerunJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RerunJobRequest.ProtoReflect.Descriptor instead.
 func (*RerunJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RerunJobRequest) GetJobId() string {
@@ -575,7 +739,7 @@ type RerunJobResponse struct {
 
 func (x *RerunJobResponse) Reset() {
 	*x = RerunJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[9]
+	mi := &file_spool_v1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +751,7 @@ func (x *RerunJobResponse) String() string {
 func (*RerunJobResponse) ProtoMessage() {}
 
 func (x *RerunJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[9]
+	mi := &file_spool_v1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +764,7 @@ func (x *RerunJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RerunJobResponse.ProtoReflect.Descriptor instead.
 func (*RerunJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RerunJobResponse) GetJob() *Job {
@@ -619,7 +783,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[10]
+	mi := &file_spool_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +795,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[10]
+	mi := &file_spool_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +808,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteJobRequest) GetJobId() string {
@@ -662,7 +826,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[11]
+	mi := &file_spool_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +838,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[11]
+	mi := &file_spool_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +851,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 type DequeueJobsRequest struct {
@@ -711,7 +875,7 @@ type DequeueJobsRequest struct {
 
 func (x *DequeueJobsRequest) Reset() {
 	*x = DequeueJobsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[12]
+	mi := &file_spool_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +887,7 @@ func (x *DequeueJobsRequest) String() string {
 func (*DequeueJobsRequest) ProtoMessage() {}
 
 func (x *DequeueJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[12]
+	mi := &file_spool_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +900,7 @@ func (x *DequeueJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DequeueJobsRequest.ProtoReflect.Descriptor instead.
 func (*DequeueJobsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DequeueJobsRequest) GetQueue() string {
@@ -810,7 +974,7 @@ type JobLease struct {
 
 func (x *JobLease) Reset() {
 	*x = JobLease{}
-	mi := &file_spool_v1_service_proto_msgTypes[13]
+	mi := &file_spool_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +986,7 @@ func (x *JobLease) String() string {
 func (*JobLease) ProtoMessage() {}
 
 func (x *JobLease) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[13]
+	mi := &file_spool_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +999,7 @@ func (x *JobLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLease.ProtoReflect.Descriptor instead.
 func (*JobLease) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *JobLease) GetJob() *Job {
@@ -910,7 +1074,7 @@ type DequeueJobsResponse struct {
 
 func (x *DequeueJobsResponse) Reset() {
 	*x = DequeueJobsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[14]
+	mi := &file_spool_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1086,7 @@ func (x *DequeueJobsResponse) String() string {
 func (*DequeueJobsResponse) ProtoMessage() {}
 
 func (x *DequeueJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[14]
+	mi := &file_spool_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1099,7 @@ func (x *DequeueJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DequeueJobsResponse.ProtoReflect.Descriptor instead.
 func (*DequeueJobsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DequeueJobsResponse) GetLeases() []*JobLease {
@@ -963,7 +1127,7 @@ type UpdateJobVisibilityRequest struct {
 
 func (x *UpdateJobVisibilityRequest) Reset() {
 	*x = UpdateJobVisibilityRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[15]
+	mi := &file_spool_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1139,7 @@ func (x *UpdateJobVisibilityRequest) String() string {
 func (*UpdateJobVisibilityRequest) ProtoMessage() {}
 
 func (x *UpdateJobVisibilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[15]
+	mi := &file_spool_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1152,7 @@ func (x *UpdateJobVisibilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobVisibilityRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobVisibilityRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UpdateJobVisibilityRequest) GetTaskToken() string {
@@ -1034,7 +1198,7 @@ type UpdateJobVisibilityResponse struct {
 
 func (x *UpdateJobVisibilityResponse) Reset() {
 	*x = UpdateJobVisibilityResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[16]
+	mi := &file_spool_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1210,7 @@ func (x *UpdateJobVisibilityResponse) String() string {
 func (*UpdateJobVisibilityResponse) ProtoMessage() {}
 
 func (x *UpdateJobVisibilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[16]
+	mi := &file_spool_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1223,7 @@ func (x *UpdateJobVisibilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobVisibilityResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobVisibilityResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UpdateJobVisibilityResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -1113,7 +1277,7 @@ type CompleteJobRequest struct {
 
 func (x *CompleteJobRequest) Reset() {
 	*x = CompleteJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[17]
+	mi := &file_spool_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1289,7 @@ func (x *CompleteJobRequest) String() string {
 func (*CompleteJobRequest) ProtoMessage() {}
 
 func (x *CompleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[17]
+	mi := &file_spool_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1302,7 @@ func (x *CompleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteJobRequest.ProtoReflect.Descriptor instead.
 func (*CompleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CompleteJobRequest) GetTaskToken() string {
@@ -1178,7 +1342,7 @@ type CompleteJobResponse struct {
 
 func (x *CompleteJobResponse) Reset() {
 	*x = CompleteJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[18]
+	mi := &file_spool_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1354,7 @@ func (x *CompleteJobResponse) String() string {
 func (*CompleteJobResponse) ProtoMessage() {}
 
 func (x *CompleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[18]
+	mi := &file_spool_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1367,7 @@ func (x *CompleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteJobResponse.ProtoReflect.Descriptor instead.
 func (*CompleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CompleteJobResponse) GetJob() *Job {
@@ -1223,7 +1387,7 @@ type CompleteJobsRequest struct {
 
 func (x *CompleteJobsRequest) Reset() {
 	*x = CompleteJobsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[19]
+	mi := &file_spool_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1399,7 @@ func (x *CompleteJobsRequest) String() string {
 func (*CompleteJobsRequest) ProtoMessage() {}
 
 func (x *CompleteJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[19]
+	mi := &file_spool_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1412,7 @@ func (x *CompleteJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteJobsRequest.ProtoReflect.Descriptor instead.
 func (*CompleteJobsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CompleteJobsRequest) GetCompletions() []*CompleteJobRequest {
@@ -1268,7 +1432,7 @@ type CompleteJobsResponse struct {
 
 func (x *CompleteJobsResponse) Reset() {
 	*x = CompleteJobsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[20]
+	mi := &file_spool_v1_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1444,7 @@ func (x *CompleteJobsResponse) String() string {
 func (*CompleteJobsResponse) ProtoMessage() {}
 
 func (x *CompleteJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[20]
+	mi := &file_spool_v1_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1457,7 @@ func (x *CompleteJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteJobsResponse.ProtoReflect.Descriptor instead.
 func (*CompleteJobsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CompleteJobsResponse) GetResults() []*CompletionResult {
@@ -1318,7 +1482,7 @@ type CompletionResult struct {
 
 func (x *CompletionResult) Reset() {
 	*x = CompletionResult{}
-	mi := &file_spool_v1_service_proto_msgTypes[21]
+	mi := &file_spool_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1494,7 @@ func (x *CompletionResult) String() string {
 func (*CompletionResult) ProtoMessage() {}
 
 func (x *CompletionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[21]
+	mi := &file_spool_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1507,7 @@ func (x *CompletionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionResult.ProtoReflect.Descriptor instead.
 func (*CompletionResult) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CompletionResult) GetJob() *Job {
@@ -1382,7 +1546,7 @@ type ReleaseJobRequest struct {
 
 func (x *ReleaseJobRequest) Reset() {
 	*x = ReleaseJobRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[22]
+	mi := &file_spool_v1_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1558,7 @@ func (x *ReleaseJobRequest) String() string {
 func (*ReleaseJobRequest) ProtoMessage() {}
 
 func (x *ReleaseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[22]
+	mi := &file_spool_v1_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1571,7 @@ func (x *ReleaseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseJobRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseJobRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{22}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReleaseJobRequest) GetTaskToken() string {
@@ -1440,7 +1604,7 @@ type ReleaseJobResponse struct {
 
 func (x *ReleaseJobResponse) Reset() {
 	*x = ReleaseJobResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[23]
+	mi := &file_spool_v1_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1616,7 @@ func (x *ReleaseJobResponse) String() string {
 func (*ReleaseJobResponse) ProtoMessage() {}
 
 func (x *ReleaseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[23]
+	mi := &file_spool_v1_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1629,7 @@ func (x *ReleaseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseJobResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseJobResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReleaseJobResponse) GetJob() *Job {
@@ -1490,7 +1654,7 @@ type ReportUndeliveredRequest struct {
 
 func (x *ReportUndeliveredRequest) Reset() {
 	*x = ReportUndeliveredRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[24]
+	mi := &file_spool_v1_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1666,7 @@ func (x *ReportUndeliveredRequest) String() string {
 func (*ReportUndeliveredRequest) ProtoMessage() {}
 
 func (x *ReportUndeliveredRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[24]
+	mi := &file_spool_v1_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1679,7 @@ func (x *ReportUndeliveredRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUndeliveredRequest.ProtoReflect.Descriptor instead.
 func (*ReportUndeliveredRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{24}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReportUndeliveredRequest) GetTaskToken() string {
@@ -1555,7 +1719,7 @@ type ReportUndeliveredResponse struct {
 
 func (x *ReportUndeliveredResponse) Reset() {
 	*x = ReportUndeliveredResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[25]
+	mi := &file_spool_v1_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1731,7 @@ func (x *ReportUndeliveredResponse) String() string {
 func (*ReportUndeliveredResponse) ProtoMessage() {}
 
 func (x *ReportUndeliveredResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[25]
+	mi := &file_spool_v1_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1744,7 @@ func (x *ReportUndeliveredResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUndeliveredResponse.ProtoReflect.Descriptor instead.
 func (*ReportUndeliveredResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{25}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReportUndeliveredResponse) GetJob() *Job {
@@ -1611,7 +1775,7 @@ type PublishEventsRequest struct {
 
 func (x *PublishEventsRequest) Reset() {
 	*x = PublishEventsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[26]
+	mi := &file_spool_v1_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1787,7 @@ func (x *PublishEventsRequest) String() string {
 func (*PublishEventsRequest) ProtoMessage() {}
 
 func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[26]
+	mi := &file_spool_v1_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1800,7 @@ func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEventsRequest.ProtoReflect.Descriptor instead.
 func (*PublishEventsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{26}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PublishEventsRequest) GetTaskToken() string {
@@ -1674,7 +1838,7 @@ type PublishEventsResponse struct {
 
 func (x *PublishEventsResponse) Reset() {
 	*x = PublishEventsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[27]
+	mi := &file_spool_v1_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1850,7 @@ func (x *PublishEventsResponse) String() string {
 func (*PublishEventsResponse) ProtoMessage() {}
 
 func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[27]
+	mi := &file_spool_v1_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1863,7 @@ func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEventsResponse.ProtoReflect.Descriptor instead.
 func (*PublishEventsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{27}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PublishEventsResponse) GetLastSequence() int64 {
@@ -1751,7 +1915,7 @@ type StreamEventsRequest struct {
 
 func (x *StreamEventsRequest) Reset() {
 	*x = StreamEventsRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[28]
+	mi := &file_spool_v1_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +1927,7 @@ func (x *StreamEventsRequest) String() string {
 func (*StreamEventsRequest) ProtoMessage() {}
 
 func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[28]
+	mi := &file_spool_v1_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +1940,7 @@ func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEventsRequest.ProtoReflect.Descriptor instead.
 func (*StreamEventsRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{28}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StreamEventsRequest) GetJobId() string {
@@ -1854,7 +2018,7 @@ type StreamEventsResponse struct {
 
 func (x *StreamEventsResponse) Reset() {
 	*x = StreamEventsResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[29]
+	mi := &file_spool_v1_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +2030,7 @@ func (x *StreamEventsResponse) String() string {
 func (*StreamEventsResponse) ProtoMessage() {}
 
 func (x *StreamEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[29]
+	mi := &file_spool_v1_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +2043,7 @@ func (x *StreamEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEventsResponse.ProtoReflect.Descriptor instead.
 func (*StreamEventsResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{29}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StreamEventsResponse) GetEvent() *JobEvent {
@@ -1912,7 +2076,7 @@ type GetJobInputRequest struct {
 
 func (x *GetJobInputRequest) Reset() {
 	*x = GetJobInputRequest{}
-	mi := &file_spool_v1_service_proto_msgTypes[30]
+	mi := &file_spool_v1_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2088,7 @@ func (x *GetJobInputRequest) String() string {
 func (*GetJobInputRequest) ProtoMessage() {}
 
 func (x *GetJobInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[30]
+	mi := &file_spool_v1_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2101,7 @@ func (x *GetJobInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobInputRequest.ProtoReflect.Descriptor instead.
 func (*GetJobInputRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{30}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetJobInputRequest) GetTaskToken() string {
@@ -1957,7 +2121,7 @@ type GetJobInputResponse struct {
 
 func (x *GetJobInputResponse) Reset() {
 	*x = GetJobInputResponse{}
-	mi := &file_spool_v1_service_proto_msgTypes[31]
+	mi := &file_spool_v1_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2133,7 @@ func (x *GetJobInputResponse) String() string {
 func (*GetJobInputResponse) ProtoMessage() {}
 
 func (x *GetJobInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_service_proto_msgTypes[31]
+	mi := &file_spool_v1_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2146,7 @@ func (x *GetJobInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobInputResponse.ProtoReflect.Descriptor instead.
 func (*GetJobInputResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_service_proto_rawDescGZIP(), []int{31}
+	return file_spool_v1_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetJobInputResponse) GetInput() []byte {
@@ -2011,7 +2175,17 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
 	"\x12EnqueueJobResponse\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\"\n" +
-	"\fdeduplicated\x18\x02 \x01(\bR\fdeduplicated\"&\n" +
+	"\fdeduplicated\x18\x02 \x01(\bR\fdeduplicated\"E\n" +
+	"\x12EnqueueJobsRequest\x12/\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x1b.spool.v1.EnqueueJobRequestR\x04jobs\"H\n" +
+	"\x13EnqueueJobsResponse\x121\n" +
+	"\aresults\x18\x01 \x03(\v2\x17.spool.v1.EnqueueResultR\aresults\"\x98\x01\n" +
+	"\rEnqueueResult\x12\x1f\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\"\n" +
+	"\fdeduplicated\x18\x02 \x01(\bR\fdeduplicated\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x03 \x01(\tR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"&\n" +
 	"\rGetJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"1\n" +
 	"\x0eGetJobResponse\x12\x1f\n" +
@@ -2133,11 +2307,12 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\"+\n" +
 	"\x13GetJobInputResponse\x12\x14\n" +
-	"\x05input\x18\x01 \x01(\fR\x05input2\x8f\t\n" +
+	"\x05input\x18\x01 \x01(\fR\x05input2\xdb\t\n" +
 	"\n" +
 	"JobService\x12G\n" +
 	"\n" +
-	"EnqueueJob\x12\x1b.spool.v1.EnqueueJobRequest\x1a\x1c.spool.v1.EnqueueJobResponse\x12@\n" +
+	"EnqueueJob\x12\x1b.spool.v1.EnqueueJobRequest\x1a\x1c.spool.v1.EnqueueJobResponse\x12J\n" +
+	"\vEnqueueJobs\x12\x1c.spool.v1.EnqueueJobsRequest\x1a\x1d.spool.v1.EnqueueJobsResponse\x12@\n" +
 	"\x06GetJob\x12\x17.spool.v1.GetJobRequest\x1a\x18.spool.v1.GetJobResponse\"\x03\x90\x02\x01\x12F\n" +
 	"\bListJobs\x12\x19.spool.v1.ListJobsRequest\x1a\x1a.spool.v1.ListJobsResponse\"\x03\x90\x02\x01\x12D\n" +
 	"\tCancelJob\x12\x1a.spool.v1.CancelJobRequest\x1a\x1b.spool.v1.CancelJobResponse\x12A\n" +
@@ -2166,112 +2341,120 @@ func file_spool_v1_service_proto_rawDescGZIP() []byte {
 	return file_spool_v1_service_proto_rawDescData
 }
 
-var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_spool_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_spool_v1_service_proto_goTypes = []any{
 	(*EnqueueJobRequest)(nil),           // 0: spool.v1.EnqueueJobRequest
 	(*EnqueueJobResponse)(nil),          // 1: spool.v1.EnqueueJobResponse
-	(*GetJobRequest)(nil),               // 2: spool.v1.GetJobRequest
-	(*GetJobResponse)(nil),              // 3: spool.v1.GetJobResponse
-	(*ListJobsRequest)(nil),             // 4: spool.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 5: spool.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),            // 6: spool.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),           // 7: spool.v1.CancelJobResponse
-	(*RerunJobRequest)(nil),             // 8: spool.v1.RerunJobRequest
-	(*RerunJobResponse)(nil),            // 9: spool.v1.RerunJobResponse
-	(*DeleteJobRequest)(nil),            // 10: spool.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),           // 11: spool.v1.DeleteJobResponse
-	(*DequeueJobsRequest)(nil),          // 12: spool.v1.DequeueJobsRequest
-	(*JobLease)(nil),                    // 13: spool.v1.JobLease
-	(*DequeueJobsResponse)(nil),         // 14: spool.v1.DequeueJobsResponse
-	(*UpdateJobVisibilityRequest)(nil),  // 15: spool.v1.UpdateJobVisibilityRequest
-	(*UpdateJobVisibilityResponse)(nil), // 16: spool.v1.UpdateJobVisibilityResponse
-	(*CompleteJobRequest)(nil),          // 17: spool.v1.CompleteJobRequest
-	(*CompleteJobResponse)(nil),         // 18: spool.v1.CompleteJobResponse
-	(*CompleteJobsRequest)(nil),         // 19: spool.v1.CompleteJobsRequest
-	(*CompleteJobsResponse)(nil),        // 20: spool.v1.CompleteJobsResponse
-	(*CompletionResult)(nil),            // 21: spool.v1.CompletionResult
-	(*ReleaseJobRequest)(nil),           // 22: spool.v1.ReleaseJobRequest
-	(*ReleaseJobResponse)(nil),          // 23: spool.v1.ReleaseJobResponse
-	(*ReportUndeliveredRequest)(nil),    // 24: spool.v1.ReportUndeliveredRequest
-	(*ReportUndeliveredResponse)(nil),   // 25: spool.v1.ReportUndeliveredResponse
-	(*PublishEventsRequest)(nil),        // 26: spool.v1.PublishEventsRequest
-	(*PublishEventsResponse)(nil),       // 27: spool.v1.PublishEventsResponse
-	(*StreamEventsRequest)(nil),         // 28: spool.v1.StreamEventsRequest
-	(*StreamEventsResponse)(nil),        // 29: spool.v1.StreamEventsResponse
-	(*GetJobInputRequest)(nil),          // 30: spool.v1.GetJobInputRequest
-	(*GetJobInputResponse)(nil),         // 31: spool.v1.GetJobInputResponse
-	nil,                                 // 32: spool.v1.EnqueueJobRequest.SecretsEntry
-	nil,                                 // 33: spool.v1.JobLease.SecretsEntry
-	(*JobParams)(nil),                   // 34: spool.v1.JobParams
-	(*Job)(nil),                         // 35: spool.v1.Job
-	(JobState)(0),                       // 36: spool.v1.JobState
-	(*timestamppb.Timestamp)(nil),       // 37: google.protobuf.Timestamp
-	(*JobResult)(nil),                   // 38: spool.v1.JobResult
-	(*JobEvent)(nil),                    // 39: spool.v1.JobEvent
-	(EventType)(0),                      // 40: spool.v1.EventType
+	(*EnqueueJobsRequest)(nil),          // 2: spool.v1.EnqueueJobsRequest
+	(*EnqueueJobsResponse)(nil),         // 3: spool.v1.EnqueueJobsResponse
+	(*EnqueueResult)(nil),               // 4: spool.v1.EnqueueResult
+	(*GetJobRequest)(nil),               // 5: spool.v1.GetJobRequest
+	(*GetJobResponse)(nil),              // 6: spool.v1.GetJobResponse
+	(*ListJobsRequest)(nil),             // 7: spool.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 8: spool.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),            // 9: spool.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),           // 10: spool.v1.CancelJobResponse
+	(*RerunJobRequest)(nil),             // 11: spool.v1.RerunJobRequest
+	(*RerunJobResponse)(nil),            // 12: spool.v1.RerunJobResponse
+	(*DeleteJobRequest)(nil),            // 13: spool.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),           // 14: spool.v1.DeleteJobResponse
+	(*DequeueJobsRequest)(nil),          // 15: spool.v1.DequeueJobsRequest
+	(*JobLease)(nil),                    // 16: spool.v1.JobLease
+	(*DequeueJobsResponse)(nil),         // 17: spool.v1.DequeueJobsResponse
+	(*UpdateJobVisibilityRequest)(nil),  // 18: spool.v1.UpdateJobVisibilityRequest
+	(*UpdateJobVisibilityResponse)(nil), // 19: spool.v1.UpdateJobVisibilityResponse
+	(*CompleteJobRequest)(nil),          // 20: spool.v1.CompleteJobRequest
+	(*CompleteJobResponse)(nil),         // 21: spool.v1.CompleteJobResponse
+	(*CompleteJobsRequest)(nil),         // 22: spool.v1.CompleteJobsRequest
+	(*CompleteJobsResponse)(nil),        // 23: spool.v1.CompleteJobsResponse
+	(*CompletionResult)(nil),            // 24: spool.v1.CompletionResult
+	(*ReleaseJobRequest)(nil),           // 25: spool.v1.ReleaseJobRequest
+	(*ReleaseJobResponse)(nil),          // 26: spool.v1.ReleaseJobResponse
+	(*ReportUndeliveredRequest)(nil),    // 27: spool.v1.ReportUndeliveredRequest
+	(*ReportUndeliveredResponse)(nil),   // 28: spool.v1.ReportUndeliveredResponse
+	(*PublishEventsRequest)(nil),        // 29: spool.v1.PublishEventsRequest
+	(*PublishEventsResponse)(nil),       // 30: spool.v1.PublishEventsResponse
+	(*StreamEventsRequest)(nil),         // 31: spool.v1.StreamEventsRequest
+	(*StreamEventsResponse)(nil),        // 32: spool.v1.StreamEventsResponse
+	(*GetJobInputRequest)(nil),          // 33: spool.v1.GetJobInputRequest
+	(*GetJobInputResponse)(nil),         // 34: spool.v1.GetJobInputResponse
+	nil,                                 // 35: spool.v1.EnqueueJobRequest.SecretsEntry
+	nil,                                 // 36: spool.v1.JobLease.SecretsEntry
+	(*JobParams)(nil),                   // 37: spool.v1.JobParams
+	(*Job)(nil),                         // 38: spool.v1.Job
+	(JobState)(0),                       // 39: spool.v1.JobState
+	(*timestamppb.Timestamp)(nil),       // 40: google.protobuf.Timestamp
+	(*JobResult)(nil),                   // 41: spool.v1.JobResult
+	(*JobEvent)(nil),                    // 42: spool.v1.JobEvent
+	(EventType)(0),                      // 43: spool.v1.EventType
 }
 var file_spool_v1_service_proto_depIdxs = []int32{
-	34, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
-	32, // 1: spool.v1.EnqueueJobRequest.secrets:type_name -> spool.v1.EnqueueJobRequest.SecretsEntry
-	35, // 2: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
-	35, // 3: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
-	36, // 4: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
-	35, // 5: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
-	35, // 6: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
-	35, // 7: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
-	35, // 8: spool.v1.JobLease.job:type_name -> spool.v1.Job
-	37, // 9: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
-	33, // 10: spool.v1.JobLease.secrets:type_name -> spool.v1.JobLease.SecretsEntry
-	13, // 11: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
-	37, // 12: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	38, // 13: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
-	39, // 14: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
-	35, // 15: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
-	17, // 16: spool.v1.CompleteJobsRequest.completions:type_name -> spool.v1.CompleteJobRequest
-	21, // 17: spool.v1.CompleteJobsResponse.results:type_name -> spool.v1.CompletionResult
-	35, // 18: spool.v1.CompletionResult.job:type_name -> spool.v1.Job
-	35, // 19: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
-	35, // 20: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
-	39, // 21: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
-	37, // 22: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
-	40, // 23: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	39, // 24: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	35, // 25: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
-	0,  // 26: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
-	2,  // 27: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
-	4,  // 28: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
-	6,  // 29: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
-	8,  // 30: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
-	10, // 31: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
-	12, // 32: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
-	15, // 33: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
-	17, // 34: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
-	19, // 35: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
-	22, // 36: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
-	24, // 37: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
-	26, // 38: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	30, // 39: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
-	28, // 40: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 41: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 42: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	5,  // 43: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	7,  // 44: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	9,  // 45: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
-	11, // 46: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
-	14, // 47: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	16, // 48: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	18, // 49: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	20, // 50: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
-	23, // 51: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
-	25, // 52: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
-	27, // 53: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	31, // 54: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
-	29, // 55: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	41, // [41:56] is the sub-list for method output_type
-	26, // [26:41] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	37, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
+	35, // 1: spool.v1.EnqueueJobRequest.secrets:type_name -> spool.v1.EnqueueJobRequest.SecretsEntry
+	38, // 2: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
+	0,  // 3: spool.v1.EnqueueJobsRequest.jobs:type_name -> spool.v1.EnqueueJobRequest
+	4,  // 4: spool.v1.EnqueueJobsResponse.results:type_name -> spool.v1.EnqueueResult
+	38, // 5: spool.v1.EnqueueResult.job:type_name -> spool.v1.Job
+	38, // 6: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
+	39, // 7: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
+	38, // 8: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
+	38, // 9: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
+	38, // 10: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
+	38, // 11: spool.v1.JobLease.job:type_name -> spool.v1.Job
+	40, // 12: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
+	36, // 13: spool.v1.JobLease.secrets:type_name -> spool.v1.JobLease.SecretsEntry
+	16, // 14: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
+	40, // 15: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	41, // 16: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
+	42, // 17: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
+	38, // 18: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
+	20, // 19: spool.v1.CompleteJobsRequest.completions:type_name -> spool.v1.CompleteJobRequest
+	24, // 20: spool.v1.CompleteJobsResponse.results:type_name -> spool.v1.CompletionResult
+	38, // 21: spool.v1.CompletionResult.job:type_name -> spool.v1.Job
+	38, // 22: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
+	38, // 23: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
+	42, // 24: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
+	40, // 25: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
+	43, // 26: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
+	42, // 27: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	38, // 28: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	0,  // 29: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
+	2,  // 30: spool.v1.JobService.EnqueueJobs:input_type -> spool.v1.EnqueueJobsRequest
+	5,  // 31: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
+	7,  // 32: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
+	9,  // 33: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
+	11, // 34: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
+	13, // 35: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
+	15, // 36: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
+	18, // 37: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
+	20, // 38: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
+	22, // 39: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
+	25, // 40: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
+	27, // 41: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
+	29, // 42: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
+	33, // 43: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
+	31, // 44: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 45: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 46: spool.v1.JobService.EnqueueJobs:output_type -> spool.v1.EnqueueJobsResponse
+	6,  // 47: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	8,  // 48: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	10, // 49: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	12, // 50: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
+	14, // 51: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
+	17, // 52: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	19, // 53: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	21, // 54: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	23, // 55: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
+	26, // 56: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	28, // 57: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	30, // 58: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	34, // 59: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
+	32, // 60: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	45, // [45:61] is the sub-list for method output_type
+	29, // [29:45] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_service_proto_init() }
@@ -2287,7 +2470,7 @@ func file_spool_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_service_proto_rawDesc), len(file_spool_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,8 @@ const (
 const (
 	// JobServiceEnqueueJobProcedure is the fully-qualified name of the JobService's EnqueueJob RPC.
 	JobServiceEnqueueJobProcedure = "/spool.v1.JobService/EnqueueJob"
+	// JobServiceEnqueueJobsProcedure is the fully-qualified name of the JobService's EnqueueJobs RPC.
+	JobServiceEnqueueJobsProcedure = "/spool.v1.JobService/EnqueueJobs"
 	// JobServiceGetJobProcedure is the fully-qualified name of the JobService's GetJob RPC.
 	JobServiceGetJobProcedure = "/spool.v1.JobService/GetJob"
 	// JobServiceListJobsProcedure is the fully-qualified name of the JobService's ListJobs RPC.
@@ -73,6 +75,12 @@ type JobServiceClient interface {
 	// EnqueueJob adds a job to a queue. With a request_id, every repeat returns
 	// the job the first call created.
 	EnqueueJob(context.Context, *connect.Request[v1.EnqueueJobRequest]) (*connect.Response[v1.EnqueueJobResponse], error)
+	// EnqueueJobs adds several jobs in one call, each as EnqueueJob adds it:
+	// the same defaults, checks and rights, and each deduplicated by its own
+	// request_id. Each succeeds or fails on its own; the call fails only when
+	// the caller's key does, or the request is malformed (no jobs, or more
+	// than 1000).
+	EnqueueJobs(context.Context, *connect.Request[v1.EnqueueJobsRequest]) (*connect.Response[v1.EnqueueJobsResponse], error)
 	// GetJob returns one job.
 	GetJob(context.Context, *connect.Request[v1.GetJobRequest]) (*connect.Response[v1.GetJobResponse], error)
 	// ListJobs returns jobs newest first, filtered by queue and state, a page
@@ -138,6 +146,12 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			httpClient,
 			baseURL+JobServiceEnqueueJobProcedure,
 			connect.WithSchema(jobServiceMethods.ByName("EnqueueJob")),
+			connect.WithClientOptions(opts...),
+		),
+		enqueueJobs: connect.NewClient[v1.EnqueueJobsRequest, v1.EnqueueJobsResponse](
+			httpClient,
+			baseURL+JobServiceEnqueueJobsProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("EnqueueJobs")),
 			connect.WithClientOptions(opts...),
 		),
 		getJob: connect.NewClient[v1.GetJobRequest, v1.GetJobResponse](
@@ -232,6 +246,7 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 // jobServiceClient implements JobServiceClient.
 type jobServiceClient struct {
 	enqueueJob          *connect.Client[v1.EnqueueJobRequest, v1.EnqueueJobResponse]
+	enqueueJobs         *connect.Client[v1.EnqueueJobsRequest, v1.EnqueueJobsResponse]
 	getJob              *connect.Client[v1.GetJobRequest, v1.GetJobResponse]
 	listJobs            *connect.Client[v1.ListJobsRequest, v1.ListJobsResponse]
 	cancelJob           *connect.Client[v1.CancelJobRequest, v1.CancelJobResponse]
@@ -251,6 +266,11 @@ type jobServiceClient struct {
 // EnqueueJob calls spool.v1.JobService.EnqueueJob.
 func (c *jobServiceClient) EnqueueJob(ctx context.Context, req *connect.Request[v1.EnqueueJobRequest]) (*connect.Response[v1.EnqueueJobResponse], error) {
 	return c.enqueueJob.CallUnary(ctx, req)
+}
+
+// EnqueueJobs calls spool.v1.JobService.EnqueueJobs.
+func (c *jobServiceClient) EnqueueJobs(ctx context.Context, req *connect.Request[v1.EnqueueJobsRequest]) (*connect.Response[v1.EnqueueJobsResponse], error) {
+	return c.enqueueJobs.CallUnary(ctx, req)
 }
 
 // GetJob calls spool.v1.JobService.GetJob.
@@ -328,6 +348,12 @@ type JobServiceHandler interface {
 	// EnqueueJob adds a job to a queue. With a request_id, every repeat returns
 	// the job the first call created.
 	EnqueueJob(context.Context, *connect.Request[v1.EnqueueJobRequest]) (*connect.Response[v1.EnqueueJobResponse], error)
+	// EnqueueJobs adds several jobs in one call, each as EnqueueJob adds it:
+	// the same defaults, checks and rights, and each deduplicated by its own
+	// request_id. Each succeeds or fails on its own; the call fails only when
+	// the caller's key does, or the request is malformed (no jobs, or more
+	// than 1000).
+	EnqueueJobs(context.Context, *connect.Request[v1.EnqueueJobsRequest]) (*connect.Response[v1.EnqueueJobsResponse], error)
 	// GetJob returns one job.
 	GetJob(context.Context, *connect.Request[v1.GetJobRequest]) (*connect.Response[v1.GetJobResponse], error)
 	// ListJobs returns jobs newest first, filtered by queue and state, a page
@@ -389,6 +415,12 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		JobServiceEnqueueJobProcedure,
 		svc.EnqueueJob,
 		connect.WithSchema(jobServiceMethods.ByName("EnqueueJob")),
+		connect.WithHandlerOptions(opts...),
+	)
+	jobServiceEnqueueJobsHandler := connect.NewUnaryHandler(
+		JobServiceEnqueueJobsProcedure,
+		svc.EnqueueJobs,
+		connect.WithSchema(jobServiceMethods.ByName("EnqueueJobs")),
 		connect.WithHandlerOptions(opts...),
 	)
 	jobServiceGetJobHandler := connect.NewUnaryHandler(
@@ -481,6 +513,8 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		switch r.URL.Path {
 		case JobServiceEnqueueJobProcedure:
 			jobServiceEnqueueJobHandler.ServeHTTP(w, r)
+		case JobServiceEnqueueJobsProcedure:
+			jobServiceEnqueueJobsHandler.ServeHTTP(w, r)
 		case JobServiceGetJobProcedure:
 			jobServiceGetJobHandler.ServeHTTP(w, r)
 		case JobServiceListJobsProcedure:
@@ -520,6 +554,10 @@ type UnimplementedJobServiceHandler struct{}
 
 func (UnimplementedJobServiceHandler) EnqueueJob(context.Context, *connect.Request[v1.EnqueueJobRequest]) (*connect.Response[v1.EnqueueJobResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.EnqueueJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) EnqueueJobs(context.Context, *connect.Request[v1.EnqueueJobsRequest]) (*connect.Response[v1.EnqueueJobsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.JobService.EnqueueJobs is not implemented"))
 }
 
 func (UnimplementedJobServiceHandler) GetJob(context.Context, *connect.Request[v1.GetJobRequest]) (*connect.Response[v1.GetJobResponse], error) {

@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"net/http"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
+	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/service"
+)
+
+// enqueueJobsRequest is the body of POST /api/v1/jobs/batch (schema
+// EnqueueJobsRequest of openapi.yaml).
+type enqueueJobsRequest struct {
+	Jobs []enqueueJob `json:"jobs"`
+}
+
+// enqueueJob is one job of a batch: what it runs, as a scatter's body says
+// it (jobFields), and what a job of its own may also have.
+type enqueueJob struct {
+	jobFields
+	RequestID     string            `json:"request_id,omitempty"`
+	RepositoryURL string            `json:"repository_url,omitempty"`
+	Ref           string            `json:"ref,omitempty"`
+	Stdin         []byte            `json:"stdin,omitempty"`
+	PTY           bool              `json:"pty,omitempty"`
+	Secrets       map[string]string `json:"secrets,omitempty"`
+}
+
+// request is the job's request as the core takes it.
+func (j *enqueueJob) request() (*spoolv1.EnqueueJobRequest, error) {
+	params, err := j.params()
+	if err != nil {
+		return nil, err
+	}
+	params.RepositoryUrl, params.Ref, params.Stdin, params.Pty = j.RepositoryURL, j.Ref, j.Stdin, j.PTY
+	return &spoolv1.EnqueueJobRequest{Queue: j.Queue, Params: params, RequestId: j.RequestID,
+		MaxAttempts: j.MaxAttempts, Retries: j.Retries, Secrets: j.Secrets}, nil
+}
+
+// enqueueJobsResponse is the answer to POST /api/v1/jobs/batch: a result
+// per job, in the body's order.
+type enqueueJobsResponse struct {
+	Results []enqueueResult `json:"results"`
+}
+
+// enqueueResult is how one job went: its job, or its error and the error's
+// code (as a Connect call names it: "invalid_argument", ...).
+type enqueueResult struct {
+	Job          *jobjson.Job `json:"job,omitempty"`
+	Deduplicated bool         `json:"deduplicated,omitempty"`
+	Error        string       `json:"error,omitempty"`
+	Code         string       `json:"code,omitempty"`
+}
+
+// enqueueJobs enqueues the body's jobs, each as a job of its own; 200 with
+// each job's result, though some may have been refused. A job the body
+// cannot describe (a bad timeout) is its own result too.
+func (a *api) enqueueJobs(w http.ResponseWriter, r *http.Request) {
+	var body enqueueJobsRequest
+	err := sameSite(r, "submit jobs with spool submit --batch or a script")
+	if err == nil {
+		err = readJSON(w, r, &body, service.MaxEnqueueJobsRequestBytes)
+	}
+	if err == nil {
+		err = service.CheckBatchSize(len(body.Jobs))
+	}
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	results := make([]enqueueResult, len(body.Jobs))
+	req := &spoolv1.EnqueueJobsRequest{}
+	var sent []int // the results of req's jobs
+	for i := range body.Jobs {
+		j, err := body.Jobs[i].request()
+		if err != nil {
+			_, results[i].Error = statusOf(r, a.Log, err)
+			results[i].Code = "invalid_argument"
+			continue
+		}
+		req.Jobs, sent = append(req.Jobs, j), append(sent, i)
+	}
+	if len(req.Jobs) > 0 {
+		resp, err := a.Service.EnqueueJobs(r.Context(), req)
+		if err != nil {
+			writeError(w, r, a.Log, err)
+			return
+		}
+		for k, res := range resp.GetResults() {
+			out := &results[sent[k]]
+			out.Deduplicated, out.Error, out.Code = res.GetDeduplicated(), res.GetErrorMessage(), res.GetErrorCode()
+			if job := res.GetJob(); job != nil {
+				v := jobjson.View(convert.Job(job))
+				out.Job = &v
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, enqueueJobsResponse{Results: results})
+}
