@@ -14,6 +14,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"connectrpc.com/connect"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
+	"github.com/spool-run/spool/internal/wire"
 )
 
 // The peer spool's queue is held to: River (github.com/riverqueue/river),
@@ -69,9 +75,22 @@ func runRiver(ctx context.Context, pgURL string, jobs int) (map[string]riverResu
 	return res, nil
 }
 
+// How spool's side of the comparison works the queue: like a worker with
+// as many slots as River has workers, workLoops loops each lease up to
+// leaseSize jobs a call and complete them together; bulk enqueues go in
+// calls of bulkSize jobs from bulkClients callers, as River's InsertMany
+// takes batches.
+const (
+	workLoops   = 2
+	leaseSize   = riverWorkers / workLoops
+	bulkClients = 4
+	bulkSize    = 1000
+)
+
 // riverGoal measures spool's queue on PostgreSQL beside River's, on a
 // database of its own on the same server, nothing run: jobs inserted first
-// and then worked, and a steady load of one job an enqueue call.
+// and then worked, and a steady load of one job an enqueue call; then the
+// first of those on the embedded SQLite store, which should be no slower.
 func riverGoal(ctx context.Context, pgURL string, jobs int, log *slog.Logger) ([]goalRow, error) {
 	river, err := runRiver(ctx, pgURL, jobs)
 	if err != nil {
@@ -82,13 +101,20 @@ func riverGoal(ctx context.Context, pgURL string, jobs int, log *slog.Logger) ([
 		return nil, fmt.Errorf("PostgreSQL at %s: %w (start one, or give -postgres URL)", pgURL, err)
 	}
 	defer drop()
-	r, err := startRemoteOn(ctx, db, 0, false, log)
-	if err != nil {
-		return nil, err
-	}
-	first, steady, err := spoolQueueOnPostgres(ctx, r, jobs)
-	if stopErr := r.stop(); err == nil {
-		err = stopErr
+	var first, onSQLite firstRun
+	var steady queueRun
+	err = onServer(ctx, db, log, func(r *remote) (err error) {
+		if first, err = enqueueThenWork(ctx, r, jobs); err != nil {
+			return err
+		}
+		steady, err = steadyLoad(ctx, r)
+		return err
+	})
+	if err == nil {
+		err = onServer(ctx, "", log, func(r *remote) (err error) {
+			onSQLite, err = enqueueThenWork(ctx, r, jobs)
+			return err
+		})
 	}
 	if err != nil {
 		return nil, err
@@ -102,6 +128,12 @@ func riverGoal(ctx context.Context, pgURL string, jobs int, log *slog.Logger) ([
 		goal:     ">= River",
 		met:      first.perSecond >= rf.JobsPerSecond,
 	}, {
+		measure:  "  the same on the embedded SQLite store",
+		spool:    thousands(onSQLite.perSecond) + " jobs/s",
+		baseline: "spool on PostgreSQL: " + thousands(first.perSecond),
+		goal:     ">= PostgreSQL's",
+		met:      onSQLite.perSecond >= first.perSecond,
+	}, {
 		measure:  fmt.Sprintf("PostgreSQL: %d clients, one job an enqueue", steadyClients),
 		spool:    thousands(steady.perSecond) + " jobs/s",
 		baseline: fmt.Sprintf("River Insert: %s (%s)", thousands(rs.JobsPerSecond), ratio(steady.perSecond, rs.JobsPerSecond)),
@@ -114,11 +146,16 @@ func riverGoal(ctx context.Context, pgURL string, jobs int, log *slog.Logger) ([
 		goal:     "p99 <= River's",
 		met:      latencyOf(steady.submits).p99 <= rs.InsertP99,
 	}, {
-		measure:  "  bulk enqueue",
-		spool:    fmt.Sprintf("%s jobs/s, one a call", thousands(first.enqueuePerSecond)),
-		baseline: "River InsertMany: " + thousands(rf.InsertPerSecond),
-		goal:     ">= half River's",
-		met:      first.enqueuePerSecond >= rf.InsertPerSecond/2,
+		measure:  fmt.Sprintf("PostgreSQL: bulk enqueue, calls of %s", thousands(bulkSize)),
+		spool:    thousands(first.enqueuePerSecond) + " jobs/s",
+		baseline: fmt.Sprintf("River InsertMany: %s (%s)", thousands(rf.InsertPerSecond), ratio(first.enqueuePerSecond, rf.InsertPerSecond)),
+		goal:     fmt.Sprintf(">= %s and half River's", thousands(goalBulkPerSecond)),
+		met:      first.enqueuePerSecond >= goalBulkPerSecond && first.enqueuePerSecond >= rf.InsertPerSecond/2,
+	}, {
+		measure: "  the same on the embedded SQLite store",
+		spool:   thousands(onSQLite.enqueuePerSecond) + " jobs/s",
+		goal:    ">= " + thousands(goalBulkPerSecond),
+		met:     onSQLite.enqueuePerSecond >= goalBulkPerSecond,
 	}, {
 		measure:  fmt.Sprintf("  PostgreSQL itself: single-row INSERT commits, %d clients", steadyClients),
 		spool:    "",
@@ -127,42 +164,77 @@ func riverGoal(ctx context.Context, pgURL string, jobs int, log *slog.Logger) ([
 	}}, nil
 }
 
+// goalBulkPerSecond is the bulk enqueue goal through the API.
+const goalBulkPerSecond = 20_000
+
+// onServer runs fn against a server process of its own on the PostgreSQL
+// database at postgres ("": the embedded SQLite store), then stops it.
+func onServer(ctx context.Context, postgres string, log *slog.Logger, fn func(r *remote) error) error {
+	r, err := startRemoteOn(ctx, postgres, 0, false, log)
+	if err != nil {
+		return err
+	}
+	err = fn(r)
+	if stopErr := r.stop(); err == nil {
+		err = stopErr
+	}
+	return err
+}
+
 // latencyOf is the p50 and p99 of d.
 func latencyOf(d []time.Duration) latency {
 	p50, p99 := percentiles(d)
 	return latency{p50: p50, p99: p99}
 }
 
-// firstRun is jobs enqueued first (as fast as queueClients callers can),
-// then leased and completed.
+// firstRun is jobs enqueued first, in bulk, then leased and completed.
 type firstRun struct {
 	enqueuePerSecond, perSecond float64
 }
 
-// spoolQueueOnPostgres runs both workloads through r's API: jobs enqueued
-// by queueClients callers and then worked by queueClients loops leasing ten
-// at a time and completing those together; then steadyClients callers
-// enqueueing one job a call for steadyFor while the loops work them.
-func spoolQueueOnPostgres(ctx context.Context, r *remote, jobs int) (firstRun, queueRun, error) {
-	submit, take, err := queueCalls(ctx, r.url, r.key, 10)
+// enqueueThenWork enqueues jobs through r's API in bulk calls, then works
+// them with workLoops loops leasing up to leaseSize at a time and
+// completing those together.
+func enqueueThenWork(ctx context.Context, r *remote, jobs int) (firstRun, error) {
+	queue := "bench-queue-" + randomHex()
+	bulk, err := batchSubmit(ctx, r.url, r.key, queue, bulkSize)
 	if err != nil {
-		return firstRun{}, queueRun{}, err
+		return firstRun{}, err
+	}
+	w, err := newPipelinedWork(ctx, r.url, r.key, queue)
+	if err != nil {
+		return firstRun{}, err
 	}
 	var first firstRun
+	calls := (jobs + bulkSize - 1) / bulkSize
 	start := time.Now()
-	if err := together(queueClients, jobs, submit); err != nil {
-		return first, queueRun{}, err
+	if err := together(bulkClients, calls, bulk); err != nil {
+		return first, err
 	}
-	first.enqueuePerSecond = float64(jobs) / sinceStart(start)
+	first.enqueuePerSecond = float64(calls*bulkSize) / sinceStart(start)
 	start = time.Now()
-	if err := work(queueClients, int64(jobs), take); err != nil {
-		return first, queueRun{}, err
+	var ended atomic.Bool
+	ended.Store(true)
+	var total atomic.Int64
+	total.Store(int64(calls * bulkSize))
+	if err := w.run(&total, &ended); err != nil {
+		return first, err
 	}
-	first.perSecond = float64(jobs) / sinceStart(start)
+	first.perSecond = float64(calls*bulkSize) / sinceStart(start)
+	return first, nil
+}
 
-	submit, take, err = queueCalls(ctx, r.url, r.key, 10)
+// steadyLoad runs steadyClients callers enqueueing one job a call for
+// steadyFor while workLoops loops work them, until every job is done.
+func steadyLoad(ctx context.Context, r *remote) (queueRun, error) {
+	queue := "bench-queue-" + randomHex()
+	submit, _, err := queueCallsOn(ctx, r.url, r.key, queue, leaseSize)
 	if err != nil {
-		return first, queueRun{}, err
+		return queueRun{}, err
+	}
+	w, err := newPipelinedWork(ctx, r.url, r.key, queue)
+	if err != nil {
+		return queueRun{}, err
 	}
 	var (
 		wg      sync.WaitGroup
@@ -171,7 +243,7 @@ func spoolQueueOnPostgres(ctx context.Context, r *remote, jobs int) (firstRun, q
 		sent    atomic.Int64
 		failure error
 	)
-	start = time.Now()
+	start := time.Now()
 	stop := start.Add(steadyFor)
 	for range steadyClients {
 		wg.Go(func() {
@@ -199,13 +271,93 @@ func spoolQueueOnPostgres(ctx context.Context, r *remote, jobs int) (firstRun, q
 		wg.Wait()
 		ended.Store(true)
 	}()
-	if err := workUntil(queueClients, &sent, &ended, take); err != nil {
-		return first, queueRun{}, err
+	if err := w.run(&sent, &ended); err != nil {
+		return queueRun{}, err
 	}
 	if failure != nil {
-		return first, queueRun{}, failure
+		return queueRun{}, failure
 	}
-	return first, queueRun{perSecond: float64(sent.Load()) / sinceStart(start), submits: took}, nil
+	return queueRun{perSecond: float64(sent.Load()) / sinceStart(start), submits: took}, nil
+}
+
+// pipelinedWork works a queue as a worker with riverWorkers slots running
+// no-op jobs does: workLoops loops each lease up to leaseSize jobs, hand
+// them to be completed together and lease again at once, while the
+// completion is on its way (one at a time a loop: a worker's completions
+// go in batches, its slots free as soon as the jobs end).
+type pipelinedWork struct {
+	ctx   context.Context
+	rpc   spoolv1connect.JobServiceClient
+	queue string
+}
+
+func newPipelinedWork(ctx context.Context, url, key, queue string) (*pipelinedWork, error) {
+	rpc, err := wire.Dial(url, wire.Options{APIKey: key})
+	if err != nil {
+		return nil, err
+	}
+	return &pipelinedWork{ctx: ctx, rpc: rpc, queue: queue}, nil
+}
+
+// run works until sending has ended and as many jobs as were sent are
+// completed.
+func (w *pipelinedWork) run(sent *atomic.Int64, ended *atomic.Bool) error {
+	var (
+		done atomic.Int64
+		wg   sync.WaitGroup
+		errs = make([]error, workLoops)
+	)
+	for i := range workLoops {
+		wg.Go(func() { errs[i] = w.loop(sent, ended, &done) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (w *pipelinedWork) loop(sent *atomic.Int64, ended *atomic.Bool, done *atomic.Int64) error {
+	completing := make(chan error, 1)
+	completing <- nil // no completion on its way yet
+	for !ended.Load() || done.Load() < sent.Load() {
+		resp, err := w.rpc.DequeueJobs(w.ctx, connect.NewRequest(&spoolv1.DequeueJobsRequest{Queue: w.queue, MaxJobs: leaseSize, WaitSeconds: 1,
+			VisibilityTimeoutSeconds: 60, WorkerId: "bench"}))
+		if err != nil {
+			return err
+		}
+		leases := resp.Msg.GetLeases()
+		if err := <-completing; err != nil {
+			return err
+		}
+		if len(leases) == 0 {
+			completing <- nil
+			continue
+		}
+		go func() {
+			err := w.complete(leases)
+			if err == nil {
+				done.Add(int64(len(leases)))
+			}
+			completing <- err
+		}()
+	}
+	return <-completing
+}
+
+// complete completes leases in one call.
+func (w *pipelinedWork) complete(leases []*spoolv1.JobLease) error {
+	req := &spoolv1.CompleteJobsRequest{}
+	for _, l := range leases {
+		req.Completions = append(req.Completions, &spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}})
+	}
+	resp, err := w.rpc.CompleteJobs(w.ctx, connect.NewRequest(req))
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Msg.GetResults() {
+		if r.GetErrorCode() != "" {
+			return fmt.Errorf("completion refused: %s: %s", r.GetErrorCode(), r.GetErrorMessage())
+		}
+	}
+	return nil
 }
 
 // together runs call n times from k goroutines.
@@ -222,39 +374,6 @@ func together(k, n int, call func() error) error {
 					errs[i] = err
 					return
 				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// work runs take from k goroutines until n jobs are done.
-func work(k int, n int64, take func() (int, error)) error {
-	var total atomic.Int64
-	total.Store(n)
-	var ended atomic.Bool
-	ended.Store(true)
-	return workUntil(k, &total, &ended, take)
-}
-
-// workUntil runs take from k goroutines until sending has ended and as
-// many jobs as were sent are done.
-func workUntil(k int, sent *atomic.Int64, ended *atomic.Bool, take func() (int, error)) error {
-	var (
-		done atomic.Int64
-		wg   sync.WaitGroup
-		errs = make([]error, k)
-	)
-	for i := range k {
-		wg.Go(func() {
-			for !ended.Load() || done.Load() < sent.Load() {
-				n, err := take()
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				done.Add(int64(n))
 			}
 		})
 	}

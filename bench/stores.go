@@ -248,6 +248,11 @@ func queueThrough(ctx context.Context, url, key string, n, maxJobs int) (queueRu
 // up to maxJobs jobs and completes them (together, as a worker does, or
 // one a call with maxJobs 1) and says how many.
 func queueCalls(ctx context.Context, url, key string, maxJobs int) (submit func() error, take func() (int, error), err error) {
+	return queueCallsOn(ctx, url, key, "bench-queue-"+randomHex(), maxJobs)
+}
+
+// queueCallsOn is queueCalls on the named queue.
+func queueCallsOn(ctx context.Context, url, key, queue string, maxJobs int) (submit func() error, take func() (int, error), err error) {
 	rpc, err := wire.Dial(url, wire.Options{APIKey: key})
 	if err != nil {
 		return nil, nil, err
@@ -256,7 +261,6 @@ func queueCalls(ctx context.Context, url, key string, maxJobs int) (submit func(
 	if err != nil {
 		return nil, nil, err
 	}
-	queue := "bench-queue-" + randomHex()
 	return func() error {
 			_, _, err := c.Submit(ctx, client.SubmitParams{Queue: queue, Argv: []string{"true"}})
 			return err
@@ -373,4 +377,29 @@ func randomHex() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// batchSubmit returns a call that enqueues size jobs running `true` on
+// queue in one EnqueueJobs call, as a program submitting work in bulk does.
+func batchSubmit(ctx context.Context, url, key, queue string, size int) (func() error, error) {
+	rpc, err := wire.Dial(url, wire.Options{APIKey: key})
+	if err != nil {
+		return nil, err
+	}
+	req := &spoolv1.EnqueueJobsRequest{}
+	for range size {
+		req.Jobs = append(req.Jobs, &spoolv1.EnqueueJobRequest{Queue: queue, Params: &spoolv1.JobParams{Argv: []string{"true"}}})
+	}
+	return func() error {
+		resp, err := rpc.EnqueueJobs(ctx, connect.NewRequest(req))
+		if err != nil {
+			return err
+		}
+		for _, r := range resp.Msg.GetResults() {
+			if r.GetErrorCode() != "" {
+				return fmt.Errorf("enqueue refused: %s: %s", r.GetErrorCode(), r.GetErrorMessage())
+			}
+		}
+		return nil
+	}, nil
 }
