@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io/fs"
 	"strings"
 	"time"
@@ -192,4 +193,47 @@ func BadWrite(ctx context.Context, s *Store, id string) error {
 		w.Queue(`UPDATE jobs SET attempt = attempt / 0 WHERE job_id = $1`, id)
 		return nil
 	})
+}
+
+// Plans returns PostgreSQL's plans, without sequential scans, of the
+// statements that search by state: the lease, the sweep of expired leases
+// and the grace of running leases.
+func Plans(ctx context.Context, s *Store) ([]string, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	// A generic plan is what a prepared statement comes to, and the one
+	// that cannot see an argument's value.
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		return nil, err
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), "RESET ALL") }()
+	var out []string
+	for i, q := range []struct {
+		sql, args string
+	}{
+		{leaseReady, "'q', 1, 10, 2"},
+		{`SELECT job_id FROM jobs WHERE ` + running + ` AND lease_expires_at <= $1`, "1"},
+		{`UPDATE jobs SET lease_expires_at = $1 WHERE ` + running + ` AND lease_expires_at < $1`, "1"},
+	} {
+		name := fmt.Sprintf("plan_%d", i)
+		script := fmt.Sprintf("PREPARE %s AS %s; EXPLAIN EXECUTE %s(%s); DEALLOCATE %s", name, q.sql, name, q.args, name)
+		results, err := conn.Conn().PgConn().Exec(ctx, script).ReadAll()
+		if err != nil {
+			return nil, err
+		}
+		var lines []string
+		for _, r := range results {
+			for _, row := range r.Rows {
+				lines = append(lines, string(row[0]))
+			}
+		}
+		out = append(out, strings.Join(lines, "\n"))
+	}
+	return out, nil
 }

@@ -28,14 +28,24 @@ func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.
 // UPDATE SKIP LOCKED passes over rows another server is leasing at the
 // same moment, so two dequeues never wait on each other and never both
 // take one attempt.
-var leaseReady = `WITH ready AS (
+//
+// The states are written into the statements that search by them, not
+// passed as arguments: PostgreSQL uses a partial index (jobs_queued,
+// jobs_running) only for a statement whose own text implies its predicate,
+// and a prepared statement's generic plan cannot know an argument's value.
+var leaseReady = fmt.Sprintf(`WITH ready AS (
 		SELECT job_id FROM jobs
-		WHERE queue = $1 AND state = $2 AND (run_after IS NULL OR run_after <= $3)
-		ORDER BY created_at, job_id LIMIT $4
+		WHERE queue = $1 AND state = %d AND (run_after IS NULL OR run_after <= $2)
+		ORDER BY created_at, job_id LIMIT $3
 		FOR UPDATE SKIP LOCKED)
-	UPDATE jobs SET state = $5, attempt = attempt + 1, lease_id = gen_random_uuid()::text, lease_expires_at = $6, updated_at = $3, started_at = $3
+	UPDATE jobs SET state = %d, attempt = attempt + 1, lease_id = gen_random_uuid()::text, lease_expires_at = $4, updated_at = $2, started_at = $2
 	WHERE job_id IN (SELECT job_id FROM ready)
-	RETURNING ` + sqlrows.JobCols
+	RETURNING `+sqlrows.JobCols, sqlrows.Queued, sqlrows.Running)
+
+// running is the search condition of running jobs, as jobs_running's
+// predicate says it; the searches' own terms on lease_expires_at (<, <=)
+// imply the rest of the predicate, that it is not NULL.
+var running = fmt.Sprintf("state = %d", sqlrows.Running)
 
 // lease takes up to req.Max ready jobs, the oldest first, in one
 // statement.
@@ -44,8 +54,7 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 	err := s.writeOne(func(q querier, n *notes) error {
 		out = out[:0]
 		now := storekit.Now()
-		rows, err := q.Query(ctx, leaseReady, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max),
-			sqlrows.Running, now.Add(req.LeaseDuration).UnixMicro())
+		rows, err := q.Query(ctx, leaseReady, req.Queue, now.UnixMicro(), store.DequeueLimit(req.Max), now.Add(req.LeaseDuration).UnixMicro())
 		if err != nil {
 			return pgErr(err, "lease jobs of queue %q", req.Queue)
 		}
@@ -72,8 +81,8 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 // expire settles running jobs whose lease ran out as storekit.Expired
 // decides. Rows another server is settling are skipped: it settles them.
 func expire(ctx context.Context, tx pgx.Tx, n *notes, now time.Time) (int, error) {
-	rows, err := tx.Query(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE state = $1 AND lease_expires_at <= $2
-		FOR UPDATE SKIP LOCKED`, sqlrows.Running, now.UnixMicro())
+	rows, err := tx.Query(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE `+running+` AND lease_expires_at <= $1
+		FOR UPDATE SKIP LOCKED`, now.UnixMicro())
 	if err != nil {
 		return 0, pgErr(err, "find expired leases")
 	}
@@ -109,8 +118,8 @@ func (s *Store) ExpireLeases(ctx context.Context, sw store.Sweep) (store.Swept, 
 		}
 		if from, ok := storekit.GraceFrom(last, sw, now); ok {
 			until := now.Add(sw.Grace)
-			tag, err := tx.Exec(ctx, `UPDATE jobs SET lease_expires_at = $1 WHERE state = $2 AND lease_expires_at >= $3 AND lease_expires_at < $1`,
-				until.UnixMicro(), sqlrows.Running, from.UnixMicro())
+			tag, err := tx.Exec(ctx, `UPDATE jobs SET lease_expires_at = $1 WHERE `+running+` AND lease_expires_at >= $2 AND lease_expires_at < $1`,
+				until.UnixMicro(), from.UnixMicro())
 			if err != nil {
 				return pgErr(err, "grace leases after an outage")
 			}
@@ -224,7 +233,7 @@ func (s *Store) GraceLeases(ctx context.Context, until time.Time) (int, error) {
 	}
 	var k int64
 	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
-		tag, err := tx.Exec(ctx, `UPDATE jobs SET lease_expires_at = $1 WHERE state = $2 AND lease_expires_at < $1`, until.UnixMicro(), sqlrows.Running)
+		tag, err := tx.Exec(ctx, `UPDATE jobs SET lease_expires_at = $1 WHERE `+running+` AND lease_expires_at < $1`, until.UnixMicro())
 		if err != nil {
 			return pgErr(err, "grace leases")
 		}

@@ -414,3 +414,20 @@ func TestNamedJobRace(t *testing.T) {
 		}
 	}
 }
+
+// Leases and the sweep read the partial indexes of queued and of running
+// jobs, also in the generic plan a prepared statement comes to: their
+// predicates and the statements' states agree.
+func TestStateSearchesUsePartialIndexes(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.NewDatabase(t))
+	plans, err := pgstore.Plans(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"jobs_queued", "jobs_running", "jobs_running"} {
+		if !strings.Contains(plans[i], want) {
+			t.Errorf("plan %d does not use %s:\n%s", i, want, plans[i])
+		}
+	}
+}
