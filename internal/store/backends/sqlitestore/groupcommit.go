@@ -58,8 +58,9 @@ type pendingWrite struct {
 	fn  writeFunc
 	// size is about what the write stores, in bytes, for maxGroupBytes.
 	size int
-	// bare says fn needs no savepoint: it fails without a SQLite error
-	// only before it has changed anything.
+	// bare says fn needs no savepoint: an error of its is a refusal made
+	// before it changed anything, unless it is SQLite's or marked
+	// afterWrite.
 	bare bool
 	// job, when set, is the new job the write inserts, with the group's
 	// other new jobs; fn runs only when that insert left it out.
@@ -268,15 +269,35 @@ func runOne(tx *sql.Tx, w *pendingWrite) error {
 	return nil
 }
 
-// runBare runs a bare write. A refusal is its own; a failure in SQLite
-// may have left part of the write behind, and returns errRedo.
+// runBare runs a bare write. A refusal is its own; a failure in SQLite,
+// or after the write changed something, may have left part of the write
+// behind, and returns errRedo.
 func runBare(tx *sql.Tx, w *pendingWrite) error {
 	if w.err = w.fn(w.ctx, tx, &w.n); w.err != nil {
 		w.n = nil
-		var se *sqlite.Error
-		if errors.As(w.err, &se) {
+		var (
+			se *sqlite.Error
+			aw afterWriteErr
+		)
+		if errors.As(w.err, &se) || errors.As(w.err, &aw) {
 			return errRedo
 		}
 	}
 	return nil
+}
+
+// afterWriteErr is an error of a bare write that has changed something:
+// the write is to be undone.
+type afterWriteErr struct{ err error }
+
+func (e afterWriteErr) Error() string { return e.err.Error() }
+func (e afterWriteErr) Unwrap() error { return e.err }
+
+// afterWrite marks err, if any, as an error of a bare write that has
+// changed something.
+func afterWrite(err error) error {
+	if err == nil {
+		return nil
+	}
+	return afterWriteErr{err}
 }

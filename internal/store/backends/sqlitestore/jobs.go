@@ -41,26 +41,38 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	if err := nj.Check(); err != nil {
 		return nil, false, err
 	}
-	j := storekit.NewJobRecord(nj, storekit.Now())
-	var (
-		out     *spoolv1.Job
-		created bool
-	)
-	args := sqlrows.InsertJobArgs(j, nj.Secrets)
+	w, e := enqueueWrite(storekit.NewJobRecord(nj, storekit.Now()), nj.Secrets)
+	if err := s.submit(ctx, w); err != nil {
+		return nil, false, err
+	}
+	return e.job, e.created, nil
+}
+
+// enqueued is what an Enqueue write returns.
+type enqueued struct {
+	job     *spoolv1.Job
+	created bool
+}
+
+// enqueueWrite is the write that stores the new job j, and where it puts
+// its outcome.
+func enqueueWrite(j *spoolv1.Job, secrets []byte) (*pendingWrite, *enqueued) {
+	e := &enqueued{}
+	args := sqlrows.InsertJobArgs(j, secrets)
 	stored := func(n *notes) {
-		out, created = j, true
+		e.job, e.created = j, true
 		n.queue(j.Queue)
 	}
-	err := s.submit(ctx, &pendingWrite{size: argsSize(args), job: &jobInsert{id: j.JobId, requestID: j.RequestId, args: args, stored: stored},
+	return &pendingWrite{size: argsSize(args), job: &jobInsert{id: j.JobId, requestID: j.RequestId, args: args, stored: stored},
 		fn: func(ctx context.Context, tx *sql.Tx, n *notes) error {
-			out, created = nil, false
+			*e = enqueued{}
 			res, err := tx.ExecContext(ctx, sqlrows.InsertJob, args...)
 			if primaryKeyTaken(err) {
 				r, err := getRow(ctx, tx, j.JobId)
 				if err != nil {
 					return err
 				}
-				out, err = storekit.NamedRepeat(r.Job, j)
+				e.job, err = storekit.NamedRepeat(r.Job, j)
 				return err
 			}
 			if err != nil {
@@ -74,10 +86,9 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 			if err != nil {
 				return sqliteErr(err, "read job of request %q", j.RequestId)
 			}
-			out = r.Job
+			e.job = r.Job
 			return nil
-		}})
-	return out, created, err
+		}}, e
 }
 
 // argsSize is about what a statement with args stores: its text and bytes.
