@@ -273,3 +273,35 @@ func TestLeaseManyInOneStatement(t *testing.T) {
 		t.Fatalf("after all were leased, a dequeue got %d jobs, %v", len(more), err)
 	}
 }
+
+// A write without a savepoint that fails in SQLite after it has changed
+// something is undone all the same: the group is made again with a
+// savepoint for each write, and the others commit.
+func TestGroupCommitUndoesAFailedBareWrite(t *testing.T) {
+	s := openStore(t)
+	bad := pause("b", nil)
+	bad.bare = true
+	fn := bad.fn
+	bad.fn = func(ctx context.Context, tx *sql.Tx, n *notes) error {
+		if err := fn(ctx, tx, n); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, paused_at) VALUES ('b', 2)`) // b is in use
+		return err
+	}
+	good := pause("c", nil)
+	good.bare = true
+	group := []*pendingWrite{pause("a", nil), bad, good}
+	s.commit(group)
+	if group[0].err != nil || group[2].err != nil {
+		t.Fatalf("the good writes failed: %v, %v", group[0].err, group[2].err)
+	}
+	if group[1].err == nil || group[1].n != nil {
+		t.Fatalf("the failing write: %v, notes %v", group[1].err, group[1].n)
+	}
+	for q, want := range map[string]bool{"a": true, "b": false, "c": true} {
+		if got, err := s.QueuePaused(context.Background(), q); err != nil || got != want {
+			t.Errorf("queue %s paused = %v, %v; want %v", q, got, err, want)
+		}
+	}
+}
