@@ -63,7 +63,9 @@ func enqueueWrite(j *spoolv1.Job, secrets []byte) (*pendingWrite, *enqueued) {
 		e.job, e.created = j, true
 		n.queue(j.Queue)
 	}
-	return &pendingWrite{size: argsSize(args), job: &jobInsert{id: j.JobId, requestID: j.RequestId, args: args, stored: stored},
+	// Bare: the one statement that writes is the first, and what follows
+	// it only reads.
+	return &pendingWrite{size: argsSize(args), bare: true, job: &jobInsert{id: j.JobId, requestID: j.RequestId, args: args, stored: stored},
 		fn: func(ctx context.Context, tx *sql.Tx, n *notes) error {
 			*e = enqueued{}
 			res, err := tx.ExecContext(ctx, sqlrows.InsertJob, args...)
