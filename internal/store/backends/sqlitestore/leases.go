@@ -67,17 +67,14 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 // handles one after another, leaseIDLen bytes each: a blob, as substr
 // finds a place in text by counting its characters from the start, which
 // for the last of 500 handles is 18,000 of them.
-const leaseJob = `UPDATE jobs SET state = ?1, attempt = attempt + 1,
-	lease_id = CAST(substr(?2, p.n * ` + leaseIDLenSQL + ` + 1, ` + leaseIDLenSQL + `) AS TEXT),
+var leaseJob = fmt.Sprintf(`UPDATE jobs SET state = ?1, attempt = attempt + 1,
+	lease_id = CAST(substr(?2, p.n * %[1]d + 1, %[1]d) AS TEXT),
 	lease_expires_at = ?3, updated_at = ?4, started_at = ?4
-	FROM (SELECT key AS n, value AS id FROM json_each(?5)) AS p WHERE jobs.job_id = p.id RETURNING ` + sqlrows.JobCols
+	FROM (SELECT key AS n, value AS id FROM json_each(?5)) AS p WHERE jobs.job_id = p.id RETURNING %[2]s`, leaseIDLen, sqlrows.JobCols)
 
 // leaseIDLen is the length of a lease handle (storekit.NewLeaseID, a
 // UUID's text).
-const (
-	leaseIDLen    = 36
-	leaseIDLenSQL = "36"
-)
+const leaseIDLen = 36
 
 // leaseJobs leases the queued jobs ids, in one statement, and returns
 // their leases in the order of ids.
