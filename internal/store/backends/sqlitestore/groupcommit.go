@@ -126,7 +126,12 @@ func (s *Store) writer() {
 	defer close(s.writerDone)
 	var (
 		next *pendingWrite
-		last int // the size of the last group
+		// last is the size of the recent groups: the last one's, or
+		// half the one before if that is more, so that a small group
+		// between two bursts (a lease between two workers' batches of
+		// completions) does not make the next burst's first group
+		// small too; after a burst it falls back to one in a few groups.
+		last int
 	)
 	for {
 		if next == nil {
@@ -141,10 +146,10 @@ func (s *Store) writer() {
 		// next write at hand (a service enqueues a call's jobs a hundred
 		// at a time). Taking the first of them to arrive would make a
 		// group of one or two, and a commit for it, while the rest wait
-		// for the next: so while the group is smaller than the last and
-		// writes keep arriving, the writer lets their callers run and
-		// looks again. A lone caller's group is never smaller than the
-		// last, and goes at once.
+		// for the next: so while the group is smaller than the recent
+		// ones and writes keep arriving, the writer lets their callers
+		// run and looks again. A lone caller's group, when nothing else
+		// has been written for a few groups, goes at once.
 		for yielded := false; ; yielded = true {
 			added := s.gather(&g)
 			if g.full() || len(g.group) >= last || (yielded && added == 0) {
@@ -152,7 +157,7 @@ func (s *Store) writer() {
 			}
 			runtime.Gosched()
 		}
-		next, last = g.next, len(g.group)
+		next, last = g.next, max(len(g.group), last/2)
 		s.commit(g.group)
 		s.commits.Add(1)
 		for _, w := range g.group {
