@@ -305,3 +305,34 @@ func TestGroupCommitUndoesAFailedBareWrite(t *testing.T) {
 		}
 	}
 }
+
+// When the group's insert of new jobs fails as a whole (here a job with no
+// queue, which no conflict clause skips), it is undone and each job goes
+// in on its own: the bad one fails, the others are stored.
+func TestGroupInsertFailingWhole(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	jobs := []*spoolv1.Job{newJob(store.NewJob{}), newJob(store.NewJob{}), newJob(store.NewJob{})}
+	group := make([]*pendingWrite, len(jobs))
+	outs := make([]*enqueued, len(jobs))
+	for i, j := range jobs {
+		group[i], outs[i] = enqueueWrite(j, nil)
+		group[i].ctx = ctx
+	}
+	group[1].job.args[1] = nil // queue, NOT NULL
+	s.commit(group)
+	for _, i := range []int{0, 2} {
+		if group[i].err != nil || !outs[i].created || group[i].inserted {
+			t.Errorf("job %d: err %v, created %v, inserted with the group %v", i, group[i].err, outs[i].created, group[i].inserted)
+		}
+		if _, err := s.Get(ctx, jobs[i].JobId); err != nil {
+			t.Errorf("job %d is not stored: %v", i, err)
+		}
+	}
+	if group[1].err == nil || outs[1].created {
+		t.Errorf("the job with no queue: err %v, created %v", group[1].err, outs[1].created)
+	}
+	if _, err := s.Get(ctx, jobs[1].JobId); !errors.Is(err, spool.ErrNotFound) {
+		t.Errorf("the job with no queue was stored: %v", err)
+	}
+}
