@@ -18,7 +18,7 @@ import (
 // items inserted and the head moved, in one transaction.
 func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Published) (store.Head, error) {
 	var head store.Head
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
+	err := s.writeBare(ctx, publishedSize(evs), func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := appendable(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -36,7 +36,7 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 // write.
 func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
+	err := s.writeBare(ctx, publishedSize(evs), func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := getRow(ctx, tx, ref.JobID)
 		if err != nil {
 			return err
@@ -49,9 +49,18 @@ func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 			return err
 		}
 		out, err = completeIn(ctx, tx, n, ref, res)
-		return err
+		return afterWrite(err) // the events may be stored
 	})
 	return out, err
+}
+
+// publishedSize is about what storing evs takes, for maxGroupBytes.
+func publishedSize(evs []events.Published) int {
+	size := 0
+	for _, e := range evs {
+		size += e.Size
+	}
+	return size
 }
 
 // appendIn appends evs to the log of r, the job ref leases, in tx.
@@ -76,11 +85,13 @@ func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.Le
 	if len(plan.Items) == 0 {
 		return plan.Head, nil
 	}
+	// Its checks are made: from here on, a failure may leave part of the
+	// write behind (afterWrite).
 	if err := insertItems(ctx, tx, ref.JobID, plan.Items); err != nil {
-		return store.Head{}, err
+		return store.Head{}, afterWrite(err)
 	}
 	if _, err := tx.ExecContext(ctx, sqlrows.MoveHead, plan.Head.NextSequence, plan.Head.NextLine, storekit.Now().UnixMicro(), ref.JobID); err != nil {
-		return store.Head{}, sqliteErr(err, "move head of job %s", ref.JobID)
+		return store.Head{}, afterWrite(sqliteErr(err, "move head of job %s", ref.JobID))
 	}
 	n.job(ref.JobID)
 	return plan.Head, nil

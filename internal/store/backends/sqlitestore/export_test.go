@@ -135,3 +135,6 @@ func SetPollInterval(s *Store, d time.Duration) { s.polls.Interval = d }
 
 // Polling is how many dequeues of queue wait for a wake-up.
 func Polling(s *Store, queue string) int { return s.polls.Sleeping(queue) }
+
+// Commits is how many transactions the store's writer has made.
+func Commits(s *Store) int64 { return s.commits.Load() }

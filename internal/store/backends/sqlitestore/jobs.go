@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math/bits"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -32,42 +34,177 @@ func getRow(ctx context.Context, q interface {
 
 // Enqueue implements store.JobStore. The request_id column is UNIQUE: the
 // insert of a repeat does nothing, and the first job is read back. Writes
-// are serialized on one connection, so the pair is atomic.
+// are serialized on one connection, so the pair is atomic. The new jobs of
+// a group are inserted together first (insertJobs); this write's own
+// statements run only for a job that insert left out.
 func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, bool, error) {
 	if err := nj.Check(); err != nil {
 		return nil, false, err
 	}
-	j := storekit.NewJobRecord(nj, storekit.Now())
+	w, e := enqueueWrite(storekit.NewJobRecord(nj, storekit.Now()), nj.Secrets)
+	if err := s.submit(ctx, w); err != nil {
+		return nil, false, err
+	}
+	return e.job, e.created, nil
+}
+
+// enqueued is what an Enqueue write returns.
+type enqueued struct {
+	job     *spoolv1.Job
+	created bool
+}
+
+// enqueueWrite is the write that stores the new job j, and where it puts
+// its outcome.
+func enqueueWrite(j *spoolv1.Job, secrets []byte) (*pendingWrite, *enqueued) {
+	e := &enqueued{}
+	args := sqlrows.InsertJobArgs(j, secrets)
+	stored := func(n *notes) {
+		e.job, e.created = j, true
+		n.queue(j.Queue)
+	}
+	// Bare: the one statement that writes is the first, and what follows
+	// it only reads.
+	return &pendingWrite{size: argsSize(args), bare: true, job: &jobInsert{id: j.JobId, requestID: j.RequestId, args: args, stored: stored},
+		fn: func(ctx context.Context, tx *sql.Tx, n *notes) error {
+			*e = enqueued{}
+			res, err := tx.ExecContext(ctx, sqlrows.InsertJob, args...)
+			if primaryKeyTaken(err) {
+				r, err := getRow(ctx, tx, j.JobId)
+				if err != nil {
+					return err
+				}
+				e.job, err = storekit.NamedRepeat(r.Job, j)
+				return err
+			}
+			if err != nil {
+				return sqliteErr(err, "insert job")
+			}
+			if k, _ := res.RowsAffected(); k == 1 {
+				stored(n)
+				return nil
+			}
+			r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE request_id = ?`, j.RequestId))
+			if err != nil {
+				return sqliteErr(err, "read job of request %q", j.RequestId)
+			}
+			e.job = r.Job
+			return nil
+		}}, e
+}
+
+// argsSize is about what a statement with args stores: its text and bytes.
+func argsSize(args []any) int {
+	size := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			size += len(v)
+		case string:
+			size += len(v)
+		default:
+			size += 8
+		}
+	}
+	return size
+}
+
+// maxInsertRows is the most new jobs one INSERT stores. A group's new
+// jobs go in statements of powers of two rows up to it, so the writer's
+// statement cache holds a few of them whatever the group's size.
+const maxInsertRows = 64
+
+// insertJobsStatements are, at index k, the INSERT of 1<<k new jobs that
+// skips a row whose key is in use (its job id, its request id, its
+// source's open job) and returns the ids of the rows it stored.
+var insertJobsStatements = func() []string {
+	var out []string
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", strings.Count(sqlrows.InsertJobCols, ",")+1), ", ") + ")"
+	for n := 1; n <= maxInsertRows; n *= 2 {
+		out = append(out, `INSERT INTO jobs (`+sqlrows.InsertJobCols+`) VALUES `+
+			strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")+` ON CONFLICT DO NOTHING RETURNING job_id`)
+	}
+	return out
+}()
+
+// insertJobs inserts the new jobs of a group's Enqueue writes together, a
+// statement for up to maxInsertRows of them instead of a savepoint and a
+// statement each, and marks the writes whose job it stored. A job whose
+// key is in use is left out, as is a job that shares its id or request
+// id with another of the group: its write runs on its own after, and
+// answers as a lone one would (the first job of its request id, or
+// ErrAlreadyExists). Should the insert fail, it is undone, and every
+// write runs on its own; only a failure to undo it is returned.
+func insertJobs(tx *sql.Tx, group []*pendingWrite) error {
 	var (
-		out     *spoolv1.Job
-		created bool
+		jobs []*pendingWrite
+		keys = map[string]int{}
 	)
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
-		res, err := tx.ExecContext(ctx, sqlrows.InsertJob, sqlrows.InsertJobArgs(j, nj.Secrets)...)
-		if primaryKeyTaken(err) {
-			r, err := getRow(ctx, tx, j.JobId)
+	for _, w := range group {
+		if w.job != nil {
+			keys["i"+w.job.id]++
+			if w.job.requestID != "" {
+				keys["r"+w.job.requestID]++
+			}
+		}
+	}
+	for _, w := range group {
+		if w.job != nil && keys["i"+w.job.id] == 1 && (w.job.requestID == "" || keys["r"+w.job.requestID] == 1) {
+			jobs = append(jobs, w)
+		}
+	}
+	if len(jobs) < 2 {
+		return nil // a lone job is as fast on its own
+	}
+	ctx := context.Background()
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT jobs`); err != nil {
+		return sqliteErr(err, "savepoint")
+	}
+	stored := make(map[string]bool, len(jobs))
+	err := func() error {
+		args := make([]any, 0, maxInsertRows*len(jobs[0].job.args))
+		for rest := jobs; len(rest) > 0; {
+			k := bits.Len(uint(min(len(rest), maxInsertRows))) - 1
+			args = args[:0]
+			for _, w := range rest[:1<<k] {
+				args = append(args, w.job.args...)
+			}
+			rest = rest[1<<k:]
+			rows, err := tx.QueryContext(ctx, insertJobsStatements[k], args...)
 			if err != nil {
 				return err
 			}
-			out, err = storekit.NamedRepeat(r.Job, j)
-			return err
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				stored[id] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return sqliteErr(err, "insert job")
-		}
-		if k, _ := res.RowsAffected(); k == 1 {
-			out, created = j, true
-			n.queue(j.Queue)
-			return nil
-		}
-		r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE request_id = ?`, j.RequestId))
-		if err != nil {
-			return sqliteErr(err, "read job of request %q", j.RequestId)
-		}
-		out = r.Job
 		return nil
-	})
-	return out, created, err
+	}()
+	if err != nil {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO jobs`); err != nil {
+			return sqliteErr(err, "roll back the insert of new jobs")
+		}
+		clear(stored)
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE jobs`); err != nil {
+		return sqliteErr(err, "release savepoint")
+	}
+	for _, w := range jobs {
+		if stored[w.job.id] {
+			w.inserted = true
+			w.job.stored(&w.n)
+		}
+	}
+	return nil
 }
 
 // JobSecrets implements store.JobStore.

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -20,10 +21,13 @@ func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.
 	})
 }
 
-// lease takes up to req.Max of the oldest ready jobs in one transaction.
+// lease takes up to req.Max of the oldest ready jobs in one write: one
+// query finds them, one statement leases them all (leaseJobs), each under
+// a lease handle of its own.
 func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
 	var out []store.Lease
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
+	err := s.writeBare(ctx, 0, func(ctx context.Context, tx *sql.Tx, n *notes) error {
+		out = nil
 		now := storekit.Now()
 		rows, err := tx.QueryContext(ctx, `SELECT job_id FROM jobs WHERE queue = ? AND state = ? AND (run_after IS NULL OR run_after <= ?)
 			ORDER BY created_at, job_id LIMIT ?`, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max))
@@ -43,20 +47,75 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 		if err := rows.Err(); err != nil {
 			return sqliteErr(err, "find ready jobs")
 		}
-		expires := now.Add(req.LeaseDuration)
-		for _, id := range ids {
-			r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET state = ?, attempt = attempt + 1, lease_id = ?, lease_expires_at = ?, updated_at = ?, started_at = ?
-				WHERE job_id = ? RETURNING `+sqlrows.JobCols, sqlrows.Running, storekit.NewLeaseID(), expires.UnixMicro(), now.UnixMicro(), now.UnixMicro(), id))
-			if err != nil {
-				return sqliteErr(err, "lease job %s", id)
-			}
-			n.job(id)
-			out = append(out, r.Lease())
+		if len(ids) == 0 {
+			return nil
 		}
-		return nil
+		out, err = leaseJobs(ctx, tx, ids, now, now.Add(req.LeaseDuration))
+		for _, id := range ids {
+			n.job(id)
+		}
+		return afterWrite(err)
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// leaseJob leases the jobs of a JSON array of ids (argument 5), each
+// under the lease handle at its place in argument 2, a blob of the
+// handles one after another, leaseIDLen bytes each: a blob, as substr
+// finds a place in text by counting its characters from the start, which
+// for the last of 500 handles is 18,000 of them.
+var leaseJob = fmt.Sprintf(`UPDATE jobs SET state = ?1, attempt = attempt + 1,
+	lease_id = CAST(substr(?2, p.n * %[1]d + 1, %[1]d) AS TEXT),
+	lease_expires_at = ?3, updated_at = ?4, started_at = ?4
+	FROM (SELECT key AS n, value AS id FROM json_each(?5)) AS p WHERE jobs.job_id = p.id RETURNING %[2]s`, leaseIDLen, sqlrows.JobCols)
+
+// leaseIDLen is the length of a lease handle (storekit.NewLeaseID, a
+// UUID's text).
+const leaseIDLen = 36
+
+// leaseJobs leases the queued jobs ids, in one statement, and returns
+// their leases in the order of ids.
+func leaseJobs(ctx context.Context, tx *sql.Tx, ids []string, now, expires time.Time) ([]store.Lease, error) {
+	handles := make([]byte, 0, len(ids)*leaseIDLen)
+	for range ids {
+		id := storekit.NewLeaseID()
+		if len(id) != leaseIDLen {
+			return nil, fmt.Errorf("sqlite: a lease handle of %d bytes, want %d", len(id), leaseIDLen)
+		}
+		handles = append(handles, id...)
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, leaseJob, sqlrows.Running, handles, expires.UnixMicro(), now.UnixMicro(), string(list))
+	if err != nil {
+		return nil, sqliteErr(err, "lease %d jobs", len(ids))
+	}
+	defer rows.Close()
+	at := make(map[string]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	out := make([]store.Lease, len(ids))
+	leased := 0
+	for rows.Next() {
+		r, err := sqlrows.ScanJob(rows)
+		if err != nil {
+			return nil, sqliteErr(err, "lease %d jobs", len(ids))
+		}
+		out[at[r.Job.JobId]] = r.Lease()
+		leased++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqliteErr(err, "lease %d jobs", len(ids))
+	}
+	if leased != len(ids) {
+		// The ids were read in this transaction, on its one connection.
+		return nil, fmt.Errorf("sqlite: leased %d of %d ready jobs", leased, len(ids))
 	}
 	return out, nil
 }
@@ -155,7 +214,7 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 		expires time.Time
 		cancel  bool
 	)
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
+	err := s.writeBare(ctx, 0, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		// The common case in one statement; the read below only explains
 		// a refusal.
 		expires = storekit.Now().Add(d)
@@ -178,10 +237,11 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 	return expires, cancel, nil
 }
 
-// Complete implements store.JobStore.
+// Complete implements store.JobStore. It checks the lease before it
+// writes, so it needs no savepoint (pendingWrite.bare).
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
+	err := s.writeBare(ctx, 0, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		var err error
 		out, err = completeIn(ctx, tx, n, ref, res)
 		return err
@@ -212,7 +272,7 @@ func completeIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.LeaseRef, r
 // Release implements store.JobStore.
 func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bool, reason string) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, n *notes) error {
+	err := s.writeBare(ctx, 0, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		r, err := current(ctx, tx, ref)
 		if err != nil {
 			return err

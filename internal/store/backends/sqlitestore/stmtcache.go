@@ -61,6 +61,7 @@ type cachingConn struct {
 	mu       sync.Mutex
 	stmts    map[string]*cachedStmt
 	compiled int // statements compiled, for tests
+	runs     int // statements run, for tests
 }
 
 type cachedStmt struct {
@@ -127,6 +128,7 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 func (c *cachingConn) stmt(ctx context.Context, query string) (driver.Stmt, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.runs++
 	if cs := c.stmts[query]; cs != nil && !cs.busy {
 		cs.busy = true
 		return cs.st, c.release(cs), nil
