@@ -22,17 +22,18 @@ import (
 // its own outcome.
 //
 // A caller whose ctx ends while its entry waits gets ctx's error and the
-// entry is not sent. Once taken into a request, the entry is sent whatever
-// becomes of the caller; the request's context carries the first entry's
-// values and ends only when every entry's ctx has ended, so that one
-// caller giving up does not cancel the others' entries.
+// entry is not sent. One whose ctx ends once its entry is taken gets ctx's
+// error at once too, and its entry may or may not be sent, as when a
+// request of its own is cut short. The request goes on for the others: its
+// context carries the first entry's values and ends only when every
+// entry's ctx has ended.
 
 const (
 	// sqsBatchMax is the most entries one SQS batch request takes.
 	sqsBatchMax = 10
 	// maxFlights bounds the requests a gatherer has in flight for one
-	// key: eight full batches carry as many messages as the 80 single
-	// requests of a burst would, in a tenth of the requests.
+	// key: enough that a burst (EnqueueJobs runs 128 enqueues at once) is
+	// not sent one request at a time, each request still carrying ten.
 	maxFlights = 8
 )
 
