@@ -51,6 +51,18 @@
 // transactions are needed (the test server has none): every step is
 // idempotent or conditional.
 //
+// Sends to one queue that arrive together share SendMessageBatch requests
+// (see gatherer), each enqueue going on once its own entry is sent; an
+// entry SQS refuses fails its own enqueue only. The DynamoDB writes stay
+// one conditional PutItem each: the marker's condition is what makes a
+// request id create one job, and the job's (only if absent) keeps an
+// enqueue finished from the marker by another caller from resetting a job
+// that has moved on. BatchWriteItem takes no conditions, and
+// TransactWriteItems (which dynalite lacks) bills each item twice and
+// fails whole when one condition does; DynamoDB bills by item, not by
+// request, so sharing requests there would save round trips only, which
+// concurrent enqueues already overlap.
+//
 // # Leases
 //
 // Dequeue long-polls SQS (up to 20 s, up to 10 messages, visibility = the
@@ -72,7 +84,9 @@
 // makes the job final the same way, then deletes the message. SQS calls
 // after the DynamoDB write are best effort: if a message shows up early or
 // is not deleted, the next receive sees the job in DynamoDB and hides or
-// drops it. ExpireLeases first gives grace after an outage of DynamoDB
+// drops it. Deletes and visibility changes of one queue that arrive
+// together share DeleteMessageBatch and ChangeMessageVisibilityBatch
+// requests (see gatherer), each caller answered once its own entry is. ExpireLeases first gives grace after an outage of DynamoDB
 // (the time of the last sweep is the item "sweeps#last"), then fails the
 // jobs whose messages SQS dead-lettered after MaxReceiveCount receives,
 // then fails (or cancels) the expired jobs that are out of attempts and

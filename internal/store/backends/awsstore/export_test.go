@@ -99,10 +99,11 @@ type Calls struct {
 	scanned  int // items DynamoDB examined for queries
 }
 
-// OpenCounting opens a store that counts its AWS calls.
-func OpenCounting(ctx context.Context, cfg Config) (*Store, *Calls, error) {
+// OpenCounting opens a store that counts its AWS calls, with extra SDK
+// middleware inside the counting (to hold or change requests).
+func OpenCounting(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) error) (*Store, *Calls, error) {
 	c := &Calls{n: map[string]int{}, capacity: map[string]float64{}}
-	s, err := open(ctx, cfg, func(st *middleware.Stack) error {
+	count := func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("spool-count",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				askCapacity(in.Parameters)
@@ -119,7 +120,8 @@ func OpenCounting(ctx context.Context, cfg Config) (*Store, *Calls, error) {
 				c.mu.Unlock()
 				return out, md, err
 			}), middleware.After)
-	})
+	}
+	s, err := open(ctx, cfg, append([]func(*middleware.Stack) error{count}, extra...)...)
 	return s, c, err
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/uuid"
 )
 
@@ -37,11 +35,11 @@ func decodeMessage(body string) (message, error) {
 	return m, nil
 }
 
-// send puts a message for a job on its queue.
+// send puts a message for a job on its queue, in a batch with the sends
+// to that queue under way beside it (see gatherer).
 func (s *Store) send(ctx context.Context, queueURL string, m message) error {
 	body, _ := json.Marshal(m) // strings and an int always marshal
-	_, err := s.clients.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))})
-	if err != nil {
+	if err := s.sqs.sends.do(ctx, queueURL, string(body)); err != nil {
 		return awsErr(err, "send job %s to SQS", m.JobID)
 	}
 	return nil

@@ -29,11 +29,13 @@ const (
 type Store struct {
 	cfg     Config
 	clients clients
-	log     *slog.Logger
-	queues  *queueDir
-	watch   *watcher
-	dlq     deadLetterClock
-	hooks   hooks
+	// sqs gathers sends, deletes and visibility changes into batches.
+	sqs    sqsGatherers
+	log    *slog.Logger
+	queues *queueDir
+	watch  *watcher
+	dlq    deadLetterClock
+	hooks  hooks
 	// rollForwardAfter is the const of that name; tests shorten it.
 	rollForwardAfter time.Duration
 	// listScan and listRounds are the consts of those names; tests
@@ -110,6 +112,7 @@ func newStore(cfg Config, c clients) *Store {
 	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter,
 		listScan: listScan, listRounds: listRounds,
 		statsScan: statsScan, endedScan: endedScan, endedRounds: endedRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience}
+	s.sqs = newSQSGatherers(c.sqs)
 	s.queues = newQueueDir(s)
 	s.watch = newWatcher(s)
 	return s

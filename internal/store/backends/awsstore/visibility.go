@@ -5,9 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -32,10 +29,7 @@ func visSeconds(d time.Duration) int32 {
 // returned: the message shows up again sooner, which costs a receive, and
 // DynamoDB still decides what happens to the job.
 func (s *Store) hide(ctx context.Context, queueURL, handle string, d time.Duration) {
-	_, err := s.clients.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(queueURL), ReceiptHandle: aws.String(handle), VisibilityTimeout: visSeconds(d),
-	})
-	if err != nil {
+	if err := s.sqs.hides.do(ctx, queueURL, visChange{handle: handle, seconds: visSeconds(d)}); err != nil {
 		s.log.Warn("could not change an SQS message's visibility", "queue_url", queueURL, "error", err)
 	}
 }
@@ -44,8 +38,7 @@ func (s *Store) hide(ctx context.Context, queueURL, handle string, d time.Durati
 // are logged, not returned: the message comes back, is seen to be about a
 // finished or unknown job, and is deleted then.
 func (s *Store) drop(ctx context.Context, queueURL, handle string) {
-	_, err := s.clients.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: aws.String(handle)})
-	if err != nil {
+	if err := s.sqs.deletes.do(ctx, queueURL, handle); err != nil {
 		s.log.Warn("could not delete an SQS message", "queue_url", queueURL, "error", err)
 	}
 }
