@@ -84,6 +84,10 @@ var rpcs = map[string]entry{
 		_, err := j.EnqueueJob(ctx, connect.NewRequest(&spoolv1.EnqueueJobRequest{Queue: "q", Params: &spoolv1.JobParams{Argv: []string{"true"}}}))
 		return err
 	})},
+	spoolv1connect.JobServiceEnqueueJobsProcedure: {forSubmit, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		_, err := j.EnqueueJobs(ctx, connect.NewRequest(&spoolv1.EnqueueJobsRequest{Jobs: []*spoolv1.EnqueueJobRequest{{Queue: "q", Params: &spoolv1.JobParams{Argv: []string{"true"}}}}}))
+		return err
+	})},
 	spoolv1connect.JobServiceGetJobProcedure: {forRead, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
 		_, err := j.GetJob(ctx, connect.NewRequest(&spoolv1.GetJobRequest{JobId: f.jobID}))
 		return err
@@ -231,7 +235,8 @@ var routes = map[string]entry{
 	"POST /api/v1/ingest/lines":                 {forIngest, send(http.MethodPost, "/api/v1/ingest/lines")},
 	"POST /api/v1/ingest/complete":              {forIngest, send(http.MethodPost, "/api/v1/ingest/complete")},
 	"GET /api/v1/scatters":                      {forRead, getListed("/api/v1/scatters")},
-	"POST /api/v1/scatters":                     {forSubmit, createScatter},
+	"POST /api/v1/scatters":                     {forSubmit, postJSON("/api/v1/scatters", `{"queue": "q", "argv": ["true"], "batches": [[1]]}`)},
+	"POST /api/v1/jobs/batch":                   {forSubmit, postJSON("/api/v1/jobs/batch", `{"jobs": [{"queue": "q", "argv": ["true"]}]}`)},
 	"GET /api/v1/scatters/{scatter_id}":         {forRead, get("/api/v1/scatters/{scatter}")},
 	"GET /api/v1/scatters/{scatter_id}/batches": {forRead, get("/api/v1/scatters/{scatter}/batches")},
 	"POST /api/v1/scatters/{scatter_id}/cancel": {forSubmit, send(http.MethodPost, "/api/v1/scatters/{scatterCancel}/cancel")},
@@ -461,15 +466,17 @@ func getListed(p string) func(*testing.T, *fixture, caller) int {
 }
 
 // createScatter creates a scatter over REST.
-func createScatter(t *testing.T, f *fixture, c caller) int {
-	body := `{"queue": "q", "argv": ["true"], "batches": [[1]]}`
-	resp, err := as(c).Post(f.srv.URL+"/api/v1/scatters", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+// postJSON posts body to p, as a caller whose request is well formed.
+func postJSON(p, body string) func(*testing.T, *fixture, caller) int {
+	return func(t *testing.T, f *fixture, c caller) int {
+		resp, err := as(c).Post(f.srv.URL+p, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 func send(method, p string) func(*testing.T, *fixture, caller) int {
