@@ -74,6 +74,13 @@ func SetRollForwardAfter(s *Store, d time.Duration) { s.rollForwardAfter = d }
 // Watching is how many jobs the store's watcher keeps anything for.
 func Watching(s *Store) int { return s.watch.size() }
 
+// WatchLoops is how many times the store started polling for watches.
+func WatchLoops(s *Store) int {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	return s.watch.started
+}
+
 // SetListScan shortens the work of one List call with a state filter: at
 // most rounds queries of perQuery index entries.
 func SetListScan(s *Store, perQuery, rounds int) { s.listScan, s.listRounds = perQuery, rounds }

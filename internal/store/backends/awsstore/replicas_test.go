@@ -119,11 +119,25 @@ func TestWatchAcrossReplicas(t *testing.T) {
 	case <-time.After(10 * poll):
 		t.Fatal("first watch on B never fired")
 	}
-	w := b.Watch(t.Context(), j.GetJobId())
-	select {
-	case <-w:
-		t.Fatal("watch on B fired without a change")
-	case <-time.After(6 * poll):
+	// B stops polling, and forgets the revs it saw, as soon as a poll finds
+	// nobody watching: a watch taken after that knows no rev and fires at
+	// its first poll. On a busy machine this test may take its next watch
+	// only after such a stop (the watch then starts a new loop); it
+	// watches again until a watch finds B still polling.
+	var w <-chan struct{}
+	for try := 1; ; try++ {
+		loops := awsstore.WatchLoops(b)
+		w = b.Watch(t.Context(), j.GetJobId())
+		restarted := awsstore.WatchLoops(b) > loops
+		select {
+		case <-w:
+			if !restarted || try == 3 {
+				t.Fatal("watch on B fired without a change")
+			}
+			continue
+		case <-time.After(6 * poll):
+		}
+		break
 	}
 	changed := time.Now()
 	if _, err := a.Cancel(ctx, j.GetJobId(), "test"); err != nil {

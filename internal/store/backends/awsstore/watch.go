@@ -40,6 +40,9 @@ type watcher struct {
 	recent   map[string]seenRev // rev last seen of jobs watched lately
 	running  bool
 	isClosed bool
+	// started counts the polling loops started, for tests: a watch that
+	// starts one knows no rev of its job and fires at its first poll.
+	started int
 }
 
 type watchEntry struct {
@@ -82,6 +85,7 @@ func (w *watcher) Watch(ctx context.Context, id string) <-chan struct{} {
 	context.AfterFunc(ctx, func() { w.release(id, e) })
 	if !w.running {
 		w.running = true
+		w.started++
 		w.loops.Add(1)
 		go w.loop()
 	}
