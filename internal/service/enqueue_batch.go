@@ -21,9 +21,10 @@ const MaxEnqueueJobsRequestBytes = 16 << 20
 
 // enqueueWorkers is how many of a call's jobs are enqueued at once. The
 // store gathers concurrent enqueues into shared commits, so the jobs must
-// be in flight together to share them; a few groups' worth keeps the
-// store's writer busy without holding a goroutine per job.
-const enqueueWorkers = 128
+// be in flight together to share them: half a call's worth goes in one or
+// two inserts (PostgreSQL measured 28,000-33,000 jobs/s with 128 at once,
+// 40,000-43,000 with 512), without holding a goroutine per job.
+const enqueueWorkers = 512
 
 // CheckBatchSize refuses an EnqueueJobs call of n jobs when n is not
 // within its bounds: for entrances that turn some jobs away themselves

@@ -30,10 +30,14 @@ import (
 // only itself.
 
 const (
-	// maxGroup bounds the writes of one transaction: a group's locks are
-	// held and its statements sent together, and a burst of writers (a
+	// maxGroup bounds the row writes of one transaction: a group's locks
+	// are held and its statements sent together, and a burst of writers (a
 	// service completing a hundred jobs at once) fits in one.
 	maxGroup = 128
+	// maxEnqueueGroup bounds the new jobs of one insert: they lock nothing
+	// another write waits for, and the jobs of bulk submissions (an
+	// EnqueueJobs call sends hundreds side by side) go in few statements.
+	maxEnqueueGroup = 1024
 	// maxGroupBytes bounds what a group sends beyond its first write, so
 	// that large appends do not make one transaction (and everyone's wait
 	// for it) grow without end.
@@ -65,6 +69,7 @@ type pending[T any] struct {
 // itself until its own is done, so a lone caller's write runs on its own
 // goroutine at once; if writes queued meanwhile, a new goroutine leads on.
 type grouper[T any] struct {
+	max int // the most writes a group takes
 	run func(group []*pending[T])
 
 	mu      sync.Mutex
@@ -78,8 +83,8 @@ type grouper[T any] struct {
 	started, groups atomic.Int64
 }
 
-func newGrouper[T any](run func(group []*pending[T])) *grouper[T] {
-	return &grouper[T]{run: run}
+func newGrouper[T any](max int, run func(group []*pending[T])) *grouper[T] {
+	return &grouper[T]{max: max, run: run}
 }
 
 // do queues item and waits until its group has run. A caller whose ctx
@@ -175,7 +180,7 @@ func (g *grouper[T]) take() []*pending[T] {
 			close(p.done)
 			continue
 		}
-		if len(group) == maxGroup || (len(group) > 0 && bytes+p.size > maxGroupBytes) {
+		if len(group) == g.max || (len(group) > 0 && bytes+p.size > maxGroupBytes) {
 			keep = append(keep, g.queue[i:]...)
 			break
 		}

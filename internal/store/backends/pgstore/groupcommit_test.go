@@ -367,7 +367,9 @@ func TestGroupEnqueueShares(t *testing.T) {
 		job     *spoolv1.Job
 		created bool
 	}
-	const n = 100
+	// More than a group of row writes takes: a bulk submission's jobs go
+	// in one insert.
+	const n = 400
 	answers := make([]answer, n)
 	waits := make([]func() error, n)
 	for i := range n {

@@ -92,8 +92,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	s := &Store{pool: pool, log: log.With("store", "postgres"), done: make(chan struct{})}
 	s.outbox = newOutbox(pool, s.log)
-	s.rows = newGrouper(s.runRows)
-	s.jobs = newGrouper(s.runEnqueues)
+	s.rows = newGrouper(maxGroup, s.runRows)
+	s.jobs = newGrouper(maxEnqueueGroup, s.runEnqueues)
 	s.watches = newWatches(s)
 	fail := func(err error) (*Store, error) {
 		s.rows.close()
