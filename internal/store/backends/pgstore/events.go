@@ -23,7 +23,7 @@ const insertItems = `INSERT INTO events (job_id, seq, end_seq, seek_line, first_
 // with the COMMIT, in one round trip.
 func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Published) (store.Head, error) {
 	var head store.Head
-	err := s.writeRow(ctx, ref.JobID, publishedSize(evs), func(ctx context.Context, q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, ref.JobID, publishedSize(evs), func(ctx context.Context, q querier, r *sqlrows.Row, w *rowWrites, n *notes) error {
 		if err := storekit.CheckAppend(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func (s *Store) Append(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 // COMMIT.
 func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.writeRow(ctx, ref.JobID, publishedSize(evs), func(ctx context.Context, q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, ref.JobID, publishedSize(evs), func(ctx context.Context, q querier, r *sqlrows.Row, w *rowWrites, n *notes) error {
 		if repeat, err := storekit.CheckFinish(ref, r.Job.State, r.Job.Attempt, r.LeaseID); repeat || err != nil {
 			out = r.Job // a repeat: the first call stored it all
 			return err
@@ -60,7 +60,7 @@ func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 
 // appendTo plans the append of evs to the log of r, the locked row of the
 // job ref leases, and queues its writes on w.
-func (s *Store) appendTo(ctx context.Context, q querier, w *pgx.Batch, n *notes, ref store.LeaseRef, r *sqlrows.Row, evs []events.Published) (store.Head, error) {
+func (s *Store) appendTo(ctx context.Context, q querier, w *rowWrites, n *notes, ref store.LeaseRef, r *sqlrows.Row, evs []events.Published) (store.Head, error) {
 	plan, err := storekit.PlanAppend(r.Head, ref.Attempt, r.Job.GetExecutionConfig().GetBatching(), s.Limits(), evs)
 	if err != nil {
 		return store.Head{}, err
@@ -71,7 +71,7 @@ func (s *Store) appendTo(ctx context.Context, q querier, w *pgx.Batch, n *notes,
 	if len(plan.Items) == 0 {
 		return plan.Head, nil
 	}
-	queueItems(w, ref.JobID, plan.Items)
+	queueItems(&w.Batch, ref.JobID, plan.Items)
 	w.Queue(moveHead, plan.Head.NextSequence, plan.Head.NextLine, storekit.Now().UnixMicro(), ref.JobID)
 	n.head(ref.JobID, plan.Head)
 	return plan.Head, nil

@@ -189,7 +189,7 @@ func Hold(s *Store, q string, args ...any) (release func(), err error) {
 // BadWrite is a write of job id's row, grouped as Complete is, whose
 // statement fails when it is sent with the COMMIT.
 func BadWrite(ctx context.Context, s *Store, id string) error {
-	return s.writeRow(ctx, id, 0, func(_ context.Context, _ querier, _ *sqlrows.Row, w *pgx.Batch, _ *notes) error {
+	return s.writeRow(ctx, id, 0, func(_ context.Context, _ querier, _ *sqlrows.Row, w *rowWrites, _ *notes) error {
 		w.Queue(`UPDATE jobs SET attempt = attempt / 0 WHERE job_id = $1`, id)
 		return nil
 	})

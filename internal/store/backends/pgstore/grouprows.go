@@ -98,14 +98,14 @@ func (s *Store) rowGroupTx(ctx context.Context, group []*pending[*rowJob]) error
 	if err != nil {
 		return err
 	}
-	w := &pgx.Batch{}
+	w := &rowWrites{}
 	for _, p := range group {
 		r := rows[p.item.id]
 		if r == nil {
 			p.err = store.JobNotFound(p.item.id)
 			continue
 		}
-		var own pgx.Batch
+		var own rowWrites
 		if err := p.item.fn(ctx, conn, r, &own, &p.item.n); err != nil {
 			if conn.IsClosed() || conn.PgConn().TxStatus() != 'T' {
 				// What failed is a read fn made: the transaction is
@@ -115,9 +115,9 @@ func (s *Store) rowGroupTx(ctx context.Context, group []*pending[*rowJob]) error
 			p.err, p.item.n = err, nil
 			continue
 		}
-		w.QueuedQueries = append(w.QueuedQueries, own.QueuedQueries...)
+		w.add(&own)
 	}
-	return commitBatch(ctx, conn, w, "write %d jobs", len(group))
+	return w.commit(ctx, conn, "write %d jobs", len(group))
 }
 
 // lockRows begins a transaction and reads the rows of jobs ids, locked,

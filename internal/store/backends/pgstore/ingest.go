@@ -179,13 +179,13 @@ func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.Job
 	if err != nil {
 		return err
 	}
-	return s.writeRowAlone(ctx, jobID, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	return s.writeRowAlone(ctx, jobID, func(_ context.Context, _ querier, r *sqlrows.Row, w *rowWrites, n *notes) error {
 		if err := storekit.CheckReplace(r.Job); err != nil {
 			return err
 		}
 		w.Queue(deleteLog, jobID)
 		if len(items) > 0 {
-			queueItems(w, jobID, items)
+			queueItems(&w.Batch, jobID, items)
 		}
 		n.job(jobID)
 		return nil

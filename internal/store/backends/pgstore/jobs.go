@@ -232,7 +232,7 @@ func (s *Store) AddRerun(ctx context.Context, id, rerunID string) (*spoolv1.Job,
 // nobody woken.
 func (s *Store) edit(ctx context.Context, id string, fn sqlrows.Edit) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.writeRow(ctx, id, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, id, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *rowWrites, n *notes) error {
 		out = r.Job
 		if !fn(r.Job) {
 			return nil

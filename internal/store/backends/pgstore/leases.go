@@ -179,7 +179,7 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 // Complete implements store.JobStore.
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.writeRow(ctx, ref.JobID, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, ref.JobID, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *rowWrites, n *notes) error {
 		var err error
 		out, err = complete(w, n, ref, r, res)
 		return err
@@ -189,7 +189,7 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 
 // complete queues on w the completion of the attempt ref leases, of the
 // locked row r.
-func complete(w *pgx.Batch, n *notes, ref store.LeaseRef, r *sqlrows.Row, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+func complete(w *rowWrites, n *notes, ref store.LeaseRef, r *sqlrows.Row, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	if storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
 		return r.Job, nil
 	}
@@ -200,7 +200,7 @@ func complete(w *pgx.Batch, n *notes, ref store.LeaseRef, r *sqlrows.Row, res *s
 	o := storekit.Completed(r.Job, res, ref.Attempt, now)
 	// A final job keeps its lease handle, so a repeat is recognised; a job
 	// queued for a retry gets a new lease with its next attempt.
-	queueSettle(w, r, o, convert.State(o.State).IsFinal(), now)
+	w.settle(r, o, convert.State(o.State).IsFinal(), now)
 	n.settled(r.Job, o)
 	return r.Job, nil
 }
@@ -208,13 +208,13 @@ func complete(w *pgx.Batch, n *notes, ref store.LeaseRef, r *sqlrows.Row, res *s
 // Release implements store.JobStore.
 func (s *Store) Release(ctx context.Context, ref store.LeaseRef, countAttempt bool, reason string) (*spoolv1.Job, error) {
 	var out *spoolv1.Job
-	err := s.writeRow(ctx, ref.JobID, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	err := s.writeRow(ctx, ref.JobID, 0, func(_ context.Context, _ querier, r *sqlrows.Row, w *rowWrites, n *notes) error {
 		if err := storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
 			return err
 		}
 		now := storekit.Now()
 		o := storekit.Released(r.Job, countAttempt, reason, now)
-		queueSettle(w, r, o, false, now)
+		w.settle(r, o, false, now)
 		n.settled(r.Job, o)
 		out = r.Job
 		return nil

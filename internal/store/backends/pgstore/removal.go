@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 )
 
@@ -25,7 +23,7 @@ var deleteJob = func() []string {
 // transaction of its own, not in a group: a long log takes a while to
 // delete, and the writes grouped with it would all wait for that.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	return s.writeRowAlone(ctx, id, func(_ context.Context, _ querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error {
+	return s.writeRowAlone(ctx, id, func(_ context.Context, _ querier, r *sqlrows.Row, w *rowWrites, n *notes) error {
 		if err := sqlrows.Deletable(r.Job); err != nil {
 			return err
 		}

@@ -12,7 +12,60 @@ import (
 
 // rowWrite decides a write from a job's row, locked: it may read more with
 // q (inside the transaction, under ctx) and queues its statements in w.
-type rowWrite func(ctx context.Context, q querier, r *sqlrows.Row, w *pgx.Batch, n *notes) error
+type rowWrite func(ctx context.Context, q querier, r *sqlrows.Row, w *rowWrites, n *notes) error
+
+// rowWrites is what row writes send with their COMMIT: their statements,
+// then the leases they settled, all of them in one UPDATE. A completion's
+// update of its row is most of what it costs the database, and one
+// statement for many rows costs far less than a statement each (about
+// 40 against 70 microseconds of the database's CPU a job, measured on
+// groups of 50). A write's statements reach rows of its own job only,
+// and its settle is the last thing it writes, so sending the settles
+// last changes nothing it sees.
+type rowWrites struct {
+	pgx.Batch
+	settled []sqlrows.Settled
+}
+
+// add takes on o's statements and settles, after w's.
+func (w *rowWrites) add(o *rowWrites) {
+	w.QueuedQueries = append(w.QueuedQueries, o.QueuedQueries...)
+	w.settled = append(w.settled, o.settled...)
+}
+
+// settle applies a lease's outcome to r and queues its write (see
+// sqlrows.Settle).
+func (w *rowWrites) settle(r *sqlrows.Row, o storekit.Outcome, keepLease bool, now time.Time) {
+	w.settled = append(w.settled, sqlrows.Settlement(r, o, keepLease, now))
+}
+
+// settleAll writes settled leases' outcomes, as sqlrows.Settle each. The
+// arrays are the columns of sqlrows.Settled.
+const settleAll = `UPDATE jobs SET state = u.state, result = u.result, book = u.book, run_after = u.run_after,
+	updated_at = u.updated_at, ended_at = u.ended_at, lease_expires_at = NULL,
+	lease_id = CASE WHEN u.keep_lease THEN jobs.lease_id END
+	FROM unnest($1::text[], $2::integer[], $3::bytea[], $4::bytea[], $5::bigint[], $6::bigint[], $7::bigint[], $8::boolean[])
+		AS u(job_id, state, result, book, run_after, updated_at, ended_at, keep_lease)
+	WHERE jobs.job_id = u.job_id`
+
+// commit sends w's statements, its settles and COMMIT in one round trip.
+func (w *rowWrites) commit(ctx context.Context, conn *pgx.Conn, format string, args ...any) error {
+	if n := len(w.settled); n > 0 {
+		var (
+			ids, results, books = make([]string, n), make([][]byte, n), make([][]byte, n)
+			states              = make([]int32, n)
+			runAfter, ended     = make([]*int64, n), make([]*int64, n)
+			updated             = make([]int64, n)
+			keep                = make([]bool, n)
+		)
+		for i, st := range w.settled {
+			ids[i], states[i], results[i], books[i] = st.JobID, st.State, st.Result, st.Book
+			runAfter[i], updated[i], ended[i], keep[i] = st.RunAfter, st.UpdatedAt, st.EndedAt, st.KeepLease
+		}
+		w.Queue(settleAll, ids, states, results, books, runAfter, updated, ended, keep)
+	}
+	return commitBatch(ctx, conn, &w.Batch, format, args...)
+}
 
 // writeRowAlone runs fn in a transaction of its own on the row of job id,
 // in two round trips instead of four or more: BEGIN goes with the locked
@@ -61,11 +114,11 @@ func rowTx(ctx context.Context, conn *pgx.Conn, id string, n *notes, fn rowWrite
 	if err != nil {
 		return rowErr(err, id)
 	}
-	var w pgx.Batch
+	var w rowWrites
 	if err := fn(ctx, conn, r, &w, n); err != nil {
 		return err
 	}
-	return commitBatch(ctx, conn, &w, "write job %s", id)
+	return w.commit(ctx, conn, "write job %s", id)
 }
 
 // commitBatch sends w's statements and COMMIT in one round trip. A
@@ -77,11 +130,4 @@ func commitBatch(ctx context.Context, conn *pgx.Conn, w *pgx.Batch, format strin
 		return pgErr(err, format, args...)
 	}
 	return nil
-}
-
-// queueSettle queues the statement that applies a lease's outcome to r
-// (see sqlrows.Settle).
-func queueSettle(w *pgx.Batch, r *sqlrows.Row, o storekit.Outcome, keepLease bool, now time.Time) {
-	q, args := sqlrows.Settle(r, o, keepLease, now)
-	w.Queue(sqlrows.Dollar(q), args...)
 }

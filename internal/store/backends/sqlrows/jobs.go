@@ -185,21 +185,57 @@ const MoveHead = `UPDATE jobs SET next_sequence = ?, next_line = ?, updated_at =
 // one, so it alone sets ended_at (EndedAt) besides the insert of a
 // rejected job.
 func Settle(r *Row, o storekit.Outcome, keepLease bool, now time.Time) (string, []any) {
-	o.Apply(r.Job, now)
-	var runAfter any
-	if ra := r.Job.GetRunAfter(); ra != nil {
-		runAfter = Micros(ra.AsTime())
-	}
-	var result any
-	if r.Job.Result != nil {
-		result = Marshal(r.Job.Result)
-	}
+	st := Settlement(r, o, keepLease, now)
 	q := `UPDATE jobs SET state = ?, result = ?, book = ?, run_after = ?, updated_at = ?, ended_at = ?, lease_expires_at = NULL`
 	if !keepLease {
 		q += `, lease_id = NULL`
 	}
-	return q + ` WHERE job_id = ?`, []any{int32(o.State), result, Marshal(storekit.Bookkeeping(r.Job)), runAfter, Micros(now),
-		EndedAt(o.State, now), r.Job.JobId}
+	var result any // a nil []byte is not NULL to every driver
+	if st.Result != nil {
+		result = st.Result
+	}
+	return q + ` WHERE job_id = ?`, []any{st.State, result, st.Book, nullable(st.RunAfter), st.UpdatedAt,
+		nullable(st.EndedAt), st.JobID}
+}
+
+// Settled is what Settle writes to a job's row, as values, for a store
+// that settles many leases in one statement. Nil fields are NULL.
+type Settled struct {
+	JobID     string
+	State     int32
+	Result    []byte
+	Book      []byte
+	RunAfter  *int64
+	UpdatedAt int64
+	EndedAt   *int64
+	KeepLease bool
+}
+
+// Settlement applies a lease's outcome to r's job, as Settle does, and
+// returns what to write.
+func Settlement(r *Row, o storekit.Outcome, keepLease bool, now time.Time) Settled {
+	o.Apply(r.Job, now)
+	st := Settled{JobID: r.Job.JobId, State: int32(o.State), Book: Marshal(storekit.Bookkeeping(r.Job)), UpdatedAt: Micros(now),
+		KeepLease: keepLease}
+	if ra := r.Job.GetRunAfter(); ra != nil {
+		st.RunAfter = new(Micros(ra.AsTime()))
+	}
+	if r.Job.Result != nil {
+		st.Result = Marshal(r.Job.Result)
+	}
+	if convert.State(o.State).IsFinal() {
+		st.EndedAt = new(Micros(now))
+	}
+	return st
+}
+
+// nullable is v as a statement's argument: NULL when nil, whatever the
+// driver makes of a typed nil.
+func nullable[T any](v *T) any {
+	if v == nil {
+		return nil
+	}
+	return *v
 }
 
 // ListQuery is the query of up to n jobs of a listing, newest first. It has
