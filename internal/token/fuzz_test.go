@@ -10,6 +10,9 @@ import (
 func FuzzVerify(f *testing.F) {
 	s, _ := NewSigner([]byte(keyA))
 	f.Add(s.Sign(Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"}))
+	f.Add(s.sign(jsonPrefix, Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"}))
+	f.Add(s.seal(prefix, []byte{1, 'j', 1, 'q', 1, 5, 'l'}))
+	f.Add("st2.AQ.AAAA")
 	f.Add("st1.e30.AAAA")
 	f.Add("st1..")
 	f.Add("")

@@ -70,6 +70,45 @@ func TestSignedButIncompleteClaims(t *testing.T) {
 	}
 }
 
+// TestJSONTaskTokensStillVerify: a worker that leased from a server before
+// task tokens went binary finishes its job on one after.
+func TestJSONTaskTokensStillVerify(t *testing.T) {
+	s := signer(t, keyA)
+	c := Claims{JobID: "j1", Queue: "default", Attempt: 3, LeaseID: "l"}
+	old := s.sign(jsonPrefix, c)
+	if !strings.HasPrefix(old, "st1.") || strings.HasPrefix(s.Sign(c), "st1.") {
+		t.Fatalf("old token %q, new token %q: want st1. only on the old", old, s.Sign(c))
+	}
+	if got, err := s.Verify(old); err != nil || got != c {
+		t.Fatalf("Verify(old token) = %+v, %v", got, err)
+	}
+}
+
+// TestSignedButBrokenBinaryClaims: claims this key signed that Sign would
+// never write (cut short, with bytes left over, an attempt past int32) are
+// malformed, not read as far as they go.
+func TestSignedButBrokenBinaryClaims(t *testing.T) {
+	s := signer(t, keyA)
+	good := []byte{1, 'j', 1, 'q', 1, 1, 'l'}
+	for name, body := range map[string][]byte{
+		"empty":          {},
+		"cut in the id":  {5, 'j'},
+		"no attempt":     {1, 'j', 1, 'q'},
+		"cut lease":      {1, 'j', 1, 'q', 1, 4, 'l'},
+		"bytes left":     append(append([]byte{}, good...), 0),
+		"huge attempt":   {1, 'j', 1, 'q', 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 'l'},
+		"huge length":    {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"overlong field": {0x80},
+	} {
+		if _, err := s.Verify(s.seal(prefix, body)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err %v, want ErrMalformed", name, err)
+		}
+	}
+	if c, err := s.Verify(s.seal(prefix, good)); err != nil || c != (Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"}) {
+		t.Fatalf("the well-formed body: %+v, %v", c, err)
+	}
+}
+
 func TestShortKeyRefused(t *testing.T) {
 	if _, err := NewSigner([]byte("short")); err == nil {
 		t.Fatal("a 5-byte key was accepted")
