@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,11 +16,12 @@ import (
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
-// channel is the one NOTIFY channel every server listens on. A payload
+// channel is the one NOTIFY channel every server listens on. A note
 // starts with what changed: "job:ID" (its state or notes; after an append,
 // followed by the log's new head "job:ID NEXT_SEQUENCE NEXT_LINE"),
 // "queue:NAME" (a job there may be ready), or "watch:" (which jobs a server
-// follows, see watches).
+// follows, see watches). A notification holds one note, or several packed
+// (see pack).
 const channel = "spool_changes"
 
 // How the listening connection is kept honest: after listenIdle without a
@@ -165,15 +167,93 @@ func (s *Store) receive(ctx context.Context, conn *pgx.Conn) error {
 
 // dispatch acts on one notification.
 func (s *Store) dispatch(payload string) {
-	if rest, ok := strings.CutPrefix(payload, watchPrefix); ok {
-		s.watches.heard(rest)
-		return
+	for _, note := range unpack(payload) {
+		if rest, ok := strings.CutPrefix(note, watchPrefix); ok {
+			s.watches.heard(rest)
+			continue
+		}
+		s.wake(notes{note})
 	}
-	s.wake(notes{payload})
 }
 
-// notifyNow sends payloads outside any transaction.
+// notifyNow sends payloads outside any transaction, packed.
 func notifyNow(ctx context.Context, pool *pgxpool.Pool, payloads []string) error {
-	_, err := pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
+	_, err := pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, pack(payloads))
 	return err
+}
+
+// Packing. PostgreSQL's cost of a notification (its entry in the queue
+// every listener reads, and its delivery to each of them) hardly depends
+// on its size, and a busy queue notes two jobs a job (leased, then
+// settled): sent one a notification, they cost the database about as
+// much as the jobs' own writes. So notes go many to a notification, up to
+// packMax bytes: "pack:" and then each note as its length in bytes, ":"
+// and the note (a note may hold any character, so none can serve as a
+// separator). A lone note goes as it is.
+const (
+	packPrefix = "pack:"
+	packMax    = 7900 // PostgreSQL refuses a payload of 8,000 bytes or more
+)
+
+// pack returns payloads packed into as few notifications as fit.
+func pack(payloads []string) []string {
+	if len(payloads) == 0 || len(payloads) == 1 && !strings.HasPrefix(payloads[0], packPrefix) {
+		return payloads
+	}
+	var (
+		out  []string
+		b    strings.Builder
+		n    int    // notes in b
+		last string // the last of them
+	)
+	flush := func() {
+		switch n {
+		case 0:
+		case 1: // a pack of one: the note as it is, unless it looks packed
+			if !strings.HasPrefix(last, packPrefix) {
+				out = append(out, last)
+				break
+			}
+			fallthrough
+		default:
+			out = append(out, b.String())
+		}
+		b.Reset()
+		n = 0
+	}
+	for _, p := range payloads {
+		entry := strconv.Itoa(len(p)) + ":" + p
+		if n > 0 && b.Len()+len(entry) > packMax {
+			flush()
+		}
+		if n == 0 {
+			b.WriteString(packPrefix)
+		}
+		b.WriteString(entry)
+		n, last = n+1, p
+	}
+	flush()
+	return out
+}
+
+// unpack returns the notes a notification holds. A pack it cannot read
+// (from a server that packs otherwise) yields what it read before the
+// fault: notes missed are the same as notifications missed, which every
+// waiter covers by looking again on its interval.
+func unpack(payload string) []string {
+	rest, ok := strings.CutPrefix(payload, packPrefix)
+	if !ok {
+		return []string{payload}
+	}
+	var out []string
+	for rest != "" {
+		size, after, ok := strings.Cut(rest, ":")
+		n, err := strconv.Atoi(size)
+		if !ok || err != nil || n < 0 || n > len(after) {
+			break
+		}
+		out = append(out, after[:n])
+		rest = after[n:]
+	}
+	return out
 }
