@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -148,6 +149,103 @@ func TestGroupCommitSharesCompletes(t *testing.T) {
 	}
 	if after.Fallbacks != before.Fallbacks {
 		t.Errorf("%d groups fell back", after.Fallbacks-before.Fallbacks)
+	}
+}
+
+// A group's settles go to the database in one statement, and each lands
+// on its own row as it would alone: a success ends its job with its result
+// and keeps the lease handle (a repeat is recognised), a failure with a
+// retry left is queued again with a time to wait and no lease or result,
+// and a release is queued with neither.
+func TestGroupCommitSettlesEachAsAlone(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.NewDatabase(t))
+	ctx := context.Background()
+	q := "q-" + uuid.NewString()
+	retrying := newJob(q)
+	retrying.MaxAttempts, retrying.Retries = 2, 1
+	for _, nj := range []store.NewJob{newJob(q), retrying, newJob(q)} {
+		if _, _, err := s.Enqueue(ctx, nj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 3, LeaseDuration: time.Minute})
+	if err != nil || len(ls) != 3 {
+		t.Fatalf("leased %d jobs, %v; want 3", len(ls), err)
+	}
+	var retried store.Lease
+	var others []store.Lease
+	for _, l := range ls {
+		if l.Job.GetRetries() == 1 {
+			retried = l
+		} else {
+			others = append(others, l)
+		}
+	}
+	if len(others) != 2 {
+		t.Fatalf("%d leases of jobs without retries, want 2", len(others))
+	}
+	done, released := others[0], others[1]
+	letGo := gate(t, s)
+	before := pgstore.Groups(s).RowsDone
+	waits := []func() error{
+		queue(t, s, true, func() error {
+			_, err := s.Complete(ctx, done.LeaseRef, &spoolv1.JobResult{ExitCode: 0})
+			return err
+		}),
+		queue(t, s, true, func() error {
+			_, err := s.Complete(ctx, retried.LeaseRef, &spoolv1.JobResult{ExitCode: 3})
+			return err
+		}),
+		queue(t, s, true, func() error {
+			_, err := s.Release(ctx, released.LeaseRef, false, "the worker stops")
+			return err
+		}),
+	}
+	letGo()
+	for i, wait := range waits {
+		if err := wait(); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if got := pgstore.Groups(s).RowsDone - before; got != 2 {
+		t.Fatalf("the three settles took %d transactions besides the held one, want 1", got-1)
+	}
+	get := func(id string) *spoolv1.Job {
+		j, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	if j := get(done.JobID); j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED || j.GetResult().GetAttempt() != 1 || j.GetRunAfter() != nil {
+		t.Errorf("the success: state %v, result %v, run after %v", j.GetState(), j.GetResult(), j.GetRunAfter())
+	}
+	if _, err := s.Complete(ctx, done.LeaseRef, &spoolv1.JobResult{}); err != nil {
+		t.Errorf("a repeat of the success was not recognised: %v", err)
+	}
+	if j := get(retried.JobID); j.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || !j.GetRunAfter().AsTime().After(time.Now()) || j.GetResult() != nil {
+		t.Errorf("the retry: state %v, run after %v, result %v", j.GetState(), j.GetRunAfter(), j.GetResult())
+	}
+	if _, err := s.Complete(ctx, retried.LeaseRef, &spoolv1.JobResult{}); !errors.Is(err, spool.ErrStaleLease) {
+		t.Errorf("the retried attempt's lease still completes: %v", err)
+	}
+	if j := get(released.JobID); j.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || j.GetResult() != nil || j.GetRunAfter() != nil {
+		t.Errorf("the release: state %v, result %v, run after %v", j.GetState(), j.GetResult(), j.GetRunAfter())
+	}
+	if _, err := s.Release(ctx, released.LeaseRef, false, "again"); !errors.Is(err, spool.ErrStaleLease) {
+		t.Errorf("the released lease still holds: %v", err)
+	}
+	// What the searches read: the retry waits, the released job is ready,
+	// and only the success has ended.
+	again, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 3, LeaseDuration: time.Minute})
+	if err != nil || len(again) != 1 || again[0].JobID != released.JobID {
+		t.Errorf("leasing again took %d jobs (%v), want only the released one", len(again), err)
+	}
+	ended, err := s.EndedBefore(ctx, time.Now().Add(time.Minute), 10)
+	if err != nil || len(ended) != 2 || !slices.Contains(ended, done.JobID) {
+		// The gate's own job has ended too.
+		t.Errorf("ended jobs %v (%v), want the success and the gate's job", ended, err)
 	}
 }
 
