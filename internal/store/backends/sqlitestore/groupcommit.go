@@ -67,6 +67,9 @@ type pendingWrite struct {
 	job *jobInsert
 	// inserted says insertJobs stored job: fn is not run.
 	inserted bool
+	// completion, when set, is the completion fn makes: those that meet
+	// in a group are made together instead (completeRuns).
+	completion *completion
 
 	n    notes
 	err  error
@@ -236,11 +239,15 @@ func (s *Store) makeGroup(group []*pendingWrite, careful bool) error {
 			return err
 		}
 	}
-	for _, w := range group {
+	for i := 0; i < len(group); i++ {
+		w := group[i]
 		if w.inserted {
 			continue
 		}
-		if w.bare && !careful {
+		if run := completionRun(group[i:]); len(run) > 1 && !careful {
+			err = completeRun(tx, run)
+			i += len(run) - 1
+		} else if w.bare && !careful {
 			err = runBare(tx, w)
 		} else {
 			err = runOne(tx, w)

@@ -238,35 +238,46 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, d time.Durati
 }
 
 // Complete implements store.JobStore. It checks the lease before it
-// writes, so it needs no savepoint (pendingWrite.bare).
+// writes, so it needs no savepoint (pendingWrite.bare). Completions that
+// meet in a group are made together (completions.go).
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
-	var out *spoolv1.Job
-	err := s.writeBare(ctx, 0, func(ctx context.Context, tx *sql.Tx, n *notes) error {
-		var err error
-		out, err = completeIn(ctx, tx, n, ref, res)
-		return err
-	})
-	return out, err
+	c := &completion{ref: ref, res: res}
+	err := s.submit(ctx, &pendingWrite{fn: c.alone, bare: true, completion: c})
+	return c.out, err
 }
 
 // completeIn records the result of the attempt ref leases, in tx.
 func completeIn(ctx context.Context, tx *sql.Tx, n *notes, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
-	r, err := current(ctx, tx, ref)
-	if r != nil && storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
-		return r.Job, nil
-	}
+	r, err := getRow(ctx, tx, ref.JobID)
 	if err != nil {
 		return nil, err
 	}
 	now := storekit.Now()
-	o := storekit.Completed(r.Job, res, ref.Attempt, now)
-	// A final job keeps its lease handle, so a repeat is recognised; a job
-	// queued for a retry gets a new lease with its next attempt.
-	if err := settle(ctx, tx, r, o, convert.State(o.State).IsFinal(), now); err != nil {
+	out, o, err := decideCompletion(r, ref, res, now)
+	if err != nil || o == nil {
+		return out, err
+	}
+	if err := settle(ctx, tx, r, *o, convert.State(o.State).IsFinal(), now); err != nil {
 		return nil, err
 	}
-	n.settled(r.Job, o)
+	n.settled(r.Job, *o)
 	return r.Job, nil
+}
+
+// decideCompletion decides the completion of the attempt ref leases from
+// its job's row r: the job to answer with, and the outcome to write (nil:
+// nothing, the completion repeats one already stored).
+func decideCompletion(r *sqlrows.Row, ref store.LeaseRef, res *spoolv1.JobResult, now time.Time) (*spoolv1.Job, *storekit.Outcome, error) {
+	if storekit.SameCompletion(ref, r.Job.State, r.Job.Attempt, r.LeaseID) {
+		return r.Job, nil, nil
+	}
+	if err := storekit.CheckLease(ref, r.Job.State, r.Job.Attempt, r.LeaseID); err != nil {
+		return nil, nil, err
+	}
+	// A final job keeps its lease handle, so a repeat is recognised; a job
+	// queued for a retry gets a new lease with its next attempt.
+	o := storekit.Completed(r.Job, res, ref.Attempt, now)
+	return r.Job, &o, nil
 }
 
 // Release implements store.JobStore.
