@@ -173,18 +173,11 @@ func TestGroupCommitSettlesEachAsAlone(t *testing.T) {
 	if err != nil || len(ls) != 3 {
 		t.Fatalf("leased %d jobs, %v; want 3", len(ls), err)
 	}
-	var retried store.Lease
-	var others []store.Lease
-	for _, l := range ls {
-		if l.Job.GetRetries() == 1 {
-			retried = l
-		} else {
-			others = append(others, l)
-		}
+	i := slices.IndexFunc(ls, func(l store.Lease) bool { return l.Job.GetRetries() == 1 })
+	if i < 0 {
+		t.Fatal("the job with a retry was not leased")
 	}
-	if len(others) != 2 {
-		t.Fatalf("%d leases of jobs without retries, want 2", len(others))
-	}
+	retried, others := ls[i], slices.Delete(slices.Clone(ls), i, i+1)
 	done, released := others[0], others[1]
 	letGo := gate(t, s)
 	before := pgstore.Groups(s).RowsDone

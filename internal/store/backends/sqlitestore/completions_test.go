@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,15 +37,11 @@ func TestCompletionsMeetInOneRun(t *testing.T) {
 	if err != nil || len(ls) != 4 {
 		t.Fatalf("leased %d, %v; want 4", len(ls), err)
 	}
-	var retried store.Lease
-	var plain []store.Lease
-	for _, l := range ls {
-		if l.Job.GetRetries() == 1 {
-			retried = l
-		} else {
-			plain = append(plain, l)
-		}
+	i := slices.IndexFunc(ls, func(l store.Lease) bool { return l.Job.GetRetries() == 1 })
+	if i < 0 {
+		t.Fatal("the job with a retry was not leased")
 	}
+	retried, plain := ls[i], slices.Delete(slices.Clone(ls), i, i+1)
 	done, stale, last := plain[0], plain[1], plain[2]
 	staleRef := stale.LeaseRef
 	staleRef.LeaseID = "not-the-lease"
