@@ -68,7 +68,7 @@ type pendingWrite struct {
 	// inserted says insertJobs stored job: fn is not run.
 	inserted bool
 	// completion, when set, is the completion fn makes: those that meet
-	// in a group are made together instead (completeRuns).
+	// in a group are made together instead (completeRun).
 	completion *completion
 
 	n    notes
@@ -244,12 +244,15 @@ func (s *Store) makeGroup(group []*pendingWrite, careful bool) error {
 		if w.inserted {
 			continue
 		}
-		if run := completionRun(group[i:]); len(run) > 1 && !careful {
+		switch run := completionRun(group[i:]); {
+		case careful:
+			err = runOne(tx, w)
+		case len(run) > 1:
 			err = completeRun(tx, run)
 			i += len(run) - 1
-		} else if w.bare && !careful {
+		case w.bare:
 			err = runBare(tx, w)
-		} else {
+		default:
 			err = runOne(tx, w)
 		}
 		if err != nil {
