@@ -74,32 +74,10 @@ func BenchmarkEnqueueJobs(b *testing.B) {
 			b.Fatal(err)
 		}
 		ctx := context.Background()
-		var (
-			jobs    int64
-			elapsed time.Duration
-		)
-		for b.Loop() {
-			reqs := batchJobs(1000, "bench", fmt.Sprintf("single-%d", jobs))
-			start := time.Now()
-			var (
-				next atomic.Int64
-				wg   sync.WaitGroup
-			)
-			for range 128 {
-				wg.Go(func() {
-					for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
-						if _, err := rpc.EnqueueJob(ctx, connect.NewRequest(reqs[i])); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			elapsed += time.Since(start)
-			jobs += int64(len(reqs))
-		}
-		reportJobs(b, jobs, elapsed)
+		enqueueEach(b, "single", func(req *spoolv1.EnqueueJobRequest) error {
+			_, err := rpc.EnqueueJob(ctx, connect.NewRequest(req))
+			return err
+		})
 	})
 }
 
@@ -114,12 +92,21 @@ func BenchmarkSQLiteEnqueue(b *testing.B) {
 	}
 	defer st.Close()
 	exec := config.Default().ExecutionConfig()
+	enqueueEach(b, "store", func(req *spoolv1.EnqueueJobRequest) error {
+		_, _, err := st.Enqueue(ctx, store.NewJob{Queue: "bench", RequestID: req.GetRequestId(), Params: req.GetParams(), Execution: exec, MaxAttempts: 3})
+		return err
+	})
+}
+
+// enqueueEach enqueues 1,000 jobs a loop, one enqueue call each, from 128
+// goroutines at once, and reports the jobs a second.
+func enqueueEach(b *testing.B, name string, enqueue func(*spoolv1.EnqueueJobRequest) error) {
 	var (
 		jobs    int64
 		elapsed time.Duration
 	)
 	for b.Loop() {
-		reqs := batchJobs(1000, "bench", fmt.Sprintf("store-%d", jobs))
+		reqs := batchJobs(1000, "bench", fmt.Sprintf("%s-%d", name, jobs))
 		start := time.Now()
 		var (
 			next atomic.Int64
@@ -128,8 +115,7 @@ func BenchmarkSQLiteEnqueue(b *testing.B) {
 		for range 128 {
 			wg.Go(func() {
 				for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
-					nj := store.NewJob{Queue: "bench", RequestID: reqs[i].GetRequestId(), Params: reqs[i].GetParams(), Execution: exec, MaxAttempts: 3}
-					if _, _, err := st.Enqueue(ctx, nj); err != nil {
+					if err := enqueue(reqs[i]); err != nil {
 						b.Error(err)
 						return
 					}
