@@ -3,6 +3,7 @@ package awsstore_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +97,21 @@ func side(n int, call func(i int) error) []error {
 	return errs
 }
 
+// heldThenSide runs op on the first of ls, held in h, then on the others
+// side by side, so that they gather behind it, and fails t if any fails.
+func heldThenSide(t *testing.T, h *holder, ls []store.Lease, op func(store.Lease) error) {
+	t.Helper()
+	first := heldCall(t, h, func() error { return op(ls[0]) })
+	for i, err := range side(len(ls)-1, func(i int) error { return op(ls[1+i]) }) {
+		if err != nil {
+			t.Fatalf("lease %d: %v", 1+i, err)
+		}
+	}
+	if err := first(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func sqsCalls(n map[string]int) map[string]int {
 	out := map[string]int{}
 	for op, k := range n {
@@ -166,7 +182,7 @@ func TestEnqueuesShareSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, _ := calls.Take()
-	if got, want := sqsCalls(n), map[string]int{"SendMessage": 1, "SendMessageBatch": 5}; !equalCounts(got, want) {
+	if got, want := sqsCalls(n), map[string]int{"SendMessage": 1, "SendMessageBatch": 5}; !maps.Equal(got, want) {
 		t.Fatalf("51 enqueues made SQS requests %v, want %v", got, want)
 	}
 
@@ -179,18 +195,6 @@ func TestEnqueuesShareSends(t *testing.T) {
 			t.Fatalf("job %s was not delivered", id)
 		}
 	}
-}
-
-func equalCounts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // spoil makes SQS refuse the entries of batch requests that name one of
@@ -271,7 +275,7 @@ func TestFailedSendFailsItsEnqueueAlone(t *testing.T) {
 			t.Fatalf("enqueue %d, beside a refused entry: %v", i, err)
 		}
 	}
-	if got, want := sqsCalls(mustTake(calls)), map[string]int{"SendMessage": 1, "SendMessageBatch": 2}; !equalCounts(got, want) {
+	if got, want := sqsCalls(mustTake(calls)), map[string]int{"SendMessage": 1, "SendMessageBatch": 2}; !maps.Equal(got, want) {
 		t.Fatalf("20 enqueues behind a held one made SQS requests %v, want %v", got, want)
 	}
 	if _, err := s.Get(ctx, doomed); !errors.Is(err, spool.ErrNotFound) {
@@ -299,35 +303,19 @@ func TestCompletesShareDeletes(t *testing.T) {
 	ls := leaseAll(t, s, q, 42)
 
 	calls.Take()
-	first := heldCall(t, h, func() error { _, err := s.Complete(ctx, ls[0].LeaseRef, &spoolv1.JobResult{}); return err })
-	for i, err := range side(30, func(i int) error {
-		_, err := s.Complete(ctx, ls[1+i].LeaseRef, &spoolv1.JobResult{})
+	heldThenSide(t, h, ls[:31], func(l store.Lease) error {
+		_, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{})
 		return err
-	}) {
-		if err != nil {
-			t.Fatalf("complete %d: %v", i, err)
-		}
-	}
-	if err := first(); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := sqsCalls(mustTake(calls)), map[string]int{"DeleteMessage": 1, "DeleteMessageBatch": 3}; !equalCounts(got, want) {
+	})
+	if got, want := sqsCalls(mustTake(calls)), map[string]int{"DeleteMessage": 1, "DeleteMessageBatch": 3}; !maps.Equal(got, want) {
 		t.Fatalf("31 completions made SQS requests %v, want %v", got, want)
 	}
 
-	first = heldCall(t, h, func() error { _, err := s.Release(ctx, ls[31].LeaseRef, false, "test"); return err })
-	for i, err := range side(10, func(i int) error {
-		_, err := s.Release(ctx, ls[32+i].LeaseRef, false, "test")
+	heldThenSide(t, h, ls[31:42], func(l store.Lease) error {
+		_, err := s.Release(ctx, l.LeaseRef, false, "test")
 		return err
-	}) {
-		if err != nil {
-			t.Fatalf("release %d: %v", i, err)
-		}
-	}
-	if err := first(); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := sqsCalls(mustTake(calls)), map[string]int{"ChangeMessageVisibility": 1, "ChangeMessageVisibilityBatch": 1}; !equalCounts(got, want) {
+	})
+	if got, want := sqsCalls(mustTake(calls)), map[string]int{"ChangeMessageVisibility": 1, "ChangeMessageVisibilityBatch": 1}; !maps.Equal(got, want) {
 		t.Fatalf("11 releases made SQS requests %v, want %v", got, want)
 	}
 	// The released jobs are there to lease at once, and nothing else is.
@@ -354,23 +342,15 @@ func TestFailedDeleteStaysAlone(t *testing.T) {
 		sp.mu.Unlock()
 
 		calls.Take()
-		first := heldCall(t, h, func() error { _, err := s.Complete(ctx, ls[0].LeaseRef, &spoolv1.JobResult{}); return err })
-		for i, err := range side(10, func(i int) error {
-			_, err := s.Complete(ctx, ls[1+i].LeaseRef, &spoolv1.JobResult{})
+		heldThenSide(t, h, ls[:11], func(l store.Lease) error {
+			_, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{})
 			return err
-		}) {
-			if err != nil {
-				t.Fatalf("complete %d: %v", i, err)
-			}
-		}
-		if err := first(); err != nil {
-			t.Fatal(err)
-		}
+		})
 		want, left := map[string]int{"DeleteMessage": 1, "DeleteMessageBatch": 1}, 1
 		if serverFault {
 			want["DeleteMessage"], left = 2, 0
 		}
-		if got := sqsCalls(mustTake(calls)); !equalCounts(got, want) {
+		if got := sqsCalls(mustTake(calls)); !maps.Equal(got, want) {
 			t.Fatalf("server fault %v: 11 completions made SQS requests %v, want %v", serverFault, got, want)
 		}
 		wantQueue(t, s, q, left, left)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -344,7 +345,7 @@ func TestIngestCost(t *testing.T) {
 			}
 		}
 		t.Logf("%s (accepted %d): requests %v; %.0f RCU, %.0f WCU", tc.name, res.Accepted, n, rcu, wcu)
-		if !maps(n, tc.want) {
+		if !maps.Equal(n, tc.want) {
 			t.Errorf("%s: requests %v, want %v", tc.name, n, tc.want)
 		}
 	}
@@ -361,18 +362,6 @@ func TestIngestCost(t *testing.T) {
 			t.Fatalf("an external job's life made SQS requests: %v", n)
 		}
 	}
-}
-
-func maps(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestExternalJobIsNeverLeased: an external job has no lease expiry, not
