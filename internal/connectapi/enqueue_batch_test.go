@@ -40,18 +40,7 @@ func TestEnqueueJobsOverJSON(t *testing.T) {
 		{"params": {"script": "echo hi"}, "maxAttempts": 5, "retries": 2}
 	]}`
 	for round := range 2 {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+spoolv1connect.JobServiceEnqueueJobsProcedure, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+srv.AdminKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		status, out := postJSON(t, srv, spoolv1connect.JobServiceEnqueueJobsProcedure, body)
 		var got struct {
 			Results []struct {
 				Job struct {
@@ -63,8 +52,8 @@ func TestEnqueueJobsOverJSON(t *testing.T) {
 				ErrorMessage string
 			}
 		}
-		if resp.StatusCode != http.StatusOK || json.Unmarshal(out, &got) != nil || len(got.Results) != 3 {
-			t.Fatalf("round %d: %s %s", round, resp.Status, out)
+		if status != http.StatusOK || json.Unmarshal([]byte(out), &got) != nil || len(got.Results) != 3 {
+			t.Fatalf("round %d: %d %s", round, status, out)
 		}
 		r := got.Results
 		if r[0].Job.Queue != "builds" || r[0].Job.State != "JOB_STATE_QUEUED" || r[0].Deduplicated != (round == 1) || r[0].ErrorCode != "" {

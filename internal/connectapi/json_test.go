@@ -27,19 +27,7 @@ func TestJSONRefusesUnknownEnumValues(t *testing.T) {
 	}
 	call := func(procedure, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+procedure, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+srv.AdminKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(out)
+		return postJSON(t, srv, procedure, body)
 	}
 	list := spoolv1connect.JobServiceListJobsProcedure
 	for _, body := range []string{
@@ -74,4 +62,23 @@ func TestJSONRefusesUnknownEnumValues(t *testing.T) {
 	if status != http.StatusOK {
 		t.Errorf("EnqueueJob with unknown fields: %d %s", status, out)
 	}
+}
+
+// postJSON calls procedure of srv in Connect's JSON with the admin key, as
+// a script would, and returns the status and the body of the answer.
+func postJSON(t *testing.T, srv *spooltest.Server, procedure, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+procedure, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+srv.AdminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
 }
