@@ -43,62 +43,84 @@ func (r *Row) Lease() store.Lease {
 	return store.Lease{LeaseRef: r.LeaseRef(), Job: r.Job, ExpiresAt: r.Expires, Head: r.Head}
 }
 
+// scannedJob is what ScanJob makes of a row, in one allocation: the row,
+// its job, the job's times, and the places its columns are scanned into
+// (each passed to Scan as an interface would otherwise be an allocation of
+// its own). Leases and completions scan a row per job, so this was most of
+// the objects a job cost the server.
+type scannedJob struct {
+	row                                Row
+	job                                spoolv1.Job
+	created, updated, started, expires timestamppb.Timestamp
+
+	state                       int32
+	reqID, leaseID              sql.NullString
+	createdUs, updatedUs        int64
+	cancel                      bool
+	expiresUs, startedUs        sql.NullInt64
+	params, exec, results, book []byte
+}
+
 // ScanJob reads one row of JobCols.
 func ScanJob(sc Scanner) (*Row, error) {
-	var (
-		j                           spoolv1.Job
-		state                       int32
-		reqID, leaseID              sql.NullString
-		created, updated            int64
-		cancel                      bool
-		expires, started            sql.NullInt64
-		r                           Row
-		params, exec, results, book []byte
-	)
-	err := sc.Scan(&j.JobId, &j.Queue, &state, &reqID, &created, &updated, &j.Attempt, &j.MaxAttempts,
-		&cancel, &leaseID, &expires, &r.Head.NextSequence, &r.Head.NextLine, &params, &exec, &results, &j.Retries, &book, &started)
+	s := &scannedJob{}
+	j, r := &s.job, &s.row
+	err := sc.Scan(&j.JobId, &j.Queue, &s.state, &s.reqID, &s.createdUs, &s.updatedUs, &j.Attempt, &j.MaxAttempts,
+		&s.cancel, &s.leaseID, &s.expiresUs, &r.Head.NextSequence, &r.Head.NextLine, &s.params, &s.exec, &s.results, &j.Retries, &s.book, &s.startedUs)
 	if err != nil {
 		return nil, err
 	}
-	j.State = spoolv1.JobState(state)
-	j.RequestId = reqID.String
-	j.CreatedAt = timestamppb.New(time.UnixMicro(created))
-	j.UpdatedAt = timestamppb.New(time.UnixMicro(updated))
-	if started.Valid {
-		j.StartedAt = timestamppb.New(time.UnixMicro(started.Int64))
+	j.State = spoolv1.JobState(s.state)
+	j.RequestId = s.reqID.String
+	j.CreatedAt = setTime(&s.created, s.createdUs)
+	j.UpdatedAt = setTime(&s.updated, s.updatedUs)
+	if s.startedUs.Valid {
+		j.StartedAt = setTime(&s.started, s.startedUs.Int64)
 	}
-	j.CancelRequested = cancel
+	j.CancelRequested = s.cancel
 	j.LastSequence = r.Head.NextSequence - 1
 	j.LineCount = r.Head.NextLine - 1
 	j.Params, j.ExecutionConfig = &spoolv1.JobParams{}, &spoolv1.ExecutionConfig{}
-	if err := proto.Unmarshal(params, j.Params); err != nil {
+	if err := proto.Unmarshal(s.params, j.Params); err != nil {
 		return nil, corrupt("job", j.JobId, "params", err)
 	}
-	if err := proto.Unmarshal(exec, j.ExecutionConfig); err != nil {
+	if err := proto.Unmarshal(s.exec, j.ExecutionConfig); err != nil {
 		return nil, corrupt("job", j.JobId, "execution config", err)
 	}
-	if results != nil {
+	if s.results != nil {
 		j.Result = &spoolv1.JobResult{}
-		if err := proto.Unmarshal(results, j.Result); err != nil {
+		if err := proto.Unmarshal(s.results, j.Result); err != nil {
 			return nil, corrupt("job", j.JobId, "result", err)
 		}
 	}
-	if book != nil {
+	if s.book != nil {
 		b := &spoolv1.Job{}
-		if err := proto.Unmarshal(book, b); err != nil {
+		if err := proto.Unmarshal(s.book, b); err != nil {
 			return nil, corrupt("job", j.JobId, "bookkeeping", err)
 		}
-		storekit.SetBookkeeping(&j, b)
+		storekit.SetBookkeeping(j, b)
 	}
-	r.LeaseID = leaseID.String
-	if expires.Valid {
-		r.Expires = time.UnixMicro(expires.Int64)
+	// The job lives as long as the row: the column bytes, decoded now,
+	// must not live with them.
+	s.params, s.exec, s.results, s.book = nil, nil, nil, nil
+	r.LeaseID = s.leaseID.String
+	if s.expiresUs.Valid {
+		r.Expires = time.UnixMicro(s.expiresUs.Int64)
 		if j.State == spoolv1.JobState_JOB_STATE_RUNNING {
-			j.LeaseExpiresAt = timestamppb.New(r.Expires)
+			j.LeaseExpiresAt = setTime(&s.expires, s.expiresUs.Int64)
 		}
 	}
-	r.Job = &j
-	return &r, nil
+	r.Job = j
+	return r, nil
+}
+
+// setTime sets ts to the Unix microseconds us and returns it.
+func setTime(ts *timestamppb.Timestamp, us int64) *timestamppb.Timestamp {
+	ts.Seconds, ts.Nanos = us/1e6, int32(us%1e6)*1000
+	if ts.Nanos < 0 {
+		ts.Seconds, ts.Nanos = ts.Seconds-1, ts.Nanos+1e9
+	}
+	return ts
 }
 
 // InsertNewJob creates a job (InsertJobArgs); a key in use (its id, its
