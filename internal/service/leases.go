@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
@@ -89,11 +87,11 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 		s.log.InfoContext(ctx, "job leased", "job_id", l.JobID, "attempt", l.Attempt, "worker", m.GetWorkerId())
 		if b := l.Job.GetParams().GetScatter(); b != nil && !b.GetGather() && l.Attempt == 1 {
 			s.kickScatterOf(l.Job)
-			s.metrics.batchesStarted.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue)))
+			s.metrics.batchesStarted.Add(ctx, 1, s.metrics.byQueue.of(queue, ""))
 			s.log.InfoContext(ctx, "scatter batch started", "scatter_id", b.GetScatterId(), "batch", b.GetBatchIndex(), "job_id", l.JobID)
 		}
 	}
-	s.metrics.leased.Add(ctx, int64(len(leases)), metric.WithAttributes(attribute.String("queue", queue)))
+	s.metrics.leased.Add(ctx, int64(len(leases)), s.metrics.byQueue.of(queue, ""))
 	return resp, nil
 }
 
@@ -316,7 +314,7 @@ func (s *Service) ReleaseJob(ctx context.Context, m *spoolv1.ReleaseJobRequest) 
 	}
 	s.kickScatterOf(job)
 	s.log.InfoContext(ctx, "job handed back", "job_id", job.GetJobId(), "attempt", ref.Attempt, "state", convert.State(job.GetState()).String(), "reason", m.GetReason())
-	s.metrics.released.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", job.GetQueue())))
+	s.metrics.released.Add(ctx, 1, s.metrics.byQueue.of(job.GetQueue(), ""))
 	return &spoolv1.ReleaseJobResponse{Job: job}, nil
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spool-run/spool"
@@ -71,7 +69,7 @@ func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*sp
 	}
 	if created {
 		s.audit(ctx, caller, "job rerun", "job_id", job.GetJobId(), "rerun_of", old.GetJobId(), "queue", job.GetQueue())
-		s.metrics.enqueued.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", job.GetQueue())))
+		s.metrics.enqueued.Add(ctx, 1, s.metrics.byQueue.of(job.GetQueue(), ""))
 	}
 	return &spoolv1.RerunJobResponse{Job: job}, nil
 }
