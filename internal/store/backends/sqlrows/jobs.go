@@ -1,11 +1,11 @@
 package sqlrows
 
 import (
-	"database/sql"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -47,17 +47,19 @@ func (r *Row) Lease() store.Lease {
 // its job, the job's times, and the places its columns are scanned into
 // (each passed to Scan as an interface would otherwise be an allocation of
 // its own). Leases and completions scan a row per job, so this was most of
-// the objects a job cost the server.
+// the objects a job cost the server. The nullable columns scan into pgx's
+// types, which are also database/sql Scanners: pgx fills them without
+// boxing each value in an interface first, as it does for sql.Null*.
 type scannedJob struct {
 	row                                Row
 	job                                spoolv1.Job
 	created, updated, started, expires timestamppb.Timestamp
 
 	state                       int32
-	reqID, leaseID              sql.NullString
+	reqID, leaseID              pgtype.Text
 	createdUs, updatedUs        int64
 	cancel                      bool
-	expiresUs, startedUs        sql.NullInt64
+	expiresUs, startedUs        pgtype.Int8
 	params, exec, results, book []byte
 }
 

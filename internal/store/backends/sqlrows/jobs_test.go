@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,22 +33,16 @@ func (r rowScanner) Scan(dest ...any) error {
 		return fmt.Errorf("%d columns, %d destinations", len(r), len(dest))
 	}
 	for i, d := range dest {
+		if sc, ok := d.(sql.Scanner); ok {
+			if err := sc.Scan(r[i]); err != nil {
+				return err
+			}
+			continue
+		}
 		v := reflect.ValueOf(d).Elem()
 		switch x := r[i].(type) {
 		case nil:
 			v.Set(reflect.Zero(v.Type()))
-		case string:
-			if ns, ok := d.(*sql.NullString); ok {
-				*ns = sql.NullString{String: x, Valid: true}
-				continue
-			}
-			v.Set(reflect.ValueOf(x))
-		case int64:
-			if ni, ok := d.(*sql.NullInt64); ok {
-				*ni = sql.NullInt64{Int64: x, Valid: true}
-				continue
-			}
-			v.SetInt(x)
 		default:
 			v.Set(reflect.ValueOf(x).Convert(v.Type()))
 		}
@@ -81,6 +76,16 @@ func TestScanJob(t *testing.T) {
 	}
 	if r.LeaseID != "lease-1" || !r.Expires.Equal(time.UnixMicro(expires)) || r.Head.NextSequence != 7 || r.Head.NextLine != 5 {
 		t.Fatalf("row: lease %q, expires %v, head %+v", r.LeaseID, r.Expires, r.Head)
+	}
+	// A queued job: no request id, lease, expiry or start.
+	queued := slices.Clone(row)
+	queued[2], queued[3], queued[9], queued[10], queued[18] = int32(Queued), nil, nil, nil, nil
+	r, err = ScanJob(queued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := r.Job; j.RequestId != "" || j.StartedAt != nil || j.LeaseExpiresAt != nil || r.LeaseID != "" || !r.Expires.IsZero() {
+		t.Fatalf("a queued job's NULL columns read as %q, %v, %v, lease %q, expires %v", j.RequestId, j.StartedAt, j.LeaseExpiresAt, r.LeaseID, r.Expires)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := ScanJob(row); err != nil {
