@@ -31,12 +31,12 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // KeySize is the size of a generated signing key; shorter configured keys
@@ -73,7 +73,7 @@ type Claims struct {
 // Signer signs and verifies tokens with one key.
 type Signer struct {
 	key  []byte
-	macs sync.Pool // of hash.Hash: HMACs keyed with key, to Reset and reuse
+	macs sync.Pool // of *macState: HMACs keyed with key, to Reset and reuse
 }
 
 // NewSigner returns a signer for key, which must be at least KeySize bytes.
@@ -221,10 +221,17 @@ func (s *Signer) sign(kind string, claims any) string {
 }
 
 // seal returns the token of kind holding body.
+//
+// A lease signs a token for every job it hands out, so the token is
+// written into one buffer of its final size, which becomes the string.
 func (s *Signer) seal(kind string, body []byte) string {
-	payload := kind + base64.RawURLEncoding.EncodeToString(body)
-	var sum [sha256.Size]byte
-	return payload + "." + base64.RawURLEncoding.EncodeToString(s.sum(sum[:0], payload))
+	enc := base64.RawURLEncoding
+	n := len(kind) + enc.EncodedLen(len(body))
+	b := make([]byte, 0, n+1+enc.EncodedLen(sha256.Size))
+	b = enc.AppendEncode(append(b, kind...), body)
+	s.mac(b[:n], func(sum []byte) { b = enc.AppendEncode(append(b, '.'), sum) })
+	// b is never written again: the string may share its bytes.
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // verify checks a token of kind and decodes its JSON claims into v. Claims
@@ -259,34 +266,47 @@ func (s *Signer) open(kind, tok string, b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: no signature", ErrMalformed)
 	}
 	payload, sig64 := tok[:dot], tok[dot+1:]
-	var sig, want [sha256.Size]byte
+	var sig [sha256.Size]byte
 	if base64.RawURLEncoding.DecodedLen(len(sig64)) != len(sig) {
 		return nil, fmt.Errorf("%w: the signature is not %d bytes", ErrMalformed, len(sig))
 	}
 	if _, err := base64.RawURLEncoding.Decode(sig[:], []byte(sig64)); err != nil {
 		return nil, fmt.Errorf("%w: signature is not base64url", ErrMalformed)
 	}
-	if !hmac.Equal(sig[:], s.sum(want[:0], payload)) {
+	var signed bool
+	s.mac(readOnly(payload), func(sum []byte) { signed = hmac.Equal(sig[:], sum) })
+	if !signed {
 		return nil, ErrSignature
 	}
-	b, err := base64.RawURLEncoding.AppendDecode(b, []byte(payload[len(kind):]))
+	b, err := base64.RawURLEncoding.AppendDecode(b, readOnly(payload[len(kind):]))
 	if err != nil {
 		return nil, fmt.Errorf("%w: claims are not base64url", ErrMalformed)
 	}
 	return b, nil
 }
 
-// sum appends the MAC of payload to b.
-func (s *Signer) sum(b []byte, payload string) []byte {
-	m, _ := s.macs.Get().(hash.Hash)
+// readOnly is s's bytes as a slice, for functions that only read them
+// (the MAC, base64 decoding): a token is read without a copy of it.
+func readOnly(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// mac hands use the MAC of payload, in a buffer use must not keep: the
+// MAC and its buffer are pooled, so signing and verifying allocate nothing
+// for it.
+func (s *Signer) mac(payload []byte, use func(sum []byte)) {
+	m, _ := s.macs.Get().(*macState)
 	if m == nil {
-		m = hmac.New(sha256.New, s.key)
+		m = &macState{h: hmac.New(sha256.New, s.key)}
 	}
-	m.Reset()
-	_, _ = io.WriteString(m, payload)
-	b = m.Sum(b)
+	m.h.Reset()
+	_, _ = m.h.Write(payload)
+	use(m.h.Sum(m.out[:0]))
 	s.macs.Put(m)
-	return b
+}
+
+// macState is a pooled MAC and the buffer its sums go to.
+type macState struct {
+	h   hash.Hash
+	out [sha256.Size]byte
 }
 
 // LoadOrCreateKey reads the key in path, or creates it with KeySize random
