@@ -195,19 +195,20 @@ func TestTokenKindsDoNotMix(t *testing.T) {
 // A lease signs a token for each job and every call about a job verifies
 // one: signing makes the token's string and nothing else, verifying makes
 // the claims' strings and a buffer for them, and neither copies the token
-// to compute its MAC.
+// to compute its MAC. (Written with a string per piece, Sign made 8
+// objects and Verify 6.)
 func TestSignAndVerifyAllocations(t *testing.T) {
 	s := signer(t, "0123456789abcdef0123456789abcdef")
 	c := Claims{JobID: "01JOB0000000000000000000000", Queue: "builds", Attempt: 2, LeaseID: "lease-0000000000000000"}
-	if n := testing.AllocsPerRun(100, func() { s.Sign(c) }); n > 1 {
-		t.Errorf("Sign made %.0f objects, want 1", n)
+	if n := testing.AllocsPerRun(100, func() { s.Sign(c) }); n > 1+raceObjects {
+		t.Errorf("Sign made %.0f objects, want %d", n, 1+raceObjects)
 	}
 	tok := s.Sign(c)
 	if n := testing.AllocsPerRun(100, func() {
 		if _, err := s.Verify(tok); err != nil {
 			t.Fatal(err)
 		}
-	}); n > 4 {
-		t.Errorf("Verify made %.0f objects, want at most 4", n)
+	}); n > 4+raceObjects {
+		t.Errorf("Verify made %.0f objects, want at most %d", n, 4+raceObjects)
 	}
 }
