@@ -344,7 +344,7 @@ func (w *pipelinedWork) loop(sent *atomic.Int64, ended *atomic.Bool, done *atomi
 
 // complete completes leases in one call.
 func (w *pipelinedWork) complete(leases []*spoolv1.JobLease) error {
-	req := &spoolv1.CompleteJobsRequest{}
+	req := &spoolv1.CompleteJobsRequest{Brief: true} // as a worker asks
 	for _, l := range leases {
 		req.Completions = append(req.Completions, &spoolv1.CompleteJobRequest{TaskToken: l.GetTaskToken(), Result: &spoolv1.JobResult{ExitCode: 0}})
 	}

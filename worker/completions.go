@@ -128,7 +128,8 @@ func (c *completions) call(batch []*completion) {
 			}
 		})()
 	}
-	req := &spoolv1.CompleteJobsRequest{Completions: make([]*spoolv1.CompleteJobRequest, len(batch))}
+	// Brief: of a completed job the sender reads only its last sequence.
+	req := &spoolv1.CompleteJobsRequest{Completions: make([]*spoolv1.CompleteJobRequest, len(batch)), Brief: true}
 	for i, p := range batch {
 		req.Completions[i] = p.req
 	}

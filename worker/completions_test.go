@@ -60,6 +60,7 @@ type heldServer struct {
 	old, failing  bool
 	mu            sync.Mutex
 	calls         []int // completions per call, CompleteJob counting 1
+	whole         int   // CompleteJobs calls that asked for whole jobs
 	firstReceived chan struct{}
 }
 
@@ -86,6 +87,11 @@ func (f *heldServer) CompleteJobs(ctx context.Context, r *connect.Request[spoolv
 	case f.failing:
 		f.count(len(r.Msg.GetCompletions()))
 		return nil, connect.NewError(connect.CodeUnavailable, errors.New("the server is away"))
+	}
+	if !r.Msg.GetBrief() {
+		f.mu.Lock()
+		f.whole++
+		f.mu.Unlock()
 	}
 	f.count(len(r.Msg.GetCompletions()))
 	return f.JobServiceClient.CompleteJobs(ctx, r)
@@ -169,6 +175,9 @@ func TestCompletionsAreGathered(t *testing.T) {
 			}
 			if got := fmt.Sprint(f.calls); got != tc.want {
 				t.Errorf("completions per call %s, want %s", got, tc.want)
+			}
+			if f.whole > 0 {
+				t.Errorf("%d CompleteJobs calls asked for whole jobs: a worker reads only their last sequence", f.whole)
 			}
 		})
 	}

@@ -192,6 +192,9 @@ func (s *Service) CompleteJobs(ctx context.Context, m *spoolv1.CompleteJobsReque
 			if err == nil {
 				job, err = s.complete(ctx, ref, c)
 			}
+			if job != nil && m.GetBrief() {
+				job = briefJob(job)
+			}
 			results[i] = &spoolv1.CompletionResult{Job: job}
 			if err != nil {
 				results[i].ErrorCode, results[i].ErrorMessage = apierr.Code(err).String(), err.Error()
@@ -200,6 +203,13 @@ func (s *Service) CompleteJobs(ctx context.Context, m *spoolv1.CompleteJobsReque
 	}
 	wg.Wait()
 	return &spoolv1.CompleteJobsResponse{Results: results}, nil
+}
+
+// briefJob is j as a brief CompleteJobs answer gives it: what a worker
+// reads of a completed job.
+func briefJob(j *spoolv1.Job) *spoolv1.Job {
+	return &spoolv1.Job{JobId: j.GetJobId(), Queue: j.GetQueue(), State: j.GetState(), Attempt: j.GetAttempt(),
+		LastSequence: j.GetLastSequence(), LineCount: j.GetLineCount()}
 }
 
 // complete records one attempt's result, under a lease already checked.

@@ -185,7 +185,11 @@ func TestCompleteJobs(t *testing.T) {
 		req.Completions = append(req.Completions, c)
 	}
 	req.Completions = append(req.Completions, &spoolv1.CompleteJobRequest{TaskToken: "st1.forged", Result: &spoolv1.JobResult{}})
+	var lastSeq int64
 	for round := range 2 {
+		// The repeat asks for brief answers: the same jobs, without their
+		// params, results and times.
+		req.Brief = round == 1
 		resp, err := o.s.CompleteJobs(o.ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -195,10 +199,19 @@ func TestCompleteJobs(t *testing.T) {
 			t.Fatalf("%d results for 4 completions", len(rs))
 		}
 		for i, l := range ls {
-			if rs[i].GetErrorCode() != "" || rs[i].GetJob().GetJobId() != l.GetJob().GetJobId() || rs[i].GetJob().GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED {
-				t.Fatalf("round %d, completion %d: %v, want job %s succeeded", round, i, rs[i], l.GetJob().GetJobId())
+			j := rs[i].GetJob()
+			if rs[i].GetErrorCode() != "" || j.GetJobId() != l.GetJob().GetJobId() || j.GetState() != spoolv1.JobState_JOB_STATE_SUCCEEDED ||
+				j.GetQueue() != "builds" || j.GetAttempt() != 1 {
+				t.Fatalf("round %d, completion %d: %v, want job %s of builds succeeded on attempt 1", round, i, rs[i], l.GetJob().GetJobId())
+			}
+			if whole := j.GetResult() != nil && j.GetParams() != nil && j.GetCreatedAt() != nil; whole == req.Brief {
+				t.Fatalf("round %d (brief: %v), completion %d: answered with %v", round, req.Brief, i, j)
 			}
 		}
+		if seq := rs[0].GetJob().GetLastSequence(); seq < 2 || (round == 1 && seq != lastSeq) {
+			t.Fatalf("round %d: the first job's last sequence %d (before: %d), want its 2 events' last", round, seq, lastSeq)
+		}
+		lastSeq = rs[0].GetJob().GetLastSequence()
 		if rs[3].GetErrorCode() != "invalid_argument" || !strings.Contains(rs[3].GetErrorMessage(), "task_token") {
 			t.Fatalf("round %d: the forged token's result %v, want invalid_argument about the task token", round, rs[3])
 		}

@@ -1380,7 +1380,13 @@ func (x *CompleteJobResponse) GetJob() *Job {
 type CompleteJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 100, each of another attempt.
-	Completions   []*CompleteJobRequest `protobuf:"bytes,1,rep,name=completions,proto3" json:"completions,omitempty"`
+	Completions []*CompleteJobRequest `protobuf:"bytes,1,rep,name=completions,proto3" json:"completions,omitempty"`
+	// Answer each recorded completion with the job in brief: its id, queue,
+	// state, attempt, last_sequence and line_count, without its params,
+	// result or times. A worker reads no more than that, and the whole job
+	// costs the server its encoding and the worker its decoding, for every
+	// job completed.
+	Brief         bool `protobuf:"varint,2,opt,name=brief,proto3" json:"brief,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1420,6 +1426,13 @@ func (x *CompleteJobsRequest) GetCompletions() []*CompleteJobRequest {
 		return x.Completions
 	}
 	return nil
+}
+
+func (x *CompleteJobsRequest) GetBrief() bool {
+	if x != nil {
+		return x.Brief
+	}
+	return false
 }
 
 type CompleteJobsResponse struct {
@@ -2254,9 +2267,10 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x06events\x18\x03 \x03(\v2\x12.spool.v1.JobEventR\x06events\x12%\n" +
 	"\x0eencoded_events\x18\x04 \x03(\fR\rencodedEvents\"6\n" +
 	"\x13CompleteJobResponse\x12\x1f\n" +
-	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"U\n" +
+	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\"k\n" +
 	"\x13CompleteJobsRequest\x12>\n" +
-	"\vcompletions\x18\x01 \x03(\v2\x1c.spool.v1.CompleteJobRequestR\vcompletions\"L\n" +
+	"\vcompletions\x18\x01 \x03(\v2\x1c.spool.v1.CompleteJobRequestR\vcompletions\x12\x14\n" +
+	"\x05brief\x18\x02 \x01(\bR\x05brief\"L\n" +
 	"\x14CompleteJobsResponse\x124\n" +
 	"\aresults\x18\x01 \x03(\v2\x1a.spool.v1.CompletionResultR\aresults\"w\n" +
 	"\x10CompletionResult\x12\x1f\n" +
