@@ -18,6 +18,7 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
+	"github.com/spool-run/spool/internal/store/conformance"
 )
 
 // These tests make groups on purpose: a first write is held up in the
@@ -169,15 +170,7 @@ func TestGroupCommitSettlesEachAsAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 3, LeaseDuration: time.Minute})
-	if err != nil || len(ls) != 3 {
-		t.Fatalf("leased %d jobs, %v; want 3", len(ls), err)
-	}
-	i := slices.IndexFunc(ls, func(l store.Lease) bool { return l.Job.GetRetries() == 1 })
-	if i < 0 {
-		t.Fatal("the job with a retry was not leased")
-	}
-	retried, others := ls[i], slices.Delete(slices.Clone(ls), i, i+1)
+	retried, others := conformance.LeaseRetried(t, s, q, 3)
 	done, released := others[0], others[1]
 	letGo := gate(t, s)
 	before := pgstore.Groups(s).RowsDone

@@ -3,13 +3,13 @@ package sqlitestore
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/conformance"
 )
 
 // completeWrite is the write Complete submits, for a test to group.
@@ -33,15 +33,7 @@ func TestCompletionsMeetInOneRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: "q", Max: 4, LeaseDuration: time.Minute})
-	if err != nil || len(ls) != 4 {
-		t.Fatalf("leased %d, %v; want 4", len(ls), err)
-	}
-	i := slices.IndexFunc(ls, func(l store.Lease) bool { return l.Job.GetRetries() == 1 })
-	if i < 0 {
-		t.Fatal("the job with a retry was not leased")
-	}
-	retried, plain := ls[i], slices.Delete(slices.Clone(ls), i, i+1)
+	retried, plain := conformance.LeaseRetried(t, s, "q", 4)
 	done, stale, last := plain[0], plain[1], plain[2]
 	staleRef := stale.LeaseRef
 	staleRef.LeaseID = "not-the-lease"
