@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/datadir"
@@ -106,9 +107,19 @@ func openSQLite(ctx context.Context, cfg *config.Config, log *slog.Logger) (stor
 	return sqliteStore{Store: st, lock: lock}, nil
 }
 
+// lockWait is how long lockDir waits for a lock held elsewhere before it
+// calls the directory in use. A server that has just stopped can still be
+// named by a process this one is starting: a child between fork and exec
+// holds a copy of every open file, the lock's too, for a moment.
+const lockWait = time.Second
+
 // lockDir takes an exclusive lock on dir/spool.lock, so two servers never
 // share one SQLite database (each would think its leases are the truth).
 func lockDir(dir string) (*os.File, error) {
+	return lockDirWithin(dir, lockWait)
+}
+
+func lockDirWithin(dir string, wait time.Duration) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -117,7 +128,13 @@ func lockDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	deadline := time.Now().Add(wait)
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	for errors.Is(err, syscall.EWOULDBLOCK) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("data directory %s is in use by another spool server; stop it or use another --data-dir", dir)
