@@ -171,8 +171,11 @@ type Worker struct {
 
 	slots  chan struct{} // one token per running command
 	spares spareDirs
-	spool  spoolHealth
-	user   *jobUser // RunAs; nil: jobs run as the worker's user
+	// outboxes makes attempts' outboxes, of the files of removed ones
+	// where it can (set by Run).
+	outboxes *outbox.Spares
+	spool    spoolHealth
+	user     *jobUser // RunAs; nil: jobs run as the worker's user
 	// keyRefused is closed once the server has refused the worker's key
 	// (keyErr says how); see refuseKey.
 	keyRefused chan struct{}
@@ -246,6 +249,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer unlock()
 	w.clearJobDirs()
+	// Room for spares of four times the slots: ended jobs' outboxes wait
+	// for the server's acknowledgement while their slots run the next
+	// jobs, and they come back in bursts (with room for one slot's worth,
+	// one outbox in ten was still a new file).
+	w.outboxes = outbox.NewSpares(w.cfg.SpoolDir, 4*w.cfg.Concurrency)
+	defer w.outboxes.Drop()
 	w.pruneUndelivered()
 	if err := w.resumeOutboxes(); err != nil {
 		return err
@@ -571,7 +580,7 @@ func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
 	job := lease.GetJob()
 	log := w.log.With("job_id", job.GetJobId(), "attempt", job.GetAttempt())
 	b := job.GetExecutionConfig().GetBatching()
-	ob, err := outbox.Create(w.cfg.SpoolDir, outbox.Header{JobID: job.GetJobId(), Queue: job.GetQueue(), Attempt: job.GetAttempt(),
+	ob, err := w.outboxes.Create(outbox.Header{JobID: job.GetJobId(), Queue: job.GetQueue(), Attempt: job.GetAttempt(),
 		Token: lease.GetTaskToken(), Server: w.cfg.Server, Created: time.Now(),
 		Batch:     outbox.BatchLimits{MaxLines: int(b.GetMaxBatchSize()), MaxBytes: b.GetMaxBatchBytes(), PlaybackMillis: b.GetPlaybackIntervalMillis()},
 		FirstLine: lease.GetNextLine()})

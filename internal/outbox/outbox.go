@@ -10,8 +10,9 @@
 // are written as they are read, then the batcher's batches and the process
 // events (lines.go explains how batches refer to their lines); one sender
 // reads from the acknowledged position, publishes, and acknowledges;
-// segments wholly acknowledged are deleted, so the disk holds what the
-// server has not yet confirmed plus at most one segment. Records are
+// segments wholly acknowledged are deleted (or, made by Spares, emptied and
+// kept for the next outboxes: spares.go), so the disk holds what the server
+// has not yet confirmed plus at most one segment. Records are
 // written without fsync: they survive the worker process dying (the page
 // cache keeps them), which is what matters here, since a machine that loses
 // power loses its running job too.
@@ -84,6 +85,7 @@ type Outbox struct {
 	path     string
 	header   Header
 	segBytes int64
+	spares   *Spares // where removed segments go (nil: they are deleted)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced at every append
@@ -124,8 +126,13 @@ var ErrEmpty = errors.New("outbox: empty")
 
 // Create makes a new outbox for an attempt in the directory root.
 func Create(root string, h Header) (*Outbox, error) {
+	return create(root, h, nil)
+}
+
+// create is Create with the spare files of spares (nil: none).
+func create(root string, h Header, spares *Spares) (*Outbox, error) {
 	o := &Outbox{path: filepath.Join(root, fmt.Sprintf("%s-a%d", h.JobID, h.Attempt)), header: h, segBytes: DefaultSegmentBytes,
-		changed: make(chan struct{}), wSeg: 1, acked: pos{seg: 1}, lowSeg: 1}
+		changed: make(chan struct{}), wSeg: 1, acked: pos{seg: 1}, lowSeg: 1, spares: spares}
 	if err := o.startSegment(1); err != nil {
 		return nil, err
 	}
@@ -137,6 +144,9 @@ func Create(root string, h Header) (*Outbox, error) {
 // costs one file creation and no write of its own. A segment left empty (its
 // worker died before writing to it) is nothing to send.
 func (o *Outbox) startSegment(n int) error {
+	if o.spares != nil {
+		o.spares.take(o.segPath(n)) // O_TRUNC below empties whatever is there
+	}
 	f, err := os.OpenFile(o.segPath(n), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
@@ -556,9 +566,20 @@ func (o *Outbox) Next(ctx context.Context, maxEvents int, maxBytes int64) (Chunk
 // acknowledged) that no unclaimed line is in.
 func (o *Outbox) dropReadSegments(seg int) {
 	for o.lowSeg < seg && (o.pending.len() == 0 || o.pending.at[0].seg > o.lowSeg) {
-		_ = os.Remove(o.segPath(o.lowSeg))
+		_ = o.drop(o.lowSeg)
 		o.lowSeg++
 	}
+}
+
+// drop deletes segment n, or keeps its file as a spare.
+func (o *Outbox) drop(n int) error {
+	if o.spares != nil && o.spares.keep(o.segPath(n)) {
+		return nil
+	}
+	if err := os.Remove(o.segPath(n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // readAhead is how much of a segment one read takes in, at most (unless a
@@ -757,9 +778,7 @@ func (o *Outbox) Remove() error {
 	_ = o.Close()
 	var errs []error
 	for n := o.lowSeg; n <= o.wSeg; n++ {
-		if err := os.Remove(o.segPath(n)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+		errs = append(errs, o.drop(n))
 	}
 	return errors.Join(errs...)
 }
