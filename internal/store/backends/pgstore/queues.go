@@ -10,10 +10,12 @@ import (
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 )
 
-var (
-	queueCounts       = sqlrows.Dollar(sqlrows.QueueCounts)
-	selectQueuePaused = sqlrows.Dollar(sqlrows.SelectQueuePaused)
-)
+var queueCounts = sqlrows.Dollar(sqlrows.QueueCounts)
+
+// selectQueuePaused says whether a queue is paused (argument: name): one
+// search of the primary key of queues. Every lease asks it: servers
+// sharing the database pause and resume queues for each other.
+const selectQueuePaused = `SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)`
 
 // QueueStats implements store.QueueStore: the grouped count of the jobs
 // and the paused queues (sqlrows.QueueCounts, PausedQueues) in one round

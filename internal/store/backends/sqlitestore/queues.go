@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"time"
 
 	"github.com/spool-run/spool/internal/store"
@@ -36,22 +37,76 @@ func (s *Store) query(ctx context.Context, what string, collect func(sqlrows.Row
 	return nil
 }
 
-// SetQueuePaused implements store.QueueStore.
+// SetQueuePaused implements store.QueueStore. The paused queues in memory
+// change once the change is committed, before the caller hears of it.
 func (s *Store) SetQueuePaused(ctx context.Context, name string, paused bool, at time.Time) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		q, args := sqlrows.SetQueuePaused(name, paused, at)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return sqliteErr(err, "pause or resume queue %q", name)
 		}
 		return nil
 	})
+	if err == nil {
+		s.paused.set(name, paused)
+	}
+	return err
 }
 
-// QueuePaused implements store.QueueStore.
-func (s *Store) QueuePaused(ctx context.Context, name string) (bool, error) {
-	var paused bool
-	if err := s.r.QueryRowContext(ctx, sqlrows.SelectQueuePaused, name).Scan(&paused); err != nil {
-		return false, sqliteErr(err, "is queue %q paused", name)
+// QueuePaused implements store.QueueStore, from memory.
+func (s *Store) QueuePaused(_ context.Context, name string) (bool, error) {
+	return s.paused.has(name), nil
+}
+
+// pausedQueues are the names of the paused queues, as committed. Every
+// lease asks whether its queue is paused, before it leases and again after
+// (a pause acknowledged lets no job start), and on a worker polling for
+// short jobs those two reads of the database were most of what a lease
+// cost. A data directory is one server's (the server locks it) and this
+// store's writer is the only connection that pauses or resumes, so the
+// names read once at Open and kept up to date by SetQueuePaused are the
+// database's.
+type pausedQueues struct {
+	mu    sync.RWMutex
+	names map[string]bool
+}
+
+// load reads the paused queues from the database.
+func (p *pausedQueues) load(ctx context.Context, r *sql.DB) error {
+	var t sqlrows.QueueTally
+	rows, err := r.QueryContext(ctx, sqlrows.PausedQueues)
+	if err != nil {
+		return sqliteErr(err, "read the paused queues")
 	}
-	return paused, nil
+	defer rows.Close()
+	if err := t.AddPaused(rows); err != nil {
+		return sqliteErr(err, "read the paused queues")
+	}
+	names := map[string]bool{}
+	for _, q := range t.Stats() {
+		names[q.Name] = true
+	}
+	p.mu.Lock()
+	p.names = names
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *pausedQueues) set(name string, paused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.names == nil {
+		p.names = map[string]bool{}
+	}
+	if paused {
+		p.names[name] = true
+	} else {
+		delete(p.names, name)
+	}
+}
+
+func (p *pausedQueues) has(name string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.names[name]
 }

@@ -35,10 +35,6 @@ var QueueCounts = fmt.Sprintf(`SELECT queue, state, count(*), min(created_at) FR
 // PausedQueues reads the paused queues and since when.
 const PausedQueues = `SELECT name, paused_at FROM queues`
 
-// SelectQueuePaused says whether a queue is paused (argument: name): one
-// search of the primary key of queues.
-const SelectQueuePaused = `SELECT EXISTS (SELECT 1 FROM queues WHERE name = ?)`
-
 // SetQueuePaused is the statement that pauses a queue at at, keeping the
 // time of a pause already in place, or resumes it.
 func SetQueuePaused(name string, paused bool, at time.Time) (string, []any) {
