@@ -47,20 +47,13 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 	defer stop()
 	wait := time.Duration(min(m.GetWaitSeconds(), maxWaitSeconds)) * time.Second
 	s.pollers.polled(queue, cmp.Or(m.GetWorkerId(), caller.Name), storekit.Now())
-	open, err := s.waitUnpaused(pollCtx, queue, wait)
-	var leases []store.Lease
-	if err == nil && open {
-		leases, err = s.store.Dequeue(pollCtx, store.DequeueRequest{
-			Queue:         queue,
-			Max:           int(m.GetMaxJobs()),
-			LeaseDuration: lease,
-			Wait:          wait,
-			WorkerID:      m.GetWorkerId(),
-		})
-	}
-	if err == nil {
-		leases, err = s.handBackPaused(ctx, queue, leases)
-	}
+	leases, err := s.dequeue(ctx, pollCtx, store.DequeueRequest{
+		Queue:         queue,
+		Max:           int(m.GetMaxJobs()),
+		LeaseDuration: lease,
+		Wait:          wait,
+		WorkerID:      m.GetWorkerId(),
+	})
 	if err != nil && s.draining() && ctx.Err() == nil {
 		err = nil // shutting down: answer "nothing now" rather than an error
 	}
@@ -93,6 +86,26 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 	}
 	s.metrics.leased.Add(ctx, int64(len(leases)), s.metrics.byQueue.of(queue, ""))
 	return resp, nil
+}
+
+// dequeue leases jobs of a queue that is not paused, waiting up to req.Wait
+// for them, or for a resume. A store that keeps pauses in its leases
+// (store.PausedLeaser) does it in one; with any other, the core asks
+// whether the queue is paused before the lease, and again after it, to
+// hand back what a pause raced.
+func (s *Service) dequeue(ctx, pollCtx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
+	if pl := s.store.Capabilities().PausedLeaser; pl != nil {
+		return pl.DequeueUnpaused(pollCtx, req)
+	}
+	open, err := s.waitUnpaused(pollCtx, req.Queue, req.Wait)
+	if err != nil || !open {
+		return nil, err
+	}
+	leases, err := s.store.Dequeue(pollCtx, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.handBackPaused(ctx, req.Queue, leases)
 }
 
 // lease checks that the caller may run jobs (a task token alone is not

@@ -13,6 +13,8 @@ import (
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/memstore"
+	"github.com/spool-run/spool/internal/store/backends/pgstore"
+	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 	"github.com/spool-run/spool/internal/token"
 )
 
@@ -215,5 +217,66 @@ func TestPollersForgetOldPolls(t *testing.T) {
 	}
 	if got := p.counts(start.Add(2 * time.Minute)); len(got) != 1 || got["late"] != 1 {
 		t.Fatalf("counts: %v", got)
+	}
+}
+
+// On PostgreSQL the lease itself keeps the pause (store.PausedLeaser): a
+// paused queue gives no job, a worker waits it out, and a resume through
+// another server's core wakes it.
+func TestPauseStopsLeasesOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	cfg := config.Default()
+	cfg.Auth.Disabled = true
+	ctx := WithCredentials(context.Background(), Credentials{Host: "localhost"})
+	key := make([]byte, 32)
+	var cores [2]*Service
+	for i := range cores {
+		st, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, MinConns: 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		cores[i] = newCore(t, st, cfg, key)
+	}
+	a, b := cores[0], cores[1]
+	if _, err := a.PauseQueue(ctx, &spoolv1.PauseQueueRequest{Name: "builds"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := a.EnqueueJob(ctx, &spoolv1.EnqueueJobRequest{Queue: "builds", Params: &spoolv1.JobParams{Argv: []string{"make"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dequeue := func(wait int32) ([]*spoolv1.JobLease, error) {
+		resp, err := a.DequeueJobs(ctx, &spoolv1.DequeueJobsRequest{Queue: "builds", MaxJobs: 1, WaitSeconds: wait, WorkerId: "w1"})
+		return resp.GetLeases(), err
+	}
+	if ls, err := dequeue(0); err != nil || len(ls) != 0 {
+		t.Fatalf("a paused queue gave %d jobs (%v)", len(ls), err)
+	}
+	type dequeued struct {
+		leases []*spoolv1.JobLease
+		err    error
+	}
+	done := make(chan dequeued, 1)
+	go func() {
+		ls, err := dequeue(20)
+		done <- dequeued{ls, err}
+	}()
+	select {
+	case d := <-done:
+		t.Fatalf("a worker on the paused queue was answered at once: %d leases (%v)", len(d.leases), d.err)
+	case <-time.After(300 * time.Millisecond): // longer than the store's poll interval
+	}
+	if _, err := b.ResumeQueue(ctx, &spoolv1.ResumeQueueRequest{Name: "builds"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-done:
+		if d.err != nil || len(d.leases) != 1 || d.leases[0].GetJob().GetJobId() != resp.GetJob().GetJobId() {
+			t.Fatalf("after the resume the waiting worker got %d leases (%v)", len(d.leases), d.err)
+		}
+	case <-time.After(5 * time.Second): // a quarter of the wait: only a wake-up is this quick
+		t.Fatal("the waiting worker still has nothing after a resume on another server")
 	}
 }

@@ -25,6 +25,9 @@ type Capabilities struct {
 	// SpaceReclaimer gives the space of deleted jobs back to the file
 	// system.
 	SpaceReclaimer SpaceReclaimer
+	// PausedLeaser leases nothing from a paused queue, and orders pauses
+	// and leases itself.
+	PausedLeaser PausedLeaser
 }
 
 // Missing names the features c lacks, for people.
@@ -38,6 +41,7 @@ func (c Capabilities) Missing() []string {
 		{"LeaseGracer", c.LeaseGracer != nil},
 		{"WatchSharer", c.WatchSharer != nil},
 		{"SpaceReclaimer", c.SpaceReclaimer != nil},
+		{"PausedLeaser", c.PausedLeaser != nil},
 	} {
 		if !f.offered {
 			out = append(out, f.name)
@@ -54,6 +58,19 @@ type Finisher interface {
 	// neither. A repeat of a completion already recorded returns the job
 	// unchanged.
 	Finish(ctx context.Context, l LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error)
+}
+
+// PausedLeaser is offered by stores that keep a queue's pause in the lease
+// itself, where servers share the store (PostgreSQL): asking whether the
+// queue is paused before a lease and again after it (to hand back what a
+// pause raced) cost every lease two more round trips, as long as the
+// lease's own. Without it, the core asks the store around each lease.
+type PausedLeaser interface {
+	// DequeueUnpaused is Dequeue that leases nothing while r.Queue is
+	// paused (a long poll then waits, and a resume wakes it). Once
+	// SetQueuePaused(paused) has returned, no lease of the queue is
+	// committed after it, on any server.
+	DequeueUnpaused(ctx context.Context, r DequeueRequest) ([]Lease, error)
 }
 
 // LeaseGracer is offered by stores whose leases only run while a spool

@@ -149,6 +149,9 @@ func RawJob(s *Store, id string) ([]byte, error) {
 // unprompted. Call it before any Dequeue.
 func SetPollInterval(s *Store, d time.Duration) { s.polls.Interval = d }
 
+// PauseLockClass is the class of the queues' pause locks.
+const PauseLockClass = pauseLockClass
+
 // Polling is how many dequeues of queue wait for a wake-up.
 func Polling(s *Store, queue string) int { return s.polls.Sleeping(queue) }
 
@@ -218,6 +221,7 @@ func Plans(ctx context.Context, s *Store) ([]string, error) {
 		sql, args string
 	}{
 		{leaseReady, "'q', 1, 10, 2"},
+		{leaseUnpaused, "'q', 1, 10, 2"},
 		{`SELECT job_id FROM jobs WHERE ` + running + ` AND lease_expires_at <= $1`, "1"},
 		{`UPDATE jobs SET lease_expires_at = $1 WHERE ` + running + ` AND lease_expires_at < $1`, "1"},
 	} {

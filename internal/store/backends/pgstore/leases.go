@@ -33,28 +33,100 @@ func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.
 // passed as arguments: PostgreSQL uses a partial index (jobs_queued,
 // jobs_running) only for a statement whose own text implies its predicate,
 // and a prepared statement's generic plan cannot know an argument's value.
-var leaseReady = fmt.Sprintf(`WITH ready AS (
+//
+// leaseUnpaused is the same, leasing nothing while the queue is paused
+// (the term does not depend on the row: PostgreSQL checks it once).
+var leaseReady, leaseUnpaused = leaseStatement(""), leaseStatement(" AND NOT EXISTS (SELECT 1 FROM queues WHERE name = $1)")
+
+func leaseStatement(unpaused string) string {
+	return fmt.Sprintf(`WITH ready AS (
 		SELECT job_id FROM jobs
-		WHERE queue = $1 AND state = %d AND (run_after IS NULL OR run_after <= $2)
+		WHERE queue = $1 AND state = %d AND (run_after IS NULL OR run_after <= $2)%s
 		ORDER BY created_at, job_id LIMIT $3
 		FOR UPDATE SKIP LOCKED)
 	UPDATE jobs SET state = %d, attempt = attempt + 1, lease_id = gen_random_uuid()::text, lease_expires_at = $4, updated_at = $2, started_at = $2
 	WHERE job_id IN (SELECT job_id FROM ready)
-	RETURNING `+sqlrows.JobCols, sqlrows.Queued, sqlrows.Running)
+	RETURNING `+sqlrows.JobCols, sqlrows.Queued, unpaused, sqlrows.Running)
+}
 
 // running is the search condition of running jobs, as jobs_running's
 // predicate says it; the searches' own terms on lease_expires_at (<, <=)
 // imply the rest of the predicate, that it is not NULL.
 var running = fmt.Sprintf("state = %d", sqlrows.Running)
 
+// DequeueUnpaused implements store.PausedLeaser: the pause is read by the
+// lease's own statement, under the queue's pause lock (pauseLock), in one
+// round trip.
+func (s *Store) DequeueUnpaused(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
+	return s.polls.Dequeue(ctx, req, func() ([]store.Lease, error) {
+		return s.leaseUnpaused(ctx, req)
+	})
+}
+
 // lease takes up to req.Max ready jobs, the oldest first, in one
 // statement.
 func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
+	return s.leaseWith(ctx, req, func(q querier, args ...any) (pgx.Rows, error) {
+		return q.Query(ctx, leaseReady, args...)
+	})
+}
+
+// leaseUnpaused is lease of a queue that is not paused. The statement that
+// leases holds the queue's pause lock shared (taken in the statement
+// before it, so the lease's snapshot is taken once the lock is held), and
+// a pause takes it alone before it writes: a pause waits for the leases
+// under way to commit, and the leases after it see the pause. The two
+// statements go in one batch, one implicit transaction, which releases the
+// lock as it commits.
+func (s *Store) leaseUnpaused(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
+	return s.leaseWith(ctx, req, func(q querier, args ...any) (pgx.Rows, error) {
+		b := &pgx.Batch{}
+		b.Queue(pauseLockShared, pauseLockClass, req.Queue)
+		b.Queue(leaseUnpaused, args...)
+		br := q.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return nil, err
+		}
+		return batchRows{Rows: rows, batch: br}, nil
+	})
+}
+
+// batchRows are the rows of a batch's last query: closing them closes the
+// batch, which ends its implicit transaction.
+type batchRows struct {
+	pgx.Rows
+	batch pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.Rows.Close()
+	_ = r.batch.Close()
+}
+
+// Err is the rows' error, or, once they are read, the batch's: its
+// commit's.
+func (r batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	r.Rows.Close()
+	return r.batch.Close()
+}
+
+// leaseWith leases with the statement query runs (arguments: queue, now,
+// limit, lease expiry).
+func (s *Store) leaseWith(ctx context.Context, req store.DequeueRequest, query func(q querier, args ...any) (pgx.Rows, error)) ([]store.Lease, error) {
 	var out []store.Lease
 	err := s.writeOne(func(q querier, n *notes) error {
 		out = out[:0]
 		now := storekit.Now()
-		rows, err := q.Query(ctx, leaseReady, req.Queue, now.UnixMicro(), store.DequeueLimit(req.Max), now.Add(req.LeaseDuration).UnixMicro())
+		rows, err := query(q, req.Queue, now.UnixMicro(), store.DequeueLimit(req.Max), now.Add(req.LeaseDuration).UnixMicro())
 		if err != nil {
 			return pgErr(err, "lease jobs of queue %q", req.Queue)
 		}

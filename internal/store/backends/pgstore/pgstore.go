@@ -171,7 +171,7 @@ func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxIte
 // followers shared between servers over LISTEN/NOTIFY. PostgreSQL gives
 // the space of deleted rows back by itself (autovacuum).
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{Finisher: s, LeaseGracer: s, WatchSharer: s}
+	return store.Capabilities{Finisher: s, LeaseGracer: s, WatchSharer: s, PausedLeaser: s}
 }
 
 // Watch implements store.JobStore.

@@ -425,7 +425,7 @@ func TestStateSearchesUsePartialIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"jobs_queued", "jobs_running", "jobs_running"} {
+	for i, want := range []string{"jobs_queued", "jobs_queued", "jobs_running", "jobs_running"} {
 		if !strings.Contains(plans[i], want) {
 			t.Errorf("plan %d does not use %s:\n%s", i, want, plans[i])
 		}

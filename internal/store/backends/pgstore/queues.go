@@ -43,14 +43,36 @@ func (s *Store) QueueStats(ctx context.Context, since time.Time) ([]store.QueueS
 	return t.Stats(), nil
 }
 
-// SetQueuePaused implements store.QueueStore in one statement. Servers
-// that pause one queue at once all succeed; the first time stays.
+// A queue's pause lock orders its pauses with its leases (leaseUnpaused):
+// an advisory lock of PostgreSQL's, in a class of spool's own, numbered by
+// the hash of the queue's name. Two queues whose names hash alike share
+// one, which only makes a pause of one wait for the other's leases.
+const (
+	pauseLockClass  = 0x73706f6f // "spoo"
+	pauseLockShared = `SELECT pg_advisory_xact_lock_shared($1, hashtext($2))`
+	pauseLock       = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
+)
+
+// SetQueuePaused implements store.QueueStore in one round trip. Servers
+// that pause one queue at once all succeed; the first time stays. A pause
+// holds the queue's pause lock until it commits, so it waits for the
+// leases under way and every lease after it sees it; a resume wakes the
+// queue's polls on every server.
 func (s *Store) SetQueuePaused(ctx context.Context, name string, paused bool, at time.Time) error {
 	q, args := sqlrows.SetQueuePaused(name, paused, at)
-	if _, err := s.pool.Exec(ctx, sqlrows.Dollar(q), args...); err != nil {
-		return pgErr(err, "pause or resume queue %q", name)
-	}
-	return nil
+	return s.writeOne(func(db querier, n *notes) error {
+		b := &pgx.Batch{}
+		if paused {
+			b.Queue(pauseLock, pauseLockClass, name)
+		} else {
+			n.queue(name)
+		}
+		b.Queue(sqlrows.Dollar(q), args...)
+		if err := db.SendBatch(ctx, b).Close(); err != nil {
+			return pgErr(err, "pause or resume queue %q", name)
+		}
+		return nil
+	})
 }
 
 // QueuePaused implements store.QueueStore.
