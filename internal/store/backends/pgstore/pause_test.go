@@ -50,6 +50,43 @@ func waitForLockWaiter(t *testing.T, admin *pgx.Conn) {
 	}
 }
 
+// holdPauseLock begins a transaction on a connection of its own that holds
+// queue q's pause lock, shared (as a lease under way does) or alone (as a
+// pause does).
+func holdPauseLock(t *testing.T, url string, shared bool) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pgtest.Connect(t, url).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	lock := `SELECT pg_advisory_xact_lock($1, hashtext('q'))`
+	if shared {
+		lock = `SELECT pg_advisory_xact_lock_shared($1, hashtext('q'))`
+	}
+	if _, err := tx.Exec(ctx, lock, pgstore.PauseLockClass); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// leaseResult is what a dequeue in the background got.
+type leaseResult struct {
+	n   int
+	err error
+}
+
+// dequeueInBackground runs dequeueUnpaused on its own goroutine.
+func dequeueInBackground(s *pgstore.Store, q string, wait time.Duration) <-chan leaseResult {
+	out := make(chan leaseResult, 1)
+	go func() {
+		leases, err := dequeueUnpaused(s, q, wait)
+		out <- leaseResult{len(leases), err}
+	}()
+	return out
+}
+
 func TestPausedQueueLeasesNothing(t *testing.T) {
 	t.Parallel()
 	s := open(t, pgtest.NewDatabase(t))
@@ -77,15 +114,7 @@ func TestPauseWaitsForLeasesUnderWay(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	s := open(t, url)
 	ctx := context.Background()
-	lease := pgtest.Connect(t, url)
-	tx, err := lease.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1, hashtext('q'))`, pgstore.PauseLockClass); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdPauseLock(t, url, true)
 	paused := make(chan error, 1)
 	go func() { paused <- s.SetQueuePaused(ctx, "q", true, time.Now()) }()
 	waitForLockWaiter(t, pgtest.Connect(t, url))
@@ -110,32 +139,16 @@ func TestLeaseSeesAPauseUnderWay(t *testing.T) {
 	s := open(t, url)
 	ctx := context.Background()
 	enqueueN(t, s, "q", 3)
-	pause := pgtest.Connect(t, url)
-	tx, err := pause.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext('q'))`, pgstore.PauseLockClass); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdPauseLock(t, url, false)
 	if _, err := tx.Exec(ctx, `INSERT INTO queues (name, paused_at) VALUES ('q', 1)`); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		n   int
-		err error
-	}
-	leased := make(chan result, 1)
-	go func() {
-		leases, err := dequeueUnpaused(s, "q", 0)
-		leased <- result{len(leases), err}
-	}()
+	got := dequeueInBackground(s, "q", 0)
 	waitForLockWaiter(t, pgtest.Connect(t, url))
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-leased; r.err != nil || r.n != 0 {
+	if r := <-got; r.err != nil || r.n != 0 {
 		t.Fatalf("a lease that waited out a pause took %d jobs (%v); want none", r.n, r.err)
 	}
 }
@@ -152,15 +165,7 @@ func TestResumeWakesPollsOfPausedQueue(t *testing.T) {
 	if err := a.SetQueuePaused(ctx, "q", true, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		n   int
-		err error
-	}
-	leased := make(chan result, 1)
-	go func() {
-		leases, err := dequeueUnpaused(a, "q", 30*time.Second)
-		leased <- result{len(leases), err}
-	}()
+	got := dequeueInBackground(a, "q", 30*time.Second)
 	for pgstore.Polling(a, "q") == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -168,7 +173,7 @@ func TestResumeWakesPollsOfPausedQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case r := <-leased:
+	case r := <-got:
 		if r.err != nil || r.n != 2 {
 			t.Fatalf("after the resume: %d leases, %v; want 2", r.n, r.err)
 		}
