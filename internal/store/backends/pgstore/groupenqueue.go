@@ -94,11 +94,7 @@ func (s *Store) insertGroup(ctx context.Context, group []*pending[*newJob]) (map
 	})
 	cols := make([]any, len(insertJobTypes))
 	for c := range cols {
-		col := make([]any, len(sorted))
-		for i, p := range sorted {
-			col[i] = p.item.args[c]
-		}
-		cols[c] = col
+		cols[c] = column(sorted, c)
 	}
 	rows, err := s.pool.Query(ctx, insertJobs, cols...)
 	if err != nil {
@@ -113,6 +109,42 @@ func (s *Store) insertGroup(ctx context.Context, group []*pending[*newJob]) (map
 		created[id] = true
 	}
 	return created, nil
+}
+
+// column is the values of column c of the jobs of group. A column of
+// strings, int32s or int64s without NULL goes as a slice of its type,
+// which pgx encodes without reflecting on every value; any other as it is.
+func column(group []*pending[*newJob], c int) any {
+	switch group[0].item.args[c].(type) {
+	case string:
+		return typedColumn[string](group, c)
+	case int32:
+		return typedColumn[int32](group, c)
+	case int64:
+		return typedColumn[int64](group, c)
+	}
+	return anyColumn(group, c)
+}
+
+// typedColumn is column c as a []T, or as it is when a value is not a T.
+func typedColumn[T any](group []*pending[*newJob], c int) any {
+	col := make([]T, len(group))
+	for i, p := range group {
+		v, ok := p.item.args[c].(T)
+		if !ok {
+			return anyColumn(group, c)
+		}
+		col[i] = v
+	}
+	return col
+}
+
+func anyColumn(group []*pending[*newJob], c int) []any {
+	col := make([]any, len(group))
+	for i, p := range group {
+		col[i] = p.item.args[c]
+	}
+	return col
 }
 
 // readRepeats answers the enqueues of group that created nothing with the
