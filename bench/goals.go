@@ -292,28 +292,38 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 
 // noopGoal measures no-op jobs against the processes this machine starts.
 func noopGoal(ctx context.Context, n int, log *slog.Logger) ([]goalRow, error) {
+	before := cpuNow(0, "")
 	procs, err := processStartRate(ctx, n)
 	if err != nil {
 		return nil, err
 	}
+	machineCPU := before.perJob(cpuNow(0, ""), n, "bench", "commands")
 	r, err := startRemote(ctx, noopSlots, false, log)
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := noopJobRate(ctx, r.Client, n)
+	jobs, jobsCPU, err := noopJobRate(ctx, r.Client, n, r.cmd.Process.Pid)
 	if stopErr := r.stop(); err == nil {
 		err = stopErr
 	}
 	if err != nil {
 		return nil, err
 	}
-	return []goalRow{{
+	return keepFigures([]goalRow{{
 		measure:  fmt.Sprintf("no-op jobs (`true`), %d slots, %d jobs", noopSlots, n),
 		spool:    fmt.Sprintf("%s jobs/s (%.0f%%)", thousands(jobs), 100*jobs/procs),
 		baseline: fmt.Sprintf("machine: %s processes/s", thousands(procs)),
 		goal:     fmt.Sprintf(">= %.0f%% of the machine", 100*goalNoopShare),
 		met:      jobs >= goalNoopShare*procs,
-	}}, nil
+	}, {
+		measure: "  CPU a job, by process", spool: jobsCPU, baseline: machineCPU, info: true,
+	}}), nil
+}
+
+// keepFigures leaves out the rows for reference that have no figure (the
+// CPU by process, where /proc cannot be read).
+func keepFigures(rows []goalRow) []goalRow {
+	return slices.DeleteFunc(rows, func(g goalRow) bool { return g.info && g.spool == "" && g.baseline == "" })
 }
 
 // liveFigures are one server's live figures.

@@ -32,7 +32,7 @@ func compareNoop(ctx context.Context, n int, log *slog.Logger) error {
 		return err
 	}
 	defer cl.Stop()
-	jobs, err := noopJobRate(ctx, cl.Client, n)
+	jobs, _, err := noopJobRate(ctx, cl.Client, n, 0)
 	if err != nil {
 		return err
 	}
@@ -82,10 +82,12 @@ func processRate(ctx context.Context, n, slots int, argv []string) (float64, err
 // noopJobRate submits n jobs that run `true` to a paused queue, then
 // resumes it and returns how many ended a second from the resume to the
 // last end: the worker's and the server's work per job, not the submits'.
-func noopJobRate(ctx context.Context, c *client.Client, n int) (float64, error) {
+// With the server's process id, it also says where the CPU of a job went
+// from the resume on (cpuUse.perJob).
+func noopJobRate(ctx context.Context, c *client.Client, n, serverPID int) (float64, string, error) {
 	const queue = "default" // the one the local worker polls
 	if _, err := c.PauseQueue(ctx, queue); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	ids := make([]string, n)
 	var (
@@ -109,23 +111,24 @@ func noopJobRate(ctx context.Context, c *client.Client, n int) (float64, error) 
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return 0, firstErr
+		return 0, "", firstErr
 	}
-	start := time.Now()
+	start, cpu := time.Now(), cpuNow(serverPID, "")
 	if _, err := c.ResumeQueue(ctx, queue); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if err := waitQueue(ctx, c, queue, n); err != nil {
-		return 0, err
+		return 0, "", err
 	}
+	used := cpu.perJob(cpuNow(serverPID, ""), n, "worker", "commands")
 	// The run ended when its last job did, as the server recorded it (the
 	// server runs on this machine's clock), not when the wait above next
 	// looked.
 	end, err := lastFinished(ctx, c, queue)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return float64(n) / end.Sub(start).Seconds(), nil
+	return float64(n) / end.Sub(start).Seconds(), used, nil
 }
 
 // lastFinished is when the last job of queue to finish did.

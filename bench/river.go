@@ -121,18 +121,26 @@ func riverGoal(ctx context.Context, pgURL string, jobs int, log *slog.Logger) ([
 	}
 	rf, rs := river["insert-then-work"], river["steady"]
 	ratio := func(a, b float64) string { return fmt.Sprintf("%.2fx River", a/b) }
-	return []goalRow{{
+	return keepFigures([]goalRow{{
 		measure:  fmt.Sprintf("PostgreSQL: %s jobs enqueued, then worked", thousands(float64(jobs))),
 		spool:    thousands(first.perSecond) + " jobs/s",
 		baseline: fmt.Sprintf("River (%d workers): %s (%s)", riverWorkers, thousands(rf.JobsPerSecond), ratio(first.perSecond, rf.JobsPerSecond)),
 		goal:     ">= River",
 		met:      first.perSecond >= rf.JobsPerSecond,
 	}, {
+		measure: "  CPU a job while worked, by process",
+		spool:   first.cpu,
+		info:    true,
+	}, {
 		measure:  "  the same on the embedded SQLite store",
 		spool:    thousands(onSQLite.perSecond) + " jobs/s",
 		baseline: "spool on PostgreSQL: " + thousands(first.perSecond),
 		goal:     ">= PostgreSQL's",
 		met:      onSQLite.perSecond >= first.perSecond,
+	}, {
+		measure: "  CPU a job while worked on SQLite, by process",
+		spool:   onSQLite.cpu,
+		info:    true,
 	}, {
 		measure:  fmt.Sprintf("PostgreSQL: %d clients, one job an enqueue", steadyClients),
 		spool:    thousands(steady.perSecond) + " jobs/s",
@@ -161,7 +169,7 @@ func riverGoal(ctx context.Context, pgURL string, jobs int, log *slog.Logger) ([
 		spool:    "",
 		baseline: thousands(river["floor"].JobsPerSecond) + " commits/s",
 		info:     true,
-	}}, nil
+	}}), nil
 }
 
 // goalBulkPerSecond is the bulk enqueue goal through the API.
@@ -187,9 +195,11 @@ func latencyOf(d []time.Duration) latency {
 	return latency{p50: p50, p99: p99}
 }
 
-// firstRun is jobs enqueued first, in bulk, then leased and completed.
+// firstRun is jobs enqueued first, in bulk, then leased and completed;
+// cpu says where the CPU went while they were worked.
 type firstRun struct {
 	enqueuePerSecond, perSecond float64
+	cpu                         string
 }
 
 // enqueueThenWork enqueues jobs through r's API in bulk calls, then works
@@ -217,10 +227,12 @@ func enqueueThenWork(ctx context.Context, r *remote, jobs int) (firstRun, error)
 	ended.Store(true)
 	var total atomic.Int64
 	total.Store(int64(calls * bulkSize))
+	cpu := cpuNow(r.cmd.Process.Pid, r.postgres)
 	if err := w.run(&total, &ended); err != nil {
 		return first, err
 	}
 	first.perSecond = float64(calls*bulkSize) / sinceStart(start)
+	first.cpu = cpu.perJob(cpuNow(r.cmd.Process.Pid, r.postgres), calls*bulkSize, "worker loops", "")
 	return first, nil
 }
 
