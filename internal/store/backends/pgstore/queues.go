@@ -13,8 +13,8 @@ import (
 var queueCounts = sqlrows.Dollar(sqlrows.QueueCounts)
 
 // selectQueuePaused says whether a queue is paused (argument: name): one
-// search of the primary key of queues. Every lease asks it: servers
-// sharing the database pause and resume queues for each other.
+// search of the primary key of queues. Leases do not ask it: they read the
+// pause in their own statement (leaseUnpaused).
 const selectQueuePaused = `SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)`
 
 // QueueStats implements store.QueueStore: the grouped count of the jobs
