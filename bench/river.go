@@ -42,10 +42,17 @@ type riverResult struct {
 	InsertPerSecond float64       `json:"insert_per_second"`
 	InsertP50       time.Duration `json:"insert_p50"`
 	InsertP99       time.Duration `json:"insert_p99"`
+	CPUPerJob       time.Duration `json:"cpu_per_job"`
+	// Mark starts or ends the phase whose CPU is measured from outside
+	// (a line of its own).
+	Mark string `json:"mark"`
+	// cpu is where a job's CPU went while River worked them (insert-then-work).
+	cpu string
 }
 
 // runRiver runs bench/river on the PostgreSQL server at pgURL and returns
-// its figures by workload.
+// its figures by workload. It reads River's lines as they come, to measure
+// the database's CPU between the marks River prints around its work.
 func runRiver(ctx context.Context, pgURL string, jobs int) (map[string]riverResult, error) {
 	if _, err := os.Stat(riverDir); err != nil {
 		return nil, fmt.Errorf("the River bench is in %s: run the bench from the repository's root (%w)", riverDir, err)
@@ -55,21 +62,46 @@ func runRiver(ctx context.Context, pgURL string, jobs int) (map[string]riverResu
 		"-inserters", strconv.Itoa(steadyClients), "-steady", steadyFor.String())
 	cmd.Dir = riverDir
 	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("the River bench (%s): %w", riverDir, err)
 	}
 	res := map[string]riverResult{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	var (
+		out             bytes.Buffer
+		workStart, work cpuUse
+	)
+	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
+		out.Write(sc.Bytes())
+		out.WriteByte('\n')
 		var r riverResult
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Workload != "" {
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			continue
+		}
+		switch {
+		case r.Mark == "work-start":
+			workStart = cpuNow(0, pgURL)
+		case r.Mark == "work-end":
+			work = cpuNow(0, pgURL)
+		case r.Workload != "":
+			if r.Workload == "insert-then-work" && r.CPUPerJob > 0 {
+				if db := workStart.perJob(work, jobs, "", ""); db != "" {
+					r.cpu = fmt.Sprintf("River %s us, %s", thousands(float64(r.CPUPerJob.Microseconds())), db)
+				}
+			}
 			res[r.Workload] = r
 		}
 	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("the River bench (%s): %w", riverDir, err)
+	}
 	for _, w := range []string{"insert-then-work", "steady", "floor"} {
 		if _, ok := res[w]; !ok {
-			return nil, fmt.Errorf("the River bench printed no %s figures:\n%s", w, out)
+			return nil, fmt.Errorf("the River bench printed no %s figures:\n%s", w, out.String())
 		}
 	}
 	return res, nil
@@ -128,9 +160,10 @@ func riverGoal(ctx context.Context, pgURL string, jobs int, log *slog.Logger) ([
 		goal:     ">= River",
 		met:      first.perSecond >= rf.JobsPerSecond,
 	}, {
-		measure: "  CPU a job while worked, by process",
-		spool:   first.cpu,
-		info:    true,
+		measure:  "  CPU a job while worked, by process",
+		spool:    first.cpu,
+		baseline: rf.cpu,
+		info:     true,
 	}, {
 		measure:  "  the same on the embedded SQLite store",
 		spool:    thousands(onSQLite.perSecond) + " jobs/s",

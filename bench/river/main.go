@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,6 +124,25 @@ type result struct {
 	// InsertP50 and InsertP99: one Insert call's latency (steady only).
 	InsertP50 time.Duration `json:"insert_p50,omitempty"`
 	InsertP99 time.Duration `json:"insert_p99,omitempty"`
+	// CPUPerJob: this process's CPU a job while the jobs were worked
+	// (insert-then-work only), which the spool bench shows beside the
+	// database's, measured from outside between the marks.
+	CPUPerJob time.Duration `json:"cpu_per_job,omitempty"`
+}
+
+// mark prints a line that tells the spool bench, reading as the lines
+// come, where a phase it measures from outside starts or ends.
+func mark(name string) {
+	fmt.Printf("{\"mark\":%q}\n", name)
+}
+
+// cpuTime is this process's CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func report(r result, human string) {
@@ -176,18 +196,21 @@ func (r runner) insertThenWork(ctx context.Context, n, per int) error {
 	if err != nil {
 		return err
 	}
-	start = time.Now()
+	mark("work-start")
+	start, cpu := time.Now(), cpuTime()
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
 	if err := waitFor(ctx, &done, int64(n), 5*time.Minute); err != nil {
 		return err
 	}
-	worked := time.Since(start)
+	worked, cpu := time.Since(start), cpuTime()-cpu
+	mark("work-end")
 	if err := c.Stop(ctx); err != nil {
 		return err
 	}
-	res := result{Workload: "insert-then-work", JobsPerSecond: float64(n) / worked.Seconds(), InsertPerSecond: float64(n) / inserted.Seconds()}
+	res := result{Workload: "insert-then-work", JobsPerSecond: float64(n) / worked.Seconds(), InsertPerSecond: float64(n) / inserted.Seconds(),
+		CPUPerJob: cpu / time.Duration(n)}
 	report(res, fmt.Sprintf("River: %d jobs inserted first (InsertMany, %d a call) at %.0f jobs/s, then worked (MaxWorkers %d, FetchCooldown %s) at %.0f jobs/s",
 		n, per, res.InsertPerSecond, r.workers, r.cooldown, res.JobsPerSecond))
 	return nil
