@@ -65,8 +65,8 @@ func (s *Spares) Drop() {
 	}
 }
 
-// take renames a spare to path, replacing nothing there but an empty
-// file, and reports whether it did.
+// take renames a spare to path and reports whether it did. Whatever was
+// at path is replaced; the caller opens it with O_TRUNC in any case.
 func (s *Spares) take(path string) bool {
 	select {
 	case spare := <-s.free:

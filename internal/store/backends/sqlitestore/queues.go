@@ -40,6 +40,11 @@ func (s *Store) query(ctx context.Context, what string, collect func(sqlrows.Row
 // SetQueuePaused implements store.QueueStore. The paused queues in memory
 // change once the change is committed, before the caller hears of it.
 func (s *Store) SetQueuePaused(ctx context.Context, name string, paused bool, at time.Time) error {
+	// One change at a time, so that the memory follows the commits in
+	// their order (a pause and a resume racing would otherwise leave it
+	// as the first committed).
+	s.paused.changing.Lock()
+	defer s.paused.changing.Unlock()
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ *notes) error {
 		q, args := sqlrows.SetQueuePaused(name, paused, at)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
@@ -67,8 +72,9 @@ func (s *Store) QueuePaused(_ context.Context, name string) (bool, error) {
 // names read once at Open and kept up to date by SetQueuePaused are the
 // database's.
 type pausedQueues struct {
-	mu    sync.RWMutex
-	names map[string]bool
+	changing sync.Mutex // held by SetQueuePaused from its write to set
+	mu       sync.RWMutex
+	names    map[string]bool
 }
 
 // load reads the paused queues from the database.
