@@ -145,6 +145,25 @@ func testStartedAt(t *testing.T, b Backend) {
 	if j.GetStartedAt() != nil {
 		t.Fatalf("queued job has started_at %v", j.GetStartedAt().AsTime())
 	}
+	// A job cancelled before any worker took it never started either; a
+	// reader must be able to tell "never" from a time (an unset time read
+	// back as the Unix epoch shows as "started 20,000 days ago").
+	never := enqueue(t, s, newJob(q))
+	if _, err := s.Cancel(ctx, never.GetJobId(), "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	listed, _, err := s.List(ctx, store.ListFilter{Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 2 {
+		t.Fatalf("listed %d jobs of queue %s, want 2", len(listed), q)
+	}
+	for _, l := range append(listed, get(t, s, never.GetJobId())) {
+		if l.GetStartedAt() != nil {
+			t.Fatalf("job %s (%s) never leased, but has started_at %v", l.GetJobId(), l.GetState(), l.GetStartedAt().AsTime())
+		}
+	}
 	before := storekit.Now()
 	l := leaseOne(t, s, q, time.Minute)
 	after := storekit.Now()
