@@ -65,7 +65,7 @@ type logsConfig struct {
 	from               int64
 	follow, timestamps bool
 	since, until       time.Time // zero: no bound
-	progressMin        int64 // lines a replay needs for a progress line
+	progressMin        int64     // lines a replay needs for a progress line
 	now                func() time.Time
 }
 
