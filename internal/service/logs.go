@@ -311,10 +311,23 @@ type LinesPage struct {
 	Limit int
 }
 
+// pollWatch is how long a page read of a running job's log keeps the job
+// watched. Pages are what a client polls for a live log without a
+// stream (the REST API's readers, a script's loop): at 5 s, one polling
+// every second or two is watched without a break, lines then reach the
+// store within moments of being printed, and once the poller stops, the
+// worker is back to its own pace within seconds, so a forgotten poll
+// costs little.
+const pollWatch = 5 * time.Second
+
 // ReadLines reads a page of a job's stored output lines. It reads one line
 // past the page to know whether there is more, which costs at most one
 // more stored batch. An output item holds a line at least, so no read
 // fetches more than limit+1 items, and the first fetches one.
+//
+// A page of a job that is not final keeps the job watched for a while
+// (pollWatch), as a follower does, so a client polling the pages sees
+// lines as promptly.
 func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, error) {
 	switch {
 	case r.Limit < 0 || r.After < 0 || r.Before < 0:
@@ -340,6 +353,9 @@ func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, er
 		return nil, err
 	}
 	defer feed.Close()
+	if !convert.State(feed.Job().GetState()).IsFinal() {
+		s.watchers.polled(feed.Job().GetJobId(), s.pollWatch)
+	}
 	page := &LinesPage{Job: feed.Job(), Lines: make([]*spoolv1.JobEvent, 0, min(limit, 1024)), Limit: limit}
 	size := 0
 	for ev, err := range feed.Events(ctx) {

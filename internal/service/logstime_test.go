@@ -133,3 +133,21 @@ func followedLines(t *testing.T, ctx context.Context, feed *Feed) []int64 {
 	}
 	return lineNumbers(evs)
 }
+
+// TestReadLinesKeepsRunningJobWatched: a page of a running job's log
+// keeps it watched for a while, so its worker flushes promptly for a
+// client that polls; a page of a finished job does not.
+func TestReadLinesKeepsRunningJobWatched(t *testing.T) {
+	ls := newLogStore(t)
+	ls.s.pollWatch = time.Minute
+	running := ls.job(t, numbered(3), true)
+	done := ls.job(t, numbered(3), false)
+	for _, id := range []string{running, done} {
+		if _, err := ls.s.ReadLines(ls.ctx, LinesRequest{JobID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !ls.s.watchers.watched(running) || ls.s.watchers.watched(done) {
+		t.Fatalf("after a page each: running job watched %v, finished job watched %v", ls.s.watchers.watched(running), ls.s.watchers.watched(done))
+	}
+}
