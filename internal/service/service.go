@@ -83,8 +83,8 @@ type Service struct {
 	// pollWatch is how long a page read keeps a running job watched
 	// (the constant pollWatch; shorter in tests).
 	pollWatch time.Duration
-	touched  touches
-	keyCache keyCache
+	touched   touches
+	keyCache  keyCache
 	// scatters runs scatters' rounds.
 	scatters *scatter.Driver
 	// pollers are the workers polling each queue here.
