@@ -40,9 +40,9 @@ stderr goes to a pipe or a file.`,
   spool logs --from 9000 JOB
   spool logs --from -20 -f JOB     # the last 20 lines, then live until it ends
   spool logs --timestamps JOB > build.log
-  spool logs --since 10m JOB                       # what it wrote in the last ten minutes
-  spool logs --since 2026-11-27T09:30 --until 2026-11-27T09:45 JOB
-  spool logs -f --until 5m JOB                     # live, up to five minutes ago`,
+  spool logs --since 10m JOB       # what it wrote in the last ten minutes
+  spool logs -f --until 5m JOB     # live, up to five minutes ago
+  spool logs --since 2026-11-27T09:30 --until 2026-11-27T09:45 JOB`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
