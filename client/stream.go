@@ -27,6 +27,12 @@ type StreamOptions struct {
 	FromLine int64
 	// Skip events (and lines) written before this time (zero: not used).
 	FromTime time.Time
+	// Leave out events (and lines) written after this time (zero: not
+	// used). A followed stream ends once it has everything written up to
+	// then, though the job goes on: at the first line written later, or,
+	// when the job prints nothing more, a flush interval of the job's after
+	// the time (lines reach the server a while after they are written).
+	UntilTime time.Time
 	// Only these types of event (none: all).
 	Types []spool.EventType
 	// Keep going with new events until the job finishes. Without it, the
@@ -117,9 +123,10 @@ func (c *Client) ReadLog(ctx context.Context, jobID string) ([]*spool.Event, err
 
 // Finished returns the job as it ended, when the last iteration ended
 // because the job finished and every event had been received (always the
-// case for a followed stream that ended without error). It is nil
-// otherwise: the stream was not following and the job was still live, or
-// the iteration stopped early or failed.
+// case for a followed stream that ended without error, unless it ended at
+// its UntilTime). It is nil otherwise: the stream was not following and
+// the job was still live, it reached its UntilTime first, or the
+// iteration stopped early or failed.
 func (s *EventStream) Finished() *spool.Job { return s.finished }
 
 // All yields the job's events one by one: each output line as an output
@@ -236,6 +243,8 @@ type receiver struct {
 	// (or the requested start, until then). 0 while starting from a line.
 	next  int64
 	retry *retrier
+	// reached: the server ended a followed stream at opts.UntilTime.
+	reached bool
 }
 
 func newReceiver(c *Client, jobID string, opts StreamOptions) *receiver {
@@ -251,6 +260,9 @@ func (r *receiver) request() *spoolv1.StreamEventsRequest {
 	req := &spoolv1.StreamEventsRequest{JobId: r.jobID, EventTypes: convert.EventTypesProto(r.opts.Types), Follow: r.opts.Follow, AcceptStoredEvents: true}
 	if !r.opts.FromTime.IsZero() {
 		req.FromTimestamp = timestamppb.New(r.opts.FromTime)
+	}
+	if !r.opts.UntilTime.IsZero() {
+		req.UntilTimestamp = timestamppb.New(r.opts.UntilTime)
 	}
 	if r.next > 0 {
 		req.FromSequence = r.next
@@ -279,7 +291,7 @@ func (r *receiver) run(ctx context.Context, out chan<- delivery) {
 			return
 		}
 		switch {
-		case err == nil && (finished != nil || !r.opts.Follow):
+		case err == nil && (finished != nil || !r.opts.Follow || r.reached):
 			send(delivery{finished: finished})
 			return
 		case err == nil:
@@ -319,6 +331,10 @@ func (r *receiver) once(ctx context.Context, send func(delivery) bool) (*spoolv1
 		m := stream.Msg()
 		if job := m.GetFinishedJob(); job != nil {
 			return job, nil
+		}
+		if m.GetUntilReached() {
+			r.reached = true
+			return nil, nil
 		}
 		for _, b := range m.GetStoredEvents() {
 			st, err := events.DecodeStored(b)

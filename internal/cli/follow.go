@@ -29,8 +29,12 @@ var outputAndEnds = []spool.EventType{spool.EventOutput, spool.EventProcessEnd}
 // the start), following it live when follow is set. onRetry hears about
 // reconnects.
 func outputStream(ctx context.Context, c *client.Client, jobID string, from int64, follow bool, types []spool.EventType, onRetry func(error, time.Duration)) *client.EventStream {
-	return c.Events(ctx, jobID, client.StreamOptions{FromLine: from, Types: types, Follow: follow,
-		Reconnect: client.Reconnect{OnRetry: onRetry}})
+	return c.Events(ctx, jobID, streamOptions(from, follow, types, onRetry))
+}
+
+// streamOptions are outputStream's options, for a caller that adds to them.
+func streamOptions(from int64, follow bool, types []spool.EventType, onRetry func(error, time.Duration)) client.StreamOptions {
+	return client.StreamOptions{FromLine: from, Types: types, Follow: follow, Reconnect: client.Reconnect{OnRetry: onRetry}}
 }
 
 // startLine turns --from into a line number: as given when positive, the
@@ -46,6 +50,8 @@ func startLine(from int64, job *spool.Job) int64 {
 type printOptions struct {
 	// Put each line's time in front of it.
 	timestamps bool
+	// Only lines written in this span (zero: no bound).
+	since, until time.Time
 	// Told the last line number printed after each batch is out, for a
 	// progress line (nil: not told).
 	printed func(line int64)
@@ -58,7 +64,9 @@ func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, fr
 	w := termview.NewOutputWriter(e.out, e.errOut)
 	w.Timestamps = opts.timestamps
 	notice := &reconnectNotice{w: e.errOut}
-	s := outputStream(ctx, c, jobID, from, follow, outputAndEnds, notice.lost)
+	so := streamOptions(from, follow, outputAndEnds, notice.lost)
+	so.FromTime, so.UntilTime = opts.since, opts.until
+	s := c.Events(ctx, jobID, so)
 	var (
 		end     *spool.Event
 		attempt int

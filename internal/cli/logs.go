@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,12 @@ reading its last few batches.
 With --timestamps, each line starts with the time the job wrote it, in UTC
 to the millisecond (2026-11-25T08:56:11.250Z), as docker logs -t does.
 
+--since and --until keep the lines written in a span of time, bounds
+included: each takes a duration before now (90s, 10m, 1h30m, 2d), a time
+(2026-11-27T09:30:00Z; without a zone, 2026-11-27T09:30, it is local time)
+or a date (2026-11-27, local midnight). With -f and --until, spool logs
+stops at that time even while the job goes on.
+
 While a long log (over 20,000 lines) is printed and stderr is a terminal,
 a line on stderr shows how far it has got; it is gone once the output is
 all there (with -f, once the live end is reached), and never appears when
@@ -32,7 +39,10 @@ stderr goes to a pipe or a file.`,
 		Example: `  spool logs JOB
   spool logs --from 9000 JOB
   spool logs --from -20 -f JOB     # the last 20 lines, then live until it ends
-  spool logs --timestamps JOB > build.log`,
+  spool logs --timestamps JOB > build.log
+  spool logs --since 10m JOB       # what it wrote in the last ten minutes
+  spool logs -f --until 5m JOB     # live, up to five minutes ago
+  spool logs --since 2026-11-27T09:30 --until 2026-11-27T09:45 JOB`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,6 +53,8 @@ stderr goes to a pipe or a file.`,
 	cmd.Flags().Int64Var(&cfg.from, "from", 0, "start at this line (negative: that many lines before the end)")
 	cmd.Flags().BoolVarP(&cfg.follow, "follow", "f", false, "keep printing new output until the job ends")
 	cmd.Flags().BoolVarP(&cfg.timestamps, "timestamps", "t", false, "start each line with the time it was written (RFC 3339, UTC, milliseconds)")
+	cmd.Flags().Var(timeFlag{t: &cfg.since, now: cfg.now}, "since", "only lines written at or after this time: 10m (ago), 2026-11-27T09:30:00Z, 2026-11-27")
+	cmd.Flags().Var(timeFlag{t: &cfg.until, now: cfg.now}, "until", "only lines written at or before this time (same forms as --since)")
 	cmd.AddCommand(newLogsRebuildCmd(e))
 	return cmd
 }
@@ -52,7 +64,8 @@ type logsConfig struct {
 	jobID              string
 	from               int64
 	follow, timestamps bool
-	progressMin        int64 // lines a replay needs for a progress line
+	since, until       time.Time // zero: no bound
+	progressMin        int64     // lines a replay needs for a progress line
 	now                func() time.Time
 }
 
@@ -60,6 +73,10 @@ type logsConfig struct {
 // stderr is a terminal; it is erased before stdout's lines too when stdout
 // is a terminal (the same one, surely).
 func runLogs(ctx context.Context, cfg logsConfig, e *env) error {
+	if !cfg.since.IsZero() && !cfg.until.IsZero() && cfg.until.Before(cfg.since) {
+		return fmt.Errorf("--until %s is before --since %s: no line is written in between; give an end after the start",
+			cfg.until.Format(time.RFC3339), cfg.since.Format(time.RFC3339))
+	}
 	c, err := e.client()
 	if err != nil {
 		return err
@@ -71,7 +88,7 @@ func runLogs(ctx context.Context, cfg logsConfig, e *env) error {
 		return err
 	}
 	from := startLine(cfg.from, job)
-	popts := printOptions{timestamps: cfg.timestamps}
+	popts := printOptions{timestamps: cfg.timestamps, since: cfg.since, until: cfg.until}
 	// What is stored now is the replay; the progress line is about that
 	// part, since nobody knows how long a live job's log will get.
 	last := job.LineCount

@@ -265,3 +265,49 @@ func TestLogsProgressFollow(t *testing.T) {
 		t.Fatalf("stderr without the progress lines: %q", head(rest))
 	}
 }
+
+// TestLogsSinceUntil: --since and --until keep the lines written in their
+// span, bounds included, given as times or as durations before now; with
+// -f, --until ends the stream at its time though the job goes on. A value
+// that is no time, or an end before the start, is refused with what to
+// give.
+func TestLogsSinceUntil(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	c := srv.Client()
+	submitJob(t, c)
+	l := spooltest.LeaseJob(t, srv, "")
+	l.Begin()
+	// Lines 1-100, a minute apart, the last 10 minutes ago; the job runs on.
+	last := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	lines := mixedLog(100)
+	for i := range lines {
+		lines[i].At = last.Add(-time.Duration(99-i) * time.Minute)
+	}
+	l.Write(lines...)
+	at := func(line int) string { return lines[line-1].At.UTC().Format(time.RFC3339) }
+
+	wantOutput(t, run(srv, "logs", "--since", at(40), "--until", at(60), l.JobID()), 40, 60)
+	// Line 95 was written 15 minutes ago and a moment, line 15 95 minutes
+	// ago and a moment: half a minute is room enough for the moment.
+	wantOutput(t, run(srv, "logs", "--since", "15m30s", l.JobID()), 95, 100)
+	wantOutput(t, run(srv, "logs", "--until", "95m30s", l.JobID()), 1, 14)
+	// -f with an end time: the lines up to it, then spool logs exits 0
+	// though the job is still running.
+	r := await(t, start(srv, "logs", "-f", "--since", at(98), "--until", at(99), l.JobID()))
+	if r.code != 0 {
+		t.Fatalf("-f --until: exit %d: %s", r.code, r.stderr)
+	}
+	wantOutput(t, r, 98, 99)
+
+	for _, bad := range [][]string{{"--since", "yesterday"}, {"--until", "-5m"}} {
+		r := run(srv, append([]string{"logs", l.JobID()}, bad...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, bad[0]) || !strings.Contains(r.stderr, "want a duration before now (90s, 10m") || r.stdout != "" {
+			t.Fatalf("%v: exit %d, stderr %q", bad, r.code, r.stderr)
+		}
+	}
+	r = run(srv, "logs", "--since", "5m", "--until", "1h", l.JobID())
+	if r.code == 0 || !strings.Contains(r.stderr, "--until") || !strings.Contains(r.stderr, "is before --since") {
+		t.Fatalf("an end before the start: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

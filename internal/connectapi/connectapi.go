@@ -187,8 +187,13 @@ func (h handler) StreamEvents(ctx context.Context, req *connect.Request[spoolv1.
 			}
 		}
 	}
-	if job := feed.Finished(); job != nil {
-		return stream.Send(&spoolv1.StreamEventsResponse{FinishedJob: job})
+	switch {
+	case feed.Finished() != nil:
+		return stream.Send(&spoolv1.StreamEventsResponse{FinishedJob: feed.Finished()})
+	case feed.UntilReached() && req.Msg.GetFollow():
+		// A follower is told why its stream ends before the job does, so
+		// it does not take the end for a lost connection.
+		return stream.Send(&spoolv1.StreamEventsResponse{UntilReached: true})
 	}
 	return nil
 }

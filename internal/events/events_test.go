@@ -119,3 +119,32 @@ func TestTrimCorruptBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimAfterTime: a batch keeps its lines up to the end time (to the
+// millisecond, inclusive) and says whether it went past it; an event
+// without line times is kept or dropped by its own time.
+func TestTrimAfterTime(t *testing.T) {
+	ev := batch(10, 5, 4, true) // lines at 1000, 1100, 1200, 1300 ms
+	if k, past := TrimAfterTime(ev, time.UnixMilli(1300)); k != ev || past {
+		t.Fatalf("until its last line: kept %v, past %v", k, past)
+	}
+	k, past := TrimAfterTime(ev, time.UnixMilli(1150).Add(500*time.Microsecond))
+	b := k.GetOutputBatch()
+	if !past || len(b.GetOutputs()) != 2 || len(b.GetTimestamps()) != 2 || b.GetStartSequence() != 10 || b.GetEndSequence() != 11 ||
+		b.GetFirstLine() != 5 || k.GetSequence() != 10 || HeaderOf(k).LineCount != 2 {
+		t.Fatalf("until 1150.5 ms: kept %v, past %v", k, past)
+	}
+	if len(ev.GetOutputBatch().GetOutputs()) != 4 {
+		t.Fatal("TrimAfterTime modified its input")
+	}
+	if k, past := TrimAfterTime(ev, time.UnixMilli(999)); k != nil || !past {
+		t.Fatalf("until before it: kept %v, past %v", k, past)
+	}
+	untimed := batch(1, 1, 3, false) // its event's time only: 1000 ms
+	if k, past := TrimAfterTime(untimed, time.UnixMilli(1000)); k != untimed || past {
+		t.Fatalf("untimed, until its time: kept %v, past %v", k, past)
+	}
+	if k, past := TrimAfterTime(untimed, time.UnixMilli(999)); k != nil || !past {
+		t.Fatalf("untimed, until before it: kept %v, past %v", k, past)
+	}
+}

@@ -175,3 +175,40 @@ func TrimBeforeTime(ev *spoolv1.JobEvent, t time.Time) *spoolv1.JobEvent {
 	}
 	return nil
 }
+
+// TrimAfterTime returns the part of ev written at or before t, and whether
+// anything of ev was written after t (so a reader going forward in time
+// has reached t): lines of a batch are kept up to the last one before the
+// first whose recorded time is after t; other events are kept whole or
+// dropped by their timestamp. Times are compared to the millisecond, as
+// lines record them.
+func TrimAfterTime(ev *spoolv1.JobEvent, t time.Time) (kept *spoolv1.JobEvent, past bool) {
+	ms := t.UnixMilli()
+	b := ev.GetOutputBatch()
+	if b == nil || len(b.GetTimestamps()) != len(b.GetOutputs()) {
+		if ev.GetTimestamp().AsTime().UnixMilli() > ms {
+			return nil, true
+		}
+		return ev, false
+	}
+	for i, ts := range b.GetTimestamps() {
+		if ts > ms {
+			if i == 0 {
+				return nil, true
+			}
+			return headOfBatch(ev, i), true
+		}
+	}
+	return ev, false
+}
+
+// headOfBatch returns a copy of batch ev with only its first k lines
+// (0 < k < its line count).
+func headOfBatch(ev *spoolv1.JobEvent, k int) *spoolv1.JobEvent {
+	out := proto.CloneOf(ev)
+	nb := out.GetOutputBatch()
+	nb.Outputs = nb.Outputs[:k]
+	nb.Timestamps = nb.Timestamps[:k]
+	nb.EndSequence = nb.StartSequence + int64(k) - 1
+	return out
+}

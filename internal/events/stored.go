@@ -161,6 +161,23 @@ func (s *Stored) TrimBeforeTime(t time.Time) (*Stored, error) {
 	}
 }
 
+// TrimAfterTime is TrimAfterTime for a stored event: s itself when all of
+// it is kept. Like TrimBeforeTime, it decodes the event.
+func (s *Stored) TrimAfterTime(t time.Time) (kept *Stored, past bool, err error) {
+	ev, err := s.Event()
+	if err != nil {
+		return nil, false, err
+	}
+	switch k, past := TrimAfterTime(ev, t); k {
+	case nil:
+		return nil, past, nil
+	case ev:
+		return s, past, nil
+	default:
+		return StoredOf(k), past, nil
+	}
+}
+
 // cut is the package's cut for a stored event.
 func (s *Stored) cut(skip int64, keep bool) (*Stored, error) {
 	switch {

@@ -118,6 +118,9 @@ func TestStoredTrims(t *testing.T) {
 		{"from before its time", func(s *Stored) (*Stored, error) { return s.TrimBeforeTime(time.UnixMilli(1000)) }, ev},
 		{"from inside by time", func(s *Stored) (*Stored, error) { return s.TrimBeforeTime(time.UnixMilli(1250)) }, TrimBeforeTime(ev, time.UnixMilli(1250))},
 		{"from after its time", func(s *Stored) (*Stored, error) { return s.TrimBeforeTime(time.UnixMilli(9000)) }, nil},
+		{"until after its time", func(s *Stored) (*Stored, error) { return until(s, 9000) }, ev},
+		{"until inside by time", func(s *Stored) (*Stored, error) { return until(s, 1250) }, keptPart(TrimAfterTime(ev, time.UnixMilli(1250)))},
+		{"until before its time", func(s *Stored) (*Stored, error) { return until(s, 900) }, nil},
 	} {
 		st := stored()
 		got, err := c.trim(st)
@@ -180,3 +183,12 @@ func TestStoredAs(t *testing.T) {
 		t.Fatalf("a payload that does not unwrap: %v, want ErrCorrupt", err)
 	}
 }
+
+// until is Stored.TrimAfterTime to ms without whether it went past.
+func until(s *Stored, ms int64) (*Stored, error) {
+	kept, _, err := s.TrimAfterTime(time.UnixMilli(ms))
+	return kept, err
+}
+
+// keptPart is the kept part of what TrimAfterTime returns.
+func keptPart(kept *spoolv1.JobEvent, _ bool) *spoolv1.JobEvent { return kept }

@@ -46,6 +46,11 @@ func TestBadInput(t *testing.T) {
 		{"GET", "/api/v1/jobs/" + id + "/logs?before_line=0", 400, "before_line"},
 		{"GET", "/api/v1/jobs/" + id + "/logs?after_line=10&before_line=10", 400, "greater than after_line"},
 		{"GET", "/api/v1/jobs/" + id + "/logs?after_line=10&before_line=3", 400, "greater than after_line"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?since=10m", 400, "since=\"10m\": want a time in RFC 3339"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?until=2026-11-27", 400, "until=\"2026-11-27\": want a time in RFC 3339"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?since=2026-11-27T09:00:00+01:00", 400, "%2B"}, // a + in a query is a space
+		{"GET", "/api/v1/jobs/" + id + "/logs?since=2026-11-27T09:00:00Z&since=2026-11-27T09:00:00Z", 400, "once"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?since=2026-11-27T10:00:00Z&until=2026-11-27T09:00:00Z", 400, "until=2026-11-27T09:00:00Z is before since"},
 		{"GET", "/api/v1/jobs/" + unknown + "/logs?limit=x", 400, "limit"}, // parameters are checked first
 		{"GET", "/api/v1/jobs/" + unknown + "/logs/search?q=x", 404, unknown},
 		{"GET", "/api/v1/jobs/" + unknown + "/logs/raw", 404, unknown},

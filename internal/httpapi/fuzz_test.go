@@ -56,12 +56,15 @@ func FuzzLineJSON(f *testing.F) {
 	})
 }
 
-// Any query either parses into a page request within bounds or is refused.
+// Any query either parses into a page request within bounds (an end time
+// not before the start) or is refused.
 // (Whether before_line comes after after_line is the core's rule: it
 // refuses the request when asked.)
 func FuzzLogQuery(f *testing.F) {
 	for _, s := range []string{"", "limit=10", "after_line=5&before_line=9", "before_line=1", "limit=99999999999999999999",
-		"after_line=-1", "limit=1&limit=2", "before_line=3&after_line=3", "after_line=%zz"} {
+		"after_line=-1", "limit=1&limit=2", "before_line=3&after_line=3", "after_line=%zz",
+		"since=2026-11-27T09:30:00Z", "since=2026-11-27T09:30:00.25%2B01:00&until=2026-11-27T10:00:00Z", "until=2026-11-27",
+		"since=2026-11-27T10:00:00Z&until=2026-11-27T09:00:00Z", "since=9999-12-31T23:59:59.999999999Z", "since=1&since=2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -73,7 +76,8 @@ func FuzzLogQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if lq.Limit < 1 || lq.Limit > service.MaxPageLines || lq.After < 0 || lq.After > service.MaxLine || lq.Before < 0 || lq.Before > service.MaxLine {
+		if lq.Limit < 1 || lq.Limit > service.MaxPageLines || lq.After < 0 || lq.After > service.MaxLine || lq.Before < 0 || lq.Before > service.MaxLine ||
+			(!lq.Since.IsZero() && !lq.Until.IsZero() && lq.Until.Before(lq.Since)) {
 			t.Fatalf("%q parsed as %+v", raw, lq)
 		}
 	})

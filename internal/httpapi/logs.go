@@ -34,14 +34,24 @@ type Pagination struct {
 	Limit int `json:"limit"`
 }
 
-// parseLogQuery reads limit, after_line and before_line. With before_line
-// alone, the page is the limit lines just before it (line numbers are
-// dense, so that window is known without reading backwards).
+// parseLogQuery reads limit, after_line, before_line, since and until.
+// With before_line alone, the page is the limit lines just before it (line
+// numbers are dense, so that window is known without reading backwards).
 func parseLogQuery(q url.Values) (service.LinesRequest, error) {
 	var lr service.LinesRequest
 	var err error
 	if lr.Limit, err = limitParam(q, service.DefaultPageLines, service.MaxPageLines); err != nil {
 		return lr, err
+	}
+	if lr.Since, err = timeParam(q, "since"); err != nil {
+		return lr, err
+	}
+	if lr.Until, err = timeParam(q, "until"); err != nil {
+		return lr, err
+	}
+	if !lr.Since.IsZero() && !lr.Until.IsZero() && lr.Until.Before(lr.Since) {
+		return lr, badRequest("until=%s is before since=%s: no line is written in between; give an end after the start",
+			q.Get("until"), q.Get("since"))
 	}
 	if lr.After, err = intParam(q, "after_line", -1, 0, service.MaxLine, "a line number, 0 or more"); err != nil {
 		return lr, err

@@ -116,6 +116,48 @@ func TestLogPagination(t *testing.T) {
 	}
 }
 
+// since and until keep the lines written in their span, bounds included,
+// and pages go on inside it as without them.
+func TestLogPagesByTime(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	lines := spooltest.Seq(1, 300)
+	for i := range lines {
+		lines[i].At = t0.Add(time.Duration(i) * time.Second) // line n at t0+(n-1)s
+	}
+	id := spooltest.RunJob(t, e.srv, lines...).ID
+	at := func(line int) string { return lines[line-1].At.Format(time.RFC3339) }
+	var got []int64
+	after := int64(0)
+	for pages := 0; ; pages++ {
+		var p httpapi.LogPage
+		path := fmt.Sprintf("/api/v1/jobs/%s/logs?since=%s&until=%s&limit=40&after_line=%d", id, at(101), at(200), after)
+		if resp := e.get(t, path, &p); resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		for _, ln := range p.Events {
+			got = append(got, ln.LineNumber)
+		}
+		after = p.Pagination.NextAfterLine
+		if !p.Pagination.HasMore {
+			break
+		}
+		if pages > 10 {
+			t.Fatal("pages go on past the end time")
+		}
+	}
+	if len(got) != 100 || got[0] != 101 || got[99] != 200 {
+		t.Fatalf("between lines 101 and 200's times: %d lines, %v…", len(got), got[:min(len(got), 5)])
+	}
+	// An offset given as %2B, and fractions of a second.
+	var p httpapi.LogPage
+	e.get(t, "/api/v1/jobs/"+id+"/logs?since=2026-11-27T10:04:58.5%2B01:00", &p)
+	if len(p.Events) != 1 || p.Events[0].LineNumber != 300 {
+		t.Fatalf("since line 300's time, half a second before, in another zone: %+v", p.Events)
+	}
+}
+
 // Lines keep their stream, time, partial flag and exact bytes, also when
 // those are not UTF-8.
 func TestLogLineFields(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // intParam parses the optional integer query parameter name: def when it
@@ -23,6 +24,26 @@ func intParam(q url.Values, name string, def, lo, hi int64, want string) (int64,
 		return 0, badRequest("%s=%q: want %s", name, truncate(s[0], 40), want)
 	}
 	return v, nil
+}
+
+// timeParam parses the optional time query parameter name, in RFC 3339
+// (2026-11-27T09:30:00Z, or with an offset and fractions of a second):
+// zero when it is absent, an error naming the parameter and the format
+// otherwise.
+func timeParam(q url.Values, name string) (time.Time, error) {
+	s, ok := q[name]
+	if !ok || len(s) == 0 {
+		return time.Time{}, nil
+	}
+	if len(s) > 1 {
+		return time.Time{}, badRequest("%s is given %d times; give it once", name, len(s))
+	}
+	t, err := time.Parse(time.RFC3339Nano, s[0])
+	// Years past 9999 have no RFC 3339 form to send back in a message.
+	if err != nil || t.Year() > 9999 {
+		return time.Time{}, badRequest("%s=%q: want a time in RFC 3339, like 2026-11-27T09:30:00Z or 2026-11-27T10:30:00.250+01:00 (encode + as %%2B)", name, truncate(s[0], 40))
+	}
+	return t, nil
 }
 
 // limitParam parses a page size: def when absent, at least 1, and capped

@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/batcher"
 	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -63,6 +66,10 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 	if err := checkEventTypes(m.GetEventTypes()); err != nil {
 		return nil, err
 	}
+	from, until, err := timeSpan(m.GetFromTimestamp(), m.GetUntilTimestamp())
+	if err != nil {
+		return nil, err
+	}
 	// Following a log is what a WebSocket ticket is for: the stream of
 	// the job it names may be opened with it.
 	authCtx := ctx
@@ -77,12 +84,12 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 		JobID:        job.GetJobId(),
 		FromSequence: m.GetFromSequence(),
 		FromLine:     m.GetFromLine(),
+		FromTime:     from,
+		UntilTime:    until,
+		UntilGrace:   untilGrace(job),
 		Types:        m.GetEventTypes(),
 		Follow:       m.GetFollow(),
 		MaxPage:      maxPage,
-	}
-	if m.GetFromTimestamp() != nil {
-		fr.FromTime = m.GetFromTimestamp().AsTime()
 	}
 	f := &Feed{s: s, f: storekit.NewFeed(s.store, fr), job: job, unpack: m.GetUnpack(), follow: m.GetFollow(), release: func() {}, checked: time.Now()}
 	if m.GetFollow() && !convert.State(job.GetState()).IsFinal() {
@@ -91,12 +98,51 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 	return f, nil
 }
 
+// timeSpan checks a read's start and end times (nil: none) and returns
+// them as times (zero: none).
+func timeSpan(from, until *timestamppb.Timestamp) (time.Time, time.Time, error) {
+	var f, u time.Time
+	for _, ts := range []struct {
+		t    *timestamppb.Timestamp
+		to   *time.Time
+		name string
+	}{{from, &f, "from_timestamp"}, {until, &u, "until_timestamp"}} {
+		if ts.t == nil {
+			continue
+		}
+		if err := ts.t.CheckValid(); err != nil {
+			return f, u, invalid("%s: %v", ts.name, err)
+		}
+		*ts.to = ts.t.AsTime()
+	}
+	if !f.IsZero() && !u.IsZero() && u.Before(f) {
+		return f, u, invalid("until_timestamp %s is before from_timestamp %s: no line can be in between; give an end after the start",
+			u.UTC().Format(time.RFC3339Nano), f.UTC().Format(time.RFC3339Nano))
+	}
+	return f, u, nil
+}
+
+// untilGrace is how long after its end time a followed read of job waits
+// for lines written before it. A worker that hears of no reader sends its
+// lines at least every flush interval, and one that does (a following feed
+// counts as one) much sooner, so the job's flush interval covers both.
+func untilGrace(job *spoolv1.Job) time.Duration {
+	if s := job.GetExecutionConfig().GetBatching().GetFlushIntervalSeconds(); s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return batcher.DefaultFlushInterval
+}
+
 // Job is the job as it was when the feed was opened.
 func (f *Feed) Job() *spoolv1.Job { return f.job }
 
 // Finished is the job as it ended, once the feed has yielded every event of
 // a final job; nil otherwise.
 func (f *Feed) Finished() *spoolv1.Job { return f.f.Finished() }
+
+// UntilReached reports whether the feed ended at the request's end time
+// (until_timestamp) rather than at the job's end or what was stored.
+func (f *Feed) UntilReached() bool { return f.f.UntilReached() }
 
 // Close ends the feed's watch of the job. It is safe to call more than once.
 func (f *Feed) Close() { f.release() }
@@ -240,13 +286,15 @@ func (f *Feed) recheck(ctx context.Context) error {
 }
 
 // LinesRequest selects a page of a job's output lines: those numbered after
-// After and before Before (both exclusive; Before 0: no upper bound), at
+// After and before Before (both exclusive; Before 0: no upper bound),
+// written at or after Since and at or before Until (zero: no bound), at
 // most Limit of them (0: DefaultPageLines; more than MaxPageLines counts as
 // MaxPageLines) and at most MaxBytes of output (0 or more than MaxPageBytes:
 // MaxPageBytes), but always at least one line when there is one.
 type LinesRequest struct {
 	JobID         string
 	After, Before int64
+	Since, Until  time.Time
 	Limit         int
 	MaxBytes      int
 }
@@ -263,10 +311,23 @@ type LinesPage struct {
 	Limit int
 }
 
+// pollWatch is how long a page read of a running job's log keeps the job
+// watched. Pages are what a client polls for a live log without a
+// stream (the REST API's readers, a script's loop): at 5 s, one polling
+// every second or two is watched without a break, lines then reach the
+// store within moments of being printed, and once the poller stops, the
+// worker is back to its own pace within seconds, so a forgotten poll
+// costs little.
+const pollWatch = 5 * time.Second
+
 // ReadLines reads a page of a job's stored output lines. It reads one line
 // past the page to know whether there is more, which costs at most one
 // more stored batch. An output item holds a line at least, so no read
 // fetches more than limit+1 items, and the first fetches one.
+//
+// A page of a job that is not final keeps the job watched for a while
+// (pollWatch), as a follower does, so a client polling the pages sees
+// lines as promptly.
 func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, error) {
 	switch {
 	case r.Limit < 0 || r.After < 0 || r.Before < 0:
@@ -286,11 +347,15 @@ func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, er
 		maxBytes = MaxPageBytes
 	}
 	feed, err := s.openFeed(ctx, &spoolv1.StreamEventsRequest{JobId: r.JobID, FromLine: r.After + 1,
+		FromTimestamp: timestampOf(r.Since), UntilTimestamp: timestampOf(r.Until),
 		EventTypes: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH}, Unpack: true}, limit+1)
 	if err != nil {
 		return nil, err
 	}
 	defer feed.Close()
+	if !convert.State(feed.Job().GetState()).IsFinal() {
+		s.watchers.polled(feed.Job().GetJobId(), s.pollWatch)
+	}
 	page := &LinesPage{Job: feed.Job(), Lines: make([]*spoolv1.JobEvent, 0, min(limit, 1024)), Limit: limit}
 	size := 0
 	for ev, err := range feed.Events(ctx) {
@@ -309,4 +374,12 @@ func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, er
 		page.Lines = append(page.Lines, ev)
 	}
 	return page, nil
+}
+
+// timestampOf is t as a message, nil when t is zero (no bound).
+func timestampOf(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
 }

@@ -23,16 +23,21 @@ import (
 // check who may search), and a way to give it jobs with known logs.
 type logStore struct {
 	s   *Service
-	st  *memstore.Store
+	st  store.JobStore
 	ctx context.Context
 }
 
 func newLogStore(t *testing.T) *logStore {
 	t.Helper()
+	return newLogStoreOn(t, memstore.New())
+}
+
+// newLogStoreOn is newLogStore over st.
+func newLogStoreOn(t *testing.T, st store.JobStore) *logStore {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Auth.Disabled = true
 	cfg.Execution.Batching.MaxBatchSize = 100
-	st := memstore.New()
 	return &logStore{s: New(Options{Store: st, Config: cfg}), st: st,
 		ctx: WithCredentials(context.Background(), Credentials{Host: "localhost"})}
 }

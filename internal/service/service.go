@@ -80,8 +80,11 @@ type Service struct {
 	outages Outages
 	// watchers counts live followers, reported to publishing workers.
 	watchers watchers
-	touched  touches
-	keyCache keyCache
+	// pollWatch is how long a page read keeps a running job watched
+	// (the constant pollWatch; shorter in tests).
+	pollWatch time.Duration
+	touched   touches
+	keyCache  keyCache
 	// scatters runs scatters' rounds.
 	scatters *scatter.Driver
 	// pollers are the workers polling each queue here.
@@ -104,7 +107,7 @@ func New(o Options) *Service {
 	if o.Outages == nil {
 		o.Outages = noOutages{}
 	}
-	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{})}
+	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{}), pollWatch: pollWatch}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
 	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: o.Config.ExecutionConfig, Log: o.Log, Metrics: s.metrics.scatter})
 	if ws := o.Store.Capabilities().WatchSharer; ws != nil {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"sync"
+	"time"
 
 	"github.com/spool-run/spool/internal/store"
 )
@@ -22,6 +23,16 @@ type watchers struct {
 	// waits are the channels of workers waiting for a job's watched state
 	// to flip (a long-polling heartbeat), closed when it does.
 	waits map[string]*flip
+	// polls are the jobs that readers polling pages of their log keep
+	// watched: each counts as one follower until its deadline.
+	polls map[string]*poll
+}
+
+// poll is a job kept watched by pollers until a deadline that each of
+// their reads pushes back.
+type poll struct {
+	until time.Time
+	timer *time.Timer
 }
 
 // flip is one job's wake-up channel and how many wait on it.
@@ -33,6 +44,54 @@ type flip struct {
 // add registers a follower of job and returns the function that removes it.
 func (w *watchers) add(job string) (remove func()) {
 	w.mu.Lock()
+	w.inc(job)
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.dec(job)
+		})
+	}
+}
+
+// polled keeps job watched for the next d, as one follower however many
+// poll it: a reader that polls pages of a running job's log instead of
+// following it wants its lines as promptly, and polls again before d is
+// over if it goes on; once it stops, the worker goes back to its own pace.
+func (w *watchers) polled(job string, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	until := time.Now().Add(d)
+	if p := w.polls[job]; p != nil {
+		p.until = until
+		return
+	}
+	if w.polls == nil {
+		w.polls = map[string]*poll{}
+	}
+	p := &poll{until: until}
+	w.polls[job] = p
+	w.inc(job)
+	p.timer = time.AfterFunc(d, func() { w.pollOver(job, p) })
+}
+
+// pollOver ends p's watch of job once its deadline has passed, or waits
+// for the deadline a later poll set.
+func (w *watchers) pollOver(job string, p *poll) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if left := time.Until(p.until); left > 0 {
+		p.timer.Reset(left)
+		return
+	}
+	delete(w.polls, job)
+	w.dec(job)
+}
+
+// inc counts one more follower of job. w.mu is held.
+func (w *watchers) inc(job string) {
 	if w.n == nil {
 		w.n = map[string]int{}
 	}
@@ -42,20 +101,16 @@ func (w *watchers) add(job string) (remove func()) {
 			w.share.ShareWatch(job, true)
 		}
 	}
-	w.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if w.n[job]--; w.n[job] <= 0 {
-				delete(w.n, job)
-				w.flipped(job)
-				if w.share != nil {
-					w.share.ShareWatch(job, false)
-				}
-			}
-		})
+}
+
+// dec counts one follower of job less. w.mu is held.
+func (w *watchers) dec(job string) {
+	if w.n[job]--; w.n[job] <= 0 {
+		delete(w.n, job)
+		w.flipped(job)
+		if w.share != nil {
+			w.share.ShareWatch(job, false)
+		}
 	}
 }
 
@@ -119,7 +174,8 @@ func (w *watchers) watched(job string) bool {
 	return here || (w.share != nil && w.share.WatchedElsewhere(job))
 }
 
-// total is the number of followers of all jobs on this server.
+// total is the number of followers of all jobs on this server (jobs
+// kept watched by pollers are not counted: no one follows them).
 func (w *watchers) total() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -127,5 +183,5 @@ func (w *watchers) total() int {
 	for _, k := range w.n {
 		n += k
 	}
-	return n
+	return n - len(w.polls)
 }

@@ -1922,8 +1922,13 @@ type StreamEventsRequest struct {
 	// the server decoding them (or compressing them again: they are
 	// compressed already). Others still come in event.
 	AcceptStoredEvents bool `protobuf:"varint,8,opt,name=accept_stored_events,json=acceptStoredEvents,proto3" json:"accept_stored_events,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Leave out events (and lines) written after this time. A read ends at
+	// the first one past it; a followed stream also ends once the time has
+	// passed and what was written before it had time to arrive, with
+	// StreamEventsResponse.until_reached.
+	UntilTimestamp *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=until_timestamp,json=untilTimestamp,proto3" json:"until_timestamp,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StreamEventsRequest) Reset() {
@@ -2012,6 +2017,13 @@ func (x *StreamEventsRequest) GetAcceptStoredEvents() bool {
 	return false
 }
 
+func (x *StreamEventsRequest) GetUntilTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UntilTimestamp
+	}
+	return nil
+}
+
 type StreamEventsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// An event (absent on the final message).
@@ -2024,7 +2036,10 @@ type StreamEventsResponse struct {
 	// format byte (0: the JobEvent protobuf follows; 1: it follows
 	// compressed with zstd, one frame; 2: it follows compressed as an S2
 	// block), then the bytes.
-	StoredEvents  [][]byte `protobuf:"bytes,3,rep,name=stored_events,json=storedEvents,proto3" json:"stored_events,omitempty"`
+	StoredEvents [][]byte `protobuf:"bytes,3,rep,name=stored_events,json=storedEvents,proto3" json:"stored_events,omitempty"`
+	// Set on the final message when a followed stream ends because it
+	// reached until_timestamp, before the job finished.
+	UntilReached  bool `protobuf:"varint,4,opt,name=until_reached,json=untilReached,proto3" json:"until_reached,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2078,6 +2093,13 @@ func (x *StreamEventsResponse) GetStoredEvents() [][]byte {
 		return x.StoredEvents
 	}
 	return nil
+}
+
+func (x *StreamEventsResponse) GetUntilReached() bool {
+	if x != nil {
+		return x.UntilReached
+	}
+	return false
 }
 
 type GetJobInputRequest struct {
@@ -2302,7 +2324,7 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\x12\x1d\n" +
 	"\n" +
 	"line_count\x18\x02 \x01(\x03R\tlineCount\x12\x18\n" +
-	"\awatched\x18\x03 \x01(\bR\awatched\"\xc9\x02\n" +
+	"\awatched\x18\x03 \x01(\bR\awatched\"\x8e\x03\n" +
 	"\x13StreamEventsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12#\n" +
 	"\rfrom_sequence\x18\x02 \x01(\x03R\ffromSequence\x12\x1b\n" +
@@ -2312,11 +2334,13 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"eventTypes\x12\x16\n" +
 	"\x06follow\x18\x06 \x01(\bR\x06follow\x12\x16\n" +
 	"\x06unpack\x18\a \x01(\bR\x06unpack\x120\n" +
-	"\x14accept_stored_events\x18\b \x01(\bR\x12acceptStoredEvents\"\x97\x01\n" +
+	"\x14accept_stored_events\x18\b \x01(\bR\x12acceptStoredEvents\x12C\n" +
+	"\x0funtil_timestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0euntilTimestamp\"\xbc\x01\n" +
 	"\x14StreamEventsResponse\x12(\n" +
 	"\x05event\x18\x01 \x01(\v2\x12.spool.v1.JobEventR\x05event\x120\n" +
 	"\ffinished_job\x18\x02 \x01(\v2\r.spool.v1.JobR\vfinishedJob\x12#\n" +
-	"\rstored_events\x18\x03 \x03(\fR\fstoredEvents\"3\n" +
+	"\rstored_events\x18\x03 \x03(\fR\fstoredEvents\x12#\n" +
+	"\runtil_reached\x18\x04 \x01(\bR\funtilReached\"3\n" +
 	"\x12GetJobInputRequest\x12\x1d\n" +
 	"\n" +
 	"task_token\x18\x01 \x01(\tR\ttaskToken\"+\n" +
@@ -2430,45 +2454,46 @@ var file_spool_v1_service_proto_depIdxs = []int32{
 	42, // 24: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
 	40, // 25: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
 	43, // 26: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	42, // 27: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	38, // 28: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
-	0,  // 29: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
-	2,  // 30: spool.v1.JobService.EnqueueJobs:input_type -> spool.v1.EnqueueJobsRequest
-	5,  // 31: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
-	7,  // 32: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
-	9,  // 33: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
-	11, // 34: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
-	13, // 35: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
-	15, // 36: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
-	18, // 37: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
-	20, // 38: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
-	22, // 39: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
-	25, // 40: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
-	27, // 41: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
-	29, // 42: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	33, // 43: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
-	31, // 44: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 45: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 46: spool.v1.JobService.EnqueueJobs:output_type -> spool.v1.EnqueueJobsResponse
-	6,  // 47: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	8,  // 48: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	10, // 49: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	12, // 50: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
-	14, // 51: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
-	17, // 52: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	19, // 53: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	21, // 54: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	23, // 55: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
-	26, // 56: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
-	28, // 57: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
-	30, // 58: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	34, // 59: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
-	32, // 60: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	45, // [45:61] is the sub-list for method output_type
-	29, // [29:45] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	40, // 27: spool.v1.StreamEventsRequest.until_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 28: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	38, // 29: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	0,  // 30: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
+	2,  // 31: spool.v1.JobService.EnqueueJobs:input_type -> spool.v1.EnqueueJobsRequest
+	5,  // 32: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
+	7,  // 33: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
+	9,  // 34: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
+	11, // 35: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
+	13, // 36: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
+	15, // 37: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
+	18, // 38: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
+	20, // 39: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
+	22, // 40: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
+	25, // 41: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
+	27, // 42: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
+	29, // 43: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
+	33, // 44: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
+	31, // 45: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 46: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 47: spool.v1.JobService.EnqueueJobs:output_type -> spool.v1.EnqueueJobsResponse
+	6,  // 48: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	8,  // 49: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	10, // 50: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	12, // 51: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
+	14, // 52: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
+	17, // 53: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	19, // 54: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	21, // 55: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	23, // 56: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
+	26, // 57: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	28, // 58: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	30, // 59: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	34, // 60: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
+	32, // 61: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	46, // [46:62] is the sub-list for method output_type
+	30, // [30:46] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_service_proto_init() }

@@ -186,6 +186,72 @@ func testFeedFilters(t *testing.T, b Backend) {
 	wantContiguous(t, recent, 30, 63)
 }
 
+// testFeedUntil: an end time leaves out what was written after it, with
+// or without a start time, and ends the feed there: at once when a
+// stored event is past it, or, following a job that prints nothing past
+// it, once the clock has passed it and its grace, with what arrived in
+// time.
+func testFeedUntil(t *testing.T, b Backend) {
+	s := open(t, b)
+	l := runningJob(t, s, newJob(newQueue()))
+	// Times are epoch+sequence ms.
+	h := appendAll(t, s, l.LeaseRef, []*spoolv1.JobEvent{
+		startEvent(1), batchEvent(2, numbered(1, 50)...), errorEvent(52, "oops"), batchEvent(53, numbered(51, 60)...),
+	})
+	wantContiguous(t, feedAll(t, s, storekit.FeedRequest{JobID: l.JobID, UntilTime: time.UnixMilli(epochMs + 40)}), 1, 40)
+	wantContiguous(t, feedAll(t, s, storekit.FeedRequest{JobID: l.JobID, FromTime: time.UnixMilli(epochMs + 30),
+		UntilTime: time.UnixMilli(epochMs + 55)}), 30, 55)
+	if got := feedAll(t, s, storekit.FeedRequest{JobID: l.JobID, UntilTime: time.UnixMilli(epochMs)}); len(got) != 0 {
+		t.Fatalf("until before the first event: %d events", len(got))
+	}
+
+	// Following: an event past the end time ends the feed, though the job
+	// runs on.
+	past := storekit.NewFeed(s, storekit.FeedRequest{JobID: l.JobID, Follow: true, UntilTime: time.UnixMilli(epochMs + 20)})
+	got, err := drain(past)
+	if err != nil || !past.UntilReached() || past.Finished() != nil {
+		t.Fatalf("following until a stored time: %v, reached %v, finished %v", err, past.UntilReached(), past.Finished())
+	}
+	wantContiguous(t, got, 1, 20)
+
+	// Following until a time to come: what is stored before it arrives,
+	// and the feed ends once the time and its grace have passed.
+	soon := storekit.NewFeed(s, storekit.FeedRequest{JobID: l.JobID, Follow: true,
+		UntilTime: time.Now().Add(500 * time.Millisecond), UntilGrace: 500 * time.Millisecond})
+	type result struct {
+		evs []*spoolv1.JobEvent
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		evs, err := drain(soon)
+		done <- result{evs, err}
+	}()
+	// Written long ago, by its stamps: before the end time.
+	appendAll(t, s, l.LeaseRef, []*spoolv1.JobEvent{batchEvent(h.NextSequence, numbered(61, 62)...)})
+	select {
+	case r := <-done:
+		if r.err != nil || !soon.UntilReached() || soon.Finished() != nil {
+			t.Fatalf("following until a time to come: %v, reached %v, finished %v", r.err, soon.UntilReached(), soon.Finished())
+		}
+		wantContiguous(t, r.evs, 1, h.NextSequence+1)
+	case <-time.After(time.Minute):
+		t.Fatal("a following feed went on past its end time")
+	}
+}
+
+// drain reads a feed to its end, a line an event.
+func drain(f *storekit.Feed) ([]*spoolv1.JobEvent, error) {
+	var out []*spoolv1.JobEvent
+	for ev, err := range f.Events(context.Background()) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, events.Unpack(ev)...)
+	}
+	return out, nil
+}
+
 // countingReads counts the stored items its store's reads fetch.
 type countingReads struct {
 	store.JobStore

@@ -80,6 +80,7 @@ func Run(t *testing.T, b Backend) {
 		{"FeedStoredThenLive", testFeedStoredThenLive},
 		{"FeedManyFollowersAndSlowReader", testFeedManyFollowers},
 		{"FeedFilters", testFeedFilters},
+		{"FeedUntilTime", testFeedUntil},
 		{"ReleaseHandsBack", testRelease},
 		{"ReleaseOfCancelledJob", testReleaseCancelled},
 		{"RetriesWithBackoff", testRetries},

@@ -21,6 +21,16 @@ type FeedRequest struct {
 	FromLine int64
 	// Skip events (and lines) written before this time.
 	FromTime time.Time
+	// Leave out events (and lines) written after this time (zero: no end).
+	// The log is read in the order it was written, so the feed ends at
+	// the first event past it; a following feed also ends once the clock
+	// is UntilGrace past it, having read what arrived by then.
+	UntilTime time.Time
+	// UntilGrace is how long after UntilTime a following feed still waits
+	// for lines written before it: a worker sends lines some time after
+	// they are written (its flush interval at most, when it hears of no
+	// reader).
+	UntilGrace time.Duration
 	// Only these event types; OUTPUT_DATA and OUTPUT_BATCH both mean output.
 	Types []spoolv1.EventType
 	// Keep going with new events until the job is final.
@@ -51,6 +61,7 @@ type Feed struct {
 	s        store.JobStore
 	r        FeedRequest
 	finished *spoolv1.Job
+	reached  bool // the feed ended at UntilTime
 }
 
 // NewFeed returns a feed over s.
@@ -61,6 +72,11 @@ func NewFeed(s store.JobStore, r FeedRequest) *Feed {
 // Finished returns the job as it was when the feed ended because the job
 // was final and fully read (nil if the feed ended for another reason).
 func (f *Feed) Finished() *spoolv1.Job { return f.finished }
+
+// UntilReached reports whether the feed ended because it reached the
+// request's UntilTime (an event past it, or, following, the clock past it
+// and its grace) rather than the end of the job or of what is stored.
+func (f *Feed) UntilReached() bool { return f.reached }
 
 // Events yields events in sequence order. Batches are yielded as batches,
 // trimmed to the requested start; see events.Unpack for one line per event.
@@ -124,8 +140,10 @@ func (f *Feed) round(ctx context.Context, c *feedCursor, yield func([]*events.St
 		return false
 	}
 	// The job was read before the log: if it was final then, the read
-	// below sees every event it will ever have.
+	// below sees every event it will ever have. Likewise, once the end
+	// time and its grace have passed, this read is the last.
 	final := convert.State(job.GetState()).IsFinal()
+	untilLeft := f.untilLeft()
 	if (c.line > 0 || job.GetLastSequence() >= c.next) && !f.readStored(ctx, c, yield) {
 		return false
 	}
@@ -136,13 +154,34 @@ func (f *Feed) round(ctx context.Context, c *feedCursor, yield func([]*events.St
 	if !f.r.Follow {
 		return false
 	}
+	if untilLeft <= 0 && !f.r.UntilTime.IsZero() {
+		f.reached = true
+		return false
+	}
+	var untilPassed <-chan time.Time
+	if untilLeft > 0 {
+		t := time.NewTimer(untilLeft)
+		defer t.Stop()
+		untilPassed = t.C
+	}
 	select {
 	case <-changed:
+		return true
+	case <-untilPassed:
 		return true
 	case <-ctx.Done():
 		yield(nil, ctx.Err())
 		return false
 	}
+}
+
+// untilLeft is how long until a following feed's end time and its grace
+// have passed (0 or less: they have; always 0 with no end time).
+func (f *Feed) untilLeft() time.Duration {
+	if f.r.UntilTime.IsZero() {
+		return 0
+	}
+	return time.Until(f.r.UntilTime.Add(f.r.UntilGrace))
 }
 
 // readStored yields what is stored from c, in pages that start at one item
@@ -166,12 +205,21 @@ func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func([]*even
 			// The next page starts after this item, whether or not any
 			// of it is yielded.
 			req.FromSequence, req.FromLine = st.EndSequence+1, 0
-			if st, err = f.cut(st, c); err != nil {
+			var past bool
+			if st, past, err = f.cut(st, c); err != nil {
 				yield(nil, err)
 				return false
 			}
 			if st != nil {
 				out = append(out, st)
+			}
+			if past {
+				// Everything from here on was written after the end time.
+				f.reached = true
+				if len(out) > 0 {
+					yield(out, nil)
+				}
+				return false
 			}
 		}
 		if len(out) > 0 && !yield(out, nil) {
@@ -184,30 +232,37 @@ func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func([]*even
 }
 
 // cut returns what of a stored item the feed yields from c (nil: none of
-// it), and moves c past the item.
-func (f *Feed) cut(st *events.Stored, c *feedCursor) (*events.Stored, error) {
-	var err error
+// it), and moves c past the item; past says the item went past the end
+// time, so the feed ends with it.
+func (f *Feed) cut(st *events.Stored, c *feedCursor) (kept *events.Stored, past bool, err error) {
 	if c.line > 0 {
 		st, err = st.TrimBeforeLine(c.line)
 	} else {
 		st, err = st.TrimBefore(c.next)
 	}
 	if err != nil || st == nil {
-		return nil, err
+		return nil, false, err
 	}
 	c.next, c.line = st.EndSequence+1, 0
 	return f.filter(st)
 }
 
-// filter applies the time and type filters.
-func (f *Feed) filter(st *events.Stored) (*events.Stored, error) {
+// filter applies the type and time filters. Only the events wanted are
+// decoded for their times: one left out for its type is not read further,
+// and the next wanted one past the end time ends the feed as well.
+func (f *Feed) filter(st *events.Stored) (kept *events.Stored, past bool, err error) {
 	if len(f.r.Types) > 0 && !wantsType(f.r.Types, st.Type) {
-		return nil, nil
+		return nil, false, nil
+	}
+	if !f.r.UntilTime.IsZero() {
+		if st, past, err = st.TrimAfterTime(f.r.UntilTime); err != nil || st == nil {
+			return nil, past, err
+		}
 	}
 	if !f.r.FromTime.IsZero() {
-		return st.TrimBeforeTime(f.r.FromTime)
+		st, err = st.TrimBeforeTime(f.r.FromTime)
 	}
-	return st, nil
+	return st, past, err
 }
 
 func wantsType(types []spoolv1.EventType, t spoolv1.EventType) bool {
