@@ -7,6 +7,7 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -108,10 +109,9 @@ func TestWatchAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll := cfg.WatchPollInterval
-	if poll == 0 {
-		poll = awsstore.DefaultWatchPollInterval
-	}
+	// Nobody follows the job on B (no ShareWatch): B polls it at the slow
+	// pace.
+	poll := awsstore.SlowPollInterval(b)
 	// The first watch of a job on B fires at B's first poll: B has not seen
 	// the job's revision yet, so it cannot tell whether it changed.
 	select {
@@ -160,5 +160,65 @@ func TestWatchAcrossReplicas(t *testing.T) {
 	time.Sleep(6 * poll)
 	if n, _ := calls.Take(); n["DynamoDB.BatchGetItem"] != 0 {
 		t.Fatalf("B polled %d times with nobody watching", n["DynamoDB.BatchGetItem"])
+	}
+}
+
+// TestFollowersSharedAcrossReplicas: a follower on replica B makes its job
+// watched on replica A (the worker's) at A's next read of the job, here a
+// heartbeat, for one write by B however often A reads; a job nobody
+// follows stays unwatched.
+func TestFollowersSharedAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Shared(t).NewConfig(t)
+	a, b := openStore(t, cfg), openStore(t, cfg)
+	followed := running(t, a, newJob(newQueue()), time.Minute)
+	alone := running(t, a, newJob(newQueue()), time.Minute)
+	onA, onB := make(chan string, 8), make(chan string, 8)
+	a.OnWatchChange(func(id string) { onA <- id })
+	b.OnWatchChange(func(id string) { onB <- id })
+
+	began := time.Now()
+	b.ShareWatch(followed.JobID, true)
+	// B reads back its own write: that is when it has landed.
+	select {
+	case id := <-onB:
+		if id != followed.JobID {
+			t.Fatalf("B announced job %s, want %s", id, followed.JobID)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("B never wrote that it follows the job")
+	}
+	if a.WatchedElsewhere(followed.JobID) {
+		t.Fatal("A knew of B's follower before reading the job")
+	}
+	for range 3 {
+		for _, l := range []store.Lease{followed, alone} {
+			if _, _, err := a.Heartbeat(t.Context(), l.LeaseRef, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	select {
+	case id := <-onA:
+		if id != followed.JobID {
+			t.Fatalf("A announced job %s, want %s", id, followed.JobID)
+		}
+	default:
+		t.Fatal("A's heartbeat of the followed job did not tell A's service")
+	}
+	if len(onA) > 0 {
+		t.Fatalf("A announced %s too: once per job that becomes watched", <-onA)
+	}
+	if !a.WatchedElsewhere(followed.JobID) {
+		t.Fatal("A does not count B's follower after reading the job")
+	}
+	if a.WatchedElsewhere(alone.JobID) {
+		t.Fatal("A counts a follower of a job nobody follows")
+	}
+	b.ShareWatch(followed.JobID, false)
+	// One write when the follow began, and one per renewal while it
+	// lasted: nothing per read.
+	if n, most := awsstore.Announced(b), 1+int(time.Since(began)/awsstore.WatchRenewEvery); n < 1 || n > most {
+		t.Fatalf("B wrote %d times that it follows the job, want 1 to %d", n, most)
 	}
 }
