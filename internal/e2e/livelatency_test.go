@@ -15,35 +15,37 @@ import (
 )
 
 // TestLiveAcrossReplicasOnAWS: a worker on replica A prints 10 lines a
-// second, a follower on replica B receives each within liveBound of its
-// print. Before followers and new output crossed AWS replicas by
-// themselves, a line took 0.6 to 2.3 s; the measured p50 and p99 are
-// logged (run with -v to read them).
+// second; a follower on replica B receives each soon after its print. Before followers and new output crossed AWS replicas by
+// themselves, a line took 0.6 to 2.3 s to reach B. The measured figures
+// are logged (run with -v to read them).
 func TestLiveAcrossReplicasOnAWS(t *testing.T) {
 	t.Parallel()
-	testLiveAcrossServers(t, awsStore(t))
+	testLiveAcrossServers(t, "AWS", awsStore(t))
 }
 
 // TestLiveAcrossServersOnPostgres: the same on two servers of one
 // PostgreSQL database, for comparison.
 func TestLiveAcrossServersOnPostgres(t *testing.T) {
 	t.Parallel()
-	testLiveAcrossServers(t, configArgs(t, postgresConfig(pgtest.NewDatabase(t))))
+	testLiveAcrossServers(t, "PostgreSQL", configArgs(t, postgresConfig(pgtest.NewDatabase(t))))
 }
 
-// liveBound is what a line may take from print to a follower on another
-// server than the worker's, at the 99th percentile. The goal is 150 ms;
-// the bound leaves room for a machine busy with other tests, and still
-// fails the old way of crossing AWS replicas (a flush interval, then a
-// 250 ms poll).
-const liveBound = 400 * time.Millisecond
+// What a line may take from print to a follower on another server than
+// the worker's. The goal is a p99 of 150 ms; these bounds leave room for a
+// machine busy with other tests, and still fail the old way of crossing
+// AWS replicas (a flush interval, then a 250 ms poll: half a second and
+// more for most lines).
+const (
+	liveP50Bound = 150 * time.Millisecond
+	liveP99Bound = time.Second
+)
 
 // testLiveAcrossServers measures the time from a line's print, by a job
 // its worker runs through server A, to a follower on server B, at 10 lines
-// a second, and fails when the 99th percentile is over liveBound. The
-// flush interval is a minute: only a follower that reaches the worker
-// across servers makes it flush at once.
-func testLiveAcrossServers(t *testing.T, store []string) {
+// a second, on store (server arguments; name for the log), and fails when
+// it is over the bounds. The flush interval is a minute: only a follower
+// whose presence reaches the worker across servers makes it flush at once.
+func testLiveAcrossServers(t *testing.T, name string, store []string) {
 	const lines = 100
 	env := []string{"SPOOL_EXECUTION_BATCHING_FLUSH_INTERVAL_SECONDS=60"}
 	_, a := startServerEnv(t, freePort(t), t.TempDir(), env, store...)
@@ -57,35 +59,57 @@ func testLiveAcrossServers(t *testing.T, store []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := percentiles(follow(t, b, job.ID, lines))
+	t.Logf("%s, print to a follower on another server than the worker's, %d lines at 10/s: %s", name, lines, got)
+	if got.p50 > liveP50Bound || got.p99 > liveP99Bound {
+		t.Fatalf("%s, want a p50 within %v and a p99 within %v", got, liveP50Bound, liveP99Bound)
+	}
+}
+
+// follow follows job on c to its end, and returns how long each of its
+// lines took from its print (the number after its first space) to here.
+func follow(t *testing.T, c *client.Client, job string, lines int) []time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s := b.Events(ctx, job.ID, client.StreamOptions{Follow: true, Types: []spool.EventType{spool.EventOutput}})
+	s := c.Events(ctx, job, client.StreamOptions{Follow: true, Types: []spool.EventType{spool.EventOutput}})
 	var took []time.Duration
 	for ev, err := range s.All() {
 		if err != nil {
-			t.Fatalf("following on server B: %v", err)
+			t.Errorf("following on %s: %v", c.URL(), err)
+			return nil
 		}
 		now := time.Now()
 		for _, l := range ev.Lines {
 			_, stamp, _ := strings.Cut(l.Text, " ")
 			ns, err := strconv.ParseInt(stamp, 10, 64)
 			if err != nil {
-				t.Fatalf("line %q carries no print time", l.Text)
+				t.Errorf("line %q carries no print time", l.Text)
+				return nil
 			}
 			took = append(took, now.Sub(time.Unix(0, ns)))
 		}
 	}
 	if done := s.Finished(); done == nil || done.State != spool.Succeeded {
-		t.Fatalf("server B's stream ended with %v", done)
+		t.Errorf("the stream on %s ended with %v", c.URL(), done)
 	}
 	if len(took) != lines {
-		t.Fatalf("server B saw %d lines, want %d", len(took), lines)
+		t.Errorf("%s saw %d lines, want %d", c.URL(), len(took), lines)
 	}
-	slices.Sort(took)
-	p50, p99 := took[len(took)/2], took[len(took)*99/100-1]
-	t.Logf("print to follower on the other server, %d lines at 10/s: p50 %v, p99 %v, max %v",
-		lines, p50.Round(time.Millisecond), p99.Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
-	if p99 > liveBound {
-		t.Fatalf("p99 %v from print to a follower on the other server, want at most %v", p99, liveBound)
+	return took
+}
+
+// spread is a distribution's p50, p99 and maximum.
+type spread struct{ p50, p99, max time.Duration }
+
+func (s spread) String() string {
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("p50 %v, p99 %v (max %v)", r(s.p50), r(s.p99), r(s.max))
+}
+
+func percentiles(took []time.Duration) spread {
+	if len(took) == 0 {
+		return spread{}
 	}
+	s := slices.Sorted(slices.Values(took))
+	return spread{p50: s[len(s)/2], p99: s[(len(s)*99+99)/100-1], max: s[len(s)-1]}
 }
