@@ -32,12 +32,13 @@ func TestLiveAcrossServersOnPostgres(t *testing.T) {
 
 // What a line may take from print to a follower on another server than
 // the worker's. The goal is a p99 of 150 ms; these bounds leave room for a
-// machine busy with other tests, and still fail the old way of crossing
-// AWS replicas (a flush interval, then a 250 ms poll: half a second and
-// more for most lines).
+// machine busy with other tests (where the p50 alone has reached 140 ms),
+// and still fail the old way of crossing AWS replicas: the worker, not
+// told of the follower, flushed at its flush interval (a minute here), and
+// the other replica then polled every 250 ms.
 const (
-	liveP50Bound = 150 * time.Millisecond
-	liveP99Bound = time.Second
+	liveP50Bound = 300 * time.Millisecond
+	liveP99Bound = 2 * time.Second
 )
 
 // testLiveAcrossServers measures the time from a line's print, by a job
