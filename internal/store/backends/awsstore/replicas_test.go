@@ -15,7 +15,7 @@ import (
 
 // TestFeedAcrossReplicas: two servers on the same tables. A follower on
 // B sees what a worker publishes through A, every event exactly once and
-// in order, while it is being written, and stops when A completes the job.
+// in order, while it is being units, and stops when A completes the job.
 func TestFeedAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
@@ -220,5 +220,73 @@ func TestFollowersSharedAcrossReplicas(t *testing.T) {
 	// lasted: nothing per read.
 	if n, most := awsstore.Announced(b), 1+int(time.Since(began)/awsstore.WatchRenewEvery); n < 1 || n > most {
 		t.Fatalf("B wrote %d times that it follows the job, want 1 to %d", n, most)
+	}
+}
+
+// TestFollowPace: a job followed on a replica, and units through
+// another, is polled there at the follow pace and strongly consistently (1
+// read unit a poll); a job only watched there (as by a waiting heartbeat)
+// five times less often and eventually consistently (half a unit): the
+// costs docs/aws.md states. The rates are measured over a window of the
+// clock, there being nothing to wait for.
+func TestFollowPace(t *testing.T) {
+	cfg := awstest.Shared(t).NewConfig(t)
+	a := openStore(t, cfg)
+	b, calls, err := awsstore.OpenCounting(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	j, _, err := a.Enqueue(t.Context(), newJob(newQueue()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := j.GetJobId()
+	// B watches the job all along: the first watch fires at B's first
+	// poll (B knows no rev of it yet), the next only at a change, and
+	// nothing changes the job.
+	ctx, cancel := context.WithCancel(t.Context())
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		for ctx.Err() == nil {
+			select {
+			case <-b.Watch(ctx, id):
+			case <-ctx.Done():
+			}
+		}
+	}()
+	defer func() { cancel(); <-watching }()
+
+	const window = 2 * time.Second
+	var made map[string]int
+	var units map[string]float64
+	measure := func(start func()) (polls int, perPoll float64) {
+		calls.Take()
+		start()
+		time.Sleep(window)
+		made, units = calls.Take()
+		polls = made["DynamoDB.BatchGetItem"]
+		if polls == 0 {
+			t.Fatalf("B did not poll the watched job in %v", window)
+		}
+		return polls, units["DynamoDB.BatchGetItem"] / float64(polls)
+	}
+	watched, watchedUnits := measure(func() {})
+	followed, followedUnits := measure(func() { b.ShareWatch(id, true) })
+	b.ShareWatch(id, false)
+	t.Logf("in %v: %d polls watched (%.2f RCU each), %d followed (%.2f RCU each)", window, watched, watchedUnits, followed, followedUnits)
+	// The follow's mark: one write of one unit (the next is due in 5 s).
+	if made["DynamoDB.UpdateItem"] != 1 || units["DynamoDB.UpdateItem"] != 1 {
+		t.Fatalf("B marked the job followed in %d made of %.1f WCU, want 1 of 1", made["DynamoDB.UpdateItem"], units["DynamoDB.UpdateItem"])
+	}
+	if watchedUnits != 0.5 || followedUnits != 1 {
+		t.Fatalf("a poll cost %.2f RCU watched and %.2f followed, want 0.5 and 1", watchedUnits, followedUnits)
+	}
+	if most := int(window/awsstore.SlowPollInterval(b)) + 2; watched > most {
+		t.Fatalf("B polled a job only watched %d times in %v, want at most %d", watched, window, most)
+	}
+	if followed < 2*watched {
+		t.Fatalf("B polled a followed job %d times in %v, a job only watched %d: not faster", followed, window, watched)
 	}
 }
