@@ -15,7 +15,7 @@ import (
 
 // TestFeedAcrossReplicas: two servers on the same tables. A follower on
 // B sees what a worker publishes through A, every event exactly once and
-// in order, while it is being units, and stops when A completes the job.
+// in order, while it is being written, and stops when A completes the job.
 func TestFeedAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
@@ -223,7 +223,7 @@ func TestFollowersSharedAcrossReplicas(t *testing.T) {
 	}
 }
 
-// TestFollowPace: a job followed on a replica, and units through
+// TestFollowPace: a job followed on a replica, and written through
 // another, is polled there at the follow pace and strongly consistently (1
 // read unit a poll); a job only watched there (as by a waiting heartbeat)
 // five times less often and eventually consistently (half a unit): the
@@ -278,7 +278,7 @@ func TestFollowPace(t *testing.T) {
 	t.Logf("in %v: %d polls watched (%.2f RCU each), %d followed (%.2f RCU each)", window, watched, watchedUnits, followed, followedUnits)
 	// The follow's mark: one write of one unit (the next is due in 5 s).
 	if made["DynamoDB.UpdateItem"] != 1 || units["DynamoDB.UpdateItem"] != 1 {
-		t.Fatalf("B marked the job followed in %d made of %.1f WCU, want 1 of 1", made["DynamoDB.UpdateItem"], units["DynamoDB.UpdateItem"])
+		t.Fatalf("B marked the job followed in %d writes of %.1f WCU, want 1 of 1", made["DynamoDB.UpdateItem"], units["DynamoDB.UpdateItem"])
 	}
 	if watchedUnits != 0.5 || followedUnits != 1 {
 		t.Fatalf("a poll cost %.2f RCU watched and %.2f followed, want 0.5 and 1", watchedUnits, followedUnits)
