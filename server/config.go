@@ -216,8 +216,9 @@ type AWS struct {
 	// YAML: store.aws.events_ttl_days (whole days). 0: 30 days.
 	EventsTTL time.Duration
 	// WatchPollInterval is how often the jobs followed on this server
-	// are checked for changes made through other servers (at least 10ms).
-	// YAML: store.aws.watch_poll_interval. 0: 250ms.
+	// are checked for changes made through other servers (at least 10ms);
+	// other watched jobs are checked five times less often.
+	// YAML: store.aws.watch_poll_interval. 0: 50ms.
 	WatchPollInterval time.Duration
 	// DeadLetterCheckInterval is how often the dead-letter queues are
 	// looked into (negative: at every sweep of leases).

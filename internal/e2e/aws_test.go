@@ -9,10 +9,11 @@ import (
 // TestTwoReplicasOnAWS: two `spool server` replicas share the AWS backend
 // (DynamoDB- and SQS-compatible test servers); a worker talks to replica A,
 // a watcher follows the job on replica B and sees every line, once, in
-// order, while the job runs.
+// order, while the job runs. The worker's flush interval is a minute, so
+// live output through B shows that the follow crossed replicas.
 func TestTwoReplicasOnAWS(t *testing.T) {
 	t.Parallel()
-	testTwoServers(t, awsStore(t), nil, false)
+	testTwoServers(t, awsStore(t), []string{"SPOOL_EXECUTION_BATCHING_FLUSH_INTERVAL_SECONDS=60"}, true)
 }
 
 // awsStore starts DynamoDB- and SQS-compatible test servers and returns

@@ -59,7 +59,10 @@ type Config struct {
 	JobTTL time.Duration `yaml:"-"`
 
 	// WatchPollInterval is how often the jobs followed on this server are
-	// checked for changes made through other servers (default 250ms).
+	// checked for changes made through other servers (default 50ms): it is
+	// most of the wait of a follower on another replica than the worker's.
+	// Other watched jobs (a heartbeat waiting for a cancel) are checked
+	// five times less often.
 	WatchPollInterval time.Duration `yaml:"watch_poll_interval"`
 	// DeadLetterCheckInterval is how often ExpireLeases looks into the
 	// dead-letter queues (default 1m; 0 keeps the default, a negative value
@@ -77,7 +80,7 @@ const (
 	DefaultEventsTable             = "spool_job_events"
 	DefaultEventsTTLDays           = 30
 	DefaultMaxReceiveCount         = 100
-	DefaultWatchPollInterval       = 250 * time.Millisecond
+	DefaultWatchPollInterval       = 50 * time.Millisecond
 	DefaultDeadLetterCheckInterval = time.Minute
 	DefaultMaxRetries              = 8
 	// DeadLetterSuffix is added to a queue's SQS name for its dead-letter

@@ -161,11 +161,20 @@
 // Every change a reader cares about bumps the job item's rev. Changes made
 // through this Store wake its watchers at once. DynamoDB Streams would push
 // other replicas' changes, but not every endpoint has them; instead each
-// Store polls the rev of the jobs that have watchers, every
-// WatchPollInterval, in BatchGetItem calls, and stops when there are none.
-// A job has watchers while a Watch of it lasts (until the watch's context
-// ends), so jobs nobody follows any more are neither polled nor kept. See
-// watcher for why no change after a Watch call is missed.
+// Store polls the rev of the jobs that have watchers, in BatchGetItem
+// calls, and stops when there are none: every WatchPollInterval (50 ms),
+// strongly consistent, the jobs someone follows on this server and whose
+// changes do not come through it; every five of those, eventually
+// consistent, the others (a heartbeat waiting for a cancel). A job has
+// watchers while a Watch of it lasts (until the watch's context ends), so
+// jobs nobody follows any more are neither polled nor kept. See watcher
+// for why no change after a Watch call is missed.
+//
+// A server with followers of a job writes watched_until (N, Unix
+// microseconds, 15 s ahead) on its item when the first arrives and every
+// 5 s while any stays, bumping no rev; every server notes it wherever it
+// reads the item (publishes, heartbeats, polls), and so tells the job's
+// worker to flush promptly for a follower on another replica. See shares.
 //
 // # Scatters
 //

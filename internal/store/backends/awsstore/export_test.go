@@ -74,6 +74,22 @@ func SetRollForwardAfter(s *Store, d time.Duration) { s.rollForwardAfter = d }
 // Watching is how many jobs the store's watcher keeps anything for.
 func Watching(s *Store) int { return s.watch.size() }
 
+// SlowPollInterval is how often the store polls watched jobs nobody
+// follows on it.
+func SlowPollInterval(s *Store) time.Duration { return s.cfg.WatchPollInterval * slowPolls }
+
+// WatchRenewEvery is how often a replica with followers of a job writes
+// so again.
+const WatchRenewEvery = watchRenewEvery
+
+// Announced is how many times the store wrote that it has followers of a
+// job.
+func Announced(s *Store) int {
+	s.shares.mu.Lock()
+	defer s.shares.mu.Unlock()
+	return s.shares.announced
+}
+
 // WatchLoops is how many times the store started polling for watches.
 func WatchLoops(s *Store) int {
 	s.watch.mu.Lock()

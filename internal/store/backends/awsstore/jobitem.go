@@ -32,6 +32,7 @@ type jobRec struct {
 	holes        []hole
 	rev          int64
 	srcOrd       int64 // an external job's: see aSrcOrd
+	watchedUntil int64 // Unix microseconds: see shares
 }
 
 // reservation is a range of the log claimed by one Append (or Ingest
@@ -121,6 +122,7 @@ func decodeJob(it item) (*jobRec, error) {
 	r.head = store.Head{NextSequence: n.get(aNextSeq), NextLine: n.get(aNextLine)}
 	r.rev = n.get(aRev)
 	r.srcOrd = n.get(aSrcOrd)
+	r.watchedUntil = n.get(aWatchedUntil)
 	if lease := getStr(it, aResLease); lease != "" {
 		r.res = &reservation{seq: n.get(aResSeq), line: n.get(aResLine), lease: lease, at: time.UnixMicro(n.get(aResAt)).UTC()}
 	}

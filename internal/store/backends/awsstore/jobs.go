@@ -32,7 +32,18 @@ func (s *Store) getJob(ctx context.Context, id string) (*jobRec, error) {
 	if out.Item == nil || !isJobItem(out.Item) {
 		return nil, store.JobNotFound(id)
 	}
-	return decodeJob(out.Item)
+	return s.decodeJob(out.Item)
+}
+
+// decodeJob reads a job item this Store just read or wrote, and notes
+// whether a replica has followers of it (see shares): publishes and
+// heartbeats read it anyway.
+func (s *Store) decodeJob(it item) (*jobRec, error) {
+	r, err := decodeJob(it)
+	if err == nil {
+		s.shares.note(r.id(), r.watchedUntil)
+	}
+	return r, err
 }
 
 // Get implements store.JobStore.
@@ -87,7 +98,7 @@ func (s *Store) updateJob(ctx context.Context, id string, u *update, cond string
 	if err != nil {
 		return nil, false, awsErr(err, "update job %s", id)
 	}
-	r, err = decodeJob(out.Attributes)
+	r, err = s.decodeJob(out.Attributes)
 	if err != nil {
 		return nil, false, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
 	"github.com/spool-run/spool/internal/store/storekit"
@@ -108,10 +109,9 @@ func TestWatchAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll := cfg.WatchPollInterval
-	if poll == 0 {
-		poll = awsstore.DefaultWatchPollInterval
-	}
+	// Nobody follows the job on B (no ShareWatch): B polls it at the slow
+	// pace.
+	poll := awsstore.SlowPollInterval(b)
 	// The first watch of a job on B fires at B's first poll: B has not seen
 	// the job's revision yet, so it cannot tell whether it changed.
 	select {
@@ -160,5 +160,133 @@ func TestWatchAcrossReplicas(t *testing.T) {
 	time.Sleep(6 * poll)
 	if n, _ := calls.Take(); n["DynamoDB.BatchGetItem"] != 0 {
 		t.Fatalf("B polled %d times with nobody watching", n["DynamoDB.BatchGetItem"])
+	}
+}
+
+// TestFollowersSharedAcrossReplicas: a follower on replica B makes its job
+// watched on replica A (the worker's) at A's next read of the job, here a
+// heartbeat, for one write by B however often A reads; a job nobody
+// follows stays unwatched.
+func TestFollowersSharedAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	cfg := awstest.Shared(t).NewConfig(t)
+	a, b := openStore(t, cfg), openStore(t, cfg)
+	followed := running(t, a, newJob(newQueue()), time.Minute)
+	alone := running(t, a, newJob(newQueue()), time.Minute)
+	onA, onB := make(chan string, 8), make(chan string, 8)
+	a.OnWatchChange(func(id string) { onA <- id })
+	b.OnWatchChange(func(id string) { onB <- id })
+
+	began := time.Now()
+	b.ShareWatch(followed.JobID, true)
+	// B reads back its own write: that is when it has landed.
+	select {
+	case id := <-onB:
+		if id != followed.JobID {
+			t.Fatalf("B announced job %s, want %s", id, followed.JobID)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("B never wrote that it follows the job")
+	}
+	if a.WatchedElsewhere(followed.JobID) {
+		t.Fatal("A knew of B's follower before reading the job")
+	}
+	for range 3 {
+		for _, l := range []store.Lease{followed, alone} {
+			if _, _, err := a.Heartbeat(t.Context(), l.LeaseRef, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	select {
+	case id := <-onA:
+		if id != followed.JobID {
+			t.Fatalf("A announced job %s, want %s", id, followed.JobID)
+		}
+	default:
+		t.Fatal("A's heartbeat of the followed job did not tell A's service")
+	}
+	if len(onA) > 0 {
+		t.Fatalf("A announced %s too: once per job that becomes watched", <-onA)
+	}
+	if !a.WatchedElsewhere(followed.JobID) {
+		t.Fatal("A does not count B's follower after reading the job")
+	}
+	if a.WatchedElsewhere(alone.JobID) {
+		t.Fatal("A counts a follower of a job nobody follows")
+	}
+	b.ShareWatch(followed.JobID, false)
+	// One write when the follow began, and one per renewal while it
+	// lasted: nothing per read.
+	if n, most := awsstore.Announced(b), 1+int(time.Since(began)/awsstore.WatchRenewEvery); n < 1 || n > most {
+		t.Fatalf("B wrote %d times that it follows the job, want 1 to %d", n, most)
+	}
+}
+
+// TestFollowPace: a job followed on a replica, and written through
+// another, is polled there at the follow pace and strongly consistently (1
+// read unit a poll); a job only watched there (as by a waiting heartbeat)
+// five times less often and eventually consistently (half a unit): the
+// costs docs/aws.md states. The rates are measured over a window of the
+// clock, there being nothing to wait for.
+func TestFollowPace(t *testing.T) {
+	cfg := awstest.Shared(t).NewConfig(t)
+	a := openStore(t, cfg)
+	b, calls, err := awsstore.OpenCounting(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	j, _, err := a.Enqueue(t.Context(), newJob(newQueue()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := j.GetJobId()
+	// B watches the job all along: the first watch fires at B's first
+	// poll (B knows no rev of it yet), the next only at a change, and
+	// nothing changes the job.
+	ctx, cancel := context.WithCancel(t.Context())
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		for ctx.Err() == nil {
+			select {
+			case <-b.Watch(ctx, id):
+			case <-ctx.Done():
+			}
+		}
+	}()
+	defer func() { cancel(); <-watching }()
+
+	const window = 2 * time.Second
+	var made map[string]int
+	var units map[string]float64
+	measure := func(start func()) (polls int, perPoll float64) {
+		calls.Take()
+		start()
+		time.Sleep(window)
+		made, units = calls.Take()
+		polls = made["DynamoDB.BatchGetItem"]
+		if polls == 0 {
+			t.Fatalf("B did not poll the watched job in %v", window)
+		}
+		return polls, units["DynamoDB.BatchGetItem"] / float64(polls)
+	}
+	watched, watchedUnits := measure(func() {})
+	followed, followedUnits := measure(func() { b.ShareWatch(id, true) })
+	b.ShareWatch(id, false)
+	t.Logf("in %v: %d polls watched (%.2f RCU each), %d followed (%.2f RCU each)", window, watched, watchedUnits, followed, followedUnits)
+	// The follow's mark: one write of one unit (the next is due in 5 s).
+	if made["DynamoDB.UpdateItem"] != 1 || units["DynamoDB.UpdateItem"] != 1 {
+		t.Fatalf("B marked the job followed in %d writes of %.1f WCU, want 1 of 1", made["DynamoDB.UpdateItem"], units["DynamoDB.UpdateItem"])
+	}
+	if watchedUnits != 0.5 || followedUnits != 1 {
+		t.Fatalf("a poll cost %.2f RCU watched and %.2f followed, want 0.5 and 1", watchedUnits, followedUnits)
+	}
+	if most := int(window/awsstore.SlowPollInterval(b)) + 2; watched > most {
+		t.Fatalf("B polled a job only watched %d times in %v, want at most %d", watched, window, most)
+	}
+	if followed < 2*watched {
+		t.Fatalf("B polled a followed job %d times in %v, a job only watched %d: not faster", followed, window, watched)
 	}
 }

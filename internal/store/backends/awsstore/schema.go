@@ -52,6 +52,9 @@ const (
 	// rev counts changes readers care about; watchers on other servers
 	// poll it.
 	aRev = "rev" // N
+	// watched_until: until when some replica has followers of the job
+	// (Unix microseconds); see shares.
+	aWatchedUntil = "watched_until" // N
 
 	// Request markers.
 	aRequestID = "request_id" // S, as given

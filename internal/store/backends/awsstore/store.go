@@ -34,6 +34,7 @@ type Store struct {
 	log    *slog.Logger
 	queues *queueDir
 	watch  *watcher
+	shares *shares
 	dlq    deadLetterClock
 	hooks  hooks
 	// rollForwardAfter is the const of that name; tests shorten it.
@@ -115,6 +116,7 @@ func newStore(cfg Config, c clients) *Store {
 	s.sqs = newSQSGatherers(c.sqs)
 	s.queues = newQueueDir(s)
 	s.watch = newWatcher(s)
+	s.shares = newShares(s)
 	return s
 }
 
@@ -124,11 +126,12 @@ func (s *Store) Config() Config { return s.cfg }
 // Limits implements store.JobStore.
 func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
 
-// Capabilities implements store.JobStore: none. A completion is an append,
-// then a commit of the job, as DynamoDB writes them; leases are SQS's
-// visibility timeouts, which run whether a server does or not; servers
-// share no messages of their own; and DynamoDB gives space back by itself.
-func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{} }
+// Capabilities implements store.JobStore: followers shared between
+// replicas (see shares), nothing else. A completion is an append, then a
+// commit of the job, as DynamoDB writes them; leases are SQS's visibility
+// timeouts, which run whether a server does or not; and DynamoDB gives
+// space back by itself.
+func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{WatchSharer: s} }
 
 // Watch implements store.JobStore: see watcher.
 func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
@@ -138,6 +141,9 @@ func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
 // Close implements store.JobStore. It stops watching other servers'
 // changes and wakes everyone waiting in Watch.
 func (s *Store) Close() error {
-	s.closeOnce.Do(s.watch.close)
+	s.closeOnce.Do(func() {
+		s.shares.close()
+		s.watch.close()
+	})
 	return nil
 }

@@ -15,10 +15,19 @@ import (
 // watcher implements Watch across servers. Every change readers care about
 // adds one to the job item's rev. Changes made through this Store wake its
 // watchers at once; changes made through other Stores (other replicas) are
-// found by polling rev, every WatchPollInterval, of the jobs that have
-// watchers here, and only while there are any. (DynamoDB Streams would
-// push instead, but not every endpoint has them, and for a handful of
-// followed jobs a batched read is cheaper than a stream consumer.)
+// found by polling rev, in one BatchGetItem a round, of the jobs that have
+// watchers here, and only while there are any.
+//
+// Two paces: a job someone follows here (ShareWatch) is polled every
+// WatchPollInterval with strongly consistent reads, as a person is waiting
+// for its next line; any other watched job (a worker's heartbeat waiting
+// for a cancel) every slowPolls of those, eventually consistently. A
+// followed job whose changes come through this Store (its worker publishes
+// here) needs no fast poll: it is woken by them, and polled at the slow
+// pace in case its worker moves to another replica. (DynamoDB Streams
+// would push instead, but not every endpoint has them, their records reach
+// readers later than a short poll finds them, and a stream consumer
+// costs more than a few followed jobs' polls.)
 //
 // A job is polled only while a watch of it lasts: each Watch holds its
 // job's entry until the watch's context ends, and the entry goes with the
@@ -43,6 +52,9 @@ type watcher struct {
 	// started counts the polling loops started, for tests: a watch that
 	// starts one knows no rev of its job and fires at its first poll.
 	started int
+	// hurried wakes the loop when a follow begins, to poll at the follow
+	// pace at once.
+	hurried chan struct{}
 }
 
 type watchEntry struct {
@@ -52,17 +64,28 @@ type watchEntry struct {
 }
 
 type seenRev struct {
-	rev int64
-	at  time.Time
+	rev   int64
+	at    time.Time
+	local bool // the change was made through this Store
 }
 
-// recentFor is how long a fired watch's rev is kept as the base of the
-// job's next watch: a follower watches again as soon as it has read.
-const recentFor = 30 * time.Second
+const (
+	// recentFor is how long a fired watch's rev is kept as the base of
+	// the job's next watch: a follower watches again as soon as it has
+	// read.
+	recentFor = 30 * time.Second
+	// slowPolls: jobs nobody follows here are polled every slowPolls
+	// WatchPollIntervals (250 ms at the default 50 ms).
+	slowPolls = 5
+	// localFor: a followed job changed through this Store this recently
+	// is taken to be written here, and not polled at the follow pace.
+	localFor = time.Second
+)
 
 func newWatcher(s *Store) *watcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &watcher{s: s, ctx: ctx, cancel: cancel, entries: map[string]*watchEntry{}, recent: map[string]seenRev{}}
+	return &watcher{s: s, ctx: ctx, cancel: cancel, entries: map[string]*watchEntry{}, recent: map[string]seenRev{},
+		hurried: make(chan struct{}, 1)}
 }
 
 // Watch returns a channel closed at the next change of the job after the
@@ -113,6 +136,20 @@ func (w *watcher) changed(id string, rev int64) {
 	} else if r, ok := w.recent[id]; ok && rev > r.rev {
 		w.recent[id] = seenRev{rev: rev, at: time.Now()}
 	}
+	// Marked as made here, it spares the job the follow pace's polls.
+	if r, ok := w.recent[id]; ok && r.rev == rev {
+		r.local = true
+		w.recent[id] = r
+	}
+}
+
+// hurry makes the loop look at the jobs followed here now rather than at
+// its next slow round.
+func (w *watcher) hurry() {
+	select {
+	case w.hurried <- struct{}{}:
+	default:
+	}
 }
 
 // fire wakes the job's watchers; w.mu is held.
@@ -129,48 +166,80 @@ func (w *watcher) fire(id string, rev int64) {
 // loop polls the watched jobs until none are left.
 func (w *watcher) loop() {
 	defer w.loops.Done()
-	t := time.NewTicker(w.s.cfg.WatchPollInterval)
+	fast := w.s.cfg.WatchPollInterval
+	slow := fast * slowPolls
+	last := time.Now() // of the last round that polled every watched job
+	t := time.NewTimer(w.next(fast, slow, last))
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
+		case <-w.hurried:
+			// A new follow: poll it now, not at the end of a slow wait.
 		case <-w.ctx.Done():
 			return
 		}
-		ids := w.watched()
-		if ids == nil {
+		all := time.Since(last) >= slow-fast/2
+		ids, strong, ok := w.watched(all)
+		if !ok {
 			return
 		}
-		seen, err := w.poll(ids)
-		if err != nil {
-			if w.ctx.Err() == nil {
-				w.s.log.Warn("polling followed jobs for changes made by other servers", "error", err)
-			}
-			continue
+		if all {
+			last = time.Now()
 		}
-		w.mu.Lock()
-		for _, id := range ids {
-			e, ok := w.entries[id]
-			if !ok {
-				continue
-			}
-			st, found := seen[id]
-			switch {
-			case !found:
-				w.fire(id, 0) // no such job: let the watcher find out
-			case e.base == 0 || st.rev > e.base || convert.State(st.state).IsFinal():
-				// A final job changes no more: waking its watchers lets
-				// any that are left see so and stop.
-				w.fire(id, st.rev)
-			}
+		if len(ids) > 0 {
+			w.pollRound(ids, strong)
 		}
-		w.mu.Unlock()
+		t.Reset(w.next(fast, slow, last))
 	}
 }
 
-// watched lists the jobs with watchers and forgets old revs; nil (and the
-// loop marked stopped) when there are none.
-func (w *watcher) watched() []string {
+// next is how long the loop waits for its next round: the follow pace
+// while a job is followed here, else until the next slow round.
+func (w *watcher) next(fast, slow time.Duration, last time.Time) time.Duration {
+	d := max(slow-time.Since(last), 0)
+	if w.s.shares.anyFollowed() {
+		d = min(d, fast)
+	}
+	return d
+}
+
+// pollRound polls ids once and wakes the watchers of those that changed.
+func (w *watcher) pollRound(ids []string, strong bool) {
+	seen, err := w.poll(ids, strong)
+	if err != nil {
+		if w.ctx.Err() == nil {
+			w.s.log.Warn("polling followed jobs for changes made by other servers", "error", err)
+		}
+		return
+	}
+	for id, st := range seen {
+		w.s.shares.note(id, st.watchedUntil)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		e, ok := w.entries[id]
+		if !ok {
+			continue
+		}
+		st, found := seen[id]
+		switch {
+		case !found:
+			w.fire(id, 0) // no such job: let the watcher find out
+		case e.base == 0 || st.rev > e.base || convert.State(st.state).IsFinal():
+			// A final job changes no more: waking its watchers lets
+			// any that are left see so and stop.
+			w.fire(id, st.rev)
+		}
+	}
+}
+
+// watched lists the jobs to poll this round: those followed here (unless
+// written through this Store lately), and with all, every watched job;
+// strong says whether a followed one is among them. It forgets old revs,
+// and ok is false (the loop marked stopped) when no job is watched.
+func (w *watcher) watched(all bool) (ids []string, strong, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.entries) == 0 {
@@ -178,35 +247,46 @@ func (w *watcher) watched() []string {
 		// one wake-up at the first poll, its rev being unknown.
 		clear(w.recent)
 		w.running = false
-		return nil
+		return nil, false, false
 	}
+	now := time.Now()
 	for id, r := range w.recent {
-		if time.Since(r.at) > recentFor {
+		if now.Sub(r.at) > recentFor {
 			delete(w.recent, id)
 		}
 	}
-	ids := make([]string, 0, len(w.entries))
 	for id := range w.entries {
-		ids = append(ids, id)
+		followed := w.s.shares.following(id)
+		if r := w.recent[id]; followed && r.local && now.Sub(r.at) < localFor {
+			followed = false
+		}
+		if followed || all {
+			ids = append(ids, id)
+			strong = strong || followed
+		}
 	}
-	return ids
+	return ids, strong, true
 }
 
 type polled struct {
-	rev   int64
-	state spoolv1.JobState
+	rev          int64
+	state        spoolv1.JobState
+	watchedUntil int64
 }
 
-// poll reads the rev and state of jobs. Reads are eventually consistent,
-// half the price of strong ones: a change shows up a poll or so later at
-// worst, and whoever is woken reads the job strongly consistently.
-func (w *watcher) poll(ids []string) (map[string]polled, error) {
+// poll reads the rev, state and watched_until of jobs. A round with a job
+// followed here reads strongly consistently: an eventually consistent read
+// can miss a write made just before, and the follower would wait a whole
+// round more for that line. Other rounds read eventually consistently, at
+// half the price: a change shows up a poll or so later at worst, and
+// whoever is woken reads the job strongly consistently.
+func (w *watcher) poll(ids []string, strong bool) (map[string]polled, error) {
 	keys := make([]item, len(ids))
 	for i, id := range ids {
 		keys[i] = jobKey(id)
 	}
-	ka := consistent(aJobID, aRev, aState, aKind)
-	ka.ConsistentRead = aws.Bool(false)
+	ka := consistent(aJobID, aRev, aState, aKind, aWatchedUntil)
+	ka.ConsistentRead = aws.Bool(strong)
 	items, err := w.s.batchGet(w.ctx, w.s.cfg.JobsTable, keys, ka)
 	if err != nil {
 		return nil, fmt.Errorf("poll %d followed jobs: %w", len(ids), err)
@@ -217,7 +297,7 @@ func (w *watcher) poll(ids []string) (map[string]polled, error) {
 			continue
 		}
 		n := ints{it: it}
-		p := polled{rev: n.get(aRev), state: spoolv1.JobState(n.get(aState))}
+		p := polled{rev: n.get(aRev), state: spoolv1.JobState(n.get(aState)), watchedUntil: n.get(aWatchedUntil)}
 		if n.err != nil {
 			return nil, n.err
 		}
