@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,11 +23,12 @@ import (
 
 // scatterFlags are `spool scatter`'s own flags, beside the job's.
 type scatterFlags struct {
-	items, groupBy, batchWith, batchInput, gather string
-	maxItems, maxBytes, maxPerGroup               int
-	maxConcurrency, toleratedCount                int32
-	toleratedPct                                  float32
-	follow, asJSON                                bool
+	items, itemsFormat, groupBy, batchWith string
+	batchInput, gather                     string
+	maxItems, maxBytes, maxPerGroup        int
+	maxConcurrency, toleratedCount         int32
+	toleratedPct                           float32
+	follow, asJSON                         bool
 	// Whether the tolerated failures were given at all: 0 is a value of
 	// its own, and unset leaves the server's default.
 	toleratedCountSet, toleratedPctSet bool
@@ -78,7 +80,8 @@ exits 0 if it succeeded and 1 if not.`,
 	job.register(cmd)
 	fl := cmd.Flags()
 	_ = fl.MarkHidden("request-id")
-	fl.StringVar(&f.items, "items", "", `the items: JSON Lines (one item a line) or a JSON array; "-" reads stdin`)
+	fl.StringVar(&f.items, "items", "", `the items: JSON Lines (one item a line), a JSON array, or CSV (a .csv file, or --items-format csv); "-" reads stdin`)
+	fl.StringVar(&f.itemsFormat, "items-format", "", `how --items is written: json (JSON Lines or a JSON array) or csv (a header row names the fields; each row is an item of strings); default: csv for a .csv file, json otherwise`)
 	fl.IntVar(&f.maxItems, "max-items-per-batch", 0, "at most this many items a batch (0: as many as fit --max-bytes-per-batch)")
 	fl.IntVar(&f.maxBytes, "max-bytes-per-batch", itembatch.DefaultMaxBytes, "at most this many bytes of items (compact JSON) a batch; a bigger item travels alone")
 	fl.StringVar(&f.groupBy, "group-by", "", "items with different values of this field never share a batch")
@@ -135,7 +138,7 @@ func runScatter(ctx context.Context, cfg scatterConfig, e *env) error {
 func (f *scatterFlags) scatter(ctx context.Context, e *env, job client.SubmitParams) (client.ScatterParams, error) {
 	ns := client.ScatterParams{Job: job, MaxConcurrency: int(f.maxConcurrency)}
 	if f.items == "" {
-		return ns, errors.New(`say where the items are: --items FILE (JSON Lines or a JSON array; "-" for stdin)`)
+		return ns, errors.New(`say where the items are: --items FILE (JSON Lines, a JSON array or CSV; "-" for stdin)`)
 	}
 	if f.toleratedCountSet {
 		n := int(f.toleratedCount)
@@ -192,11 +195,35 @@ func (f *scatterFlags) readItems(e *env) ([]itembatch.Item, error) {
 		defer fh.Close()
 		r = fh
 	}
-	items, err := itembatch.ReadItems(r)
+	read, err := f.itemsReader()
+	if err != nil {
+		return nil, err
+	}
+	items, err := read(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.itemsName(), err)
 	}
 	return items, nil
+}
+
+// itemsReader is the reader of --items' format: the one --items-format
+// names, else CSV for a file named .csv and JSON for anything else (stdin
+// included: a pipe has no name to go by).
+func (f *scatterFlags) itemsReader() (func(io.Reader) ([]itembatch.Item, error), error) {
+	format := strings.ToLower(f.itemsFormat)
+	if format == "" {
+		format = "json"
+		if strings.EqualFold(filepath.Ext(f.items), ".csv") {
+			format = "csv"
+		}
+	}
+	switch format {
+	case "json", "jsonl":
+		return itembatch.ReadItems, nil
+	case "csv":
+		return itembatch.ReadCSVItems, nil
+	}
+	return nil, fmt.Errorf("--items-format %q: want json (JSON Lines or a JSON array) or csv", f.itemsFormat)
 }
 
 // split cuts the items with the flags' strategy, or with --batch-with.

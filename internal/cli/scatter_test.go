@@ -115,3 +115,42 @@ func TestScatterCommandBadInput(t *testing.T) {
 		t.Fatalf("huge item: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestScatterCommandCSV: a .csv file is read as CSV (its header names the
+// fields, values are strings), stdin is CSV with --items-format csv, and a
+// row with the wrong number of fields is refused with its line.
+func TestScatterCommandCSV(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
+	csvFile := filepath.Join(t.TempDir(), "images.CSV")
+	if err := os.WriteFile(csvFile, []byte("path,width\r\na.jpg,800\r\n\"b, c.jpg\",1024\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"path":"a.jpg","width":"800"},{"path":"b, c.jpg","width":"1024"}]`
+	check := `grep -qF '"items":` + want + `'`
+	r := run(srv, "scatter", "-f", "--items", csvFile, "--max-items-per-batch", "2", "--", "sh", "-c", check)
+	if r.code != 0 || !strings.Contains(r.stderr, "2 items in 1 batches") {
+		t.Fatalf("a .csv file: exit %d\n%s", r.code, r.stderr)
+	}
+	in := "path,width\na.jpg,800\n\"b, c.jpg\",1024\n"
+	r = runWith(strings.NewReader(in), "--server", srv.URL, "--api-key", srv.AdminKey,
+		"scatter", "-f", "--items", "-", "--items-format", "csv", "--max-items-per-batch", "2", "--", "sh", "-c", check)
+	if r.code != 0 {
+		t.Fatalf("CSV on stdin: exit %d\n%s", r.code, r.stderr)
+	}
+	// The same file read as JSON, on request, is not JSON.
+	if r := run(srv, "scatter", "--items", csvFile, "--items-format", "json", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "items line 1") {
+		t.Fatalf("CSV read as JSON: exit %d, stderr %q", r.code, r.stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("path,width\na.jpg,800\nb.jpg\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(srv, "scatter", "--items", bad, "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "items line 3: 1 fields, but the header on line 1 names 2") {
+		t.Fatalf("a short row: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := run(srv, "scatter", "--items", bad, "--items-format", "xml", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, `--items-format "xml": want json`) {
+		t.Fatalf("an unknown format: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
