@@ -193,6 +193,12 @@ var rpcs = map[string]entry{
 		_, err := s.CancelScatter(ctx, connect.NewRequest(&spoolv1.CancelScatterRequest{ScatterId: f.scatterCancelID}))
 		return err
 	})},
+	// The scatter is running, so the redrive is refused (409): past the
+	// door.
+	spoolv1connect.ScatterServiceRedriveScatterProcedure: {forSubmit, scatterRPC(func(ctx context.Context, s spoolv1connect.ScatterServiceClient, f *fixture) error {
+		_, err := s.RedriveScatter(ctx, connect.NewRequest(&spoolv1.RedriveScatterRequest{ScatterId: f.scatterID}))
+		return err
+	})},
 	spoolv1connect.KeyServiceCreateKeyProcedure: {forAdmin, rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, k spoolv1connect.KeyServiceClient, f *fixture) error {
 		_, err := k.CreateKey(ctx, connect.NewRequest(&spoolv1.CreateKeyRequest{Name: "made-by-the-table", Role: spoolv1.KeyRole_KEY_ROLE_READ}))
 		return err
@@ -218,40 +224,41 @@ var rpcs = map[string]entry{
 
 // routes lists every HTTP route besides the RPCs, by pattern.
 var routes = map[string]entry{
-	"GET /api/v1/jobs":                          {forList, get("/api/v1/jobs")},
-	"GET /api/v1/jobs/{job_id}":                 {forRead, get("/api/v1/jobs/{job}")},
-	"POST /api/v1/jobs/{job_id}/cancel":         {forSubmit, send(http.MethodPost, "/api/v1/jobs/{cancel}/cancel")},
-	"POST /api/v1/jobs/{job_id}/rerun":          {forSubmit, send(http.MethodPost, "/api/v1/jobs/{job}/rerun")},
-	"DELETE /api/v1/jobs/{job_id}":              {forAdmin, send(http.MethodDelete, "/api/v1/jobs/{job}")},
-	"GET /api/v1/queues":                        {forQueues, get("/api/v1/queues")},
-	"POST /api/v1/queues/{name}/pause":          {forAdmin, send(http.MethodPost, "/api/v1/queues/table-paused/pause")},
-	"POST /api/v1/queues/{name}/resume":         {forAdmin, send(http.MethodPost, "/api/v1/queues/table-paused/resume")},
-	"GET /api/v1/jobs/{job_id}/logs":            {forRead, get("/api/v1/jobs/{job}/logs")},
-	"GET /api/v1/jobs/{job_id}/logs/ws":         {forRead, ws},
-	"GET /api/v1/jobs/{job_id}/logs/search":     {forRead, get("/api/v1/jobs/{job}/logs/search?q=x")},
-	"GET /api/v1/jobs/{job_id}/logs/raw":        {forRead, get("/api/v1/jobs/{job}/logs/raw")},
-	"GET /api/v1/openapi.yaml":                  {public, get("/api/v1/openapi.yaml")},
-	"POST /api/v1/ingest/firehose":              {forIngest, send(http.MethodPost, "/api/v1/ingest/firehose")},
-	"POST /api/v1/ingest/lines":                 {forIngest, send(http.MethodPost, "/api/v1/ingest/lines")},
-	"POST /api/v1/ingest/complete":              {forIngest, send(http.MethodPost, "/api/v1/ingest/complete")},
-	"GET /api/v1/scatters":                      {forRead, getListed("/api/v1/scatters")},
-	"POST /api/v1/scatters":                     {forSubmit, postJSON("/api/v1/scatters", `{"queue": "q", "argv": ["true"], "batches": [[1]]}`)},
-	"POST /api/v1/jobs/batch":                   {forSubmit, postJSON("/api/v1/jobs/batch", `{"jobs": [{"queue": "q", "argv": ["true"]}]}`)},
-	"GET /api/v1/scatters/{scatter_id}":         {forRead, get("/api/v1/scatters/{scatter}")},
-	"GET /api/v1/scatters/{scatter_id}/batches": {forRead, get("/api/v1/scatters/{scatter}/batches")},
-	"POST /api/v1/scatters/{scatter_id}/cancel": {forSubmit, send(http.MethodPost, "/api/v1/scatters/{scatterCancel}/cancel")},
-	"GET /api/v1/session":                       {forAnyKey, get("/api/v1/session")},
-	"POST /api/v1/session":                      {forAnyKey, login},
-	"DELETE /api/v1/session":                    {public, send(http.MethodDelete, "/api/v1/session")},
-	"POST /api/v1/session/ticket":               {forAnyKey, send(http.MethodPost, "/api/v1/session/ticket?job_id={job}")},
-	"GET /metrics":                              {forMetrics, get("/metrics")},
-	"GET /healthz":                              {public, get("/healthz")},
-	"GET /":                                     {public, get("/")},
-	"GET /jobs/{job_id}":                        {public, get("/jobs/{job}")},
-	"GET /scatters":                             {public, get("/scatters")},
-	"GET /queues":                               {public, get("/queues")},
-	"GET /scatters/{scatter_id}":                {public, get("/scatters/{scatter}")},
-	"GET /assets/{file...}":                     {public, get("/assets/app.css")},
+	"GET /api/v1/jobs":                           {forList, get("/api/v1/jobs")},
+	"GET /api/v1/jobs/{job_id}":                  {forRead, get("/api/v1/jobs/{job}")},
+	"POST /api/v1/jobs/{job_id}/cancel":          {forSubmit, send(http.MethodPost, "/api/v1/jobs/{cancel}/cancel")},
+	"POST /api/v1/jobs/{job_id}/rerun":           {forSubmit, send(http.MethodPost, "/api/v1/jobs/{job}/rerun")},
+	"DELETE /api/v1/jobs/{job_id}":               {forAdmin, send(http.MethodDelete, "/api/v1/jobs/{job}")},
+	"GET /api/v1/queues":                         {forQueues, get("/api/v1/queues")},
+	"POST /api/v1/queues/{name}/pause":           {forAdmin, send(http.MethodPost, "/api/v1/queues/table-paused/pause")},
+	"POST /api/v1/queues/{name}/resume":          {forAdmin, send(http.MethodPost, "/api/v1/queues/table-paused/resume")},
+	"GET /api/v1/jobs/{job_id}/logs":             {forRead, get("/api/v1/jobs/{job}/logs")},
+	"GET /api/v1/jobs/{job_id}/logs/ws":          {forRead, ws},
+	"GET /api/v1/jobs/{job_id}/logs/search":      {forRead, get("/api/v1/jobs/{job}/logs/search?q=x")},
+	"GET /api/v1/jobs/{job_id}/logs/raw":         {forRead, get("/api/v1/jobs/{job}/logs/raw")},
+	"GET /api/v1/openapi.yaml":                   {public, get("/api/v1/openapi.yaml")},
+	"POST /api/v1/ingest/firehose":               {forIngest, send(http.MethodPost, "/api/v1/ingest/firehose")},
+	"POST /api/v1/ingest/lines":                  {forIngest, send(http.MethodPost, "/api/v1/ingest/lines")},
+	"POST /api/v1/ingest/complete":               {forIngest, send(http.MethodPost, "/api/v1/ingest/complete")},
+	"GET /api/v1/scatters":                       {forRead, getListed("/api/v1/scatters")},
+	"POST /api/v1/scatters":                      {forSubmit, postJSON("/api/v1/scatters", `{"queue": "q", "argv": ["true"], "batches": [[1]]}`)},
+	"POST /api/v1/jobs/batch":                    {forSubmit, postJSON("/api/v1/jobs/batch", `{"jobs": [{"queue": "q", "argv": ["true"]}]}`)},
+	"GET /api/v1/scatters/{scatter_id}":          {forRead, get("/api/v1/scatters/{scatter}")},
+	"GET /api/v1/scatters/{scatter_id}/batches":  {forRead, get("/api/v1/scatters/{scatter}/batches")},
+	"POST /api/v1/scatters/{scatter_id}/cancel":  {forSubmit, send(http.MethodPost, "/api/v1/scatters/{scatterCancel}/cancel")},
+	"POST /api/v1/scatters/{scatter_id}/redrive": {forSubmit, send(http.MethodPost, "/api/v1/scatters/{scatter}/redrive")},
+	"GET /api/v1/session":                        {forAnyKey, get("/api/v1/session")},
+	"POST /api/v1/session":                       {forAnyKey, login},
+	"DELETE /api/v1/session":                     {public, send(http.MethodDelete, "/api/v1/session")},
+	"POST /api/v1/session/ticket":                {forAnyKey, send(http.MethodPost, "/api/v1/session/ticket?job_id={job}")},
+	"GET /metrics":                               {forMetrics, get("/metrics")},
+	"GET /healthz":                               {public, get("/healthz")},
+	"GET /":                                      {public, get("/")},
+	"GET /jobs/{job_id}":                         {public, get("/jobs/{job}")},
+	"GET /scatters":                              {public, get("/scatters")},
+	"GET /queues":                                {public, get("/queues")},
+	"GET /scatters/{scatter_id}":                 {public, get("/scatters/{scatter}")},
+	"GET /assets/{file...}":                      {public, get("/assets/app.css")},
 }
 
 // serverRoutes are the routes the server mounts beside the REST API's.
