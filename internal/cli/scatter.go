@@ -104,6 +104,9 @@ exits 0 if it succeeded and 1 if not.`,
 // runScatter starts a scatter and, with --follow, shows its progress until
 // it ends.
 func runScatter(ctx context.Context, cfg scatterConfig, e *env) error {
+	if len(cfg.argv) == 0 && cfg.job.script == "" {
+		return errors.New("say what each batch runs: spool scatter --items FILE -- ./resize.sh (or --shell 'jq .items ... | ./resize.sh')")
+	}
 	s, err := cfg.job.submission(cfg.argv)
 	if err != nil {
 		return err
@@ -266,6 +269,7 @@ func followScatter(ctx context.Context, e *env, c *client.Client, id string) err
 		fmt.Fprintf(e.errOut, "spool: scatter %s %s: %s\n", id, sc.State.String(), sc.Error)
 	}
 	if sc.State != spool.ScatterSucceeded {
+		fmt.Fprintf(e.errOut, "spool: to run its failed batches again: spool scatters redrive %s\n", id)
 		return exitError{code: 1}
 	}
 	return nil
