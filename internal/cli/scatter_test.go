@@ -154,3 +154,53 @@ func TestScatterCommandCSV(t *testing.T) {
 		t.Fatalf("an unknown format: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestScattersRedriveCommand: a failed scatter names its failed job (get,
+// and the follow's last words), spool logs of the scatter's id says where
+// the logs are, spool scatters redrive -f runs the failed batch again and
+// exits 0 once it succeeded, and a second redrive is refused.
+func TestScattersRedriveCommand(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
+	mark := filepath.Join(t.TempDir(), "fixed")
+	r := run(srv, "scatter", "-f", "--items", itemsFile(t, images(2)...), "--max-items-per-batch", "1", "-e", "MARK="+mark,
+		"--", "sh", "-c", `test "$SPOOL_BATCH_INDEX" = 0 || test -e "$MARK"`)
+	id := strings.TrimSpace(r.stdout)
+	failed := id + ".1"
+	if r.code != 1 || !strings.Contains(r.stderr, "failed jobs: "+failed) || !strings.Contains(r.stderr, "spool scatters redrive "+id) {
+		t.Fatalf("failing scatter: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := run(srv, "scatters", "get", id); !strings.Contains(got.stdout, "Failed jobs:  "+failed+"; see why with spool logs "+failed) {
+		t.Fatalf("scatters get of a failed scatter:\n%s", got.stdout)
+	}
+	if logs := run(srv, "logs", id); logs.code == 0 || !strings.Contains(logs.stderr, id+" is a scatter, not a job") ||
+		!strings.Contains(logs.stderr, "a failed batch's: spool logs "+failed) || !strings.Contains(logs.stderr, "spool scatters get "+id) {
+		t.Fatalf("logs of a scatter id: exit %d\n%s", logs.code, logs.stderr)
+	}
+
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(srv, "scatters", "redrive", "-f", id)
+	if r.code != 0 || !strings.Contains(r.stderr, "redrive 1 of scatter "+id+": 1 batches to run again") || !strings.Contains(r.stderr, "succeeded: 2/2 batches") {
+		t.Fatalf("redrive: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := run(srv, "scatters", "get", id); !strings.Contains(got.stdout, "Redrives:") || strings.Contains(got.stdout, "Failed jobs") {
+		t.Fatalf("scatters get of a redriven scatter:\n%s", got.stdout)
+	}
+	if r := run(srv, "scatters", "redrive", id); r.code == 0 || !strings.Contains(r.stderr, "succeeded: there is nothing to run again") {
+		t.Fatalf("a second redrive: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestScatterCommandWithoutCommand: the hint shows spool scatter, not
+// spool submit.
+func TestScatterCommandWithoutCommand(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	r := run(srv, "scatter", "--items", itemsFile(t, images(2)...))
+	if r.code == 0 || !strings.Contains(r.stderr, "spool scatter --items FILE -- ") || strings.Contains(r.stderr, "spool submit") {
+		t.Fatalf("no command: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
