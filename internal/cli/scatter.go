@@ -50,7 +50,8 @@ func newScatterCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scatter [flags] --items FILE -- COMMAND [ARG...]",
 		Short: "Run a command over many items: one job per batch of items, then an optional gather",
-		Long: `Cut the items of FILE into batches and run COMMAND once per batch, as one job
+		Long: `Cut the items of FILE (JSON Lines, a JSON array, or CSV whose header row
+names the fields) into batches and run COMMAND once per batch, as one job
 each, at most --max-concurrency at a time. Each batch's job reads on stdin (and
 in the file $SPOOL_BATCH_FILE) the document
 
@@ -64,10 +65,12 @@ batch's result on stdin:
   {"batch_results": {"0": ..., "1": null}, "failed_batches": [1], "batch_count": n, "batch_input": {...}, "scatter_id": "..."}
 
 Prints the scatter's id; with --follow, a progress line until it ends, then
-exits 0 if it succeeded and 1 if not.`,
+exits 0 if it succeeded and 1 if not. spool scatters redrive runs the failed
+batches of a scatter that failed again.`,
 		Example: `  spool scatter --items images.jsonl --max-items-per-batch 50 \
       --batch-input '{"width": 800}' -- ./resize.sh
   find photos -name '*.png' | jq -R '{path: .}' | spool scatter --items - -f -- ./resize.sh
+  spool scatter --items images.csv --max-items-per-batch 50 -- ./resize.sh
   spool scatter --items orders.json --group-by customer --max-concurrency 10 \
       --tolerated-failure-percentage 5 --gather 'jq -s . > summary.json' -- ./bill.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {

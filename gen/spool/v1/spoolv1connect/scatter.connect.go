@@ -73,7 +73,7 @@ type ScatterServiceClient interface {
 	// its batches that failed or were cancelled (or never ran) run again, as
 	// new jobs, then its gather, with every batch's result. Batches that
 	// succeeded keep their jobs and results. A scatter still running, or one
-	// that succeeded, is refused (FAILED_PRECONDITION).
+	// that succeeded, is refused (ABORTED, a conflict with its state).
 	RedriveScatter(context.Context, *connect.Request[v1.RedriveScatterRequest]) (*connect.Response[v1.RedriveScatterResponse], error)
 }
 
@@ -190,7 +190,7 @@ type ScatterServiceHandler interface {
 	// its batches that failed or were cancelled (or never ran) run again, as
 	// new jobs, then its gather, with every batch's result. Batches that
 	// succeeded keep their jobs and results. A scatter still running, or one
-	// that succeeded, is refused (FAILED_PRECONDITION).
+	// that succeeded, is refused (ABORTED, a conflict with its state).
 	RedriveScatter(context.Context, *connect.Request[v1.RedriveScatterRequest]) (*connect.Response[v1.RedriveScatterResponse], error)
 }
 
