@@ -190,3 +190,36 @@ func TestTolerance(t *testing.T) {
 		}
 	}
 }
+
+// A redriven scatter cancelled before its held batches ran counts them as
+// cancelled, and may be redriven again.
+func TestRedriveCancelled(t *testing.T) {
+	ctx := context.Background()
+	rec := newScatter(t, 3, &spoolv1.ScatterSpec{Queue: "q", MaxConcurrency: 1})
+	id := rec.Scatter.GetScatterId()
+	js := jobs{scatter.BatchJobID(id, 0): spoolv1.JobState_JOB_STATE_FAILED}
+	for range 2 {
+		if _, err := scatter.Look(ctx, js, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := scatter.Redrive(rec); err != nil {
+		t.Fatal(err)
+	}
+	r, err := scatter.Look(ctx, js, rec)
+	if err != nil || !slices.Equal(r.Enqueue, []int32{0}) {
+		t.Fatalf("the redrive's first round: enqueue %v, %v", r.Enqueue, err)
+	}
+	scatter.Stop(rec, spoolv1.ScatterState_SCATTER_STATE_CANCELLED, "cancelled")
+	js[id+".0.r1"] = spoolv1.JobState_JOB_STATE_CANCELLED
+	if _, err := scatter.Look(ctx, js, rec); err != nil {
+		t.Fatal(err)
+	}
+	p := rec.Scatter.GetProgress()
+	if p.GetCancelled() != 3 || p.GetWaiting() != 0 || rec.Held.Count() != 0 || rec.Active {
+		t.Fatalf("cancelled during its redrive: %v, held %d, active %v", p, rec.Held.Count(), rec.Active)
+	}
+	if err := scatter.Redrive(rec); err != nil || rec.Scatter.GetRedriveCount() != 2 || scatter.JobOf(rec, 2) != id+".2.r2" {
+		t.Fatalf("a second redrive: %v, count %d, batch 2's job %s", err, rec.Scatter.GetRedriveCount(), scatter.JobOf(rec, 2))
+	}
+}
