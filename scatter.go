@@ -53,7 +53,8 @@ func (s ScatterState) MarshalText() ([]byte, error) { return []byte(s.String()),
 // receives every batch's result.
 type Scatter struct {
 	// ID is the scatter's time-ordered unique id. Batch i's job is
-	// "<ID>.<i>", the gather's "<ID>.gather".
+	// "<ID>.<i>", the gather's "<ID>.gather" (see RedriveCount for a
+	// scatter redriven).
 	ID       string
 	State    ScatterState
 	Spec     ScatterSpec
@@ -64,8 +65,17 @@ type Scatter struct {
 	UpdatedAt time.Time
 	// GatherJobID is the gather's job, once it was queued.
 	GatherJobID string
-	// Error says why the scatter failed or was cancelled.
+	// Error says why the scatter failed or was cancelled, naming the jobs
+	// of the batches that failed.
 	Error string
+	// FailedJobIDs are the jobs of the batches that failed (or were
+	// cancelled while the scatter ran), the first 20 in the order they
+	// ended: where to look for why ("spool logs ID"). A redrive empties it.
+	FailedJobIDs []string
+	// RedriveCount is how many times the scatter was redriven: after
+	// redrive n, batch i's job, if it ran again, is "<ID>.<i>.r<n>", and the
+	// gather's "<ID>.gather.r<n>".
+	RedriveCount int
 }
 
 // ScatterSpec is what a scatter runs, fixed when it starts.

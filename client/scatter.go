@@ -114,6 +114,19 @@ func (c *Client) CancelScatter(ctx context.Context, id, reason string) (*spool.S
 	return convert.Scatter(resp.Msg.GetScatter()), nil
 }
 
+// RedriveScatter runs an ended scatter again from where it stopped: only
+// its batches that failed or were cancelled (or never ran) run again, as
+// new jobs, then its gather with every batch's result. A scatter that is
+// running, still winding down, or succeeded is refused with an error
+// matching spool.ErrConflict.
+func (c *Client) RedriveScatter(ctx context.Context, id string) (*spool.Scatter, error) {
+	resp, err := c.sc.RedriveScatter(ctx, connect.NewRequest(&spoolv1.RedriveScatterRequest{ScatterId: id}))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return convert.Scatter(resp.Msg.GetScatter()), nil
+}
+
 // FollowScatter reads a scatter every interval (0: half a second), calls
 // progress (when not nil) each time it changed, and returns it once it is
 // final. A server that is away for a while is waited for.

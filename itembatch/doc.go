@@ -10,7 +10,8 @@
 // The flow has three steps:
 //
 //   - [ReadItems] reads the items, as JSON Lines or as one JSON array, and
-//     checks that each is valid JSON.
+//     checks that each is valid JSON; [ReadCSVItems] reads a CSV table
+//     whose header names the fields, a row an item.
 //   - [Split] cuts them by count ([Config].MaxItems, like Step Functions'
 //     MaxItemsPerBatch), by size ([Config].MaxBytes, like
 //     MaxInputBytesPerBatch, 256 KiB unless set) and by group

@@ -34,6 +34,26 @@ func ExampleReadItems() {
 	// items line 3: invalid JSON: invalid character 'o' looking for beginning of object key string
 }
 
+// A CSV file's header names the fields; every row becomes an object whose
+// values are strings.
+func ExampleReadCSVItems() {
+	table := "path,width\na.jpg,800\n\"b, c.jpg\",01024\n"
+	items, err := itembatch.ReadCSVItems(strings.NewReader(table))
+	if err != nil {
+		panic(err)
+	}
+	for _, it := range items {
+		fmt.Println(string(it))
+	}
+
+	_, err = itembatch.ReadCSVItems(strings.NewReader("path,width\nd.jpg\n"))
+	fmt.Println(err)
+	// Output:
+	// {"path":"a.jpg","width":"800"}
+	// {"path":"b, c.jpg","width":"01024"}
+	// items line 2: 1 fields, but the header on line 1 names 2
+}
+
 // Seven items by three make batches of 3, 3 and 1.
 func ExampleSplit() {
 	items, _ := itembatch.ReadItems(strings.NewReader("[1,2,3,4,5,6,7]"))

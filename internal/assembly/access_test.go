@@ -193,6 +193,12 @@ var rpcs = map[string]entry{
 		_, err := s.CancelScatter(ctx, connect.NewRequest(&spoolv1.CancelScatterRequest{ScatterId: f.scatterCancelID}))
 		return err
 	})},
+	// The scatter is running, so the redrive is refused (409): past the
+	// door.
+	spoolv1connect.ScatterServiceRedriveScatterProcedure: {forSubmit, scatterRPC(func(ctx context.Context, s spoolv1connect.ScatterServiceClient, f *fixture) error {
+		_, err := s.RedriveScatter(ctx, connect.NewRequest(&spoolv1.RedriveScatterRequest{ScatterId: f.scatterID}))
+		return err
+	})},
 	spoolv1connect.KeyServiceCreateKeyProcedure: {forAdmin, rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, k spoolv1connect.KeyServiceClient, f *fixture) error {
 		_, err := k.CreateKey(ctx, connect.NewRequest(&spoolv1.CreateKeyRequest{Name: "made-by-the-table", Role: spoolv1.KeyRole_KEY_ROLE_READ}))
 		return err
@@ -252,6 +258,9 @@ var routes = map[string]entry{
 	"GET /queues":                               {public, get("/queues")},
 	"GET /scatters/{scatter_id}":                {public, get("/scatters/{scatter}")},
 	"GET /assets/{file...}":                     {public, get("/assets/app.css")},
+
+	// A running scatter's redrive is refused (409): past the door.
+	"POST /api/v1/scatters/{scatter_id}/redrive": {forSubmit, send(http.MethodPost, "/api/v1/scatters/{scatter}/redrive")},
 }
 
 // serverRoutes are the routes the server mounts beside the REST API's.

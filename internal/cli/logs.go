@@ -85,7 +85,7 @@ func runLogs(ctx context.Context, cfg logsConfig, e *env) error {
 	// reported at once instead of being retried as a lost stream.
 	job, err := c.Job(ctx, cfg.jobID)
 	if err != nil {
-		return err
+		return scatterLogs(ctx, c, cfg.jobID, err)
 	}
 	from := startLine(cfg.from, job)
 	popts := printOptions{timestamps: cfg.timestamps, since: cfg.since, until: cfg.until}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,11 +23,12 @@ import (
 
 // scatterFlags are `spool scatter`'s own flags, beside the job's.
 type scatterFlags struct {
-	items, groupBy, batchWith, batchInput, gather string
-	maxItems, maxBytes, maxPerGroup               int
-	maxConcurrency, toleratedCount                int32
-	toleratedPct                                  float32
-	follow, asJSON                                bool
+	items, itemsFormat, groupBy, batchWith string
+	batchInput, gather                     string
+	maxItems, maxBytes, maxPerGroup        int
+	maxConcurrency, toleratedCount         int32
+	toleratedPct                           float32
+	follow, asJSON                         bool
 	// Whether the tolerated failures were given at all: 0 is a value of
 	// its own, and unset leaves the server's default.
 	toleratedCountSet, toleratedPctSet bool
@@ -48,7 +50,8 @@ func newScatterCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scatter [flags] --items FILE -- COMMAND [ARG...]",
 		Short: "Run a command over many items: one job per batch of items, then an optional gather",
-		Long: `Cut the items of FILE into batches and run COMMAND once per batch, as one job
+		Long: `Cut the items of FILE (JSON Lines, a JSON array, or CSV whose header row
+names the fields) into batches and run COMMAND once per batch, as one job
 each, at most --max-concurrency at a time. Each batch's job reads on stdin (and
 in the file $SPOOL_BATCH_FILE) the document
 
@@ -62,10 +65,12 @@ batch's result on stdin:
   {"batch_results": {"0": ..., "1": null}, "failed_batches": [1], "batch_count": n, "batch_input": {...}, "scatter_id": "..."}
 
 Prints the scatter's id; with --follow, a progress line until it ends, then
-exits 0 if it succeeded and 1 if not.`,
+exits 0 if it succeeded and 1 if not. spool scatters redrive runs the failed
+batches of a scatter that failed again.`,
 		Example: `  spool scatter --items images.jsonl --max-items-per-batch 50 \
       --batch-input '{"width": 800}' -- ./resize.sh
   find photos -name '*.png' | jq -R '{path: .}' | spool scatter --items - -f -- ./resize.sh
+  spool scatter --items images.csv --max-items-per-batch 50 -- ./resize.sh
   spool scatter --items orders.json --group-by customer --max-concurrency 10 \
       --tolerated-failure-percentage 5 --gather 'jq -s . > summary.json' -- ./bill.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -78,7 +83,8 @@ exits 0 if it succeeded and 1 if not.`,
 	job.register(cmd)
 	fl := cmd.Flags()
 	_ = fl.MarkHidden("request-id")
-	fl.StringVar(&f.items, "items", "", `the items: JSON Lines (one item a line) or a JSON array; "-" reads stdin`)
+	fl.StringVar(&f.items, "items", "", `the items: JSON Lines (one item a line), a JSON array, or CSV (a .csv file, or --items-format csv); "-" reads stdin`)
+	fl.StringVar(&f.itemsFormat, "items-format", "", `how --items is written: json (JSON Lines or a JSON array) or csv (a header row names the fields; each row is an item of strings); default: csv for a .csv file, json otherwise`)
 	fl.IntVar(&f.maxItems, "max-items-per-batch", 0, "at most this many items a batch (0: as many as fit --max-bytes-per-batch)")
 	fl.IntVar(&f.maxBytes, "max-bytes-per-batch", itembatch.DefaultMaxBytes, "at most this many bytes of items (compact JSON) a batch; a bigger item travels alone")
 	fl.StringVar(&f.groupBy, "group-by", "", "items with different values of this field never share a batch")
@@ -101,6 +107,9 @@ exits 0 if it succeeded and 1 if not.`,
 // runScatter starts a scatter and, with --follow, shows its progress until
 // it ends.
 func runScatter(ctx context.Context, cfg scatterConfig, e *env) error {
+	if len(cfg.argv) == 0 && cfg.job.script == "" {
+		return errors.New("say what each batch runs: spool scatter --items FILE -- ./resize.sh (or --shell 'jq .items ... | ./resize.sh')")
+	}
 	s, err := cfg.job.submission(cfg.argv)
 	if err != nil {
 		return err
@@ -135,7 +144,7 @@ func runScatter(ctx context.Context, cfg scatterConfig, e *env) error {
 func (f *scatterFlags) scatter(ctx context.Context, e *env, job client.SubmitParams) (client.ScatterParams, error) {
 	ns := client.ScatterParams{Job: job, MaxConcurrency: int(f.maxConcurrency)}
 	if f.items == "" {
-		return ns, errors.New(`say where the items are: --items FILE (JSON Lines or a JSON array; "-" for stdin)`)
+		return ns, errors.New(`say where the items are: --items FILE (JSON Lines, a JSON array or CSV; "-" for stdin)`)
 	}
 	if f.toleratedCountSet {
 		n := int(f.toleratedCount)
@@ -192,11 +201,35 @@ func (f *scatterFlags) readItems(e *env) ([]itembatch.Item, error) {
 		defer fh.Close()
 		r = fh
 	}
-	items, err := itembatch.ReadItems(r)
+	read, err := f.itemsReader()
+	if err != nil {
+		return nil, err
+	}
+	items, err := read(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.itemsName(), err)
 	}
 	return items, nil
+}
+
+// itemsReader is the reader of --items' format: the one --items-format
+// names, else CSV for a file named .csv and JSON for anything else (stdin
+// included: a pipe has no name to go by).
+func (f *scatterFlags) itemsReader() (func(io.Reader) ([]itembatch.Item, error), error) {
+	format := strings.ToLower(f.itemsFormat)
+	if format == "" {
+		format = "json"
+		if strings.EqualFold(filepath.Ext(f.items), ".csv") {
+			format = "csv"
+		}
+	}
+	switch format {
+	case "json", "jsonl":
+		return itembatch.ReadItems, nil
+	case "csv":
+		return itembatch.ReadCSVItems, nil
+	}
+	return nil, fmt.Errorf("--items-format %q: want json (JSON Lines or a JSON array) or csv", f.itemsFormat)
 }
 
 // split cuts the items with the flags' strategy, or with --batch-with.
@@ -239,6 +272,7 @@ func followScatter(ctx context.Context, e *env, c *client.Client, id string) err
 		fmt.Fprintf(e.errOut, "spool: scatter %s %s: %s\n", id, sc.State.String(), sc.Error)
 	}
 	if sc.State != spool.ScatterSucceeded {
+		fmt.Fprintf(e.errOut, "spool: to run its failed batches again: spool scatters redrive %s\n", id)
 		return exitError{code: 1}
 	}
 	return nil

@@ -115,3 +115,92 @@ func TestScatterCommandBadInput(t *testing.T) {
 		t.Fatalf("huge item: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestScatterCommandCSV: a .csv file is read as CSV (its header names the
+// fields, values are strings), stdin is CSV with --items-format csv, and a
+// row with the wrong number of fields is refused with its line.
+func TestScatterCommandCSV(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
+	csvFile := filepath.Join(t.TempDir(), "images.CSV")
+	if err := os.WriteFile(csvFile, []byte("path,width\r\na.jpg,800\r\n\"b, c.jpg\",1024\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"path":"a.jpg","width":"800"},{"path":"b, c.jpg","width":"1024"}]`
+	check := `grep -qF '"items":` + want + `'`
+	r := run(srv, "scatter", "-f", "--items", csvFile, "--max-items-per-batch", "2", "--", "sh", "-c", check)
+	if r.code != 0 || !strings.Contains(r.stderr, "2 items in 1 batches") {
+		t.Fatalf("a .csv file: exit %d\n%s", r.code, r.stderr)
+	}
+	in := "path,width\na.jpg,800\n\"b, c.jpg\",1024\n"
+	r = runWith(strings.NewReader(in), "--server", srv.URL, "--api-key", srv.AdminKey,
+		"scatter", "-f", "--items", "-", "--items-format", "csv", "--max-items-per-batch", "2", "--", "sh", "-c", check)
+	if r.code != 0 {
+		t.Fatalf("CSV on stdin: exit %d\n%s", r.code, r.stderr)
+	}
+	// The same file read as JSON, on request, is not JSON.
+	if r := run(srv, "scatter", "--items", csvFile, "--items-format", "json", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "items line 1") {
+		t.Fatalf("CSV read as JSON: exit %d, stderr %q", r.code, r.stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("path,width\na.jpg,800\nb.jpg\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(srv, "scatter", "--items", bad, "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "items line 3: 1 fields, but the header on line 1 names 2") {
+		t.Fatalf("a short row: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := run(srv, "scatter", "--items", bad, "--items-format", "xml", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, `--items-format "xml": want json`) {
+		t.Fatalf("an unknown format: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestScattersRedriveCommand: a failed scatter names its failed job (get,
+// and the follow's last words), spool logs of the scatter's id says where
+// the logs are, spool scatters redrive -f runs the failed batch again and
+// exits 0 once it succeeded, and a second redrive is refused.
+func TestScattersRedriveCommand(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
+	mark := filepath.Join(t.TempDir(), "fixed")
+	r := run(srv, "scatter", "-f", "--items", itemsFile(t, images(2)...), "--max-items-per-batch", "1", "-e", "MARK="+mark,
+		"--", "sh", "-c", `test "$SPOOL_BATCH_INDEX" = 0 || test -e "$MARK"`)
+	id := strings.TrimSpace(r.stdout)
+	failed := id + ".1"
+	if r.code != 1 || !strings.Contains(r.stderr, "failed jobs: "+failed) || !strings.Contains(r.stderr, "spool scatters redrive "+id) {
+		t.Fatalf("failing scatter: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := run(srv, "scatters", "get", id); !strings.Contains(got.stdout, "Failed jobs:  "+failed+"; see why with spool logs "+failed) {
+		t.Fatalf("scatters get of a failed scatter:\n%s", got.stdout)
+	}
+	if logs := run(srv, "logs", id); logs.code == 0 || !strings.Contains(logs.stderr, id+" is a scatter, not a job") ||
+		!strings.Contains(logs.stderr, "a failed batch's: spool logs "+failed) || !strings.Contains(logs.stderr, "spool scatters get "+id) {
+		t.Fatalf("logs of a scatter id: exit %d\n%s", logs.code, logs.stderr)
+	}
+
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(srv, "scatters", "redrive", "-f", id)
+	if r.code != 0 || !strings.Contains(r.stderr, "redrive 1 of scatter "+id+": 1 batches to run again") || !strings.Contains(r.stderr, "succeeded: 2/2 batches") {
+		t.Fatalf("redrive: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := run(srv, "scatters", "get", id); !strings.Contains(got.stdout, "Redrives:") || strings.Contains(got.stdout, "Failed jobs") {
+		t.Fatalf("scatters get of a redriven scatter:\n%s", got.stdout)
+	}
+	if r := run(srv, "scatters", "redrive", id); r.code == 0 || !strings.Contains(r.stderr, "succeeded: there is nothing to run again") {
+		t.Fatalf("a second redrive: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestScatterCommandWithoutCommand: the hint shows spool scatter, not
+// spool submit.
+func TestScatterCommandWithoutCommand(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	r := run(srv, "scatter", "--items", itemsFile(t, images(2)...))
+	if r.code == 0 || !strings.Contains(r.stderr, "spool scatter --items FILE -- ") || strings.Contains(r.stderr, "spool submit") {
+		t.Fatalf("no command: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

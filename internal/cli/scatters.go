@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,9 +20,9 @@ import (
 func newScattersCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scatters",
-		Short: "List, inspect and cancel scatters (start one with spool scatter)",
+		Short: "List, inspect, cancel and redrive scatters (start one with spool scatter)",
 	}
-	cmd.AddCommand(newScattersListCmd(e), newScattersGetCmd(e), newScattersCancelCmd(e))
+	cmd.AddCommand(newScattersListCmd(e), newScattersGetCmd(e), newScattersCancelCmd(e), newScattersRedriveCmd(e))
 	return cmd
 }
 
@@ -159,6 +160,78 @@ func runScattersCancel(ctx context.Context, cfg scattersCancelConfig, e *env) er
 	return nil
 }
 
+func newScattersRedriveCmd(e *env) *cobra.Command {
+	var cfg scattersRedriveConfig
+	cmd := &cobra.Command{
+		Use:   "redrive SCATTER_ID",
+		Short: "Run a failed or cancelled scatter again from where it stopped: only its failed batches, then its gather",
+		Long: `Run an ended scatter again, as Step Functions redrives a Map Run: the batches
+that failed or were cancelled (or never ran) run again, each as a new job
+(SCATTER_ID.i.rN for redrive N) under the scatter's --max-concurrency, then the
+gather (SCATTER_ID.gather.rN) with every batch's result. Batches that succeeded
+keep their jobs and results and do not run again. A scatter still running, or
+one that succeeded, is refused.`,
+		Example: `  spool scatters redrive 0190c3a2-…        # prints the scatter, running again
+  spool scatters redrive -f 0190c3a2-…     # and follows it; exit 0 if it succeeds`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.scatterID = args[0]
+			return runScattersRedrive(cmd.Context(), cfg, e)
+		},
+	}
+	cmd.Flags().BoolVarP(&cfg.follow, "follow", "f", false, "show a progress line until it ends; exit 0 if it succeeded, 1 if not")
+	return cmd
+}
+
+// scattersRedriveConfig is what `spool scatters redrive` is told on its
+// command line.
+type scattersRedriveConfig struct {
+	scatterID string
+	follow    bool
+}
+
+func runScattersRedrive(ctx context.Context, cfg scattersRedriveConfig, e *env) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	sc, err := c.RedriveScatter(ctx, cfg.scatterID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.errOut, "spool: redrive %d of scatter %s: %d batches to run again\n", sc.RedriveCount, sc.ID, sc.Progress.Waiting)
+	if cfg.follow {
+		return followScatter(ctx, e, c, sc.ID)
+	}
+	printScatter(e, sc)
+	return nil
+}
+
+// scatterLogs answers `spool logs` given a scatter's id, which is not a
+// job: a scatter has no log of its own, its batches and gather each have
+// one. Any other id gets jobErr back.
+func scatterLogs(ctx context.Context, c *client.Client, id string, jobErr error) error {
+	if !errors.Is(jobErr, spool.ErrNotFound) || uuid.Validate(id) != nil {
+		return jobErr
+	}
+	sc, err := c.Scatter(ctx, id)
+	if err != nil {
+		return jobErr
+	}
+	var where []string
+	if sc.GatherJobID != "" {
+		where = append(where, "its gather's: spool logs "+sc.GatherJobID)
+	}
+	if len(sc.FailedJobIDs) > 0 {
+		where = append(where, "a failed batch's: spool logs "+sc.FailedJobIDs[0])
+	}
+	if len(where) == 0 {
+		where = append(where, "a batch's: spool logs "+id+".0")
+	}
+	return fmt.Errorf("%s is a scatter, not a job: each of its batches, and its gather, has a log of its own; %s. "+
+		"spool scatters get %s shows the scatter (the web UI's page /scatters/%s links every batch's log)", id, strings.Join(where, "; "), id, id)
+}
+
 // scatterOrNotFound shows the scatter of an id `spool jobs get` did not find
 // as a job, so both kinds of id work there.
 func scatterOrNotFound(ctx context.Context, e *env, c *client.Client, id string, jobErr error, asJSON bool) error {
@@ -186,6 +259,16 @@ func printScatter(e *env, sc *spool.Scatter) {
 	row("State", "%s", sc.State.String())
 	if sc.Error != "" {
 		row("Error", "%s", sc.Error)
+	}
+	if len(sc.FailedJobIDs) > 0 {
+		more := ""
+		if n := p.Failed + p.Cancelled; n > len(sc.FailedJobIDs) {
+			more = fmt.Sprintf(" (the first %d of %d failed or cancelled)", len(sc.FailedJobIDs), n)
+		}
+		row("Failed jobs", "%s%s; see why with spool logs %s", strings.Join(sc.FailedJobIDs, ", "), more, sc.FailedJobIDs[0])
+	}
+	if sc.RedriveCount > 0 {
+		row("Redrives", "%d (redrive N runs batch I again as job %s.I.rN)", sc.RedriveCount, sc.ID)
 	}
 	row("Command", "%s", commandLine(spec.Params))
 	row("Progress", "%s", progressLine(sc, termview.Info{}))

@@ -321,6 +321,10 @@ func (h scatterHandler) ListScatterBatches(ctx context.Context, req *connect.Req
 	return unary(ctx, req, h.svc.ListScatterBatches)
 }
 
+func (h scatterHandler) RedriveScatter(ctx context.Context, req *connect.Request[spoolv1.RedriveScatterRequest]) (*connect.Response[spoolv1.RedriveScatterResponse], error) {
+	return unary(ctx, req, h.svc.RedriveScatter)
+}
+
 func (h scatterHandler) CancelScatter(ctx context.Context, req *connect.Request[spoolv1.CancelScatterRequest]) (*connect.Response[spoolv1.CancelScatterResponse], error) {
 	return unary(ctx, req, h.svc.CancelScatter)
 }

@@ -87,7 +87,7 @@ func fullJob() *spoolv1.Job {
 func TestRoundTrip(t *testing.T) {
 	count, pct := int32(2), float32(0.1)
 	sc := &spoolv1.Scatter{
-		ScatterId: "sc", State: spoolv1.ScatterState_SCATTER_STATE_FAILED, CreatedAt: ts(1), UpdatedAt: ts(2), GatherJobId: "sc.gather", Error: "e",
+		ScatterId: "sc", State: spoolv1.ScatterState_SCATTER_STATE_FAILED, CreatedAt: ts(1), UpdatedAt: ts(2), GatherJobId: "sc.gather", Error: "e", FailedJobIds: []string{"sc.1"}, RedriveCount: 2,
 		Progress: &spoolv1.ScatterProgress{BatchCount: 9, Waiting: 1, Queued: 2, Running: 3, Succeeded: 1, Failed: 1, Cancelled: 1, ItemCount: 90, ItemsDone: 10},
 		Spec: &spoolv1.ScatterSpec{Queue: "q", Params: fullJob().GetParams(), MaxAttempts: 2, Retries: 1, BatchInput: `{"a":1}`,
 			MaxConcurrency: 4, ToleratedFailureCount: &count, ToleratedFailurePercentage: &pct, Gather: fullJob().GetParams()},

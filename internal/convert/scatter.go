@@ -16,6 +16,7 @@ func Scatter(sc *spoolv1.Scatter) *spool.Scatter {
 	out := &spool.Scatter{
 		ID: sc.GetScatterId(), State: ScatterState(sc.GetState()), Error: sc.GetError(),
 		CreatedAt: timeOf(sc.GetCreatedAt()), UpdatedAt: timeOf(sc.GetUpdatedAt()), GatherJobID: sc.GetGatherJobId(),
+		FailedJobIDs: sc.GetFailedJobIds(), RedriveCount: int(sc.GetRedriveCount()),
 		Progress: spool.ScatterProgress{
 			BatchCount: int(p.GetBatchCount()), Waiting: int(p.GetWaiting()), Queued: int(p.GetQueued()), Running: int(p.GetRunning()),
 			Succeeded: int(p.GetSucceeded()), Failed: int(p.GetFailed()), Cancelled: int(p.GetCancelled()),
@@ -58,6 +59,7 @@ func ScatterProto(sc *spool.Scatter) *spoolv1.Scatter {
 	out := &spoolv1.Scatter{
 		ScatterId: sc.ID, State: ScatterStateProto(sc.State), Error: sc.Error,
 		CreatedAt: stamp(sc.CreatedAt), UpdatedAt: stamp(sc.UpdatedAt), GatherJobId: sc.GatherJobID,
+		FailedJobIds: sc.FailedJobIDs, RedriveCount: int32(sc.RedriveCount),
 		Progress: &spoolv1.ScatterProgress{
 			BatchCount: int32(p.BatchCount), Waiting: int32(p.Waiting), Queued: int32(p.Queued), Running: int32(p.Running),
 			Succeeded: int32(p.Succeeded), Failed: int32(p.Failed), Cancelled: int32(p.Cancelled),

@@ -108,6 +108,7 @@ var routes = []route{
 	{"GET", "/api/v1/scatters/{scatter_id}", (*api).getScatter},
 	{"GET", "/api/v1/scatters/{scatter_id}/batches", (*api).listScatterBatches},
 	{"POST", "/api/v1/scatters/{scatter_id}/cancel", (*api).cancelScatter},
+	{"POST", "/api/v1/scatters/{scatter_id}/redrive", (*api).redriveScatter},
 	{"GET", "/api/v1/session", (*api).whoami},
 	{"POST", "/api/v1/session", (*api).login},
 	{"DELETE", "/api/v1/session", (*api).logout},

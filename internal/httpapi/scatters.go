@@ -207,3 +207,14 @@ func (a *api) cancelScatter(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, jobjson.ScatterView(convert.Scatter(resp.GetScatter())))
 }
+
+// redriveScatter runs an ended scatter's failed batches again. Its body,
+// if any, is an empty object: nothing is to be said but the scatter.
+func (a *api) redriveScatter(w http.ResponseWriter, r *http.Request) {
+	resp, err := a.Service.RedriveScatter(r.Context(), &spoolv1.RedriveScatterRequest{ScatterId: r.PathValue("scatter_id")})
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobjson.ScatterView(convert.Scatter(resp.GetScatter())))
+}

@@ -338,3 +338,29 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// A failed scatter names its failed job; POST .../redrive runs that batch
+// again as a new job, and answers a scatter no one knows with 404.
+func TestScatterRedrive(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	spooltest.NewWorker(t, e.srv, worker.Config{Concurrency: 2})
+	id := e.createScatter(t, `{"script": "exit 1", "batches": [[1]]}`)
+	sc := e.waitScatter(t, id)
+	if sc.State != "failed" || len(sc.FailedJobIDs) != 1 || sc.FailedJobIDs[0] != id+".0" || !strings.Contains(sc.Error, "failed jobs: "+id+".0") {
+		t.Fatalf("failed scatter: %+v", sc)
+	}
+	var again jobjson.Scatter
+	if resp := e.post(t, e.srv.URL+"/api/v1/scatters/"+id+"/redrive", "", &again); resp.StatusCode != http.StatusOK ||
+		again.State != "running" || again.RedriveCount != 1 || len(again.FailedJobIDs) != 0 {
+		t.Fatalf("redrive: %s %+v", resp.Status, again)
+	}
+	sc = e.waitScatter(t, id)
+	if sc.State != "failed" || len(sc.FailedJobIDs) != 1 || sc.FailedJobIDs[0] != id+".0.r1" {
+		t.Fatalf("redriven scatter, failed again: %+v", sc)
+	}
+	var refusal map[string]any
+	if resp := e.post(t, e.srv.URL+"/api/v1/scatters/0190c3a2-0000-7000-8000-000000000000/redrive", "", &refusal); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("redrive of an unknown scatter: %s %v", resp.Status, refusal)
+	}
+}

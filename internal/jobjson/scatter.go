@@ -10,14 +10,17 @@ import (
 // Scatter is a scatter as spool shows it in JSON (schema Scatter in the
 // REST API's openapi.yaml).
 type Scatter struct {
-	ScatterID   string          `json:"scatter_id"`
-	State       string          `json:"state"`
-	Error       string          `json:"error,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	GatherJobID string          `json:"gather_job_id,omitempty"`
-	Progress    ScatterProgress `json:"progress"`
-	Spec        ScatterSpec     `json:"spec"`
+	ScatterID   string    `json:"scatter_id"`
+	State       string    `json:"state"`
+	Error       string    `json:"error,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	GatherJobID string    `json:"gather_job_id,omitempty"`
+	// FailedJobIDs are the jobs of the first batches that failed.
+	FailedJobIDs []string        `json:"failed_job_ids,omitempty"`
+	RedriveCount int             `json:"redrive_count,omitempty"`
+	Progress     ScatterProgress `json:"progress"`
+	Spec         ScatterSpec     `json:"spec"`
 }
 
 // ScatterProgress counts a scatter's batches by where they are.
@@ -70,12 +73,14 @@ type ScatterBatches struct {
 func ScatterView(sc *spool.Scatter) Scatter {
 	p, spec := sc.Progress, sc.Spec
 	v := Scatter{
-		ScatterID:   sc.ID,
-		State:       sc.State.String(),
-		Error:       sc.Error,
-		CreatedAt:   utc(sc.CreatedAt),
-		UpdatedAt:   utc(sc.UpdatedAt),
-		GatherJobID: sc.GatherJobID,
+		ScatterID:    sc.ID,
+		State:        sc.State.String(),
+		Error:        sc.Error,
+		CreatedAt:    utc(sc.CreatedAt),
+		UpdatedAt:    utc(sc.UpdatedAt),
+		GatherJobID:  sc.GatherJobID,
+		FailedJobIDs: sc.FailedJobIDs,
+		RedriveCount: sc.RedriveCount,
 		Progress: ScatterProgress{
 			BatchCount: int32(p.BatchCount), Waiting: int32(p.Waiting), Queued: int32(p.Queued), Running: int32(p.Running),
 			Succeeded: int32(p.Succeeded), Failed: int32(p.Failed), Cancelled: int32(p.Cancelled),

@@ -128,7 +128,7 @@ func (d *Driver) report(ctx context.Context, r *Round) {
 	failed := map[int32]bool{}
 	for _, i := range r.Failed {
 		failed[i] = true
-		log.WarnContext(ctx, "scatter batch failed", "scatter_id", sc.GetScatterId(), "batch", i, "job_id", BatchJobID(sc.GetScatterId(), i))
+		log.WarnContext(ctx, "scatter batch failed", "scatter_id", sc.GetScatterId(), "batch", i, "job_id", JobOf(r.Rec, i))
 	}
 	for _, i := range r.Ended {
 		if !failed[i] {
@@ -159,7 +159,7 @@ func (d *Driver) act(ctx context.Context, r *Round) error {
 		}
 	}
 	for _, i := range r.Cancel {
-		id := BatchJobID(sc.GetScatterId(), i)
+		id := JobOf(r.Rec, i)
 		job, err := st.Get(ctx, id)
 		if errors.Is(err, spool.ErrNotFound) {
 			// Its enqueue may still be on its way: create the job so the
@@ -194,10 +194,11 @@ func (d *Driver) enqueueBatch(ctx context.Context, rec *store.ScatterRecord, i i
 		return fmt.Errorf("batch %d of scatter %s as stored: %w", i, sc.GetScatterId(), err)
 	}
 	member := &spoolv1.ScatterMember{ScatterId: sc.GetScatterId(), BatchIndex: i, BatchCount: sc.GetProgress().GetBatchCount(), ItemCount: int32(k)}
-	created, err := d.enqueueMember(ctx, sc.GetSpec(), sc.GetSpec().GetParams(), BatchJobID(sc.GetScatterId(), i), member)
+	id := JobOf(rec, i)
+	created, err := d.enqueueMember(ctx, sc.GetSpec(), sc.GetSpec().GetParams(), id, member)
 	if err == nil && created {
 		d.o.Metrics.BatchesCreated.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", sc.GetSpec().GetQueue())))
-		d.o.Log.InfoContext(ctx, "scatter batch created", "scatter_id", sc.GetScatterId(), "batch", i, "job_id", BatchJobID(sc.GetScatterId(), i), "items", k)
+		d.o.Log.InfoContext(ctx, "scatter batch created", "scatter_id", sc.GetScatterId(), "batch", i, "job_id", id, "items", k)
 	}
 	return err
 }
@@ -206,9 +207,10 @@ func (d *Driver) enqueueBatch(ctx context.Context, rec *store.ScatterRecord, i i
 func (d *Driver) enqueueGather(ctx context.Context, rec *store.ScatterRecord) error {
 	sc := rec.Scatter
 	member := &spoolv1.ScatterMember{ScatterId: sc.GetScatterId(), BatchCount: sc.GetProgress().GetBatchCount(), Gather: true}
-	created, err := d.enqueueMember(ctx, sc.GetSpec(), sc.GetSpec().GetGather(), GatherJobID(sc.GetScatterId()), member)
+	id := GatherOf(rec)
+	created, err := d.enqueueMember(ctx, sc.GetSpec(), sc.GetSpec().GetGather(), id, member)
 	if err == nil && created {
-		d.o.Log.InfoContext(ctx, "scatter gather queued", "scatter_id", sc.GetScatterId(), "job_id", GatherJobID(sc.GetScatterId()))
+		d.o.Log.InfoContext(ctx, "scatter gather queued", "scatter_id", sc.GetScatterId(), "job_id", id)
 	}
 	return err
 }

@@ -16,6 +16,27 @@ func BatchJobID(scatterID string, i int32) string { return fmt.Sprintf("%s.%d", 
 // GatherJobID is the id of a scatter's gather job.
 func GatherJobID(scatterID string) string { return scatterID + ".gather" }
 
+// JobOf is the id of the job that runs batch i of rec now: BatchJobID's,
+// or, once a redrive ran the batch again, that id with the redrive's
+// number (".r1"), so that the earlier job keeps its id and its log.
+func JobOf(rec *store.ScatterRecord, i int32) string {
+	id := BatchJobID(rec.Scatter.GetScatterId(), i)
+	if int(i) < len(rec.Gen) && rec.Gen[i] > 0 {
+		id += fmt.Sprintf(".r%d", rec.Gen[i])
+	}
+	return id
+}
+
+// GatherOf is the id of rec's gather job in its latest run: each redrive
+// gathers again, in a job of its own.
+func GatherOf(rec *store.ScatterRecord) string {
+	id := GatherJobID(rec.Scatter.GetScatterId())
+	if n := rec.Scatter.GetRedriveCount(); n > 0 {
+		id += fmt.Sprintf(".r%d", n)
+	}
+	return id
+}
+
 // memberJob is the job of one of a scatter's members (a batch, or the
 // gather) under its fixed id, with a request id of its own, so that a
 // repeated enqueue finds the job instead of making another.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -47,10 +48,10 @@ func Look(ctx context.Context, jobs Jobs, rec *store.ScatterRecord) (*Round, err
 	final := convert.ScatterState(sc.GetState()).IsFinal()
 	p.Queued, p.Running = 0, 0
 	for i := range rec.Released {
-		if rec.Ended.Has(i) {
+		if rec.Ended.Has(i) || rec.Held.Has(i) {
 			continue
 		}
-		job, err := jobs.Get(ctx, BatchJobID(sc.GetScatterId(), i))
+		job, err := jobs.Get(ctx, JobOf(rec, i))
 		if errors.Is(err, spool.ErrNotFound) {
 			// Released by a round whose server stopped before enqueueing.
 			r.Enqueue = append(r.Enqueue, i)
@@ -74,8 +75,8 @@ func Look(ctx context.Context, jobs Jobs, rec *store.ScatterRecord) (*Round, err
 		return r, nil
 	}
 	if TooManyFailed(rec) {
-		Stop(rec, spoolv1.ScatterState_SCATTER_STATE_FAILED, fmt.Sprintf("%d of %d batches failed, more than the %s tolerated",
-			p.GetFailed()+p.GetCancelled(), p.GetBatchCount(), Tolerance(sc.GetSpec())))
+		Stop(rec, spoolv1.ScatterState_SCATTER_STATE_FAILED, fmt.Sprintf("%d of %d batches failed, more than the %s tolerated%s",
+			p.GetFailed()+p.GetCancelled(), p.GetBatchCount(), Tolerance(sc.GetSpec()), seeJobs(sc.GetFailedJobIds())))
 		r.windDown()
 		return r, nil
 	}
@@ -103,19 +104,55 @@ func (r *Round) settle(i int32, job *spoolv1.Job) {
 	}
 	r.Rec.Failed.Set(i)
 	r.Failed = append(r.Failed, i)
+	// The jobs a person looks at to learn why: those that failed, and
+	// those cancelled while the scatter ran (by someone, or a timeout),
+	// not the ones the scatter cancelled itself on its way out.
+	sc := r.Rec.Scatter
+	final := convert.ScatterState(sc.GetState()).IsFinal()
+	if len(sc.GetFailedJobIds()) < MaxFailedJobIDs && (job.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED || !final) {
+		sc.FailedJobIds = append(sc.FailedJobIds, job.GetJobId())
+	}
 }
 
-// release hands batches to the queue while the concurrency limit allows.
+// MaxFailedJobIDs bounds the failed batches' jobs a scatter names: enough
+// to start looking, few enough to read in a listing. The progress counts
+// them all.
+const MaxFailedJobIDs = 20
+
+// seeJobs is the end of a failed scatter's error: which jobs to look at.
+func seeJobs(ids []string) string {
+	const shown = 3
+	switch {
+	case len(ids) == 0:
+		return ""
+	case len(ids) > shown:
+		return fmt.Sprintf("; failed jobs: %s and more (spool logs %s)", strings.Join(ids[:shown], ", "), ids[0])
+	}
+	return fmt.Sprintf("; failed jobs: %s (spool logs %s)", strings.Join(ids, ", "), ids[0])
+}
+
+// release hands batches to the queue while the concurrency limit allows:
+// first those a redrive holds, in index order, then the ones never
+// released.
 func (r *Round) release() {
-	sc := r.Rec.Scatter
-	p := sc.GetProgress()
-	limit := sc.GetSpec().GetMaxConcurrency()
-	for r.Rec.Released < p.GetBatchCount() && (limit == 0 || p.GetQueued()+p.GetRunning() < limit) {
-		r.Enqueue = append(r.Enqueue, r.Rec.Released)
-		r.Rec.Released++
+	rec := r.Rec
+	p := rec.Scatter.GetProgress()
+	limit := rec.Scatter.GetSpec().GetMaxConcurrency()
+	n := p.GetBatchCount()
+	free := func() bool { return limit == 0 || p.GetQueued()+p.GetRunning() < limit }
+	for i := int32(0); i < n && len(rec.Held) > 0 && free(); i++ {
+		if rec.Held.Has(i) {
+			rec.Held.Clear(i)
+			r.Enqueue = append(r.Enqueue, i)
+			p.Queued++
+		}
+	}
+	for rec.Released < n && free() {
+		r.Enqueue = append(r.Enqueue, rec.Released)
+		rec.Released++
 		p.Queued++
 	}
-	p.Waiting = p.GetBatchCount() - r.Rec.Released
+	p.Waiting = n - rec.Released + rec.Held.Count()
 }
 
 // gatherOrFinish moves a scatter whose batches all ended within tolerance
@@ -127,7 +164,7 @@ func (r *Round) gatherOrFinish(ctx context.Context, jobs Jobs) error {
 		r.Rec.Active = false
 		return nil
 	}
-	id := GatherJobID(sc.GetScatterId())
+	id := GatherOf(r.Rec)
 	sc.State, sc.GatherJobId = spoolv1.ScatterState_SCATTER_STATE_GATHERING, id
 	job, err := jobs.Get(ctx, id)
 	switch {
@@ -139,7 +176,7 @@ func (r *Round) gatherOrFinish(ctx context.Context, jobs Jobs) error {
 		sc.State = spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED
 		r.Rec.Active = false
 	case convert.State(job.GetState()).IsFinal():
-		sc.State, sc.Error = spoolv1.ScatterState_SCATTER_STATE_FAILED, "the gather job "+convert.State(job.GetState()).String()
+		sc.State, sc.Error = spoolv1.ScatterState_SCATTER_STATE_FAILED, fmt.Sprintf("the gather job %s %s (spool logs %s)", id, convert.State(job.GetState()).String(), id)
 		r.Rec.Active = false
 	}
 	return nil
@@ -154,7 +191,7 @@ func (r *Round) windDown() {
 	r.CancelRunning = sc.GetState() == spoolv1.ScatterState_SCATTER_STATE_CANCELLED
 	r.CancelGather = r.CancelRunning && sc.GetGatherJobId() != ""
 	for i := range r.Rec.Released {
-		if !r.Rec.Ended.Has(i) {
+		if !r.Rec.Ended.Has(i) && !r.Rec.Held.Has(i) {
 			r.Cancel = append(r.Cancel, i)
 		}
 	}
@@ -198,5 +235,6 @@ func Tolerance(spec *spoolv1.ScatterSpec) string {
 // Same reports whether a round changed nothing worth writing.
 func Same(a, b *store.ScatterRecord) bool {
 	return a.Active == b.Active && a.Released == b.Released && string(a.Ended) == string(b.Ended) &&
-		string(a.Failed) == string(b.Failed) && proto.Equal(a.Scatter, b.Scatter)
+		string(a.Failed) == string(b.Failed) && string(a.Held) == string(b.Held) && string(a.Gen) == string(b.Gen) &&
+		proto.Equal(a.Scatter, b.Scatter)
 }

@@ -109,16 +109,26 @@ func CountItems(batch string) (int, error) {
 	return len(items), nil
 }
 
-// Stop makes a scatter final: the batches never released count as
-// cancelled. The round that follows winds the rest down.
+// Stop makes a scatter final: the batches never released, and those a
+// redrive holds, count as cancelled. The round that follows winds the
+// rest down.
 func Stop(rec *store.ScatterRecord, st spoolv1.ScatterState, why string) {
 	sc := rec.Scatter
 	p := sc.GetProgress()
 	sc.State, sc.Error = st, why
-	for i := rec.Released; i < p.GetBatchCount(); i++ {
+	never := func(i int32) {
 		rec.Ended.Set(i)
 		rec.Failed.Set(i)
 		p.Cancelled++
+	}
+	for i := range rec.Released {
+		if rec.Held.Has(i) {
+			rec.Held.Clear(i)
+			never(i)
+		}
+	}
+	for i := rec.Released; i < p.GetBatchCount(); i++ {
+		never(i)
 	}
 	p.Waiting = 0
 }

@@ -51,7 +51,7 @@ func (s *Service) GetJobInput(ctx context.Context, m *spoolv1.GetJobInputRequest
 			out := ""
 			if rec.Failed.Has(i) {
 				failed = append(failed, i)
-			} else if j, err := s.store.Get(ctx, scatter.BatchJobID(sc.GetScatterId(), i)); err == nil {
+			} else if j, err := s.store.Get(ctx, scatter.JobOf(rec, i)); err == nil {
 				out = j.GetResult().GetOutput()
 			} else {
 				return nil, s.fail(ctx, "GetJobInput", err)

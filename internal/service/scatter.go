@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -159,8 +160,9 @@ func (s *Service) ListScatterBatches(ctx context.Context, m *spoolv1.ListScatter
 	resp := &spoolv1.ListScatterBatchesResponse{}
 	for i := from; i < end; i++ {
 		b := &spoolv1.ScatterBatch{BatchIndex: i}
-		if i < rec.Released {
-			j, err := s.store.Get(ctx, scatter.BatchJobID(rec.Scatter.GetScatterId(), i))
+		// A batch a redrive holds has no job of this run yet.
+		if i < rec.Released && !rec.Held.Has(i) {
+			j, err := s.store.Get(ctx, scatter.JobOf(rec, i))
 			switch {
 			case err == nil:
 				b.Job, b.ItemCount = j, j.GetParams().GetScatter().GetItemCount()
@@ -215,6 +217,38 @@ func (s *Service) CancelScatter(ctx context.Context, m *spoolv1.CancelScatterReq
 			rec = now
 		}
 		return &spoolv1.CancelScatterResponse{Scatter: rec.Scatter}, nil
+	}
+}
+
+// RedriveScatter runs an ended scatter again from where it failed: its
+// batches that failed or were cancelled run again as new jobs, then the
+// gather (scatter.Redrive says what is kept). Who may cancel a scatter may
+// redrive it.
+func (s *Service) RedriveScatter(ctx context.Context, m *spoolv1.RedriveScatterRequest) (*spoolv1.RedriveScatterResponse, error) {
+	for {
+		rec, err := s.scatter(ctx, "RedriveScatter", m.GetScatterId())
+		if err != nil {
+			return nil, err
+		}
+		caller, err := s.authorize(ctx, PermSubmit, rec.Scatter.GetSpec().GetQueue())
+		if err != nil {
+			return nil, err
+		}
+		if err := scatter.Redrive(rec); err != nil {
+			return nil, err
+		}
+		rec.Scatter.UpdatedAt = timestamppb.New(storekit.Now())
+		err = s.store.UpdateScatter(ctx, rec)
+		if errors.Is(err, store.ErrScatterMoved) {
+			continue
+		}
+		if err != nil {
+			return nil, s.fail(ctx, "RedriveScatter", err)
+		}
+		sc := rec.Scatter
+		s.audit(ctx, caller, "scatter redriven", "scatter_id", sc.GetScatterId(), "redrive", sc.GetRedriveCount(), "batches", sc.GetProgress().GetWaiting())
+		s.scatters.Kick(sc.GetScatterId())
+		return &spoolv1.RedriveScatterResponse{Scatter: sc}, nil
 	}
 }
 

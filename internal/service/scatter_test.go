@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -459,6 +461,85 @@ func TestScatterSurvivesRestart(t *testing.T) {
 		}
 		if jobs != 10 {
 			t.Fatalf("%d jobs for 9 batches and a gather", jobs)
+		}
+	})
+}
+
+// TestScatterRedrive: a scatter that failed is redriven: only its failed
+// and never-run batches run again, as new jobs; the batch that succeeded
+// keeps its job; the gather, in a job of its own, gets every batch's
+// result. Its failure named the failed job; a redrive of it once it
+// succeeded is refused.
+func TestScatterRedrive(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, srv *spooltest.Server) {
+		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 2})
+		c := srv.Client()
+		ctx := context.Background()
+		mark := filepath.Join(t.TempDir(), "fixed")
+		sc, err := c.StartScatter(ctx, client.ScatterParams{
+			Job: client.SubmitParams{Env: map[string]string{"MARK": mark},
+				Script: `{ test $((SPOOL_BATCH_INDEX % 2)) -eq 0 || test -e "$MARK"; } && echo "{\"i\": $SPOOL_BATCH_INDEX}" > "$SPOOL_RESULT"`},
+			Batches: batches(4, 1), MaxConcurrency: 1, Gather: `cat > "$SPOOL_RESULT"`,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterFailed, 1, 1, 2)
+		failed := scatter.BatchJobID(sc.ID, 1)
+		if !slices.Equal(sc.FailedJobIDs, []string{failed}) || !strings.Contains(sc.Error, "failed jobs: "+failed) {
+			t.Fatalf("the failed scatter names %v, error %q; want %s", sc.FailedJobIDs, sc.Error, failed)
+		}
+
+		if err := os.WriteFile(mark, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sc, err = c.RedriveScatter(ctx, sc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.State != spool.ScatterRunning || sc.RedriveCount != 1 || len(sc.FailedJobIDs) != 0 {
+			t.Fatalf("redriven: %s, redrive %d, failed jobs %v", sc.State, sc.RedriveCount, sc.FailedJobIDs)
+		}
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterSucceeded, 4, 0, 0)
+		if sc.GatherJobID != scatter.GatherJobID(sc.ID)+".r1" {
+			t.Fatalf("gather job %q, want the redrive's own", sc.GatherJobID)
+		}
+		bs, _, err := c.ScatterBatches(ctx, sc.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range bs {
+			want := fmt.Sprintf("%s.%d.r1", sc.ID, i)
+			if i == 0 {
+				want = scatter.BatchJobID(sc.ID, 0)
+			}
+			if b.Job == nil || b.Job.ID != want || b.Job.State != spool.Succeeded {
+				t.Fatalf("batch %d: job %+v, want %s succeeded", i, b.Job, want)
+			}
+		}
+		if old, err := c.Job(ctx, failed); err != nil || old.State != spool.Failed {
+			t.Fatalf("the first job of the failed batch: %v %v; want it kept, failed", old, err)
+		}
+		gather, err := c.Job(ctx, sc.GatherJobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc gatherDoc
+		if err := json.Unmarshal([]byte(gather.Result.Output), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			if got, want := string(doc.BatchResults[fmt.Sprint(i)]), fmt.Sprintf(`{"i":%d}`, i); strings.ReplaceAll(got, " ", "") != want {
+				t.Fatalf("the gather read batch %d's result as %s, want %s", i, got, want)
+			}
+		}
+		if len(doc.FailedBatches) != 0 {
+			t.Fatalf("the gather read failed batches %v", doc.FailedBatches)
+		}
+		if _, err := c.RedriveScatter(ctx, sc.ID); !errors.Is(err, spool.ErrConflict) || !strings.Contains(err.Error(), "succeeded: there is nothing to run again") {
+			t.Fatalf("a redrive of a succeeded scatter: %v", err)
 		}
 	})
 }

@@ -62,6 +62,16 @@ type ScatterRecord struct {
 	// succeeded. Bit i is bit i%8 of byte i/8. Each batch is counted into
 	// the scatter's progress when its bit is set, so exactly once.
 	Ended, Failed Bits
+	// Held has bit i set while batch i waits to run again after a redrive:
+	// the redrive took it out of Ended and Failed, and a round hands it to
+	// the queue when the concurrency limit allows, as it releases a new
+	// batch. Nil until the first redrive.
+	Held Bits
+	// Gen[i] is the redrive whose job runs batch i (0: the first run).
+	// A redrive gives the batches it runs again new jobs, as their old
+	// jobs keep their logs and ids, so the job of a batch depends on it.
+	// Nil until the first redrive.
+	Gen []byte
 }
 
 // Bits is a set of batch indexes, packed eight to a byte.
@@ -70,8 +80,11 @@ type Bits []byte
 // NewBits returns an empty set for n batches.
 func NewBits(n int32) Bits { return make(Bits, (n+7)/8) }
 
-// Has reports whether i is in the set.
-func (b Bits) Has(i int32) bool { return b[i/8]&(1<<(i%8)) != 0 }
+// Has reports whether i is in the set. A nil set holds nothing.
+func (b Bits) Has(i int32) bool { return int(i/8) < len(b) && b[i/8]&(1<<(i%8)) != 0 }
+
+// Clear removes i from the set.
+func (b Bits) Clear(i int32) { b[i/8] &^= 1 << (i % 8) }
 
 // Set adds i to the set.
 func (b Bits) Set(i int32) { b[i/8] |= 1 << (i % 8) }

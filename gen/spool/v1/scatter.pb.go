@@ -326,7 +326,8 @@ func (x *ScatterProgress) GetItemsDone() int64 {
 type Scatter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Time-ordered unique id (UUIDv7). Batch i's job is "<scatter_id>.<i>",
-	// the gather's "<scatter_id>.gather".
+	// the gather's "<scatter_id>.gather"; after redrive n, a batch run again
+	// is "<scatter_id>.<i>.r<n>" and the gather "<scatter_id>.gather.r<n>".
 	ScatterId string                 `protobuf:"bytes,1,opt,name=scatter_id,json=scatterId,proto3" json:"scatter_id,omitempty"`
 	State     ScatterState           `protobuf:"varint,2,opt,name=state,proto3,enum=spool.v1.ScatterState" json:"state,omitempty"`
 	Spec      *ScatterSpec           `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -336,7 +337,13 @@ type Scatter struct {
 	// The gather job, once it was queued.
 	GatherJobId string `protobuf:"bytes,7,opt,name=gather_job_id,json=gatherJobId,proto3" json:"gather_job_id,omitempty"`
 	// Why the scatter failed or was cancelled.
-	Error         string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	// The jobs of batches that failed (or whose jobs were cancelled while
+	// the scatter ran), the first 20 in the order they ended: where to look
+	// for why. Cleared by a redrive, which runs them again.
+	FailedJobIds []string `protobuf:"bytes,9,rep,name=failed_job_ids,json=failedJobIds,proto3" json:"failed_job_ids,omitempty"`
+	// How many times the scatter was redriven.
+	RedriveCount  int32 `protobuf:"varint,10,opt,name=redrive_count,json=redriveCount,proto3" json:"redrive_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -425,6 +432,20 @@ func (x *Scatter) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *Scatter) GetFailedJobIds() []string {
+	if x != nil {
+		return x.FailedJobIds
+	}
+	return nil
+}
+
+func (x *Scatter) GetRedriveCount() int32 {
+	if x != nil {
+		return x.RedriveCount
+	}
+	return 0
 }
 
 type CreateScatterRequest struct {
@@ -992,6 +1013,94 @@ func (x *CancelScatterResponse) GetScatter() *Scatter {
 	return nil
 }
 
+type RedriveScatterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ScatterId     string                 `protobuf:"bytes,1,opt,name=scatter_id,json=scatterId,proto3" json:"scatter_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedriveScatterRequest) Reset() {
+	*x = RedriveScatterRequest{}
+	mi := &file_spool_v1_scatter_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedriveScatterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedriveScatterRequest) ProtoMessage() {}
+
+func (x *RedriveScatterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_scatter_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedriveScatterRequest.ProtoReflect.Descriptor instead.
+func (*RedriveScatterRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RedriveScatterRequest) GetScatterId() string {
+	if x != nil {
+		return x.ScatterId
+	}
+	return ""
+}
+
+type RedriveScatterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scatter       *Scatter               `protobuf:"bytes,1,opt,name=scatter,proto3" json:"scatter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedriveScatterResponse) Reset() {
+	*x = RedriveScatterResponse{}
+	mi := &file_spool_v1_scatter_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedriveScatterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedriveScatterResponse) ProtoMessage() {}
+
+func (x *RedriveScatterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_scatter_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedriveScatterResponse.ProtoReflect.Descriptor instead.
+func (*RedriveScatterResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RedriveScatterResponse) GetScatter() *Scatter {
+	if x != nil {
+		return x.Scatter
+	}
+	return nil
+}
+
 var File_spool_v1_scatter_proto protoreflect.FileDescriptor
 
 const file_spool_v1_scatter_proto_rawDesc = "" +
@@ -1022,7 +1131,7 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\n" +
 	"item_count\x18\b \x01(\x03R\titemCount\x12\x1d\n" +
 	"\n" +
-	"items_done\x18\t \x01(\x03R\titemsDone\"\xe8\x02\n" +
+	"items_done\x18\t \x01(\x03R\titemsDone\"\xb3\x03\n" +
 	"\aScatter\x12\x1d\n" +
 	"\n" +
 	"scatter_id\x18\x01 \x01(\tR\tscatterId\x12,\n" +
@@ -1034,7 +1143,10 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\"\n" +
 	"\rgather_job_id\x18\a \x01(\tR\vgatherJobId\x12\x14\n" +
-	"\x05error\x18\b \x01(\tR\x05error\"[\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x12$\n" +
+	"\x0efailed_job_ids\x18\t \x03(\tR\ffailedJobIds\x12#\n" +
+	"\rredrive_count\x18\n" +
+	" \x01(\x05R\fredriveCount\"[\n" +
 	"\x14CreateScatterRequest\x12)\n" +
 	"\x04spec\x18\x01 \x01(\v2\x15.spool.v1.ScatterSpecR\x04spec\x12\x18\n" +
 	"\abatches\x18\x02 \x03(\tR\abatches\"D\n" +
@@ -1073,6 +1185,11 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"scatter_id\x18\x01 \x01(\tR\tscatterId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"D\n" +
 	"\x15CancelScatterResponse\x12+\n" +
+	"\ascatter\x18\x01 \x01(\v2\x11.spool.v1.ScatterR\ascatter\"6\n" +
+	"\x15RedriveScatterRequest\x12\x1d\n" +
+	"\n" +
+	"scatter_id\x18\x01 \x01(\tR\tscatterId\"E\n" +
+	"\x16RedriveScatterResponse\x12+\n" +
 	"\ascatter\x18\x01 \x01(\v2\x11.spool.v1.ScatterR\ascatter*\xb9\x01\n" +
 	"\fScatterState\x12\x1d\n" +
 	"\x19SCATTER_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -1080,14 +1197,15 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\x17SCATTER_STATE_GATHERING\x10\x02\x12\x1b\n" +
 	"\x17SCATTER_STATE_SUCCEEDED\x10\x03\x12\x18\n" +
 	"\x14SCATTER_STATE_FAILED\x10\x04\x12\x1b\n" +
-	"\x17SCATTER_STATE_CANCELLED\x10\x052\xbc\x03\n" +
+	"\x17SCATTER_STATE_CANCELLED\x10\x052\x91\x04\n" +
 	"\x0eScatterService\x12P\n" +
 	"\rCreateScatter\x12\x1e.spool.v1.CreateScatterRequest\x1a\x1f.spool.v1.CreateScatterResponse\x12L\n" +
 	"\n" +
 	"GetScatter\x12\x1b.spool.v1.GetScatterRequest\x1a\x1c.spool.v1.GetScatterResponse\"\x03\x90\x02\x01\x12R\n" +
 	"\fListScatters\x12\x1d.spool.v1.ListScattersRequest\x1a\x1e.spool.v1.ListScattersResponse\"\x03\x90\x02\x01\x12d\n" +
 	"\x12ListScatterBatches\x12#.spool.v1.ListScatterBatchesRequest\x1a$.spool.v1.ListScatterBatchesResponse\"\x03\x90\x02\x01\x12P\n" +
-	"\rCancelScatter\x12\x1e.spool.v1.CancelScatterRequest\x1a\x1f.spool.v1.CancelScatterResponseB1Z/github.com/spool-run/spool/gen/spool/v1;spoolv1b\x06proto3"
+	"\rCancelScatter\x12\x1e.spool.v1.CancelScatterRequest\x1a\x1f.spool.v1.CancelScatterResponse\x12S\n" +
+	"\x0eRedriveScatter\x12\x1f.spool.v1.RedriveScatterRequest\x1a .spool.v1.RedriveScatterResponseB1Z/github.com/spool-run/spool/gen/spool/v1;spoolv1b\x06proto3"
 
 var (
 	file_spool_v1_scatter_proto_rawDescOnce sync.Once
@@ -1102,7 +1220,7 @@ func file_spool_v1_scatter_proto_rawDescGZIP() []byte {
 }
 
 var file_spool_v1_scatter_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_spool_v1_scatter_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_spool_v1_scatter_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_spool_v1_scatter_proto_goTypes = []any{
 	(ScatterState)(0),                  // 0: spool.v1.ScatterState
 	(*ScatterSpec)(nil),                // 1: spool.v1.ScatterSpec
@@ -1119,40 +1237,45 @@ var file_spool_v1_scatter_proto_goTypes = []any{
 	(*ListScatterBatchesResponse)(nil), // 12: spool.v1.ListScatterBatchesResponse
 	(*CancelScatterRequest)(nil),       // 13: spool.v1.CancelScatterRequest
 	(*CancelScatterResponse)(nil),      // 14: spool.v1.CancelScatterResponse
-	(*JobParams)(nil),                  // 15: spool.v1.JobParams
-	(*timestamppb.Timestamp)(nil),      // 16: google.protobuf.Timestamp
-	(*Job)(nil),                        // 17: spool.v1.Job
+	(*RedriveScatterRequest)(nil),      // 15: spool.v1.RedriveScatterRequest
+	(*RedriveScatterResponse)(nil),     // 16: spool.v1.RedriveScatterResponse
+	(*JobParams)(nil),                  // 17: spool.v1.JobParams
+	(*timestamppb.Timestamp)(nil),      // 18: google.protobuf.Timestamp
+	(*Job)(nil),                        // 19: spool.v1.Job
 }
 var file_spool_v1_scatter_proto_depIdxs = []int32{
-	15, // 0: spool.v1.ScatterSpec.params:type_name -> spool.v1.JobParams
-	15, // 1: spool.v1.ScatterSpec.gather:type_name -> spool.v1.JobParams
+	17, // 0: spool.v1.ScatterSpec.params:type_name -> spool.v1.JobParams
+	17, // 1: spool.v1.ScatterSpec.gather:type_name -> spool.v1.JobParams
 	0,  // 2: spool.v1.Scatter.state:type_name -> spool.v1.ScatterState
 	1,  // 3: spool.v1.Scatter.spec:type_name -> spool.v1.ScatterSpec
 	2,  // 4: spool.v1.Scatter.progress:type_name -> spool.v1.ScatterProgress
-	16, // 5: spool.v1.Scatter.created_at:type_name -> google.protobuf.Timestamp
-	16, // 6: spool.v1.Scatter.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 5: spool.v1.Scatter.created_at:type_name -> google.protobuf.Timestamp
+	18, // 6: spool.v1.Scatter.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 7: spool.v1.CreateScatterRequest.spec:type_name -> spool.v1.ScatterSpec
 	3,  // 8: spool.v1.CreateScatterResponse.scatter:type_name -> spool.v1.Scatter
 	3,  // 9: spool.v1.GetScatterResponse.scatter:type_name -> spool.v1.Scatter
 	3,  // 10: spool.v1.ListScattersResponse.scatters:type_name -> spool.v1.Scatter
-	17, // 11: spool.v1.ScatterBatch.job:type_name -> spool.v1.Job
+	19, // 11: spool.v1.ScatterBatch.job:type_name -> spool.v1.Job
 	11, // 12: spool.v1.ListScatterBatchesResponse.batches:type_name -> spool.v1.ScatterBatch
 	3,  // 13: spool.v1.CancelScatterResponse.scatter:type_name -> spool.v1.Scatter
-	4,  // 14: spool.v1.ScatterService.CreateScatter:input_type -> spool.v1.CreateScatterRequest
-	6,  // 15: spool.v1.ScatterService.GetScatter:input_type -> spool.v1.GetScatterRequest
-	8,  // 16: spool.v1.ScatterService.ListScatters:input_type -> spool.v1.ListScattersRequest
-	10, // 17: spool.v1.ScatterService.ListScatterBatches:input_type -> spool.v1.ListScatterBatchesRequest
-	13, // 18: spool.v1.ScatterService.CancelScatter:input_type -> spool.v1.CancelScatterRequest
-	5,  // 19: spool.v1.ScatterService.CreateScatter:output_type -> spool.v1.CreateScatterResponse
-	7,  // 20: spool.v1.ScatterService.GetScatter:output_type -> spool.v1.GetScatterResponse
-	9,  // 21: spool.v1.ScatterService.ListScatters:output_type -> spool.v1.ListScattersResponse
-	12, // 22: spool.v1.ScatterService.ListScatterBatches:output_type -> spool.v1.ListScatterBatchesResponse
-	14, // 23: spool.v1.ScatterService.CancelScatter:output_type -> spool.v1.CancelScatterResponse
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	3,  // 14: spool.v1.RedriveScatterResponse.scatter:type_name -> spool.v1.Scatter
+	4,  // 15: spool.v1.ScatterService.CreateScatter:input_type -> spool.v1.CreateScatterRequest
+	6,  // 16: spool.v1.ScatterService.GetScatter:input_type -> spool.v1.GetScatterRequest
+	8,  // 17: spool.v1.ScatterService.ListScatters:input_type -> spool.v1.ListScattersRequest
+	10, // 18: spool.v1.ScatterService.ListScatterBatches:input_type -> spool.v1.ListScatterBatchesRequest
+	13, // 19: spool.v1.ScatterService.CancelScatter:input_type -> spool.v1.CancelScatterRequest
+	15, // 20: spool.v1.ScatterService.RedriveScatter:input_type -> spool.v1.RedriveScatterRequest
+	5,  // 21: spool.v1.ScatterService.CreateScatter:output_type -> spool.v1.CreateScatterResponse
+	7,  // 22: spool.v1.ScatterService.GetScatter:output_type -> spool.v1.GetScatterResponse
+	9,  // 23: spool.v1.ScatterService.ListScatters:output_type -> spool.v1.ListScattersResponse
+	12, // 24: spool.v1.ScatterService.ListScatterBatches:output_type -> spool.v1.ListScatterBatchesResponse
+	14, // 25: spool.v1.ScatterService.CancelScatter:output_type -> spool.v1.CancelScatterResponse
+	16, // 26: spool.v1.ScatterService.RedriveScatter:output_type -> spool.v1.RedriveScatterResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_scatter_proto_init() }
@@ -1168,7 +1291,7 @@ func file_spool_v1_scatter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_scatter_proto_rawDesc), len(file_spool_v1_scatter_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

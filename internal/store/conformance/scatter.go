@@ -5,16 +5,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -239,5 +245,110 @@ func scatterSurvivesReopen(t *testing.T, after store.JobStore, rec *store.Scatte
 		if err != nil || !bytes.Equal(b, want) {
 			t.Fatalf("batch %d after reopening: %q %v", i, b, err)
 		}
+	}
+}
+
+// testScatterRedrive: a scatter redriven on the store runs its failed and
+// never-run batches again as new jobs, one at a time under its limit,
+// keeps the job and result of the batch that succeeded, and gathers again;
+// the redrive's bookkeeping (held batches, each batch's run) is stored and
+// read back. A redrive of a scatter running, or succeeded, is refused.
+func testScatterRedrive(t *testing.T, b Backend) {
+	s := open(t, b)
+	ctx := context.Background()
+	q := newQueue()
+	spec := &spoolv1.ScatterSpec{Queue: q, Params: &spoolv1.JobParams{Argv: []string{"resize"}}, BatchInput: "{}", MaxConcurrency: 1, MaxAttempts: 1,
+		Gather: &spoolv1.JobParams{Script: "cat"}}
+	rec, batches, err := scatter.New(spec, []string{`[1]`, `[2,3]`, `[4]`}, storekit.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateScatter(ctx, rec, batches); err != nil {
+		t.Fatal(err)
+	}
+	id := rec.Scatter.GetScatterId()
+	meter := noop.NewMeterProvider().Meter("conformance")
+	counter := func() metric.Int64Counter { c, _ := meter.Int64Counter("c"); return c }
+	d := scatter.NewDriver(scatter.DriverOptions{Store: s, Execution: defaultExec, Log: slog.New(slog.DiscardHandler),
+		Metrics: scatter.Metrics{Enqueued: counter(), BatchesCreated: counter(), BatchesCompleted: counter(), BatchesFailed: counter()}})
+	// finish drives the scatter, takes its one queued job, which must be
+	// want, and ends it with exit status code.
+	finish := func(want string, code int32) {
+		t.Helper()
+		if err := d.Drive(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		l := leaseOne(t, s, q, time.Minute)
+		if l.Job.GetJobId() != want {
+			t.Fatalf("the queued job is %s, want %s", l.Job.GetJobId(), want)
+		}
+		if _, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{ExitCode: code, Output: fmt.Sprintf(`{"job":%q}`, want)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	redrive := func() (*store.ScatterRecord, error) {
+		t.Helper()
+		rec, err := s.GetScatter(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := scatter.Redrive(rec); err != nil {
+			return nil, err
+		}
+		return rec, s.UpdateScatter(ctx, rec)
+	}
+	state := func() *store.ScatterRecord {
+		t.Helper()
+		if err := d.Drive(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.GetScatter(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+
+	finish(id+".0", 0)
+	finish(id+".1", 1)
+	failed := state()
+	if failed.Scatter.GetState() != spoolv1.ScatterState_SCATTER_STATE_FAILED || failed.Active ||
+		!slices.Equal(failed.Scatter.GetFailedJobIds(), []string{id + ".1"}) {
+		t.Fatalf("after batch 1 failed: %v, active %v", failed.Scatter, failed.Active)
+	}
+
+	redriven, err := redrive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetScatter(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantScatter(t, got, redriven)
+	if got.Held.Count() != 2 || got.Gen[1] != 1 || got.Gen[2] != 1 || got.Gen[0] != 0 {
+		t.Fatalf("redrive stored held %08b, runs %v; want batches 1 and 2 held, in redrive 1", got.Held, got.Gen)
+	}
+	if _, err := redrive(); !errors.Is(err, spool.ErrConflict) {
+		t.Fatalf("a redrive of a running scatter: %v, want a conflict", err)
+	}
+
+	finish(id+".1.r1", 0)
+	finish(id+".2.r1", 0)
+	finish(id+".gather.r1", 0)
+	done := state()
+	p := done.Scatter.GetProgress()
+	if done.Scatter.GetState() != spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED || p.GetSucceeded() != 3 || p.GetItemsDone() != 4 ||
+		p.GetFailed()+p.GetCancelled()+p.GetWaiting() != 0 || done.Scatter.GetRedriveCount() != 1 {
+		t.Fatalf("after the redrive: %v", done.Scatter)
+	}
+	if first := get(t, s, id+".0"); first.GetResult().GetOutput() != fmt.Sprintf(`{"job":%q}`, id+".0") {
+		t.Fatalf("the batch that succeeded first: %v", first)
+	}
+	if old := get(t, s, id+".1"); old.GetState() != spoolv1.JobState_JOB_STATE_FAILED {
+		t.Fatalf("the failed batch's first job is %v now, want it kept as it failed", old.GetState())
+	}
+	if _, err := redrive(); !errors.Is(err, spool.ErrConflict) {
+		t.Fatalf("a redrive of a succeeded scatter: %v, want a conflict", err)
 	}
 }

@@ -95,6 +95,7 @@ func Run(t *testing.T, b Backend) {
 		{"Scatters", testScatters},
 		{"ScatterUpdateRace", testScatterRace},
 		{"ListScatters", testListScatters},
+		{"ScatterRedrive", testScatterRedrive},
 		{"JobNamedByCaller", testJobNamedByCaller},
 		{"RejectedJobIsFailedAndNeverLeased", testRejectedJob},
 		{"IngestCreatesExternalJob", testIngestCreatesExternalJob},

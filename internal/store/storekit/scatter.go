@@ -18,6 +18,10 @@ type scatterBlob struct {
 	Released int32  `json:"r"`
 	Ended    []byte `json:"e"`
 	Failed   []byte `json:"f"`
+	// Held and Gen exist once a scatter was redriven; older records and
+	// scatters never redriven leave them out.
+	Held []byte `json:"h,omitempty"`
+	Gen  []byte `json:"g,omitempty"`
 }
 
 // EncodeScatter encodes rec's scatter and bookkeeping (not Version and
@@ -27,7 +31,7 @@ func EncodeScatter(rec *store.ScatterRecord) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode scatter %s: %w", rec.Scatter.GetScatterId(), err)
 	}
-	return json.Marshal(scatterBlob{Scatter: s, Released: rec.Released, Ended: rec.Ended, Failed: rec.Failed})
+	return json.Marshal(scatterBlob{Scatter: s, Released: rec.Released, Ended: rec.Ended, Failed: rec.Failed, Held: rec.Held, Gen: rec.Gen})
 }
 
 // DecodeScatter is EncodeScatter's inverse; version and active come from
@@ -45,9 +49,12 @@ func DecodeScatter(b []byte, version int64, active bool) (*store.ScatterRecord, 
 	if want := len(store.NewBits(n)); len(blob.Ended) != want || len(blob.Failed) != want {
 		return nil, fmt.Errorf("stored scatter %s is corrupt: its batch sets do not fit %d batches", sc.GetScatterId(), n)
 	}
+	if len(blob.Held) != 0 && len(blob.Held) != len(blob.Ended) || len(blob.Gen) != 0 && len(blob.Gen) != int(n) {
+		return nil, fmt.Errorf("stored scatter %s is corrupt: its redriven batches do not fit %d batches", sc.GetScatterId(), n)
+	}
 	return &store.ScatterRecord{
 		Scatter: sc, Version: version, Active: active, Released: blob.Released,
-		Ended: blob.Ended, Failed: blob.Failed,
+		Ended: blob.Ended, Failed: blob.Failed, Held: nilIfEmpty(blob.Held), Gen: nilIfEmpty(blob.Gen),
 	}, nil
 }
 
@@ -58,5 +65,16 @@ func CloneScatter(rec *store.ScatterRecord) *store.ScatterRecord {
 	c.Scatter = proto.Clone(rec.Scatter).(*spoolv1.Scatter)
 	c.Ended = append(store.Bits(nil), rec.Ended...)
 	c.Failed = append(store.Bits(nil), rec.Failed...)
+	c.Held = nilIfEmpty(append(store.Bits(nil), rec.Held...))
+	c.Gen = nilIfEmpty(append([]byte(nil), rec.Gen...))
 	return &c
+}
+
+// nilIfEmpty keeps "never redriven" one value (nil), however a record
+// was read or copied.
+func nilIfEmpty[S ~[]byte](b S) S {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }

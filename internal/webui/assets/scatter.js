@@ -60,6 +60,14 @@ function renderFacts() {
   } else if (s.gather) {
     facts.push(["gather", `<span class="muted">${isFinal(sc.state) ? "did not run" : "runs once every batch has ended"}</span>`]);
   }
+  // The jobs to open to learn why it failed.
+  if (sc.failed_job_ids.length) {
+    const links = sc.failed_job_ids.map((id) => `<a class="mono" href="/jobs/${encodeURIComponent(id)}">${escapeHtml(id)}</a>`);
+    facts.push(["failed jobs", links.join(", ")]);
+  }
+  if (sc.redrive_count) {
+    facts.push(["redrives", `${sc.redrive_count} <span class="muted">(spool scatters redrive)</span>`]);
+  }
   $("#facts").innerHTML = facts.map(([k, v]) => `<div><span>${k}</span><span>${v}</span></div>`).join("");
 }
 

@@ -69,6 +69,8 @@ export function scatterOf(s) {
     created_at: s.createdAt,
     updated_at: s.updatedAt,
     gather_job_id: s.gatherJobId || "",
+    failed_job_ids: s.failedJobIds || [],
+    redrive_count: num(s.redriveCount),
     progress: {
       batch_count: num(p.batchCount),
       waiting: num(p.waiting),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -251,4 +252,21 @@ func TestScatterCancelNeedsSubmit(t *testing.T) {
 	if !b.has(t, "#state .state.running") {
 		t.Error("the scatter does not show as running after a refused cancel")
 	}
+}
+
+// A failed scatter's page links the jobs of its failed batches, where the
+// reason is.
+func TestScatterPageNamesFailedJobs(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 1})
+	sc := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "exit 1"}}, `[1]`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := srv.Client().FollowScatter(ctx, sc.ID, 50*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := signedIn(t, srv)
+	b.do(t, "open the failed scatter's page", chromedp.Navigate(srv.URL+"/scatters/"+sc.ID))
+	link := fmt.Sprintf(`#facts a[href="/jobs/%s.0"]`, sc.ID)
+	b.waitFor(t, "the failed job's link", fmt.Sprintf(`document.querySelector(%q) !== null`, link))
 }

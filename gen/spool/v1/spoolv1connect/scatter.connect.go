@@ -48,6 +48,9 @@ const (
 	// ScatterServiceCancelScatterProcedure is the fully-qualified name of the ScatterService's
 	// CancelScatter RPC.
 	ScatterServiceCancelScatterProcedure = "/spool.v1.ScatterService/CancelScatter"
+	// ScatterServiceRedriveScatterProcedure is the fully-qualified name of the ScatterService's
+	// RedriveScatter RPC.
+	ScatterServiceRedriveScatterProcedure = "/spool.v1.ScatterService/RedriveScatter"
 )
 
 // ScatterServiceClient is a client for the spool.v1.ScatterService service.
@@ -66,6 +69,12 @@ type ScatterServiceClient interface {
 	// CancelScatter stops a scatter: batches not started are never run,
 	// queued and running batch jobs are cancelled, and no gather runs.
 	CancelScatter(context.Context, *connect.Request[v1.CancelScatterRequest]) (*connect.Response[v1.CancelScatterResponse], error)
+	// RedriveScatter runs an ended scatter again from where it failed: only
+	// its batches that failed or were cancelled (or never ran) run again, as
+	// new jobs, then its gather, with every batch's result. Batches that
+	// succeeded keep their jobs and results. A scatter still running, or one
+	// that succeeded, is refused (ABORTED, a conflict with its state).
+	RedriveScatter(context.Context, *connect.Request[v1.RedriveScatterRequest]) (*connect.Response[v1.RedriveScatterResponse], error)
 }
 
 // NewScatterServiceClient constructs a client for the spool.v1.ScatterService service. By default,
@@ -112,6 +121,12 @@ func NewScatterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(scatterServiceMethods.ByName("CancelScatter")),
 			connect.WithClientOptions(opts...),
 		),
+		redriveScatter: connect.NewClient[v1.RedriveScatterRequest, v1.RedriveScatterResponse](
+			httpClient,
+			baseURL+ScatterServiceRedriveScatterProcedure,
+			connect.WithSchema(scatterServiceMethods.ByName("RedriveScatter")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -122,6 +137,7 @@ type scatterServiceClient struct {
 	listScatters       *connect.Client[v1.ListScattersRequest, v1.ListScattersResponse]
 	listScatterBatches *connect.Client[v1.ListScatterBatchesRequest, v1.ListScatterBatchesResponse]
 	cancelScatter      *connect.Client[v1.CancelScatterRequest, v1.CancelScatterResponse]
+	redriveScatter     *connect.Client[v1.RedriveScatterRequest, v1.RedriveScatterResponse]
 }
 
 // CreateScatter calls spool.v1.ScatterService.CreateScatter.
@@ -149,6 +165,11 @@ func (c *scatterServiceClient) CancelScatter(ctx context.Context, req *connect.R
 	return c.cancelScatter.CallUnary(ctx, req)
 }
 
+// RedriveScatter calls spool.v1.ScatterService.RedriveScatter.
+func (c *scatterServiceClient) RedriveScatter(ctx context.Context, req *connect.Request[v1.RedriveScatterRequest]) (*connect.Response[v1.RedriveScatterResponse], error) {
+	return c.redriveScatter.CallUnary(ctx, req)
+}
+
 // ScatterServiceHandler is an implementation of the spool.v1.ScatterService service.
 type ScatterServiceHandler interface {
 	// CreateScatter stores a scatter and its batches and starts it. Each call
@@ -165,6 +186,12 @@ type ScatterServiceHandler interface {
 	// CancelScatter stops a scatter: batches not started are never run,
 	// queued and running batch jobs are cancelled, and no gather runs.
 	CancelScatter(context.Context, *connect.Request[v1.CancelScatterRequest]) (*connect.Response[v1.CancelScatterResponse], error)
+	// RedriveScatter runs an ended scatter again from where it failed: only
+	// its batches that failed or were cancelled (or never ran) run again, as
+	// new jobs, then its gather, with every batch's result. Batches that
+	// succeeded keep their jobs and results. A scatter still running, or one
+	// that succeeded, is refused (ABORTED, a conflict with its state).
+	RedriveScatter(context.Context, *connect.Request[v1.RedriveScatterRequest]) (*connect.Response[v1.RedriveScatterResponse], error)
 }
 
 // NewScatterServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -207,6 +234,12 @@ func NewScatterServiceHandler(svc ScatterServiceHandler, opts ...connect.Handler
 		connect.WithSchema(scatterServiceMethods.ByName("CancelScatter")),
 		connect.WithHandlerOptions(opts...),
 	)
+	scatterServiceRedriveScatterHandler := connect.NewUnaryHandler(
+		ScatterServiceRedriveScatterProcedure,
+		svc.RedriveScatter,
+		connect.WithSchema(scatterServiceMethods.ByName("RedriveScatter")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/spool.v1.ScatterService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ScatterServiceCreateScatterProcedure:
@@ -219,6 +252,8 @@ func NewScatterServiceHandler(svc ScatterServiceHandler, opts ...connect.Handler
 			scatterServiceListScatterBatchesHandler.ServeHTTP(w, r)
 		case ScatterServiceCancelScatterProcedure:
 			scatterServiceCancelScatterHandler.ServeHTTP(w, r)
+		case ScatterServiceRedriveScatterProcedure:
+			scatterServiceRedriveScatterHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -246,4 +281,8 @@ func (UnimplementedScatterServiceHandler) ListScatterBatches(context.Context, *c
 
 func (UnimplementedScatterServiceHandler) CancelScatter(context.Context, *connect.Request[v1.CancelScatterRequest]) (*connect.Response[v1.CancelScatterResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.ScatterService.CancelScatter is not implemented"))
+}
+
+func (UnimplementedScatterServiceHandler) RedriveScatter(context.Context, *connect.Request[v1.RedriveScatterRequest]) (*connect.Response[v1.RedriveScatterResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.ScatterService.RedriveScatter is not implemented"))
 }
