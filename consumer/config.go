@@ -56,7 +56,10 @@ type Config struct {
 	// through its Kafka endpoint: SASL PLAIN with the user
 	// "$ConnectionString" and the whole string as the password, TLS, the
 	// broker <Endpoint host>:9093 and the topic from EntityPath. Brokers,
-	// Topic and TLSCAFile, when set, override what it implies.
+	// Topic and TLSCAFile, when set, override what it implies. A string
+	// with UseDevelopmentEmulator=true is for the local emulator: the
+	// broker is <Endpoint host>:9092, without TLS (unless TLS or
+	// TLSCAFile asks for it).
 	EventHubsConnectionString string
 
 	// StartAtLatest makes a group that has no committed offset for a
@@ -139,7 +142,9 @@ func (cfg Config) check() (*settings, error) {
 			s.topic = eh.EventHub
 		}
 		s.user, s.password = eventHubsUser, cfg.EventHubsConnectionString
-		useTLS = true
+		// The emulator's Kafka endpoint speaks plain TCP; Azure's
+		// only TLS.
+		useTLS = useTLS || !eh.Emulator
 	}
 	if cfg.SASLPlain != nil {
 		if cfg.SASLPlain.User == "" {

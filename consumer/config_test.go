@@ -65,6 +65,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		valid,
 		{Group: "g", EventHubsConnectionString: hub + ";EntityPath=hub"},
 		{Group: "g", EventHubsConnectionString: hub, Topic: "t", Brokers: []string{"127.0.0.1:9093"}},
+		{Group: "g", EventHubsConnectionString: "Endpoint=sb://localhost;SharedAccessKeyName=n;SharedAccessKey=k;UseDevelopmentEmulator=true;EntityPath=hub"},
 		{Brokers: []string{"b:9092"}, Topic: "t", Group: "g", SASLPlain: &consumer.PlainAuth{User: "u", Password: "p"}, TLS: true},
 		{Brokers: []string{"b:9092"}, Topic: "t", Group: "g", RetryBackoff: time.Minute}, // the cap follows
 	} {

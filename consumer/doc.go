@@ -69,7 +69,9 @@
 // password; the event hub named by EntityPath is the topic. An Event Hubs
 // consumer group is a Kafka consumer group. Wrong credentials make Run
 // return an error that says authentication failed, rather than retry
-// forever.
+// forever. A connection string of the local Event Hubs emulator
+// (UseDevelopmentEmulator=true) connects to its Kafka endpoint,
+// <host>:9092, with the same SASL PLAIN and without TLS.
 //
 // # Metrics
 //

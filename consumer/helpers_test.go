@@ -81,7 +81,13 @@ type running struct {
 // still runs.
 func start(t *testing.T, cfg consumer.Config, h consumer.Handler) *running {
 	t.Helper()
-	c, err := consumer.NewWithHooks(cfg, h, consumer.TestHooks{Kgo: fastGroup})
+	return startWith(t, cfg, h)
+}
+
+// startWith is start with kgo options of the test's own after fastGroup.
+func startWith(t *testing.T, cfg consumer.Config, h consumer.Handler, extra ...kgo.Opt) *running {
+	t.Helper()
+	c, err := consumer.NewWithHooks(cfg, h, consumer.TestHooks{Kgo: append(slices.Clone(fastGroup), extra...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,9 @@ carries the message and the reason: nothing is dropped, nothing stalls.
 
 For Azure Event Hubs, give --eventhubs-connection-string (or set
 SPOOL_EVENTHUBS_CONNECTION_STRING): it sets the broker, the topic, SASL PLAIN
-and TLS. The Kafka endpoint needs the Standard tier or above.
+and TLS. The Kafka endpoint needs the Standard tier or above. The emulator's
+string (Endpoint=sb://localhost;...;UseDevelopmentEmulator=true) connects to
+its Kafka port, 9092, with SASL PLAIN and without TLS.
 
 SIGTERM or Ctrl-C stops gracefully: no more fetching, the messages already
 fetched become jobs, their offsets are committed, the consumer leaves its
