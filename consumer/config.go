@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -25,16 +26,30 @@ const (
 	defaultBatchTimeout    = time.Second
 	defaultRetryBackoff    = 100 * time.Millisecond
 	defaultMaxRetryBackoff = 10 * time.Second
+	defaultTopicRefresh    = 30 * time.Second
 )
 
 // Config says where to consume from and how to batch.
 type Config struct {
 	// Brokers are the host:port of the seed brokers.
 	Brokers []string
-	// Topic is the topic to consume.
+	// Topic is the topic to consume. Give exactly one of Topic, Topics
+	// and TopicRegex.
 	Topic string
+	// Topics are several topics to consume with one handler. A batch is
+	// still of one partition of one topic (Message.Topic says which);
+	// the group shares out the partitions of them all.
+	Topics []string
+	// TopicRegex consumes every topic whose whole name matches this
+	// regular expression (Go's syntax), such as `orders-.*`. Topics
+	// created later are picked up within TopicRefresh; internal topics
+	// (__consumer_offsets) never match.
+	TopicRegex string
+	// TopicRefresh is how often the brokers' list of topics is read for
+	// new ones that match TopicRegex (0: 30s). Unused without TopicRegex.
+	TopicRefresh time.Duration
 	// Group is the consumer group. Every consumer of a group shares the
-	// topic's partitions and its committed offsets.
+	// topics' partitions and their committed offsets.
 	Group string
 
 	// BatchSize is the most messages a batch holds (0: 20).
@@ -96,7 +111,10 @@ type PlainAuth struct {
 // what an Event Hubs connection string implies.
 type settings struct {
 	brokers                       []string
-	topic, group                  string
+	topics                        []string       // the topics, unless regex is set
+	regex                         *regexp.Regexp // anchored: the whole name must match
+	topicRefresh                  time.Duration
+	group                         string
 	batchSize                     int
 	batchTimeout                  time.Duration
 	retryBackoff, maxRetryBackoff time.Duration
@@ -117,7 +135,6 @@ func invalid(format string, args ...any) error {
 func (cfg Config) check() (*settings, error) {
 	s := &settings{
 		brokers:        cfg.Brokers,
-		topic:          cfg.Topic,
 		group:          cfg.Group,
 		batchSize:      cfg.BatchSize,
 		batchTimeout:   cfg.BatchTimeout,
@@ -125,6 +142,9 @@ func (cfg Config) check() (*settings, error) {
 		sessionTimeout: cfg.SessionTimeout,
 		log:            cfg.Logger,
 		meters:         cfg.Meters,
+	}
+	if err := s.checkTopics(cfg); err != nil {
+		return nil, err
 	}
 	useTLS := cfg.TLS || cfg.TLSCAFile != ""
 	if cfg.EventHubsConnectionString != "" {
@@ -138,8 +158,8 @@ func (cfg Config) check() (*settings, error) {
 		if len(s.brokers) == 0 {
 			s.brokers = []string{eh.Broker}
 		}
-		if s.topic == "" {
-			s.topic = eh.EventHub
+		if err := s.eventHubsTopic(eh); err != nil {
+			return nil, err
 		}
 		s.user, s.password = eventHubsUser, cfg.EventHubsConnectionString
 		// The emulator's Kafka endpoint speaks plain TCP; Azure's
@@ -161,14 +181,11 @@ func (cfg Config) check() (*settings, error) {
 			return nil, invalid("Brokers[%d] is empty", i)
 		}
 	}
-	if s.topic == "" {
+	if len(s.topics) == 0 && s.regex == nil {
 		if cfg.EventHubsConnectionString != "" {
 			return nil, invalid("Topic is empty and the Event Hubs connection string has no EntityPath: set one of them")
 		}
-		return nil, invalid("Topic is empty")
-	}
-	if !validTopic(s.topic) {
-		return nil, invalid("Topic %q is not a valid topic name (at most 249 of a-z A-Z 0-9 . _ -)", s.topic)
+		return nil, invalid("Topic is empty: give Topic, Topics or TopicRegex")
 	}
 	if s.group == "" {
 		return nil, invalid("Group is empty")

@@ -1,10 +1,18 @@
-// Package consumer consumes a Kafka topic, or an Azure Event Hubs event hub
+// Package consumer consumes Kafka topics, or an Azure Event Hubs event hub
 // through its Kafka endpoint, in a consumer group, and hands the messages to
 // one Handler in batches.
 //
+// # Topics
+//
+// Config.Topic names one topic, Config.Topics several, and
+// Config.TopicRegex a pattern that the whole name of a topic must match,
+// checked again every Config.TopicRefresh so that topics created later
+// are consumed too. Whatever the topics, the group shares out all their
+// partitions and a batch is of one partition of one topic.
+//
 // # Batches
 //
-// A batch holds messages of one partition, in offset order: up to
+// A batch holds messages of one partition of one topic, in offset order: up to
 // Config.BatchSize of them (20 by default), or fewer once the first of them
 // has waited Config.BatchTimeout (1 s by default). The partitions a consumer
 // owns are handled concurrently, with at most one batch of a partition in

@@ -20,13 +20,14 @@ import (
 // consumeFlags are `spool consume`'s own flags; the job's flags are
 // submitFlags.
 type consumeFlags struct {
-	brokers                                   []string
-	topic, group, saslPlain, tlsCA, eventHubs string
-	deadLetter, startAt                       string
-	batchSize                                 int
-	batchTimeout, sessionTimeout              time.Duration
-	tls                                       bool
-	metricsAddr, logLevel, logFormat          string
+	brokers, topics                    []string
+	topicRegex                         string
+	group, saslPlain, tlsCA, eventHubs string
+	deadLetter, startAt                string
+	batchSize                          int
+	batchTimeout, sessionTimeout       time.Duration
+	tls                                bool
+	metricsAddr, logLevel, logFormat   string
 }
 
 func newConsumeCmd(e *env) *cobra.Command {
@@ -36,8 +37,12 @@ func newConsumeCmd(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "consume --brokers HOSTS --topic T --group G [flags] [-- COMMAND [ARG...]]",
-		Short: "Turn the messages of a Kafka topic (or an Event Hubs event hub) into jobs, one per message",
-		Long: `Consume a Kafka topic and submit one job per message.
+		Short: "Turn the messages of Kafka topics (or an Event Hubs event hub) into jobs, one per message",
+		Long: `Consume Kafka topics and submit one job per message.
+
+Give the topic with --topic; repeat it (or separate names with commas) to
+consume several, or give --topic-regex to consume every topic whose whole
+name matches, including topics created later (checked every 30s).
 
 Without COMMAND, each message is a job spec, a JSON object with the fields of
 spool submit:
@@ -70,6 +75,8 @@ SIGTERM or Ctrl-C stops gracefully: no more fetching, the messages already
 fetched become jobs, their offsets are committed, the consumer leaves its
 group, and spool consume exits 0. A second signal stops at once.`,
 		Example: `  spool consume --brokers kafka:9092 --topic jobs --group spool
+  spool consume --brokers kafka:9092 --topic jobs --topic urgent-jobs --group spool
+  spool consume --brokers kafka:9092 --topic-regex 'jobs-.*' --group spool
   spool consume --brokers kafka:9092 --topic uploads --group thumbs -q images -- ./thumbnail.sh
   SPOOL_EVENTHUBS_CONNECTION_STRING='Endpoint=sb://ns.servicebus.windows.net/;...;EntityPath=jobs' \
       spool consume --group spool`,
@@ -83,7 +90,8 @@ group, and spool consume exits 0. A second signal stops at once.`,
 	_ = cmd.Flags().MarkHidden("request-id") // each job's request id comes from its message
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.brokers, "brokers", nil, "Kafka brokers, host:port, comma-separated")
-	fl.StringVar(&f.topic, "topic", "", "topic to consume")
+	fl.StringSliceVar(&f.topics, "topic", nil, "topic to consume; repeat it, or separate names with commas, for several")
+	fl.StringVar(&f.topicRegex, "topic-regex", "", "consume every topic whose whole name matches this regular expression (Go syntax), also those created later")
 	fl.StringVar(&f.group, "group", "spool", "consumer group: consumers of one group share the topic's partitions and offsets")
 	fl.IntVar(&f.batchSize, "batch-size", 20, "at most this many messages a batch, committed together")
 	fl.DurationVar(&f.batchTimeout, "batch-timeout", time.Second, "a partial batch is handled this long after its first message arrived")
@@ -150,8 +158,18 @@ func runConsume(ctx context.Context, cfg consumeConfig, e *env) error {
 
 // consumerConfig is the consumer's config from the flags and environment.
 func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
-	cfg := consumer.Config{Brokers: f.brokers, Topic: f.topic, Group: f.group, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout,
+	cfg := consumer.Config{Brokers: f.brokers, TopicRegex: f.topicRegex, Group: f.group, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout,
 		TLS: f.tls, TLSCAFile: f.tlsCA, EventHubsConnectionString: f.eventHubs, SessionTimeout: f.sessionTimeout}
+	if len(f.topics) > 0 && f.topicRegex != "" {
+		return cfg, errors.New("--topic and --topic-regex: give one or the other")
+	}
+	switch len(f.topics) {
+	case 0:
+	case 1:
+		cfg.Topic = f.topics[0]
+	default:
+		cfg.Topics = f.topics
+	}
 	if cfg.EventHubsConnectionString == "" {
 		cfg.EventHubsConnectionString = strings.TrimSpace(os.Getenv("SPOOL_EVENTHUBS_CONNECTION_STRING"))
 	}
@@ -180,7 +198,7 @@ func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
 		cfg.SASLPlain = &consumer.PlainAuth{User: user, Password: pass}
 	}
 	if len(cfg.Brokers) == 0 && cfg.EventHubsConnectionString == "" {
-		return cfg, errors.New("say where to consume from: --brokers HOST:PORT --topic T, or --eventhubs-connection-string")
+		return cfg, errors.New("say where to consume from: --brokers HOST:PORT --topic T (or --topic-regex RE), or --eventhubs-connection-string")
 	}
 	return cfg, nil
 }
