@@ -77,6 +77,14 @@ type Config struct {
 	// TLSCAFile asks for it).
 	EventHubsConnectionString string
 
+	// NoCommit handles batches and never commits them, for replays and
+	// dry runs: the group's committed offsets stay as they are, so the
+	// next consumer of the group (or this one, restarted) reads the same
+	// messages again. The handler's answer keeps its meaning within the
+	// run: true moves on to the partition's next batch, false or an
+	// error delivers the same batch again.
+	NoCommit bool
+
 	// StartAtLatest makes a group that has no committed offset for a
 	// partition start at the messages produced from now on. By default it
 	// starts at the oldest message the broker still keeps.
@@ -118,7 +126,7 @@ type settings struct {
 	batchSize                     int
 	batchTimeout                  time.Duration
 	retryBackoff, maxRetryBackoff time.Duration
-	startAtLatest                 bool
+	startAtLatest, noCommit       bool
 	sessionTimeout                time.Duration
 	user, password                string // SASL PLAIN when user is not empty
 	tls                           *tls.Config
@@ -139,6 +147,7 @@ func (cfg Config) check() (*settings, error) {
 		batchSize:      cfg.BatchSize,
 		batchTimeout:   cfg.BatchTimeout,
 		startAtLatest:  cfg.StartAtLatest,
+		noCommit:       cfg.NoCommit,
 		sessionTimeout: cfg.SessionTimeout,
 		log:            cfg.Logger,
 		meters:         cfg.Meters,

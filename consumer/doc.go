@@ -35,6 +35,10 @@
 // consumption carries on: the partition's next commit covers it, and the
 // revoke or graceful stop commits the newest offset handled.
 //
+// With Config.NoCommit nothing is ever committed: batches are handled as
+// above (a refused one comes again) but the group's offsets stay as they
+// were, which suits replays and dry runs.
+//
 // Delivery is therefore at least once: a message can be handed over again
 // (after a refusal, after a commit that failed and a crash, or to the next
 // owner of a partition whose handler did not commit in time), so the

@@ -252,7 +252,9 @@ func (p *partition) deliver(batch []waiting, bo *backoff.Backoff) {
 			p.handled, p.inflight = eo, nil
 			p.mu.Unlock()
 			bo.Reset()
-			p.commit(eo)
+			if !p.c.s.noCommit {
+				p.commit(eo)
+			}
 			return
 		}
 		if p.currentMode() != modeRunning {
@@ -380,7 +382,7 @@ func (p *partition) finalCommit() {
 	p.mu.Lock()
 	m, eo, committed := p.mode, p.handled, p.committed
 	p.mu.Unlock()
-	if m >= modeLost || p.ctx.Err() != nil || eo.Offset <= committed {
+	if m >= modeLost || p.ctx.Err() != nil || eo.Offset <= committed || p.c.s.noCommit {
 		return
 	}
 	p.commit(eo)
