@@ -26,7 +26,7 @@ type consumeFlags struct {
 	deadLetter, startAt                string
 	batchSize                          int
 	batchTimeout, sessionTimeout       time.Duration
-	tls                                bool
+	tls, noCommit                      bool
 	metricsAddr, logLevel, logFormat   string
 }
 
@@ -71,6 +71,11 @@ and TLS. The Kafka endpoint needs the Standard tier or above. The emulator's
 string (Endpoint=sb://localhost;...;UseDevelopmentEmulator=true) connects to
 its Kafka port, 9092, with SASL PLAIN and without TLS.
 
+--no-commit turns messages into jobs and never commits their offsets: for a
+replay, or a dry run against a test server. The group's offsets stay where
+they were. (Against the same server, a message that already made a job finds
+that job, by its request id, rather than making a second one.)
+
 SIGTERM or Ctrl-C stops gracefully: no more fetching, the messages already
 fetched become jobs, their offsets are committed, the consumer leaves its
 group, and spool consume exits 0. A second signal stops at once.`,
@@ -100,6 +105,7 @@ group, and spool consume exits 0. A second signal stops at once.`,
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "CA certificate (PEM) to trust for the brokers' TLS instead of the system's (implies --tls)")
 	fl.StringVar(&f.eventHubs, "eventhubs-connection-string", "", "consume an Azure Event Hubs event hub through its Kafka endpoint (or set SPOOL_EVENTHUBS_CONNECTION_STRING)")
 	fl.StringVar(&f.deadLetter, "dead-letter-topic", "", "send messages that cannot become jobs to this topic (default: record each as a failed job)")
+	fl.BoolVar(&f.noCommit, "no-commit", false, "never commit offsets (a replay or a dry run): the group's next consumer reads the same messages again")
 	fl.StringVar(&f.startAt, "start-at", "earliest", "where a new group starts: earliest (the oldest message kept) or latest (new messages only)")
 	fl.DurationVar(&f.sessionTimeout, "session-timeout", 45*time.Second, "how long the group waits for a consumer that stopped answering (crashed) before giving its partitions to another")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9465)")
@@ -159,7 +165,8 @@ func runConsume(ctx context.Context, cfg consumeConfig, e *env) error {
 // consumerConfig is the consumer's config from the flags and environment.
 func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
 	cfg := consumer.Config{Brokers: f.brokers, TopicRegex: f.topicRegex, Group: f.group, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout,
-		TLS: f.tls, TLSCAFile: f.tlsCA, EventHubsConnectionString: f.eventHubs, SessionTimeout: f.sessionTimeout}
+		TLS: f.tls, TLSCAFile: f.tlsCA, EventHubsConnectionString: f.eventHubs, SessionTimeout: f.sessionTimeout,
+		NoCommit: f.noCommit}
 	if len(f.topics) > 0 && f.topicRegex != "" {
 		return cfg, errors.New("--topic and --topic-regex: give one or the other")
 	}
