@@ -97,6 +97,18 @@ type Config struct {
 	// it (group.min.session.timeout.ms, 6s by default).
 	SessionTimeout time.Duration
 
+	// InstanceID makes the consumer a static member of its group (KIP-345):
+	// one restarted within SessionTimeout with the same InstanceID gets
+	// its partitions back, and the other members are not rebalanced. The
+	// price: a static member that stops, even gracefully, does not leave
+	// the group, so its partitions wait SessionTimeout for it before they
+	// go to the others; set SessionTimeout to more than a restart takes.
+	// Each running consumer needs its own InstanceID (a pod's name, a
+	// host's name): one that joins with an InstanceID already in use
+	// fences the other, whose Run then returns an error that says so.
+	// Empty: a dynamic member, rebalanced on every join and leave.
+	InstanceID string
+
 	// RetryBackoff is the first pause before a refused batch is delivered
 	// again (0: 100ms). Each further refusal doubles it, with jitter, up
 	// to MaxRetryBackoff (0: 10s).
@@ -128,6 +140,7 @@ type settings struct {
 	retryBackoff, maxRetryBackoff time.Duration
 	startAtLatest, noCommit       bool
 	sessionTimeout                time.Duration
+	instanceID                    string
 	user, password                string // SASL PLAIN when user is not empty
 	tls                           *tls.Config
 	log                           *slog.Logger
@@ -149,6 +162,7 @@ func (cfg Config) check() (*settings, error) {
 		startAtLatest:  cfg.StartAtLatest,
 		noCommit:       cfg.NoCommit,
 		sessionTimeout: cfg.SessionTimeout,
+		instanceID:     cfg.InstanceID,
 		log:            cfg.Logger,
 		meters:         cfg.Meters,
 	}
@@ -211,6 +225,11 @@ func (cfg Config) check() (*settings, error) {
 		return nil, invalid("BatchTimeout is negative (%v)", s.batchTimeout)
 	case s.batchTimeout == 0:
 		s.batchTimeout = defaultBatchTimeout
+	}
+	// Kafka holds an instance id to the rule of topic names; an id that
+	// breaks it would only be refused later, by the broker.
+	if s.instanceID != "" && !validTopic(s.instanceID) {
+		return nil, invalid("InstanceID %q is not a valid instance id (at most 249 of a-z A-Z 0-9 . _ -)", s.instanceID)
 	}
 	if cfg.SessionTimeout < 0 {
 		return nil, invalid("SessionTimeout is negative (%v)", cfg.SessionTimeout)

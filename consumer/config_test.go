@@ -38,6 +38,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"TopicRegex \"orders-(eu\" does not compile", func(c *consumer.Config) { c.Topic, c.TopicRegex = "", "orders-(eu" }},
 		{"TopicRegex \")(\" does not compile", func(c *consumer.Config) { c.Topic, c.TopicRegex = "", ")(" }},
 		{"TopicRefresh is negative", func(c *consumer.Config) { c.TopicRefresh = -time.Second }},
+		{"InstanceID \"pod 1\" is not a valid instance id", func(c *consumer.Config) { c.InstanceID = "pod 1" }},
 		{"Topics has 2 topics with Event Hubs", func(c *consumer.Config) {
 			c.Brokers, c.Topic, c.Topics, c.EventHubsConnectionString = nil, "", []string{"a", "b"}, hub
 		}},
@@ -85,6 +86,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Brokers: []string{"b:9092"}, Topic: "t", Group: "g", RetryBackoff: time.Minute}, // the cap follows
 		{Brokers: []string{"b:9092"}, Topics: []string{"t", "u"}, Group: "g"},
 		{Brokers: []string{"b:9092"}, TopicRegex: "orders-.*", Group: "g"},
+		{Brokers: []string{"b:9092"}, Topic: "t", Group: "g", InstanceID: "spool-consume-0", NoCommit: true},
 		{Group: "g", EventHubsConnectionString: hub, Topics: []string{"t"}},
 	} {
 		c, err := consumer.New(cfg, ok)

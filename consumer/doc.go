@@ -66,12 +66,24 @@
 //
 // Shutdown stops gracefully: fetching stops, every buffered message is
 // handed to the handler at once (without waiting for the batch timeout),
-// what the handler accepts is committed, and the consumer leaves the group.
+// what the handler accepts is committed, and the consumer leaves the group
+// (unless it is a static member, below).
 // A batch refused during the graceful stop is not retried: it and the
 // rest of its partition stay uncommitted, and come back on the next start.
 // If Shutdown's context ends first, or Run's context ends, the consumer
 // stops at once: the handlers' contexts are cancelled and nothing more is
 // committed.
+//
+// # Static membership
+//
+// With Config.InstanceID the consumer is a static member of its group: a
+// consumer restarted within Config.SessionTimeout under the same
+// InstanceID gets its partitions back, and the other members are not
+// rebalanced, neither when it goes nor when it comes back. Its stops, even
+// graceful ones, therefore do not leave the group: its partitions wait for
+// it until the session times out. Two consumers must never share an
+// InstanceID; the second to join fences the first, whose Run returns an
+// error that wraps kerr.FencedInstanceID.
 //
 // # Event Hubs
 //

@@ -23,6 +23,7 @@ type consumeFlags struct {
 	brokers, topics                    []string
 	topicRegex                         string
 	group, saslPlain, tlsCA, eventHubs string
+	instanceID                         string
 	deadLetter, startAt                string
 	batchSize                          int
 	batchTimeout, sessionTimeout       time.Duration
@@ -78,7 +79,14 @@ that job, by its request id, rather than making a second one.)
 
 SIGTERM or Ctrl-C stops gracefully: no more fetching, the messages already
 fetched become jobs, their offsets are committed, the consumer leaves its
-group, and spool consume exits 0. A second signal stops at once.`,
+group, and spool consume exits 0. A second signal stops at once.
+
+With --instance-id the consumer is a static member of its group: restarted
+within --session-timeout under the same id, it gets its partitions back and
+the other consumers are not rebalanced. It does not leave the group when it
+stops, so its partitions wait for it until the session times out. Give each
+consumer its own id: a second one with the same id fences the first, which
+exits with an error saying so.`,
 		Example: `  spool consume --brokers kafka:9092 --topic jobs --group spool
   spool consume --brokers kafka:9092 --topic jobs --topic urgent-jobs --group spool
   spool consume --brokers kafka:9092 --topic-regex 'jobs-.*' --group spool
@@ -107,6 +115,7 @@ group, and spool consume exits 0. A second signal stops at once.`,
 	fl.StringVar(&f.deadLetter, "dead-letter-topic", "", "send messages that cannot become jobs to this topic (default: record each as a failed job)")
 	fl.BoolVar(&f.noCommit, "no-commit", false, "never commit offsets (a replay or a dry run): the group's next consumer reads the same messages again")
 	fl.StringVar(&f.startAt, "start-at", "earliest", "where a new group starts: earliest (the oldest message kept) or latest (new messages only)")
+	fl.StringVar(&f.instanceID, "instance-id", "", "a static member's id, its own for each consumer (a pod's or host's name): restarted within --session-timeout, it gets its partitions back without rebalancing the others")
 	fl.DurationVar(&f.sessionTimeout, "session-timeout", 45*time.Second, "how long the group waits for a consumer that stopped answering (crashed) before giving its partitions to another")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9465)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -166,7 +175,7 @@ func runConsume(ctx context.Context, cfg consumeConfig, e *env) error {
 func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
 	cfg := consumer.Config{Brokers: f.brokers, TopicRegex: f.topicRegex, Group: f.group, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout,
 		TLS: f.tls, TLSCAFile: f.tlsCA, EventHubsConnectionString: f.eventHubs, SessionTimeout: f.sessionTimeout,
-		NoCommit: f.noCommit}
+		NoCommit: f.noCommit, InstanceID: f.instanceID}
 	if len(f.topics) > 0 && f.topicRegex != "" {
 		return cfg, errors.New("--topic and --topic-regex: give one or the other")
 	}

@@ -26,6 +26,7 @@ func TestConsumeCommandBadInput(t *testing.T) {
 		{[]string{"consume", "--brokers", "k:9092", "--topic", "jobs", "--request-id", "x", "--", "true"}, "comes from its message"},
 		{[]string{"consume", "--brokers", "k:9092"}, "Topic"},
 		{[]string{"consume", "--brokers", "k:9092", "--topic", "a", "--topic-regex", "a.*"}, "--topic and --topic-regex"},
+		{[]string{"consume", "--brokers", "k:9092", "--topic", "a", "--instance-id", "pod 1"}, "InstanceID \"pod 1\" is not a valid instance id"},
 		{[]string{"consume", "--brokers", "k:9092", "--topic-regex", "jobs-(a"}, "TopicRegex \"jobs-(a\" does not compile"},
 		{[]string{"consume", "--brokers", "k:9092", "--topic", "a,b,a"}, "Topics names \"a\" twice"},
 		{[]string{"consume", "--eventhubs-connection-string", "Endpoint=sb://ns.servicebus.windows.net;SharedAccessKeyName=n;SharedAccessKey=secret-key", "--topic", "a", "--topic", "b"}, "an Event Hubs consumer reads one event hub"},
