@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,6 +91,16 @@ func newConsumer(cfg Config, h Handler, o options) (*Consumer, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return c, nil
+}
+
+// Consumes reports whether the consumer reads topic: one of its topics, or
+// a name that matches its TopicRegex. A dead-letter topic must not be one,
+// or what is sent there comes back.
+func (c *Consumer) Consumes(topic string) bool {
+	if c.s.regex != nil {
+		return c.s.regex.MatchString(topic)
+	}
+	return slices.Contains(c.s.topics, topic)
 }
 
 // Client is the underlying kgo client, to produce on the same connections

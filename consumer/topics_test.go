@@ -136,3 +136,34 @@ func mustClient(t *testing.T, c *kfake.Cluster) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+func TestConsumes(t *testing.T) {
+	ok := func(context.Context, []consumer.Message) (bool, error) { return true, nil }
+	for _, tc := range []struct {
+		cfg      consumer.Config
+		yes, not []string
+	}{
+		{consumer.Config{Topic: "jobs"}, []string{"jobs"}, []string{"jobs-dead", "job"}},
+		{consumer.Config{Topics: []string{"a", "b"}}, []string{"a", "b"}, []string{"c", "ab"}},
+		// The whole name must match.
+		{consumer.Config{TopicRegex: "jobs-.*"}, []string{"jobs-eu", "jobs-"}, []string{"old-jobs-eu", "jobs"}},
+		{consumer.Config{TopicRegex: "a|b"}, []string{"a", "b"}, []string{"ab", "xa"}},
+	} {
+		tc.cfg.Brokers, tc.cfg.Group = []string{"127.0.0.1:9092"}, "g"
+		c, err := consumer.New(tc.cfg, ok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range tc.yes {
+			if !c.Consumes(n) {
+				t.Errorf("%+v does not consume %q", tc.cfg, n)
+			}
+		}
+		for _, n := range tc.not {
+			if c.Consumes(n) {
+				t.Errorf("%+v consumes %q", tc.cfg, n)
+			}
+		}
+		_ = c.Shutdown(context.Background())
+	}
+}

@@ -167,6 +167,10 @@ func runConsume(ctx context.Context, cfg consumeConfig, e *env) error {
 	if err != nil {
 		return flagError(err)
 	}
+	if cfg.f.deadLetter != "" && cons.Consumes(cfg.f.deadLetter) {
+		_ = cons.Shutdown(ctx)
+		return fmt.Errorf("--dead-letter-topic %s is also consumed (by --topic or --topic-regex): what is sent there would come back; give a topic outside them", cfg.f.deadLetter)
+	}
 	dlq = cons
 	return runConsumer(ctx, cons, log.Info, log.Warn)
 }
