@@ -95,6 +95,7 @@ func (s *settings) describeTopics() any {
 func (c *Consumer) followRegex(ctx context.Context) {
 	subscribed := make(map[string]bool)
 	missing := make(map[string]int)
+	warned := false
 	t := time.NewTicker(c.s.topicRefresh)
 	defer t.Stop()
 	for {
@@ -126,6 +127,13 @@ func (c *Consumer) followRegex(ctx context.Context) {
 				slices.Sort(add)
 				c.log.Info("consumer: topics matching TopicRegex", "added", add)
 				c.client.AddConsumeTopics(add...)
+			}
+			if len(subscribed) == 0 && !warned {
+				// Most likely a typo in the pattern, or the
+				// wrong cluster: say so rather than wait quietly.
+				c.log.Warn("consumer: no topic matches TopicRegex yet; looking again every "+c.s.topicRefresh.String(),
+					"topics_listed", len(names))
+				warned = true
 			}
 			if len(drop) > 0 {
 				c.log.Info("consumer: topics matching TopicRegex are gone", "dropped", drop)
