@@ -34,7 +34,8 @@ type Config struct {
 	// Brokers are the host:port of the seed brokers.
 	Brokers []string
 	// Topic is the topic to consume. Give exactly one of Topic, Topics
-	// and TopicRegex.
+	// and TopicRegex (or none with an Event Hubs connection string that
+	// has an EntityPath).
 	Topic string
 	// Topics are several topics to consume with one handler. A batch is
 	// still of one partition of one topic (Message.Topic says which);
