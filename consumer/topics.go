@@ -50,12 +50,15 @@ func (s *settings) checkTopics(cfg Config) error {
 	case cfg.TopicRegex != "":
 		// Compiled alone first: anchoring a pattern like ")(" could
 		// otherwise turn it into a different one that compiles.
-		if _, err := regexp.Compile(cfg.TopicRegex); err != nil {
+		_, err := regexp.Compile(cfg.TopicRegex)
+		if err == nil {
+			// Kafka's Java client matches the whole name, and so do
+			// we: "orders-.*" should not pick up "old-orders-eu".
+			s.regex, err = regexp.Compile(`^(?:` + cfg.TopicRegex + `)$`)
+		}
+		if err != nil {
 			return invalid("TopicRegex %q does not compile: %v", cfg.TopicRegex, err)
 		}
-		// Kafka's Java client matches the whole name, and so do we:
-		// "orders-.*" should not pick up "old-orders-eu".
-		s.regex = regexp.MustCompile(`^(?:` + cfg.TopicRegex + `)$`)
 	}
 	return nil
 }
