@@ -47,6 +47,9 @@ func (c *Consumer) clientOpts(extra []kgo.Opt) []kgo.Opt {
 	if s.sessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(s.sessionTimeout), kgo.HeartbeatInterval(min(3*time.Second, s.sessionTimeout/3)))
 	}
+	if s.instanceID != "" {
+		opts = append(opts, kgo.InstanceID(s.instanceID))
+	}
 	if s.tls != nil {
 		opts = append(opts, kgo.DialTLSConfig(s.tls))
 	}
@@ -118,6 +121,10 @@ func (c *Consumer) fatal(err error) error {
 		return fmt.Errorf("consumer: authentication failed: %w", err)
 	case hangUp(err) && c.auth.hungUp.Load():
 		return fmt.Errorf("consumer: authentication failed: the broker hung up after the SASL credentials: %w", err)
+	case errors.Is(err, kerr.FencedInstanceID):
+		// Going on would fence the other consumer in turn, and so on.
+		return fmt.Errorf("consumer: another consumer joined the group with instance id %q, which fenced this one: give each consumer its own: %w",
+			c.s.instanceID, err)
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
 		errors.Is(err, kerr.ClusterAuthorizationFailed):
 		return fmt.Errorf("consumer: not authorized: %w", err)

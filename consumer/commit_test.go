@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,4 +74,50 @@ func TestFailedCommitsAreCoveredLater(t *testing.T) {
 	if got := committedAt(t, c, "g", 0); got != 6 {
 		t.Fatalf("committed %d after the graceful stop, want 6", got)
 	}
+}
+
+// NoCommit handles batches and commits nothing, not even on a graceful
+// stop: the group's offsets stay where they were, and the next consumer of
+// the group reads the same messages again.
+func TestNoCommit(t *testing.T) {
+	c := cluster(t, 1)
+	cfg := config(c, "g")
+	cfg.BatchSize = 2
+	handled := make(chan batch, 20)
+	handler := func(_ context.Context, msgs []consumer.Message) (bool, error) {
+		handled <- describe(msgs)
+		return true, nil
+	}
+	// A consumer that commits takes the group to offset 2.
+	produce(t, c, 2, 0)
+	r := start(t, cfg, handler)
+	receive(t, handled, "batch 0-1")
+	eventually(t, 10*time.Second, "offset 2 committed", func() bool { return committedAt(t, c, "g", 0) == 2 })
+	r.shutdown(t)
+
+	produce(t, c, 4, 0)
+	dry := cfg
+	dry.NoCommit = true
+	for run := range 2 {
+		r := start(t, dry, handler)
+		var got []int64
+		for len(got) < 4 {
+			got = append(got, receive(t, handled, "a batch without commit").offsets...)
+		}
+		if !slices.Equal(got, seq(2, 6)) {
+			t.Fatalf("run %d without commit: handled %v, want 2-5 (from the committed offset)", run, got)
+		}
+		r.shutdown(t)
+		if at := committedAt(t, c, "g", 0); at != 2 {
+			t.Fatalf("run %d without commit moved the committed offset to %d", run, at)
+		}
+	}
+
+	// The group's next committing consumer reads them again.
+	r = start(t, cfg, handler)
+	if b := receive(t, handled, "the first batch after the runs without commit"); !slices.Equal(b.offsets, []int64{2, 3}) {
+		t.Fatalf("after the runs without commit: batch %v, want offsets 2-3", b)
+	}
+	eventually(t, 10*time.Second, "offset 6 committed", func() bool { return committedAt(t, c, "g", 0) == 6 })
+	r.shutdown(t)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -25,16 +26,31 @@ const (
 	defaultBatchTimeout    = time.Second
 	defaultRetryBackoff    = 100 * time.Millisecond
 	defaultMaxRetryBackoff = 10 * time.Second
+	defaultTopicRefresh    = 30 * time.Second
 )
 
 // Config says where to consume from and how to batch.
 type Config struct {
 	// Brokers are the host:port of the seed brokers.
 	Brokers []string
-	// Topic is the topic to consume.
+	// Topic is the topic to consume. Give exactly one of Topic, Topics
+	// and TopicRegex (or none with an Event Hubs connection string that
+	// has an EntityPath).
 	Topic string
+	// Topics are several topics to consume with one handler. A batch is
+	// still of one partition of one topic (Message.Topic says which);
+	// the group shares out the partitions of them all.
+	Topics []string
+	// TopicRegex consumes every topic whose whole name matches this
+	// regular expression (Go's syntax), such as `orders-.*`. Topics
+	// created later are picked up within TopicRefresh; internal topics
+	// (__consumer_offsets) never match.
+	TopicRegex string
+	// TopicRefresh is how often the brokers' list of topics is read for
+	// new ones that match TopicRegex (0: 30s). Unused without TopicRegex.
+	TopicRefresh time.Duration
 	// Group is the consumer group. Every consumer of a group shares the
-	// topic's partitions and its committed offsets.
+	// topics' partitions and their committed offsets.
 	Group string
 
 	// BatchSize is the most messages a batch holds (0: 20).
@@ -56,8 +72,19 @@ type Config struct {
 	// through its Kafka endpoint: SASL PLAIN with the user
 	// "$ConnectionString" and the whole string as the password, TLS, the
 	// broker <Endpoint host>:9093 and the topic from EntityPath. Brokers,
-	// Topic and TLSCAFile, when set, override what it implies.
+	// Topic and TLSCAFile, when set, override what it implies. A string
+	// with UseDevelopmentEmulator=true is for the local emulator: the
+	// broker is <Endpoint host>:9092, without TLS (unless TLS or
+	// TLSCAFile asks for it).
 	EventHubsConnectionString string
+
+	// NoCommit handles batches and never commits them, for replays and
+	// dry runs: the group's committed offsets stay as they are, so the
+	// next consumer of the group (or this one, restarted) reads the same
+	// messages again. The handler's answer keeps its meaning within the
+	// run: true moves on to the partition's next batch, false or an
+	// error delivers the same batch again.
+	NoCommit bool
 
 	// StartAtLatest makes a group that has no committed offset for a
 	// partition start at the messages produced from now on. By default it
@@ -70,6 +97,18 @@ type Config struct {
 	// gracefully leaves at once and is not waited for. The broker bounds
 	// it (group.min.session.timeout.ms, 6s by default).
 	SessionTimeout time.Duration
+
+	// InstanceID makes the consumer a static member of its group (KIP-345):
+	// one restarted within SessionTimeout with the same InstanceID gets
+	// its partitions back, and the other members are not rebalanced. The
+	// price: a static member that stops, even gracefully, does not leave
+	// the group, so its partitions wait SessionTimeout for it before they
+	// go to the others; set SessionTimeout to more than a restart takes.
+	// Each running consumer needs its own InstanceID (a pod's name, a
+	// host's name): one that joins with an InstanceID already in use
+	// fences the other, whose Run then returns an error that says so.
+	// Empty: a dynamic member, rebalanced on every join and leave.
+	InstanceID string
 
 	// RetryBackoff is the first pause before a refused batch is delivered
 	// again (0: 100ms). Each further refusal doubles it, with jitter, up
@@ -93,12 +132,16 @@ type PlainAuth struct {
 // what an Event Hubs connection string implies.
 type settings struct {
 	brokers                       []string
-	topic, group                  string
+	topics                        []string       // the topics, unless regex is set
+	regex                         *regexp.Regexp // anchored: the whole name must match
+	topicRefresh                  time.Duration
+	group                         string
 	batchSize                     int
 	batchTimeout                  time.Duration
 	retryBackoff, maxRetryBackoff time.Duration
-	startAtLatest                 bool
+	startAtLatest, noCommit       bool
 	sessionTimeout                time.Duration
+	instanceID                    string
 	user, password                string // SASL PLAIN when user is not empty
 	tls                           *tls.Config
 	log                           *slog.Logger
@@ -114,14 +157,18 @@ func invalid(format string, args ...any) error {
 func (cfg Config) check() (*settings, error) {
 	s := &settings{
 		brokers:        cfg.Brokers,
-		topic:          cfg.Topic,
 		group:          cfg.Group,
 		batchSize:      cfg.BatchSize,
 		batchTimeout:   cfg.BatchTimeout,
 		startAtLatest:  cfg.StartAtLatest,
+		noCommit:       cfg.NoCommit,
 		sessionTimeout: cfg.SessionTimeout,
+		instanceID:     cfg.InstanceID,
 		log:            cfg.Logger,
 		meters:         cfg.Meters,
+	}
+	if err := s.checkTopics(cfg); err != nil {
+		return nil, err
 	}
 	useTLS := cfg.TLS || cfg.TLSCAFile != ""
 	if cfg.EventHubsConnectionString != "" {
@@ -135,11 +182,13 @@ func (cfg Config) check() (*settings, error) {
 		if len(s.brokers) == 0 {
 			s.brokers = []string{eh.Broker}
 		}
-		if s.topic == "" {
-			s.topic = eh.EventHub
+		if err := s.eventHubsTopic(eh); err != nil {
+			return nil, err
 		}
 		s.user, s.password = eventHubsUser, cfg.EventHubsConnectionString
-		useTLS = true
+		// The emulator's Kafka endpoint speaks plain TCP; Azure's
+		// only TLS.
+		useTLS = useTLS || !eh.Emulator
 	}
 	if cfg.SASLPlain != nil {
 		if cfg.SASLPlain.User == "" {
@@ -156,14 +205,11 @@ func (cfg Config) check() (*settings, error) {
 			return nil, invalid("Brokers[%d] is empty", i)
 		}
 	}
-	if s.topic == "" {
+	if len(s.topics) == 0 && s.regex == nil {
 		if cfg.EventHubsConnectionString != "" {
 			return nil, invalid("Topic is empty and the Event Hubs connection string has no EntityPath: set one of them")
 		}
-		return nil, invalid("Topic is empty")
-	}
-	if !validTopic(s.topic) {
-		return nil, invalid("Topic %q is not a valid topic name (at most 249 of a-z A-Z 0-9 . _ -)", s.topic)
+		return nil, invalid("Topic is empty: give Topic, Topics or TopicRegex")
 	}
 	if s.group == "" {
 		return nil, invalid("Group is empty")
@@ -180,6 +226,11 @@ func (cfg Config) check() (*settings, error) {
 		return nil, invalid("BatchTimeout is negative (%v)", s.batchTimeout)
 	case s.batchTimeout == 0:
 		s.batchTimeout = defaultBatchTimeout
+	}
+	// Kafka holds an instance id to the rule of topic names; an id that
+	// breaks it would only be refused later, by the broker.
+	if s.instanceID != "" && !validTopic(s.instanceID) {
+		return nil, invalid("InstanceID %q is not a valid instance id (at most 249 of a-z A-Z 0-9 . _ -)", s.instanceID)
 	}
 	if cfg.SessionTimeout < 0 {
 		return nil, invalid("SessionTimeout is negative (%v)", cfg.SessionTimeout)

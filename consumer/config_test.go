@@ -29,6 +29,22 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"Topic is empty", func(c *consumer.Config) { c.Topic = "" }},
 		{"Topic \"a b\" is not a valid topic name", func(c *consumer.Config) { c.Topic = "a b" }},
 		{"Group is empty", func(c *consumer.Config) { c.Group = "" }},
+		{"give one of Topic, Topics and TopicRegex", func(c *consumer.Config) { c.Topics = []string{"u"} }},
+		{"give one of Topic, Topics and TopicRegex", func(c *consumer.Config) { c.Topic, c.Topics, c.TopicRegex = "", []string{"u"}, "u.*" }},
+		{"give one of Topic, Topics and TopicRegex", func(c *consumer.Config) { c.TopicRegex = "u.*" }},
+		{"Topics is empty", func(c *consumer.Config) { c.Topic, c.Topics = "", []string{} }},
+		{"Topics[1] \"a b\" is not a valid topic name", func(c *consumer.Config) { c.Topic, c.Topics = "", []string{"u", "a b"} }},
+		{"Topics names \"u\" twice", func(c *consumer.Config) { c.Topic, c.Topics = "", []string{"u", "v", "u"} }},
+		{"TopicRegex \"orders-(eu\" does not compile", func(c *consumer.Config) { c.Topic, c.TopicRegex = "", "orders-(eu" }},
+		{"TopicRegex \")(\" does not compile", func(c *consumer.Config) { c.Topic, c.TopicRegex = "", ")(" }},
+		{"TopicRefresh is negative", func(c *consumer.Config) { c.TopicRefresh = -time.Second }},
+		{"InstanceID \"pod 1\" is not a valid instance id", func(c *consumer.Config) { c.InstanceID = "pod 1" }},
+		{"Topics has 2 topics with Event Hubs", func(c *consumer.Config) {
+			c.Brokers, c.Topic, c.Topics, c.EventHubsConnectionString = nil, "", []string{"a", "b"}, hub
+		}},
+		{"TopicRegex with Event Hubs", func(c *consumer.Config) {
+			c.Brokers, c.Topic, c.TopicRegex, c.EventHubsConnectionString = nil, "", "a.*", hub+";EntityPath=hub"
+		}},
 		{"BatchSize is negative", func(c *consumer.Config) { c.BatchSize = -1 }},
 		{"BatchTimeout is negative", func(c *consumer.Config) { c.BatchTimeout = -time.Second }},
 		{"RetryBackoff is negative", func(c *consumer.Config) { c.RetryBackoff = -time.Second }},
@@ -65,8 +81,13 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		valid,
 		{Group: "g", EventHubsConnectionString: hub + ";EntityPath=hub"},
 		{Group: "g", EventHubsConnectionString: hub, Topic: "t", Brokers: []string{"127.0.0.1:9093"}},
+		{Group: "g", EventHubsConnectionString: "Endpoint=sb://localhost;SharedAccessKeyName=n;SharedAccessKey=k;UseDevelopmentEmulator=true;EntityPath=hub"},
 		{Brokers: []string{"b:9092"}, Topic: "t", Group: "g", SASLPlain: &consumer.PlainAuth{User: "u", Password: "p"}, TLS: true},
 		{Brokers: []string{"b:9092"}, Topic: "t", Group: "g", RetryBackoff: time.Minute}, // the cap follows
+		{Brokers: []string{"b:9092"}, Topics: []string{"t", "u"}, Group: "g"},
+		{Brokers: []string{"b:9092"}, TopicRegex: "orders-.*", Group: "g"},
+		{Brokers: []string{"b:9092"}, Topic: "t", Group: "g", InstanceID: "spool-consume-0", NoCommit: true},
+		{Group: "g", EventHubsConnectionString: hub, Topics: []string{"t"}},
 	} {
 		c, err := consumer.New(cfg, ok)
 		if err != nil {

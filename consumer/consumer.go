@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,9 +26,9 @@ type options struct {
 // what bounds memory is pausing the partitions that are behind.
 const maxPollRecords = 10_000
 
-// Consumer consumes one topic in a consumer group and hands its messages to
-// a Handler in batches, one partition at a time per partition, committing
-// what the handler accepts.
+// Consumer consumes topics in a consumer group and hands their messages to
+// a Handler in batches, one batch at a time per partition, committing what
+// the handler accepts.
 type Consumer struct {
 	s       *settings
 	opts    options
@@ -38,13 +39,13 @@ type Consumer struct {
 	auth    *authWatch
 
 	mu       sync.Mutex
-	ran      bool                 // Run was called, or Shutdown came first
-	stopping bool                 // no new partitions: a stop has begun
-	forced   bool                 // a stop at once: nothing more is committed
-	parts    map[int32]*partition // the partitions we own
-	base     context.Context      // parent of the handlers' contexts
-	cancel   context.CancelFunc   // cancels base
-	workers  sync.WaitGroup       // one per partition worker
+	ran      bool                          // Run was called, or Shutdown came first
+	stopping bool                          // no new partitions: a stop has begun
+	forced   bool                          // a stop at once: nothing more is committed
+	parts    map[topicPartition]*partition // the partitions we own
+	base     context.Context               // parent of the handlers' contexts
+	cancel   context.CancelFunc            // cancels base
+	workers  sync.WaitGroup                // one per partition worker
 
 	graceful, force         chan struct{} // closed by Shutdown, and when its ctx ends
 	gracefulOnce, forceOnce sync.Once
@@ -78,9 +79,9 @@ func newConsumer(cfg Config, h Handler, o options) (*Consumer, error) {
 		opts:     o,
 		handler:  h,
 		m:        newMetrics(s.meters),
-		log:      s.log.With("topic", s.topic, "group", s.group),
+		log:      s.log.With("topics", s.describeTopics(), "group", s.group),
 		auth:     new(authWatch),
-		parts:    make(map[int32]*partition),
+		parts:    make(map[topicPartition]*partition),
 		graceful: make(chan struct{}),
 		force:    make(chan struct{}),
 		runDone:  make(chan struct{}),
@@ -90,6 +91,16 @@ func newConsumer(cfg Config, h Handler, o options) (*Consumer, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return c, nil
+}
+
+// Consumes reports whether the consumer reads topic: one of its topics, or
+// a name that matches its TopicRegex. A dead-letter topic must not be one,
+// or what is sent there comes back.
+func (c *Consumer) Consumes(topic string) bool {
+	if c.s.regex != nil {
+		return c.s.regex.MatchString(topic)
+	}
+	return slices.Contains(c.s.topics, topic)
 }
 
 // Client is the underlying kgo client, to produce on the same connections
@@ -142,9 +153,16 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	err := c.connect(pollCtx)
 	if err == nil && pollCtx.Err() == nil {
-		c.client.AddConsumeTopics(c.s.topic)
+		var following sync.WaitGroup
+		if c.s.regex != nil {
+			following.Go(func() { c.followRegex(pollCtx) })
+		} else {
+			c.client.AddConsumeTopics(c.s.topics...)
+		}
 		c.log.Info("consumer: consuming")
 		err = c.poll(pollCtx)
+		stopPolling()
+		following.Wait()
 	}
 
 	switch {
@@ -246,17 +264,17 @@ func (c *Consumer) poll(ctx context.Context) error {
 				fatal = f
 				return
 			}
-			c.log.Warn("consumer: fetch error", "partition", partition, "err", err)
+			c.log.Warn("consumer: fetch error", "topic", topic, "partition", partition, "err", err)
 		})
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			if fp.Topic != c.s.topic || fp.Err != nil && len(fp.Records) == 0 {
+			if fp.Err != nil && len(fp.Records) == 0 {
 				return
 			}
 			c.mu.Lock()
-			p := c.parts[fp.Partition]
+			p := c.parts[topicPartition{fp.Topic, fp.Partition}]
 			c.mu.Unlock()
 			if p == nil {
-				c.log.Debug("consumer: records of a partition we do not own", "partition", fp.Partition)
+				c.log.Debug("consumer: records of a partition we do not own", "topic", fp.Topic, "partition", fp.Partition)
 				return
 			}
 			p.add(fp.Records, fp.HighWatermark, now)
@@ -275,7 +293,9 @@ func (c *Consumer) poll(ctx context.Context) error {
 // buffered messages to the handler now, and waits for them. It reports false
 // if the stop became a stop at once meanwhile.
 func (c *Consumer) drain(ctx context.Context) bool {
-	c.client.PauseFetchTopics(c.s.topic)
+	if topics := c.client.GetConsumeTopics(); len(topics) > 0 {
+		c.client.PauseFetchTopics(topics...)
+	}
 	c.mu.Lock()
 	c.stopping = true
 	parts := c.owned()
@@ -363,7 +383,7 @@ func (c *Consumer) lags(yield func(topic string, partition int32, lag int64)) {
 	c.mu.Unlock()
 	for _, p := range parts {
 		if lag, ok := p.lag(); ok {
-			yield(c.s.topic, p.id, lag)
+			yield(p.topic, p.id, lag)
 		}
 	}
 }

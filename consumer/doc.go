@@ -1,10 +1,18 @@
-// Package consumer consumes a Kafka topic, or an Azure Event Hubs event hub
+// Package consumer consumes Kafka topics, or an Azure Event Hubs event hub
 // through its Kafka endpoint, in a consumer group, and hands the messages to
 // one Handler in batches.
 //
+// # Topics
+//
+// Config.Topic names one topic, Config.Topics several, and
+// Config.TopicRegex a pattern that the whole name of a topic must match,
+// checked again every Config.TopicRefresh so that topics created later
+// are consumed too. Whatever the topics, the group shares out all their
+// partitions and a batch is of one partition of one topic.
+//
 // # Batches
 //
-// A batch holds messages of one partition, in offset order: up to
+// A batch holds messages of one partition of one topic, in offset order: up to
 // Config.BatchSize of them (20 by default), or fewer once the first of them
 // has waited Config.BatchTimeout (1 s by default). The partitions a consumer
 // owns are handled concurrently, with at most one batch of a partition in
@@ -26,6 +34,10 @@
 // A commit that fails (the broker is away) is logged and counted, and
 // consumption carries on: the partition's next commit covers it, and the
 // revoke or graceful stop commits the newest offset handled.
+//
+// With Config.NoCommit nothing is ever committed: batches are handled as
+// above (a refused one comes again) but the group's offsets stay as they
+// were, which suits replays and dry runs.
 //
 // Delivery is therefore at least once: a message can be handed over again
 // (after a refusal, after a commit that failed and a crash, or to the next
@@ -54,12 +66,24 @@
 //
 // Shutdown stops gracefully: fetching stops, every buffered message is
 // handed to the handler at once (without waiting for the batch timeout),
-// what the handler accepts is committed, and the consumer leaves the group.
+// what the handler accepts is committed, and the consumer leaves the group
+// (unless it is a static member, below).
 // A batch refused during the graceful stop is not retried: it and the
 // rest of its partition stay uncommitted, and come back on the next start.
 // If Shutdown's context ends first, or Run's context ends, the consumer
 // stops at once: the handlers' contexts are cancelled and nothing more is
 // committed.
+//
+// # Static membership
+//
+// With Config.InstanceID the consumer is a static member of its group: a
+// consumer restarted within Config.SessionTimeout under the same
+// InstanceID gets its partitions back, and the other members are not
+// rebalanced, neither when it goes nor when it comes back. Its stops, even
+// graceful ones, therefore do not leave the group: its partitions wait for
+// it until the session times out. Two consumers must never share an
+// InstanceID; the second to join fences the first, whose Run returns an
+// error that wraps kerr.FencedInstanceID.
 //
 // # Event Hubs
 //
@@ -69,7 +93,9 @@
 // password; the event hub named by EntityPath is the topic. An Event Hubs
 // consumer group is a Kafka consumer group. Wrong credentials make Run
 // return an error that says authentication failed, rather than retry
-// forever.
+// forever. A connection string of the local Event Hubs emulator
+// (UseDevelopmentEmulator=true) connects to its Kafka endpoint,
+// <host>:9092, with the same SASL PLAIN and without TLS.
 //
 // # Metrics
 //

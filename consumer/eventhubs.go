@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -8,32 +9,49 @@ import (
 // namespace's Kafka endpoint.
 type EventHubs struct {
 	// Namespace is the host of the Endpoint, such as
-	// mynamespace.servicebus.windows.net.
+	// mynamespace.servicebus.windows.net, or localhost for the emulator.
 	Namespace string
-	// Broker is Namespace:9093, the Kafka endpoint.
+	// Broker is the Kafka endpoint: Namespace:9093, or Namespace:9092
+	// for the emulator.
 	Broker string
 	// EventHub is the EntityPath, the event hub (the Kafka topic); empty
 	// when the string is for the whole namespace.
 	EventHub string
+	// Emulator is set by UseDevelopmentEmulator=true: the string is for
+	// the local Event Hubs emulator, whose Kafka endpoint takes SASL
+	// PLAIN without TLS.
+	Emulator bool
 }
 
-// eventHubsKafkaPort is the port of every namespace's Kafka endpoint.
-const eventHubsKafkaPort = "9093"
+// The ports of the Kafka endpoints: every namespace's in Azure (always
+// with TLS), and the emulator's (never with TLS). A port in the Endpoint
+// is the AMQP port the Azure SDKs use, which says nothing about these.
+const (
+	eventHubsKafkaPort = "9093"
+	emulatorKafkaPort  = "9092"
+)
 
 // ParseEventHubsConnectionString reads a connection string as the Azure
 // portal shows it:
 //
 //	Endpoint=sb://NAMESPACE.servicebus.windows.net/;SharedAccessKeyName=NAME;SharedAccessKey=KEY[;EntityPath=HUB]
 //
+// or as the Event Hubs emulator documents it:
+//
+//	Endpoint=sb://localhost;SharedAccessKeyName=NAME;SharedAccessKey=KEY;UseDevelopmentEmulator=true
+//
 // Keys are case-insensitive, parts are separated by ';' (a trailing one is
-// fine) and values may contain '='. A shared access signature
+// fine) and values may contain '='. As in Azure's own SDKs, the Endpoint's
+// host may be a single name (localhost, a container's name) and may carry
+// a port, and the trailing '/' is optional. A shared access signature
 // (SharedAccessSignature=...) may stand instead of the key and its name.
-// Unknown keys are ignored. Errors wrap ErrInvalidConfig and never repeat
-// any part of the string, which holds a secret.
+// UseDevelopmentEmulator is true or false. Unknown keys are ignored.
+// Errors wrap ErrInvalidConfig and never repeat any part of the string,
+// which holds a secret.
 func ParseEventHubsConnectionString(cs string) (EventHubs, error) {
 	var eh EventHubs
-	var endpoint, keyName, key, sas, entity string
-	var haveEndpoint, haveKeyName, haveKey, haveSAS, haveEntity bool
+	var endpoint, keyName, key, sas, entity, emulator string
+	var haveEndpoint, haveKeyName, haveKey, haveSAS, haveEntity, haveEmulator bool
 	for i, part := range strings.Split(cs, ";") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -59,6 +77,8 @@ func ParseEventHubsConnectionString(cs string) (EventHubs, error) {
 			dst, seen = &sas, &haveSAS
 		case "entitypath":
 			dst, seen = &entity, &haveEntity
+		case "usedevelopmentemulator":
+			dst, seen = &emulator, &haveEmulator
 		default:
 			continue
 		}
@@ -73,7 +93,17 @@ func ParseEventHubsConnectionString(cs string) (EventHubs, error) {
 	}
 	host, ok := endpointHost(endpoint)
 	if !ok {
-		return eh, invalid("Event Hubs connection string: Endpoint is not sb://<namespace host>/")
+		return eh, invalid("Event Hubs connection string: Endpoint is not sb://<namespace host>[:port][/]")
+	}
+	useEmulator := false
+	if haveEmulator {
+		switch asciiLower(emulator) {
+		case "true":
+			useEmulator = true
+		case "false":
+		default:
+			return eh, invalid("Event Hubs connection string: UseDevelopmentEmulator is neither true nor false")
+		}
 	}
 	switch {
 	case haveSAS && (haveKey || haveKeyName):
@@ -92,7 +122,11 @@ func ParseEventHubsConnectionString(cs string) (EventHubs, error) {
 	}
 	eh.Namespace = host
 	eh.Broker = host + ":" + eventHubsKafkaPort
+	if useEmulator {
+		eh.Broker = host + ":" + emulatorKafkaPort
+	}
 	eh.EventHub = entity
+	eh.Emulator = useEmulator
 	return eh, nil
 }
 
@@ -108,25 +142,41 @@ func canonicalKey(k string) string {
 		return "SharedAccessKey"
 	case "sharedaccesssignature":
 		return "SharedAccessSignature"
+	case "usedevelopmentemulator":
+		return "UseDevelopmentEmulator"
 	default:
 		return "EntityPath"
 	}
 }
 
-// endpointHost returns the lower-cased host of an sb://host/ endpoint. The
-// Kafka endpoint always listens on 9093, so the endpoint must not name a
-// port or a path, which would mean the string is not what we think.
+// endpointHost returns the lower-cased host of an sb://host[:port][/]
+// endpoint. The port, when there is one, must be a port number but is
+// otherwise not used (see eventHubsKafkaPort). A path would mean the
+// string is not what we think, so it is refused.
 func endpointHost(ep string) (string, bool) {
 	const scheme = "sb://"
 	if len(ep) < len(scheme) || asciiLower(ep[:len(scheme)]) != scheme {
 		return "", false
 	}
-	host, path, _ := strings.Cut(ep[len(scheme):], "/")
+	hostport, path, _ := strings.Cut(ep[len(scheme):], "/")
 	if path != "" {
+		return "", false
+	}
+	host, port, hasPort := strings.Cut(hostport, ":")
+	if hasPort && !validPort(port) {
 		return "", false
 	}
 	host = asciiLower(host)
 	return host, validHostname(host)
+}
+
+// validPort accepts 1 to 65535 in plain decimal digits.
+func validPort(p string) bool {
+	if p == "" || len(p) > 5 || strings.Trim(p, "0123456789") != "" {
+		return false
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // asciiLower lowers A-Z only. strings.ToLower would also map some other
@@ -142,11 +192,12 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// validHostname accepts DNS names: dot-separated labels of letters, digits
-// and inner hyphens, 1 to 63 bytes each, 253 in all, with at least one dot
-// (a namespace host is always qualified).
+// validHostname accepts DNS names (and so IPv4 addresses): dot-separated
+// labels of letters, digits and inner hyphens, 1 to 63 bytes each, 253 in
+// all. A single label is fine: the emulator runs on localhost or under a
+// container's name.
 func validHostname(h string) bool {
-	if len(h) == 0 || len(h) > 253 || !strings.Contains(h, ".") {
+	if len(h) == 0 || len(h) > 253 {
 		return false
 	}
 	for _, label := range strings.Split(h, ".") {

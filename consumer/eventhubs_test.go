@@ -36,6 +36,19 @@ func TestParseEventHubsConnectionString(t *testing.T) {
 			consumer.EventHubs{Namespace: "ns.servicebus.windows.net", Broker: "ns.servicebus.windows.net:9093"}},
 		{"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessSignature=SharedAccessSignature sr=x&sig=y&se=1&skn=z;EntityPath=hub.1_x-y",
 			consumer.EventHubs{Namespace: "ns.servicebus.windows.net", Broker: "ns.servicebus.windows.net:9093", EventHub: "hub.1_x-y"}},
+		// A port (the AMQP one, not Kafka's) and UseDevelopmentEmulator=false.
+		{"Endpoint=sb://ns.servicebus.windows.net:5671/;SharedAccessKeyName=n;SharedAccessKey=k;UseDevelopmentEmulator=false",
+			consumer.EventHubs{Namespace: "ns.servicebus.windows.net", Broker: "ns.servicebus.windows.net:9093"}},
+		// The emulator's string as its documentation gives it: a host
+		// without a dot, no trailing '/'.
+		{"Endpoint=sb://localhost;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;",
+			consumer.EventHubs{Namespace: "localhost", Broker: "localhost:9092", Emulator: true}},
+		// The emulator under a container's name, with a port, a '/'
+		// and a hub; an IPv4 address.
+		{"Endpoint=sb://EventHubs-Emulator:5672/;SharedAccessKeyName=n;SharedAccessKey=k;usedevelopmentemulator=TRUE;EntityPath=eh1",
+			consumer.EventHubs{Namespace: "eventhubs-emulator", Broker: "eventhubs-emulator:9092", EventHub: "eh1", Emulator: true}},
+		{"Endpoint=sb://192.168.1.20:5672;SharedAccessKeyName=n;SharedAccessKey=k;UseDevelopmentEmulator=true",
+			consumer.EventHubs{Namespace: "192.168.1.20", Broker: "192.168.1.20:9092", Emulator: true}},
 	}
 	for _, g := range good {
 		got, err := consumer.ParseEventHubsConnectionString(g.in)
@@ -51,8 +64,20 @@ func TestParseEventHubsConnectionString(t *testing.T) {
 		{"Endpoint=https://ns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
 		{"Endpoint=sb://;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
 		{"Endpoint=sb://ns.servicebus.windows.net/path;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
-		{"Endpoint=sb://ns.servicebus.windows.net:5671/;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
-		{"Endpoint=sb://localhost/;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://ns.servicebus.windows.net:0/;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://ns.servicebus.windows.net:65536;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://ns.servicebus.windows.net:;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://ns.servicebus.windows.net:amqp;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://localhost:5672:1;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://:5672;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://local_host;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://-localhost;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://ns..windows.net;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://[::1]:5672;SharedAccessKeyName=n;SharedAccessKey=" + key, "Endpoint"},
+		{"Endpoint=sb://localhost;SharedAccessKeyName=n;SharedAccessKey=" + key + ";UseDevelopmentEmulator=yes", "UseDevelopmentEmulator is neither true nor false"},
+		{"Endpoint=sb://localhost;SharedAccessKeyName=n;SharedAccessKey=" + key + ";UseDevelopmentEmulator=", "UseDevelopmentEmulator is neither true nor false"},
+		{"Endpoint=sb://localhost;SharedAccessKeyName=n;SharedAccessKey=" + key + ";UseDevelopmentEmulator=true;UseDevelopmentEmulator=true", "UseDevelopmentEmulator appears twice"},
+		{"Endpoint=sb://localhost;SharedAccessKey=" + key + ";UseDevelopmentEmulator=true", "no SharedAccessKeyName"},
 		{"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKey=" + key, "no SharedAccessKeyName"},
 		{"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=n", "no SharedAccessKey"},
 		{"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=", "no SharedAccessKey"},
@@ -84,6 +109,10 @@ func FuzzParseEventHubsConnectionString(f *testing.F) {
 		"Endpoint=sb://mynamespace.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=" + secretMark + ";EntityPath=myhub",
 		"Endpoint=sb://ns.servicebus.windows.net;SharedAccessKeyName=n;SharedAccessKey=" + secretMark + ";",
 		"endpoint=SB://NS.example.com/;sharedaccesssignature=" + secretMark,
+		"Endpoint=sb://localhost;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=" + secretMark + ";UseDevelopmentEmulator=true;",
+		"Endpoint=sb://eventhubs-emulator:5672/;SharedAccessKeyName=n;SharedAccessKey=" + secretMark + ";UseDevelopmentEmulator=TRUE;EntityPath=eh1",
+		"Endpoint=sb://ns.servicebus.windows.net:5671;SharedAccessKeyName=n;SharedAccessKey=" + secretMark + ";UseDevelopmentEmulator=false",
+		"Endpoint=sb://localhost:99999;SharedAccessKeyName=n;SharedAccessKey=" + secretMark + ";UseDevelopmentEmulator=" + secretMark,
 		"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=" + secretMark + ";EntityPath=" + secretMark,
 		";;;=;==",
 		"",
@@ -105,15 +134,20 @@ func FuzzParseEventHubsConnectionString(f *testing.F) {
 			return
 		}
 		// What is accepted must be usable: a DNS host, its Kafka
-		// port, a topic name Kafka takes.
-		if eh.Broker != eh.Namespace+":9093" {
+		// port (the emulator's or Azure's), a topic name Kafka takes.
+		kafkaPort := "9093"
+		if eh.Emulator {
+			kafkaPort = "9092"
+		}
+		if eh.Broker != eh.Namespace+":"+kafkaPort {
 			t.Fatalf("broker %q for namespace %q", eh.Broker, eh.Namespace)
 		}
-		if host, port, err := net.SplitHostPort(eh.Broker); err != nil || host != eh.Namespace || port != "9093" {
-			t.Fatalf("broker %q does not split into the namespace and 9093: %v", eh.Broker, err)
+		if host, port, err := net.SplitHostPort(eh.Broker); err != nil || host != eh.Namespace || port != kafkaPort {
+			t.Fatalf("broker %q does not split into the namespace and %s: %v", eh.Broker, kafkaPort, err)
 		}
-		if !strings.Contains(eh.Namespace, ".") || strings.ToLower(eh.Namespace) != eh.Namespace ||
-			strings.Trim(eh.Namespace, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "" {
+		if eh.Namespace == "" || strings.ToLower(eh.Namespace) != eh.Namespace ||
+			strings.Trim(eh.Namespace, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "" ||
+			strings.Contains(eh.Namespace, "..") || strings.HasPrefix(eh.Namespace, ".") || strings.HasSuffix(eh.Namespace, ".") {
 			t.Fatalf("namespace %q is not a lower-case DNS name", eh.Namespace)
 		}
 		if eh.EventHub != "" {
@@ -197,6 +231,70 @@ func TestEventHubs(t *testing.T) {
 		t.Fatalf("batch %v", b)
 	}
 	r.shutdown(t)
+}
+
+// The emulator's connection string: kfake stands in for the emulator's
+// Kafka endpoint, which takes SASL PLAIN ("$ConnectionString" and the
+// string) over plain TCP. Given no broker, the consumer dials
+// localhost:9092, which the test's dialer takes to kfake as a port mapping
+// would; given --brokers, it dials them, still without TLS (kfake would not
+// understand a TLS handshake).
+func TestEventHubsEmulator(t *testing.T) {
+	const emulator = "Endpoint=sb://localhost;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;EntityPath=" + topic
+	c := cluster(t, 1, kfake.EnableSASL(), kfake.Superuser("PLAIN", "$ConnectionString", emulator))
+	for _, tc := range []struct {
+		name    string
+		brokers []string
+		dialer  bool
+	}{
+		{"the emulator's own broker", nil, true},
+		{"brokers given", c.ListenAddrs(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var extra []kgo.Opt
+			dialled := make(chan string, 100)
+			if tc.dialer {
+				extra = append(extra, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+					select {
+					case dialled <- host:
+					default:
+					}
+					if host == "localhost:9092" {
+						host = c.ListenAddrs()[0]
+					}
+					var d net.Dialer
+					return d.DialContext(ctx, network, host)
+				}))
+			}
+			cfg := consumer.Config{
+				EventHubsConnectionString: emulator,
+				Brokers:                   tc.brokers,
+				Group:                     "emulator-" + strings.ReplaceAll(tc.name, " ", "-"),
+				BatchSize:                 2,
+				BatchTimeout:              100 * time.Millisecond,
+				Logger:                    testLogger(),
+			}
+			batches := make(chan batch, 10)
+			r := startWith(t, cfg, func(_ context.Context, msgs []consumer.Message) (bool, error) {
+				batches <- describe(msgs)
+				return true, nil
+			}, extra...)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := r.Client().ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("a")}, &kgo.Record{Topic: topic, Value: []byte("b")}).FirstErr(); err != nil {
+				t.Fatalf("producing through Client: %v", err)
+			}
+			if b := receive(t, batches, "a batch"); !slices.Equal(b.values, []string{"a", "b"}) {
+				t.Fatalf("batch %v %q", b, b.values)
+			}
+			r.shutdown(t)
+			if tc.dialer {
+				if first := receive(t, dialled, "a dial"); first != "localhost:9092" {
+					t.Fatalf("the first broker dialled is %s, want localhost:9092", first)
+				}
+			}
+		})
+	}
 }
 
 func clientTLS(t *testing.T, caFile string) *tls.Config {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"slices"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -65,6 +67,72 @@ func Example() {
 	//   0: apple
 	//   1: bread
 	//   2: cheese
+}
+
+// One consumer of two topics: each batch is of one partition of one
+// topic, and Message.Topic says which. TopicRegex ("orders|returns")
+// would do the same, and also consume topics created later.
+func Example_severalTopics() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "returns", "audit"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Close()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer producer.Close()
+	ctx := context.Background()
+	for _, r := range []*kgo.Record{
+		{Topic: "orders", Value: []byte("apple")},
+		{Topic: "returns", Value: []byte("bread")},
+		{Topic: "audit", Value: []byte("not read")},
+	} {
+		if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	var (
+		mu   sync.Mutex
+		seen []string
+		both = make(chan struct{})
+	)
+	c, err := consumer.New(consumer.Config{
+		Brokers: cluster.ListenAddrs(),
+		Topics:  []string{"orders", "returns"},
+		Group:   "shipping",
+	}, func(ctx context.Context, batch []consumer.Message) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range batch {
+			seen = append(seen, fmt.Sprintf("%s/%d@%d: %s", m.Topic, m.Partition, m.Offset, m.Value))
+		}
+		if len(seen) == 2 {
+			close(both)
+		}
+		return true, nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.Run(ctx) }()
+	<-both
+	if err := c.Shutdown(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := <-stopped; err != nil {
+		log.Fatal(err)
+	}
+	slices.Sort(seen) // the two topics' partitions are handled concurrently
+	for _, s := range seen {
+		fmt.Println(s)
+	}
+	// Output:
+	// orders/0@0: apple
+	// returns/0@0: bread
 }
 
 func ExampleParseEventHubsConnectionString() {

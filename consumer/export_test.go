@@ -18,11 +18,15 @@ func NewWithHooks(cfg Config, h Handler, hk TestHooks) (*Consumer, error) {
 	return newConsumer(cfg, h, options{kgo: hk.Kgo, slowHandler: hk.SlowHandler, commitTimeout: hk.CommitTimeout})
 }
 
-// Buffered is how many messages of partition id wait in the consumer's
-// buffer (-1 if it does not own the partition).
-func (c *Consumer) Buffered(id int32) int {
+// Buffered is how many messages of partition id of topic "events" (the
+// tests' usual topic) wait in the consumer's buffer (-1 if it does not own
+// the partition).
+func (c *Consumer) Buffered(id int32) int { return c.BufferedIn("events", id) }
+
+// BufferedIn is Buffered for a partition of any topic.
+func (c *Consumer) BufferedIn(topic string, id int32) int {
 	c.mu.Lock()
-	p := c.parts[id]
+	p := c.parts[topicPartition{topic, id}]
 	c.mu.Unlock()
 	if p == nil {
 		return -1

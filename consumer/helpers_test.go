@@ -81,7 +81,13 @@ type running struct {
 // still runs.
 func start(t *testing.T, cfg consumer.Config, h consumer.Handler) *running {
 	t.Helper()
-	c, err := consumer.NewWithHooks(cfg, h, consumer.TestHooks{Kgo: fastGroup})
+	return startWith(t, cfg, h)
+}
+
+// startWith is start with kgo options of the test's own after fastGroup.
+func startWith(t *testing.T, cfg consumer.Config, h consumer.Handler, extra ...kgo.Opt) *running {
+	t.Helper()
+	c, err := consumer.NewWithHooks(cfg, h, consumer.TestHooks{Kgo: append(slices.Clone(fastGroup), extra...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +140,13 @@ func produce(t *testing.T, c *kfake.Cluster, n int, partitions ...int32) {
 // committed returns the group's committed offsets of topic, by partition.
 func committed(t *testing.T, c *kfake.Cluster, group string) map[int32]kadm.Offset {
 	t.Helper()
+	return committedIn(t, c, group, topic)
+}
+
+// committedIn returns the group's committed offsets of one topic, by
+// partition.
+func committedIn(t *testing.T, c *kfake.Cluster, group, topic string) map[int32]kadm.Offset {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +166,25 @@ func committed(t *testing.T, c *kfake.Cluster, group string) map[int32]kadm.Offs
 		out[p] = o.Offset
 	}
 	return out
+}
+
+// produceTo writes one message a value to partition 0 of topic.
+func produceTo(t *testing.T, c *kfake.Cluster, topic string, values ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for _, v := range values {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(v)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // committedAt returns the committed offset of one partition, -1 if none.

@@ -46,6 +46,7 @@ const pauseBatches = 4
 // them through the handler one at a time.
 type partition struct {
 	c      *Consumer
+	topic  string
 	id     int32
 	ctx    context.Context // the handler's: ends on loss or a stop at once
 	cancel context.CancelFunc
@@ -65,11 +66,18 @@ type partition struct {
 	paused  bool
 }
 
-func newPartition(c *Consumer, id int32) *partition {
+// topicPartition names a partition of one of the topics consumed.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+func newPartition(c *Consumer, tp topicPartition) *partition {
 	ctx, cancel := context.WithCancel(c.base)
 	return &partition{
 		c:         c,
-		id:        id,
+		topic:     tp.topic,
+		id:        tp.partition,
 		ctx:       ctx,
 		cancel:    cancel,
 		wake:      make(chan struct{}, 1),
@@ -151,14 +159,14 @@ func (p *partition) syncPause() {
 	if want == p.paused {
 		return
 	}
-	tp := map[string][]int32{p.c.s.topic: {p.id}}
+	tp := map[string][]int32{p.topic: {p.id}}
 	if want {
 		p.c.client.PauseFetchPartitions(tp)
 	} else {
 		p.c.client.ResumeFetchPartitions(tp)
 	}
 	p.paused = want
-	p.c.log.Debug("consumer: fetching paused", "partition", p.id, "paused", want, "buffered", n)
+	p.c.log.Debug("consumer: fetching paused", "topic", p.topic, "partition", p.id, "paused", want, "buffered", n)
 }
 
 // run is the partition's worker.
@@ -244,7 +252,9 @@ func (p *partition) deliver(batch []waiting, bo *backoff.Backoff) {
 			p.handled, p.inflight = eo, nil
 			p.mu.Unlock()
 			bo.Reset()
-			p.commit(eo)
+			if !p.c.s.noCommit {
+				p.commit(eo)
+			}
 			return
 		}
 		if p.currentMode() != modeRunning {
@@ -253,7 +263,7 @@ func (p *partition) deliver(batch []waiting, bo *backoff.Backoff) {
 		}
 		d := bo.Delay()
 		p.c.log.Warn("consumer: batch not done; delivering it again",
-			"partition", p.id, "first_offset", batch[0].msg.Offset, "messages", len(batch), "attempt", attempt, "pause", d)
+			"topic", p.topic, "partition", p.id, "first_offset", batch[0].msg.Offset, "messages", len(batch), "attempt", attempt, "pause", d)
 		switch p.sleep(d) {
 		case modeRunning:
 		case modeDraining:
@@ -278,7 +288,7 @@ func (p *partition) drop() {
 	p.inflight, p.buf = nil, nil
 	p.mu.Unlock()
 	p.c.log.Info("consumer: refused batch left uncommitted while the partition stops",
-		"partition", p.id, "first_offset", first, "messages", n)
+		"topic", p.topic, "partition", p.id, "first_offset", first, "messages", n)
 }
 
 // sleep waits d, or less if the partition stops running; it returns the
@@ -309,7 +319,7 @@ func (p *partition) call(batch []waiting) (commit bool) {
 	first, last := msgs[0].Offset, msgs[len(msgs)-1].Offset
 	start := time.Now()
 	slow := time.AfterFunc(p.c.opts.slowHandler, func() {
-		p.c.log.Warn("consumer: handler is slow", "partition", p.id, "first_offset", first, "last_offset", last,
+		p.c.log.Warn("consumer: handler is slow", "topic", p.topic, "partition", p.id, "first_offset", first, "last_offset", last,
 			"running_for", time.Since(start).Round(time.Millisecond))
 	})
 	outcome := outcomeRefused
@@ -317,7 +327,7 @@ func (p *partition) call(batch []waiting) (commit bool) {
 		slow.Stop()
 		if r := recover(); r != nil {
 			commit, outcome = false, outcomePanic
-			p.c.log.Error("consumer: handler panicked", "partition", p.id, "first_offset", first, "last_offset", last,
+			p.c.log.Error("consumer: handler panicked", "topic", p.topic, "partition", p.id, "first_offset", first, "last_offset", last,
 				"panic", r, "stack", string(debug.Stack()))
 		}
 		p.c.m.handled(outcome, len(msgs), time.Since(start))
@@ -326,7 +336,7 @@ func (p *partition) call(batch []waiting) (commit bool) {
 	switch {
 	case err != nil:
 		outcome = outcomeError
-		p.c.log.Warn("consumer: handler failed", "partition", p.id, "first_offset", first, "last_offset", last, "err", err)
+		p.c.log.Warn("consumer: handler failed", "topic", p.topic, "partition", p.id, "first_offset", first, "last_offset", last, "err", err)
 	case ok:
 		outcome, commit = outcomeCommit, true
 	}
@@ -340,7 +350,7 @@ func (p *partition) commit(eo kgo.EpochOffset) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.c.opts.commitTimeout)
 	defer cancel()
 	var err error
-	p.c.client.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{p.c.s.topic: {p.id: eo}},
+	p.c.client.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{p.topic: {p.id: eo}},
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, e error) {
 			if err = e; err != nil {
 				return
@@ -356,7 +366,7 @@ func (p *partition) commit(eo kgo.EpochOffset) {
 	p.c.m.committed(err == nil)
 	if err != nil {
 		p.c.log.Warn("consumer: commit failed; a later commit of the partition will cover it",
-			"partition", p.id, "offset", eo.Offset, "err", err)
+			"topic", p.topic, "partition", p.id, "offset", eo.Offset, "err", err)
 		return
 	}
 	p.mu.Lock()
@@ -372,7 +382,7 @@ func (p *partition) finalCommit() {
 	p.mu.Lock()
 	m, eo, committed := p.mode, p.handled, p.committed
 	p.mu.Unlock()
-	if m >= modeLost || p.ctx.Err() != nil || eo.Offset <= committed {
+	if m >= modeLost || p.ctx.Err() != nil || eo.Offset <= committed || p.c.s.noCommit {
 		return
 	}
 	p.commit(eo)

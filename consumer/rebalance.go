@@ -1,8 +1,10 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -16,11 +18,10 @@ import (
 // fetching them only after this returns, so a worker is always there for
 // their records.
 func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
-	ids := assigned[c.s.topic]
-	if len(ids) == 0 {
+	tps := flatten(assigned)
+	if len(tps) == 0 {
 		return
 	}
-	slices.Sort(ids)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopping {
@@ -28,19 +29,36 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[str
 		// leaving the group hands them on.
 		return
 	}
-	for _, id := range ids {
-		if c.parts[id] != nil {
+	for _, tp := range tps {
+		if c.parts[tp] != nil {
 			continue
 		}
-		p := newPartition(c, id)
-		c.parts[id] = p
+		p := newPartition(c, tp)
+		c.parts[tp] = p
 		c.workers.Add(1)
 		go func() {
 			defer c.workers.Done()
 			p.run()
 		}()
 	}
-	c.log.Info("consumer: partitions assigned", "partitions", ids)
+	c.log.Info("consumer: partitions assigned", "partitions", assigned)
+}
+
+// flatten lists the partitions of a kgo topic map, sorted.
+func flatten(m map[string][]int32) []topicPartition {
+	var tps []topicPartition
+	for topic, ids := range m {
+		for _, id := range ids {
+			tps = append(tps, topicPartition{topic, id})
+		}
+	}
+	slices.SortFunc(tps, func(a, b topicPartition) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.partition, b.partition)
+	})
+	return tps
 }
 
 // onRevoked lets the revoked partitions finish and commit the batch in the
@@ -48,7 +66,7 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[str
 // committed offset), and returns once they are done, so that the next
 // owner starts after our last commit.
 func (c *Consumer) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	parts := c.release(revoked[c.s.topic])
+	parts := c.release(revoked)
 	if len(parts) == 0 {
 		return
 	}
@@ -58,42 +76,33 @@ func (c *Consumer) onRevoked(_ context.Context, _ *kgo.Client, revoked map[strin
 		// that failed then, or one a graceful stop left to us.
 		p.finalCommit()
 	}
-	c.log.Info("consumer: partitions revoked", "partitions", ids(parts))
+	c.log.Info("consumer: partitions revoked", "partitions", revoked)
 }
 
 // onLost is for partitions already given to someone else (our session
 // expired): the handlers' contexts are cancelled, and nothing is committed,
 // since a commit now could move back the new owner's offset.
 func (c *Consumer) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-	parts := c.release(lost[c.s.topic])
+	parts := c.release(lost)
 	if len(parts) == 0 {
 		return
 	}
 	settle(parts, modeLost)
-	c.log.Warn("consumer: partitions lost", "partitions", ids(parts))
+	c.log.Warn("consumer: partitions lost", "partitions", lost)
 }
 
 // release removes the partitions from those we own and returns them.
-func (c *Consumer) release(ids []int32) []*partition {
+func (c *Consumer) release(m map[string][]int32) []*partition {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var parts []*partition
-	for _, id := range ids {
-		if p := c.parts[id]; p != nil {
+	for _, tp := range flatten(m) {
+		if p := c.parts[tp]; p != nil {
 			parts = append(parts, p)
-			delete(c.parts, id)
+			delete(c.parts, tp)
 		}
 	}
 	return parts
-}
-
-func ids(parts []*partition) []int32 {
-	out := make([]int32, len(parts))
-	for i, p := range parts {
-		out[i] = p.id
-	}
-	slices.Sort(out)
-	return out
 }
 
 // settle tells the workers of parts how they end, all at once so that they

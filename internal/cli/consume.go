@@ -20,13 +20,15 @@ import (
 // consumeFlags are `spool consume`'s own flags; the job's flags are
 // submitFlags.
 type consumeFlags struct {
-	brokers                                   []string
-	topic, group, saslPlain, tlsCA, eventHubs string
-	deadLetter, startAt                       string
-	batchSize                                 int
-	batchTimeout, sessionTimeout              time.Duration
-	tls                                       bool
-	metricsAddr, logLevel, logFormat          string
+	brokers, topics                    []string
+	topicRegex                         string
+	group, saslPlain, tlsCA, eventHubs string
+	instanceID                         string
+	deadLetter, startAt                string
+	batchSize                          int
+	batchTimeout, sessionTimeout       time.Duration
+	tls, noCommit                      bool
+	metricsAddr, logLevel, logFormat   string
 }
 
 func newConsumeCmd(e *env) *cobra.Command {
@@ -36,8 +38,12 @@ func newConsumeCmd(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "consume --brokers HOSTS --topic T --group G [flags] [-- COMMAND [ARG...]]",
-		Short: "Turn the messages of a Kafka topic (or an Event Hubs event hub) into jobs, one per message",
-		Long: `Consume a Kafka topic and submit one job per message.
+		Short: "Turn the messages of Kafka topics (or an Event Hubs event hub) into jobs, one per message",
+		Long: `Consume Kafka topics and submit one job per message.
+
+Give the topic with --topic; repeat it (or separate names with commas) to
+consume several, or give --topic-regex to consume every topic whose whole
+name matches, including topics created later (checked every 30s).
 
 Without COMMAND, each message is a job spec, a JSON object with the fields of
 spool submit:
@@ -62,12 +68,28 @@ carries the message and the reason: nothing is dropped, nothing stalls.
 
 For Azure Event Hubs, give --eventhubs-connection-string (or set
 SPOOL_EVENTHUBS_CONNECTION_STRING): it sets the broker, the topic, SASL PLAIN
-and TLS. The Kafka endpoint needs the Standard tier or above.
+and TLS. The Kafka endpoint needs the Standard tier or above. The emulator's
+string (Endpoint=sb://localhost;...;UseDevelopmentEmulator=true) connects to
+its Kafka port, 9092, with SASL PLAIN and without TLS.
+
+--no-commit turns messages into jobs and never commits their offsets: for a
+replay, or a dry run against a test server. The group's offsets stay where
+they were. (Against the same server, a message that already made a job finds
+that job, by its request id, rather than making a second one.)
 
 SIGTERM or Ctrl-C stops gracefully: no more fetching, the messages already
 fetched become jobs, their offsets are committed, the consumer leaves its
-group, and spool consume exits 0. A second signal stops at once.`,
+group, and spool consume exits 0. A second signal stops at once.
+
+With --instance-id the consumer is a static member of its group: restarted
+within --session-timeout under the same id, it gets its partitions back and
+the other consumers are not rebalanced. It does not leave the group when it
+stops, so its partitions wait for it until the session times out. Give each
+consumer its own id: a second one with the same id fences the first, which
+exits with an error saying so.`,
 		Example: `  spool consume --brokers kafka:9092 --topic jobs --group spool
+  spool consume --brokers kafka:9092 --topic jobs --topic urgent-jobs --group spool
+  spool consume --brokers kafka:9092 --topic-regex 'jobs-.*' --group spool
   spool consume --brokers kafka:9092 --topic uploads --group thumbs -q images -- ./thumbnail.sh
   SPOOL_EVENTHUBS_CONNECTION_STRING='Endpoint=sb://ns.servicebus.windows.net/;...;EntityPath=jobs' \
       spool consume --group spool`,
@@ -81,7 +103,8 @@ group, and spool consume exits 0. A second signal stops at once.`,
 	_ = cmd.Flags().MarkHidden("request-id") // each job's request id comes from its message
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.brokers, "brokers", nil, "Kafka brokers, host:port, comma-separated")
-	fl.StringVar(&f.topic, "topic", "", "topic to consume")
+	fl.StringSliceVar(&f.topics, "topic", nil, "topic to consume; repeat it, or separate names with commas, for several")
+	fl.StringVar(&f.topicRegex, "topic-regex", "", "consume every topic whose whole name matches this regular expression (Go syntax), also those created later")
 	fl.StringVar(&f.group, "group", "spool", "consumer group: consumers of one group share the topic's partitions and offsets")
 	fl.IntVar(&f.batchSize, "batch-size", 20, "at most this many messages a batch, committed together")
 	fl.DurationVar(&f.batchTimeout, "batch-timeout", time.Second, "a partial batch is handled this long after its first message arrived")
@@ -90,7 +113,9 @@ group, and spool consume exits 0. A second signal stops at once.`,
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "CA certificate (PEM) to trust for the brokers' TLS instead of the system's (implies --tls)")
 	fl.StringVar(&f.eventHubs, "eventhubs-connection-string", "", "consume an Azure Event Hubs event hub through its Kafka endpoint (or set SPOOL_EVENTHUBS_CONNECTION_STRING)")
 	fl.StringVar(&f.deadLetter, "dead-letter-topic", "", "send messages that cannot become jobs to this topic (default: record each as a failed job)")
+	fl.BoolVar(&f.noCommit, "no-commit", false, "never commit offsets (a replay or a dry run): the group's next consumer reads the same messages again")
 	fl.StringVar(&f.startAt, "start-at", "earliest", "where a new group starts: earliest (the oldest message kept) or latest (new messages only)")
+	fl.StringVar(&f.instanceID, "instance-id", "", "a static member's id, its own for each consumer (a pod's or host's name): restarted within --session-timeout, it gets its partitions back without rebalancing the others")
 	fl.DurationVar(&f.sessionTimeout, "session-timeout", 45*time.Second, "how long the group waits for a consumer that stopped answering (crashed) before giving its partitions to another")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9465)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -142,14 +167,29 @@ func runConsume(ctx context.Context, cfg consumeConfig, e *env) error {
 	if err != nil {
 		return flagError(err)
 	}
+	if cfg.f.deadLetter != "" && cons.Consumes(cfg.f.deadLetter) {
+		_ = cons.Shutdown(ctx)
+		return fmt.Errorf("--dead-letter-topic %s is also consumed (by --topic or --topic-regex): what is sent there would come back; give a topic outside them", cfg.f.deadLetter)
+	}
 	dlq = cons
 	return runConsumer(ctx, cons, log.Info, log.Warn)
 }
 
 // consumerConfig is the consumer's config from the flags and environment.
 func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
-	cfg := consumer.Config{Brokers: f.brokers, Topic: f.topic, Group: f.group, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout,
-		TLS: f.tls, TLSCAFile: f.tlsCA, EventHubsConnectionString: f.eventHubs, SessionTimeout: f.sessionTimeout}
+	cfg := consumer.Config{Brokers: f.brokers, TopicRegex: f.topicRegex, Group: f.group, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout,
+		TLS: f.tls, TLSCAFile: f.tlsCA, EventHubsConnectionString: f.eventHubs, SessionTimeout: f.sessionTimeout,
+		NoCommit: f.noCommit, InstanceID: f.instanceID}
+	if len(f.topics) > 0 && f.topicRegex != "" {
+		return cfg, errors.New("--topic and --topic-regex: give one or the other")
+	}
+	switch len(f.topics) {
+	case 0:
+	case 1:
+		cfg.Topic = f.topics[0]
+	default:
+		cfg.Topics = f.topics
+	}
 	if cfg.EventHubsConnectionString == "" {
 		cfg.EventHubsConnectionString = strings.TrimSpace(os.Getenv("SPOOL_EVENTHUBS_CONNECTION_STRING"))
 	}
@@ -178,7 +218,7 @@ func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
 		cfg.SASLPlain = &consumer.PlainAuth{User: user, Password: pass}
 	}
 	if len(cfg.Brokers) == 0 && cfg.EventHubsConnectionString == "" {
-		return cfg, errors.New("say where to consume from: --brokers HOST:PORT --topic T, or --eventhubs-connection-string")
+		return cfg, errors.New("say where to consume from: --brokers HOST:PORT --topic T (or --topic-regex RE), or --eventhubs-connection-string")
 	}
 	return cfg, nil
 }

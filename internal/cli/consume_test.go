@@ -25,6 +25,13 @@ func TestConsumeCommandBadInput(t *testing.T) {
 		{[]string{"consume", "--brokers", "k:9092", "--topic", "jobs", "-e", "A=b"}, "applies to a COMMAND"},
 		{[]string{"consume", "--brokers", "k:9092", "--topic", "jobs", "--request-id", "x", "--", "true"}, "comes from its message"},
 		{[]string{"consume", "--brokers", "k:9092"}, "Topic"},
+		{[]string{"consume", "--brokers", "k:9092", "--topic", "a", "--topic-regex", "a.*"}, "--topic and --topic-regex"},
+		{[]string{"consume", "--brokers", "k:9092", "--topic", "a", "--instance-id", "pod 1"}, "InstanceID \"pod 1\" is not a valid instance id"},
+		{[]string{"consume", "--brokers", "k:9092", "--topic-regex", "jobs-.*", "--dead-letter-topic", "jobs-dead"}, "--dead-letter-topic jobs-dead is also consumed"},
+		{[]string{"consume", "--brokers", "k:9092", "--topic", "jobs,dead", "--dead-letter-topic", "dead"}, "--dead-letter-topic dead is also consumed"},
+		{[]string{"consume", "--brokers", "k:9092", "--topic-regex", "jobs-(a"}, "TopicRegex \"jobs-(a\" does not compile"},
+		{[]string{"consume", "--brokers", "k:9092", "--topic", "a,b,a"}, "Topics names \"a\" twice"},
+		{[]string{"consume", "--eventhubs-connection-string", "Endpoint=sb://ns.servicebus.windows.net;SharedAccessKeyName=n;SharedAccessKey=secret-key", "--topic", "a", "--topic", "b"}, "an Event Hubs consumer reads one event hub"},
 		{[]string{"consume", "--eventhubs-connection-string", "Endpoint=http://x;SharedAccessKey=secret-key"}, "Endpoint"},
 	} {
 		r := run(srv, tc.args...)
