@@ -1,0 +1,139 @@
+package awsstore_test
+
+import (
+	"context"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/awsstore"
+	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+)
+
+// longPollSent returns SDK middleware that sends on the channel it
+// returns once a long poll's request is on the wire (so SQS has it).
+func longPollSent() (func(*middleware.Stack) error, <-chan struct{}) {
+	sent := make(chan struct{}, 16)
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("spool-long-poll-sent",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if r, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok && r.WaitTimeSeconds > 0 {
+					var once sync.Once
+					ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+						once.Do(func() { sent <- struct{}{} })
+					}})
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	}, sent
+}
+
+// sqsOps are the SQS requests among counted calls, by operation.
+func sqsOps(n map[string]int) (ops map[string]int, total int) {
+	ops = map[string]int{}
+	for op, k := range n {
+		if name, ok := strings.CutPrefix(op, "SQS."); ok {
+			ops[name] += k
+			total += k
+		}
+	}
+	return ops, total
+}
+
+// TestCostSQSPerJob: a job that arrives while a worker's long poll has
+// been waiting a while costs 4 SQS requests in its life (send, receive,
+// one heartbeat, delete). The receive hides the message for the lease
+// plus its wait, so the lease runs its full length from when it is
+// granted without a change of visibility after the receive.
+func TestCostSQSPerJob(t *testing.T) {
+	sent, polling := longPollSent()
+	s, calls, err := awsstore.OpenCounting(context.Background(), awstest.Shared(t).NewConfig(t), sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	q := newQueue()
+	conformanceWarmUp(t, s, q)
+	calls.Take()
+
+	type result struct {
+		ls  []store.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: time.Minute, Wait: 10 * time.Second})
+		done <- result{ls, err}
+	}()
+	<-polling
+	// The job must arrive well into the wait: a receive answered more
+	// than a second after it was sent is what used to take a change of
+	// visibility. This is the time the test is about, not a guess at
+	// when something else is ready.
+	time.Sleep(1500 * time.Millisecond)
+	enqueued := time.Now()
+	if _, _, err := s.Enqueue(ctx, newJob(q)); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || len(res.ls) != 1 {
+		t.Fatalf("Dequeue: %d leases, err %v; want 1", len(res.ls), res.err)
+	}
+	l := res.ls[0]
+	if min := enqueued.Add(time.Minute); l.ExpiresAt.Before(min) {
+		t.Errorf("lease ends at %v, before a minute after the job was enqueued (%v): the wait was taken from it", l.ExpiresAt, min)
+	}
+	if _, _, err := s.Heartbeat(ctx, l.LeaseRef, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := calls.Take()
+	ops, total := sqsOps(n)
+	if total != 4 || ops["ReceiveMessage"] != 1 || ops["ChangeMessageVisibilityBatch"] != 0 {
+		t.Fatalf("one job took %d SQS requests, want 4 (send, receive, heartbeat, delete): %v", total, ops)
+	}
+}
+
+// TestCostIdleLongPoll: a worker waiting on an empty queue makes one
+// ReceiveMessage per wait of up to 20 s (SQS's longest), not a long poll
+// rounded down to whole seconds followed by short polls for the rest.
+func TestCostIdleLongPoll(t *testing.T) {
+	s, calls, err := awsstore.OpenCounting(context.Background(), awstest.Shared(t).NewConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	q := newQueue()
+	conformanceWarmUp(t, s, q)
+	calls.Take()
+	const wait = 2 * time.Second
+	start := time.Now()
+	ls, err := s.Dequeue(context.Background(), store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: time.Minute, Wait: wait})
+	if err != nil || len(ls) != 0 {
+		t.Fatalf("Dequeue of an empty queue: %d leases, err %v", len(ls), err)
+	}
+	if took := time.Since(start); took < wait {
+		t.Errorf("Dequeue returned after %v, before its wait of %v", took, wait)
+	}
+	n, _ := calls.Take()
+	if ops, total := sqsOps(n); total != 1 || ops["ReceiveMessage"] != 1 {
+		t.Fatalf("an idle wait of %v took %d SQS requests, want one long poll: %v", wait, total, ops)
+	}
+}
+
+// conformanceWarmUp makes the queue and has the store look up its URL, as
+// a running server has: what a job costs does not include that.
+func conformanceWarmUp(t *testing.T, s *awsstore.Store, q string) {
+	t.Helper()
+	running(t, s, newJob(q), time.Minute)
+}
