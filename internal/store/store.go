@@ -235,8 +235,13 @@ func (nj NewJob) Check() error {
 	return nil
 }
 
-// Limits says what a backend can hold in one stored item.
+// Limits says what a backend can hold in one stored item, and how it
+// writes one.
 type Limits struct {
 	// MaxItemBytes is the largest encoded event item the backend stores.
 	MaxItemBytes int
+	// Codec compresses the items the backend writes (the zero value is
+	// events.S2, what workers send). Payloads sent in another are
+	// recoded; every codec is read back.
+	Codec events.Codec
 }

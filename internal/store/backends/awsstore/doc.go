@@ -28,8 +28,10 @@
 // The events table holds one item per stored event, keyed by job_id +
 // sequence (a batch is one item, at its first sequence): end_seq,
 // event_type (2 for OUTPUT_BATCH), attempt, payload (events.Encode: the
-// protobuf, S2-compressed when that helps), ttl (Unix seconds, on every
-// item), and for output, first_line and last_line. The by-line local index
+// protobuf, compressed when that helps with Config.Compression, zstd by
+// default, recoded from the S2 workers send; its first byte says which, so
+// items of either are read), ttl (Unix seconds, on every item), and for
+// output, first_line and last_line. The by-line local index
 // (job_id + last_line, output items only) makes reading from a line as
 // cheap as from a sequence. The same table holds scatters' batches (see
 // Scatters), and the markers and accepted events of ingested logs.

@@ -122,7 +122,9 @@ func newStore(cfg Config, c clients) *Store {
 func (s *Store) Config() Config { return s.cfg }
 
 // Limits implements store.JobStore.
-func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
+func (s *Store) Limits() store.Limits {
+	return store.Limits{MaxItemBytes: MaxItemBytes, Codec: s.cfg.codec()}
+}
 
 // Capabilities implements store.JobStore: none. A completion is an append,
 // then a commit of the job, as DynamoDB writes them; leases are SQS's

@@ -2,7 +2,10 @@ package awsstore_test
 
 import (
 	"context"
+	"encoding/hex"
+	"math/rand/v2"
 	"net/http/httptrace"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
@@ -136,4 +140,103 @@ func TestCostIdleLongPoll(t *testing.T) {
 func conformanceWarmUp(t *testing.T, s *awsstore.Store, q string) {
 	t.Helper()
 	running(t, s, newJob(q), time.Minute)
+}
+
+// hexJob is a job of n lines of 100 random hex characters in batches of
+// size, PROCESS_START and PROCESS_END around them, as a worker encodes
+// them (S2, with attempt 1 and the line numbers in place).
+func hexJob(t *testing.T, n, size int) []events.Published {
+	t.Helper()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 50)
+	text := make([]string, n)
+	for i := range text {
+		for j := range buf {
+			buf[j] = byte(rnd.Uint32())
+		}
+		text[i] = hex.EncodeToString(buf)
+	}
+	evs := []*spoolv1.JobEvent{startEvent(1)}
+	seq := int64(2)
+	for from := 0; from < n; from += size {
+		ls := text[from:min(from+size, n)]
+		evs = append(evs, events.Batch{Sequence: seq, FirstLine: int64(from + 1), Attempt: 1, Lines: events.TextLines(ts(seq).AsTime(), ls...)}.Event())
+		seq += int64(len(ls))
+	}
+	evs = append(evs, endEvent(seq))
+	out := make([]events.Published, len(evs))
+	for i, ev := range evs {
+		ev.Attempt = 1
+		b, err := events.Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i], err = events.ParseEncoded(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// publish appends evs 25 a call, as a worker's publishes.
+func publish(t *testing.T, s store.JobStore, ref store.LeaseRef, evs []events.Published) {
+	t.Helper()
+	for len(evs) > 0 {
+		k := min(len(evs), 25)
+		if _, err := s.Append(context.Background(), ref, evs[:k]); err != nil {
+			t.Fatalf("Append: %v", err)
+		}
+		evs = evs[k:]
+	}
+}
+
+// TestCostCompression: a store set to zstd writes 10,000 lines of 100 hex
+// characters (sent by the worker in S2) in under 60% of the write units an
+// S2 store takes for them, and each store reads the other's items.
+func TestCostCompression(t *testing.T) {
+	ctx := context.Background()
+	cfg := awstest.Shared(t).NewConfig(t)
+	open := func(compression string) (*awsstore.Store, *awsstore.Calls) {
+		c := cfg
+		c.Compression = compression
+		s, calls, err := awsstore.OpenCounting(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s, calls
+	}
+	zs, zcalls := open("") // the default
+	ss, scalls := open("s2")
+	q := newQueue()
+	evs := hexJob(t, 10000, 50)
+	wcu := map[string]float64{}
+	jobs := map[string]string{}
+	for name, st := range map[string]struct {
+		s     *awsstore.Store
+		calls *awsstore.Calls
+	}{"zstd": {zs, zcalls}, "s2": {ss, scalls}} {
+		l := running(t, st.s, newJob(q), time.Minute)
+		st.calls.Take()
+		publish(t, st.s, l.LeaseRef, evs)
+		_, capacity := st.calls.Take()
+		wcu[name] = capacity["DynamoDB.BatchWriteItem"]
+		jobs[name] = l.JobID
+	}
+	t.Logf("10,000 lines of 100 hex characters, 50 a batch: events' WCU zstd %v, s2 %v", wcu["zstd"], wcu["s2"])
+	if wcu["zstd"] > 0.6*wcu["s2"] {
+		t.Errorf("zstd items took %v WCU, S2 items %v: want under 60%%", wcu["zstd"], wcu["s2"])
+	}
+	// Each store reads both: every item says how it was compressed.
+	want := summary(logOf(t, zs, jobs["zstd"]))
+	if len(want) != 10002 {
+		t.Fatalf("the zstd job reads back %d events, want 10,002", len(want))
+	}
+	for _, r := range []*awsstore.Store{zs, ss} {
+		for _, id := range jobs {
+			if got := summary(logOf(t, r, id)); !slices.Equal(got, want) {
+				t.Fatalf("job %s reads back differently", id)
+			}
+		}
+	}
 }
