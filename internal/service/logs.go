@@ -80,6 +80,7 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 		Types:        m.GetEventTypes(),
 		Follow:       m.GetFollow(),
 		MaxPage:      maxPage,
+		Job:          job, // a final one is not read again
 	}
 	if m.GetFromTimestamp() != nil {
 		fr.FromTime = m.GetFromTimestamp().AsTime()

@@ -19,6 +19,7 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/awsstore/awstest"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // longPollSent returns SDK middleware that sends on the channel it
@@ -238,5 +239,58 @@ func TestCostCompression(t *testing.T) {
 				t.Fatalf("job %s reads back differently", id)
 			}
 		}
+	}
+}
+
+// TestCostReplay: replaying a finished 10,000-line job from line 9,000 as
+// the server does (it reads the job, then a feed reads the log in pages
+// that grow) costs at most 1.5 times the read units of the store reading
+// the same lines at once.
+func TestCostReplay(t *testing.T) {
+	ctx := context.Background()
+	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	l := running(t, s, newJob(newQueue()), time.Minute)
+	appendAll(t, s, l.LeaseRef, outputJob(10000, 50))
+	if _, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	rcu := func(capacity map[string]float64) float64 {
+		return capacity["DynamoDB.GetItem"] + capacity["DynamoDB.Query"] + capacity["DynamoDB.BatchGetItem"]
+	}
+
+	calls.Take()
+	var once []string
+	for ev, err := range storekit.Read(ctx, s, store.ReadRequest{JobID: l.JobID, FromLine: 9000}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		once = append(once, summary(events.Unpack(ev))...)
+	}
+	_, capacity := calls.Take()
+	one := rcu(capacity)
+
+	job, err := s.Get(ctx, l.JobID) // as the server does before it opens the feed
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fed []string
+	for ev, err := range storekit.NewFeed(s, storekit.FeedRequest{JobID: l.JobID, FromLine: 9000, Job: job}).Events(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		fed = append(fed, summary(events.Unpack(ev))...)
+	}
+	n, capacity := calls.Take()
+	replay := rcu(capacity)
+	t.Logf("replay from line 9,000: %v RCU through a feed (%v), %v reading it at once", replay, n, one)
+	if len(fed) != 1002 || len(once) < 1002 || !slices.Equal(fed, once[len(once)-1002:]) {
+		t.Fatalf("the feed yields %d events from line 9,000, want lines 9,000-10,000 and the end", len(fed))
+	}
+	if replay > 1.5*one {
+		t.Fatalf("replay through a feed took %v RCU, more than 1.5 times the %v of one read", replay, one)
 	}
 }
