@@ -220,8 +220,10 @@ func TestCostCompression(t *testing.T) {
 		l := running(t, st.s, newJob(q), time.Minute)
 		st.calls.Take()
 		publish(t, st.s, l.LeaseRef, evs)
-		_, capacity := st.calls.Take()
+		n, capacity := st.calls.Take()
 		wcu[name] = capacity["DynamoDB.BatchWriteItem"]
+		t.Logf("%s: events %v WCU, job item %v WCU in %d updates, %v RCU", name, capacity["DynamoDB.BatchWriteItem"],
+			capacity["DynamoDB.UpdateItem"], n["DynamoDB.UpdateItem"], capacity["DynamoDB.GetItem"]+capacity["DynamoDB.Query"])
 		jobs[name] = l.JobID
 	}
 	t.Logf("10,000 lines of 100 hex characters, 50 a batch: events' WCU zstd %v, s2 %v", wcu["zstd"], wcu["s2"])

@@ -67,8 +67,8 @@
 //
 // # Leases
 //
-// Dequeue long-polls SQS (up to 20 s, up to 10 messages, visibility = the
-// lease) and, for each message, reads the job: missing or final, the message
+// Dequeue long-polls SQS (up to 20 s, the wait rounded up to whole seconds,
+// up to 10 messages, visibility = the lease plus the wait) and, for each message, reads the job: missing or final, the message
 // is dropped (poison); running under a current lease, it is a duplicate and
 // is hidden until that lease ends; running under an expired lease, it is
 // hidden for a moment, until a reaper settles the job (only ExpireLeases
@@ -79,9 +79,11 @@
 // started_at, so each attempt starts when it is leased (an external job's
 // item is written with its creation time). The lease id is the message's
 // receipt handle. A lease always ends no later than the message's
-// visibility (it is measured from before the receive, and restarted when a
-// receive was slow), so SQS does not redeliver a message whose lease is
-// current. Heartbeat extends the lease with an UpdateItem fenced by the
+// visibility, so SQS does not redeliver a message whose lease is current:
+// SQS hides a message from some moment after the receive was sent, for the
+// lease plus the wait, so a lease of the asked length from the answer fits
+// unless the answer came later than the wait (its visibility is then
+// restarted). Heartbeat extends the lease with an UpdateItem fenced by the
 // lease (state, attempt, lease id), then the message's visibility; Complete
 // makes the job final the same way, then deletes the message. SQS calls
 // after the DynamoDB write are best effort: if a message shows up early or
@@ -128,7 +130,8 @@
 //
 // # Reading
 //
-// Read reads the job item (strongly consistent: its head and holes), then
+// Read reads the job item (strongly consistent: its head and holes; once
+// for all the reads of a store.ReadSession, such as a feed's pages), then
 // queries the events table strongly consistently, so a reader woken by a
 // commit sees it. From a sequence, it queries forward from it; when no item
 // starts there, the item holding it (the last one starting before it, no
