@@ -243,6 +243,11 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 	r, err := s.getJob(ctx, msg.JobID)
 	if errors.Is(err, spool.ErrNotFound) {
 		if t, ok := msg.sentAt(); ok && time.Since(t) < missingJobGrace {
+			r, err = s.awaitJob(ctx, msg.JobID)
+		}
+	}
+	if errors.Is(err, spool.ErrNotFound) {
+		if t, ok := msg.sentAt(); ok && time.Since(t) < missingJobGrace {
 			s.hide(ctx, url, handle, missingJobRetry)
 			return nil, nil
 		}
@@ -272,6 +277,35 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 		return nil, nil
 	}
 	return s.lease(ctx, r, handle, aws.ToString(m.MessageId), expires)
+}
+
+// missingJobWaits are the pauses between reads of a job whose message
+// came before it was written. Enqueue sends the message, then writes the
+// job; a worker long-polling the queue receives the message at once and
+// usually reads the job while that write is on its way. Reading again a
+// few times within a second costs a read unit or two; hiding the message
+// instead costs a change of visibility, another receive and missingJobRetry
+// of the job's time.
+var missingJobWaits = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond}
+
+// awaitJob reads a job that was missing again after each of
+// missingJobWaits, until it is there.
+func (s *Store) awaitJob(ctx context.Context, id string) (*jobRec, error) {
+	err := store.JobNotFound(id)
+	for _, d := range missingJobWaits {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		var r *jobRec
+		if r, err = s.getJob(ctx, id); !errors.Is(err, spool.ErrNotFound) {
+			return r, err
+		}
+	}
+	return nil, err
 }
 
 // lease starts the next attempt of a queued job under the message's
