@@ -3,6 +3,7 @@ package awsstore_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"net/http/httptrace"
 	"slices"
@@ -294,5 +295,36 @@ func TestCostReplay(t *testing.T) {
 	}
 	if replay > 1.5*one {
 		t.Fatalf("replay through a feed took %v RCU, more than 1.5 times the %v of one read", replay, one)
+	}
+}
+
+// TestMessageBeforeItsJobIsReadAgain: a young message whose job is not
+// there (Enqueue sends before it writes the job) has its job read again a
+// few times within a second, a DynamoDB read each, and only then is the
+// message hidden for a while: the same receive leases a job whose write
+// lands meanwhile.
+func TestMessageBeforeItsJobIsReadAgain(t *testing.T) {
+	ctx := context.Background()
+	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	q := newQueue()
+	conformanceWarmUp(t, s, q)
+	if err := awsstore.SendRaw(ctx, s, q, fmt.Sprintf(`{"job_id":%q,"queue":%q,"attempt":0}`, v7At(time.Now()), q)); err != nil {
+		t.Fatal(err)
+	}
+	calls.Take()
+	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ls) != 0 {
+		t.Fatalf("a message naming no job gave %d leases, err %v", len(ls), err)
+	}
+	n, _ := calls.Take()
+	if got, want := n["DynamoDB.GetItem"], 1+awsstore.MissingJobReads; got != want {
+		t.Errorf("the missing job was read %d times, want %d", got, want)
+	}
+	if ops, _ := sqsOps(n); ops["ChangeMessageVisibility"] != 1 || ops["ReceiveMessage"] != 1 {
+		t.Errorf("SQS requests %v, want one receive and the message hidden once", ops)
 	}
 }

@@ -46,7 +46,9 @@
 // the enqueue themselves from the marker (send, put-if-absent), so a server
 // dying between the steps leaves no request_id pointing at nothing. Sending
 // before writing means a job item never exists without a message; a message
-// whose job is missing is put back while it is young (by its sent time, or,
+// whose job is missing (after a few more reads within a second: a long
+// poll receives it at once, often before the job's write lands) is put
+// back while it is young (by its sent time, or,
 // in messages without one, its time-ordered job id) and dropped after a
 // minute. (A job named by its caller, like a scatter's batch job, named
 // after the scatter, may have an id much older than its enqueue.) No
