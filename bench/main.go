@@ -53,7 +53,7 @@ func main() {
 	consumerOnly := flag.Bool("consumer", false, "measure only the Kafka consumer: batches against one message at a time (kfake in process)")
 	noopOnly := flag.Bool("noop", false, "measure only no-op jobs (`true`, 20 slots) against the rate this machine starts processes")
 	goalsOnly := flag.Bool("goals", false, "measure only the goals table: every performance goal, spool's figure and its baseline")
-	goal := flag.String("goal", "", "with -goals: only these rows: lines, many, queue, noop, live, read, catchup or river (PostgreSQL beside River)")
+	goal := flag.String("goal", "", "with -goals: only these rows: lines, many, queue, noop, live, read, catchup, compression (bytes stored per output byte, zstd and s2) or river (PostgreSQL beside River)")
 	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.BoolVar(&onlySpool, "only-spool", false, "with -goals -goal lines or many: spool's figures alone, without the baselines (for profiling and comparing builds)")

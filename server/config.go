@@ -215,6 +215,11 @@ type AWS struct {
 	// expired items within a few days of their expiry.
 	// YAML: store.aws.events_ttl_days (whole days). 0: 30 days.
 	EventsTTL time.Duration
+	// Compression is how stored output is compressed: zstd, about half
+	// S2's size on output that does not repeat itself (DynamoDB bills by
+	// the kilobyte), or s2, lighter on the server's CPU. Either is read
+	// whatever this says. YAML: store.aws.compression. "": zstd.
+	Compression string
 	// WatchPollInterval is how often the jobs followed on this server
 	// are checked for changes made through other servers (at least 10ms);
 	// other watched jobs are checked five times less often.

@@ -59,6 +59,7 @@ store:
     jobs_table: ci_jobs
     events_table: ci_events
     events_ttl_days: 7
+    compression: s2
     watch_poll_interval: 500ms
     dead_letter_check_interval: 2m
     max_retries: 3

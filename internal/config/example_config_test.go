@@ -94,6 +94,7 @@ func TestExampleConfigNamesEverySetting(t *testing.T) {
 		{"store.aws.jobs_table", a.JobsTable, awsstore.DefaultJobsTable},
 		{"store.aws.events_table", a.EventsTable, awsstore.DefaultEventsTable},
 		{"store.aws.events_ttl_days", a.EventsTTLDays, awsstore.DefaultEventsTTLDays},
+		{"store.aws.compression", a.Compression, awsstore.DefaultCompression},
 		{"store.aws.watch_poll_interval", a.WatchPollInterval, awsstore.DefaultWatchPollInterval},
 		{"store.aws.dead_letter_check_interval", a.DeadLetterCheckInterval, awsstore.DefaultDeadLetterCheckInterval},
 		{"store.aws.max_retries", a.MaxRetries, awsstore.DefaultMaxRetries},

@@ -110,5 +110,5 @@ func EncodeBatch(b Batch) []byte {
 	defer putBody(buf)
 	raw := b.AppendProto((*buf)[:0])
 	*buf = raw[:0]
-	return compress(raw)
+	return S2.compress(raw)
 }

@@ -105,3 +105,28 @@ func FuzzStoredUnpack(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRecode: recoding a payload from a worker (untrusted) never panics,
+// and whatever recodes holds the event the payload held.
+func FuzzRecode(f *testing.F) {
+	for _, ev := range storedSamples() {
+		for _, c := range []Codec{S2, Zstd} {
+			b, _ := c.Encode(ev)
+			f.Add(b, uint8(1-c))
+		}
+	}
+	f.Add([]byte{formatZstdProto, 0x28, 0xb5, 0x2f, 0xfd}, uint8(S2))
+	f.Add([]byte{formatS2Proto, 0x80, 0x80, 0x80, 0x20}, uint8(Zstd))
+	f.Fuzz(func(t *testing.T, b []byte, codec uint8) {
+		c := Codec(codec % 2)
+		out, err := c.Recode(b)
+		if err != nil {
+			return
+		}
+		want, wantErr := Decode(b)
+		got, gotErr := Decode(out)
+		if (wantErr == nil) != (gotErr == nil) || (wantErr == nil && !proto.Equal(want, got)) {
+			t.Fatalf("recoded to %v: decodes as %v (%v), the payload as %v (%v)", c, got, gotErr, want, wantErr)
+		}
+	})
+}

@@ -90,6 +90,7 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 		Types:        m.GetEventTypes(),
 		Follow:       m.GetFollow(),
 		MaxPage:      maxPage,
+		Job:          job, // a final one is not read again
 	}
 	f := &Feed{s: s, f: storekit.NewFeed(s.store, fr), job: job, unpack: m.GetUnpack(), follow: m.GetFollow(), release: func() {}, checked: time.Now()}
 	if m.GetFollow() && !convert.State(job.GetState()).IsFinal() {

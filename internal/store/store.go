@@ -210,6 +210,19 @@ type ReadRequest struct {
 	// Stats, when set, counts the stored items the read fetched, including
 	// any it fetched only to find where to start.
 	Stats *ReadStats
+	// Session, when set, is shared by the reads of one pass over a log
+	// (a feed's pages): a store may keep in it what it read to bound the
+	// first read (the committed head), and read only events after that.
+	// Such reads see the log as far as it was committed at the first; the
+	// caller starts a new session to see further.
+	Session *ReadSession
+}
+
+// ReadSession is what the reads of one pass over a log share (see
+// ReadRequest.Session). Only the store uses what it holds.
+type ReadSession struct {
+	// Store is the store's own, for the next read of the same job.
+	Store any
 }
 
 // ReadStats counts stored items fetched by a read.
@@ -235,8 +248,18 @@ func (nj NewJob) Check() error {
 	return nil
 }
 
-// Limits says what a backend can hold in one stored item.
+// Limits says what a backend can hold in one stored item, and how it
+// writes one.
 type Limits struct {
 	// MaxItemBytes is the largest encoded event item the backend stores.
 	MaxItemBytes int
+	// Codec compresses the items the backend writes (the zero value is
+	// events.S2, what workers send). Payloads sent in another are
+	// recoded; every codec is read back.
+	Codec events.Codec
+	// FeedGrowth is how many times larger each page a feed reads is than
+	// the one before (0: twice). A backend that bills or waits per request
+	// more than per item (DynamoDB charges a whole read unit for a query
+	// of one small item) grows faster, so a long read takes fewer.
+	FeedGrowth int
 }

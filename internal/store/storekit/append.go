@@ -190,7 +190,11 @@ func newItem(p events.Published, attempt int32, head store.Head, lim store.Limit
 		it.SeekLine = head.NextLine + it.LineCount - 1
 	}
 	if payload := p.Payload(); payload != nil && p.Attempt == attempt && (p.LineCount == 0 || p.FirstLine == head.NextLine) {
-		it.Payload = payload
+		// Stored as it came, in the store's codec.
+		var err error
+		if it.Payload, err = lim.Codec.Recode(payload); err != nil {
+			return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "event %d: %w", seq, err)
+		}
 	} else {
 		ev, err := p.Message()
 		if err != nil {
@@ -204,7 +208,7 @@ func newItem(p events.Published, attempt int32, head store.Head, lim store.Limit
 		case *spoolv1.JobEvent_OutputData:
 			d.OutputData.LineNumber = it.FirstLine
 		}
-		if it.Payload, err = events.Encode(ev); err != nil {
+		if it.Payload, err = lim.Codec.Encode(ev); err != nil {
 			return Item{}, apierr.Errorf(spool.ErrInvalidArgument, "%w", err)
 		}
 		it.Event = ev

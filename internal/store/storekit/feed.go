@@ -38,15 +38,25 @@ type FeedRequest struct {
 	// MaxPage caps the stored items one read fetches (0 or more than
 	// MaxFeedPage: MaxFeedPage), for a reader that knows it needs few.
 	MaxPage int
+	// Job, when set, is the job as the caller read it just before making
+	// the feed. When it is final, the feed starts reading its log without
+	// reading it again: a final job's log does not change.
+	Job *spoolv1.Job
 }
 
 // MaxFeedPage is the most stored items a feed fetches in one read. Each
-// round of a feed reads one item first, then twice as many each time up
-// to its cap: a reader that stops early has had at most about twice what
-// it used read for it, and a slow reader holds at most one page (items
-// are not decoded until they are sent, so a page costs its stored bytes).
-// A whole log of 10,000 lines in batches of 50 takes 9 reads.
+// round of a feed reads one item first, then the store's FeedGrowth
+// (store.Limits; twice by default) times as many each time up to its cap:
+// a reader that stops early has had at most about that many times what it
+// used read for it, and a slow reader holds at most one page (items are
+// not decoded until they are sent, so a page costs its stored bytes). A
+// whole log of 10,000 lines in batches of 50 takes 9 reads growing twice,
+// 4 growing eightfold.
 const MaxFeedPage = 128
+
+// feedGrowth is how much larger each page of a round is than the last, on
+// a store that does not say.
+const feedGrowth = 2
 
 // Feed yields a job's events: everything stored from the requested point,
 // then, when following, each new event as it is stored, until the job is
@@ -115,6 +125,13 @@ func Flatten(pages iter.Seq2[[]*events.Stored, error]) iter.Seq2[*events.Stored,
 func (f *Feed) Pages(ctx context.Context) iter.Seq2[[]*events.Stored, error] {
 	return func(yield func([]*events.Stored, error) bool) {
 		c := feedCursor{next: max(1, f.r.FromSequence), line: f.r.FromLine}
+		if j := f.r.Job; j != nil && j.GetJobId() == f.r.JobID && convert.State(j.GetState()).IsFinal() {
+			// Nothing to watch for, and nothing to read the job again for.
+			if f.readStored(ctx, &c, j, yield) {
+				f.finished = j
+			}
+			return
+		}
 		for f.round(ctx, &c, yield) {
 		}
 	}
@@ -144,7 +161,7 @@ func (f *Feed) round(ctx context.Context, c *feedCursor, yield func([]*events.St
 	// time and its grace have passed, this read is the last.
 	final := convert.State(job.GetState()).IsFinal()
 	untilLeft := f.untilLeft()
-	if (c.line > 0 || job.GetLastSequence() >= c.next) && !f.readStored(ctx, c, yield) {
+	if !f.readStored(ctx, c, job, yield) {
 		return false
 	}
 	if final {
@@ -184,15 +201,26 @@ func (f *Feed) untilLeft() time.Duration {
 	return time.Until(f.r.UntilTime.Add(f.r.UntilGrace))
 }
 
-// readStored yields what is stored from c, in pages that start at one item
-// and double up to the feed's cap; ok is false when the feed must stop.
-func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func([]*events.Stored, error) bool) (ok bool) {
+// readStored yields what is stored from c up to the end of job's log as
+// read (its last sequence), in pages that start at one item and double up
+// to the feed's cap; ok is false when the feed must stop. The pages share
+// a read session, so a store reads what bounds the log once for them all:
+// anything committed after is the next round's, which the watch made
+// before job was read wakes.
+func (f *Feed) readStored(ctx context.Context, c *feedCursor, job *spoolv1.Job, yield func([]*events.Stored, error) bool) (ok bool) {
+	if c.line == 0 && job.GetLastSequence() < c.next {
+		return true // nothing stored past c
+	}
 	maxPage := f.r.MaxPage
 	if maxPage <= 0 || maxPage > MaxFeedPage {
 		maxPage = MaxFeedPage
 	}
-	req := store.ReadRequest{JobID: f.r.JobID, FromSequence: c.next, FromLine: c.line}
-	for page := 1; ; page = min(2*page, maxPage) {
+	growth := f.s.Limits().FeedGrowth
+	if growth < 2 {
+		growth = feedGrowth
+	}
+	req := store.ReadRequest{JobID: f.r.JobID, FromSequence: c.next, FromLine: c.line, Session: &store.ReadSession{}}
+	for page := 1; ; page = min(growth*page, maxPage) {
 		req.Limit = page
 		read := 0
 		var out []*events.Stored
@@ -225,8 +253,8 @@ func (f *Feed) readStored(ctx context.Context, c *feedCursor, yield func([]*even
 		if len(out) > 0 && !yield(out, nil) {
 			return false
 		}
-		if read < page {
-			return true // the end of what is stored
+		if read < page || (read > 0 && req.FromSequence > job.GetLastSequence()) {
+			return true // the end of what is stored, or of the log as read
 		}
 	}
 }

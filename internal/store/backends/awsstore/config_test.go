@@ -41,6 +41,7 @@ func TestConfigValidate(t *testing.T) {
 			c.WatchPollInterval = time.Millisecond
 		},
 		"store.aws.max_retries": func(c *awsstore.Config) { c.MaxRetries = -2 },
+		"store.aws.compression": func(c *awsstore.Config) { c.Compression = "gzip" },
 	}
 	for field, breakIt := range bad {
 		c := good

@@ -20,9 +20,9 @@ import (
 )
 
 const (
-	// reanchorAfter: a receive that took longer than this may have
-	// started a message's visibility long before it returned (a long poll
-	// fills up slowly), so the messages' visibility is set again from now.
+	// reanchorAfter: a receive that took longer than its wait by more
+	// than this would leave its leases that much short of what was asked,
+	// so the messages' visibility is set again from now (see expiries).
 	reanchorAfter = time.Second
 	// missingJobGrace: a message may be received between its send and
 	// the write of its job (see Enqueue). Until it is this old, a message
@@ -49,8 +49,7 @@ func (s *Store) Dequeue(ctx context.Context, r store.DequeueRequest) ([]store.Le
 	vis := clampVisibility(r.LeaseDuration)
 	deadline := time.Now().Add(r.Wait)
 	for {
-		// SQS waits in whole seconds; the rest of a fraction is slept.
-		wait := int32(min(max(time.Until(deadline), 0)/time.Second, longPollSeconds))
+		wait := pollSeconds(time.Until(deadline))
 		rc := s.receive(ctx, url, min(n, maxReceive), vis, wait)
 		if rc.err != nil {
 			return nil, rc.err
@@ -58,20 +57,28 @@ func (s *Store) Dequeue(ctx context.Context, r store.DequeueRequest) ([]store.Le
 		if len(rc.leases) > 0 {
 			return s.receiveMore(ctx, url, n, vis, rc), nil
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		if time.Until(deadline) <= 0 {
 			return nil, nil
 		}
-		if wait == 0 {
-			t := time.NewTimer(min(left, storekit.PollInterval))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
-			}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// pollSeconds is the wait of the next receive, with left to wait: SQS
+// waits whole seconds, at most longPollSeconds, so the time left is
+// rounded up. Rounded down, a wait of 20 s measured from a moment ago
+// (19.99 s) became a long poll of 19 s and then short polls every
+// PollInterval for the last second: six requests for one idle wait.
+// Rounding up waits at most a second past the deadline, and the API's
+// waits are whole seconds, so in practice by the time it took to get
+// here.
+func pollSeconds(left time.Duration) int32 {
+	if left <= 0 {
+		return 0
+	}
+	return int32(min((left+time.Second-1)/time.Second, longPollSeconds))
 }
 
 const (
@@ -132,10 +139,16 @@ func sortLeases(ls []store.Lease) {
 // messages and leases the jobs they name, oldest first.
 func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duration, wait int32) received {
 	start := storekit.Now()
+	// The messages are hidden for the lease plus the wait: SQS starts
+	// hiding a message when it hands it out, any time during the wait,
+	// so the lease can run its full length from the answer and still end
+	// before SQS shows the message again, with no change of visibility
+	// after the receive (see expiries).
+	hidden := clampVisibility(vis + time.Duration(wait)*time.Second)
 	out, err := s.clients.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:            aws.String(url),
 		MaxNumberOfMessages: int32(n),
-		VisibilityTimeout:   visSeconds(vis),
+		VisibilityTimeout:   visSeconds(hidden),
 		WaitTimeSeconds:     wait,
 	})
 	if err != nil {
@@ -144,12 +157,12 @@ func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duratio
 	if len(out.Messages) == 0 {
 		return received{}
 	}
-	anchors := s.anchors(ctx, url, out.Messages, start, vis)
+	expires := s.expiries(ctx, url, out.Messages, start, hidden, vis)
 	leases := make([]*store.Lease, len(out.Messages))
 	errs := make([]error, len(out.Messages))
 	var wg sync.WaitGroup
 	for i, m := range out.Messages {
-		wg.Go(func() { leases[i], errs[i] = s.claim(ctx, url, m, anchors[i].Add(vis)) })
+		wg.Go(func() { leases[i], errs[i] = s.claim(ctx, url, m, expires[i]) })
 	}
 	wg.Wait()
 	rc := received{full: len(out.Messages) >= n}
@@ -169,19 +182,33 @@ func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duratio
 	return rc
 }
 
-// anchors returns, for each message, a time no later than the moment SQS
-// started hiding it: a lease ending at anchor+vis ends before SQS shows the
-// message again, so a message is never received while its job's lease is
-// current (apart from SQS's rare duplicate deliveries, which claim handles).
-func (s *Store) anchors(ctx context.Context, url string, msgs []sqstypes.Message, start time.Time, vis time.Duration) []time.Time {
+// expiries returns, for each message of a receive that started at start
+// and asked SQS to hide its messages for hidden, when its lease ends: vis
+// from now, but never after start+hidden, before which SQS cannot show the
+// message again (it started hiding it after start). So a message is never
+// received while its job's lease is current (apart from SQS's rare
+// duplicate deliveries, which claim handles).
+//
+// hidden covers the receive's own wait, so normally the lease gets all of
+// vis and SQS is asked nothing more. Only a receive that took longer than
+// its wait by more than reanchorAfter (a slow network), whose leases
+// would be short by that much, has its messages' visibility set again from
+// now. The price of the margin: a job whose worker dies before its first
+// heartbeat (which sets the visibility to the lease) is received again up
+// to the wait later than its lease ran out.
+func (s *Store) expiries(ctx context.Context, url string, msgs []sqstypes.Message, start time.Time, hidden, vis time.Duration) []time.Time {
+	now := storekit.Now()
+	end := now.Add(vis)
+	if last := start.Add(hidden); last.Before(end) {
+		end = last
+	}
 	out := make([]time.Time, len(msgs))
 	for i := range out {
-		out[i] = start
+		out[i] = end
 	}
-	if time.Since(start) <= reanchorAfter {
+	if now.Add(vis).Sub(end) <= reanchorAfter {
 		return out
 	}
-	now := storekit.Now()
 	entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(msgs))
 	for i, m := range msgs {
 		entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: visSeconds(vis)}
@@ -193,7 +220,7 @@ func (s *Store) anchors(ctx context.Context, url string, msgs []sqstypes.Message
 	}
 	for _, ok := range res.Successful {
 		if i, err := strconv.Atoi(aws.ToString(ok.Id)); err == nil && i < len(out) {
-			out[i] = now
+			out[i] = now.Add(vis)
 		}
 	}
 	return out
@@ -214,6 +241,11 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 		return nil, nil
 	}
 	r, err := s.getJob(ctx, msg.JobID)
+	if errors.Is(err, spool.ErrNotFound) {
+		if t, ok := msg.sentAt(); ok && time.Since(t) < missingJobGrace {
+			r, err = s.awaitJob(ctx, msg.JobID)
+		}
+	}
 	if errors.Is(err, spool.ErrNotFound) {
 		if t, ok := msg.sentAt(); ok && time.Since(t) < missingJobGrace {
 			s.hide(ctx, url, handle, missingJobRetry)
@@ -245,6 +277,35 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 		return nil, nil
 	}
 	return s.lease(ctx, r, handle, aws.ToString(m.MessageId), expires)
+}
+
+// missingJobWaits are the pauses between reads of a job whose message
+// came before it was written. Enqueue sends the message, then writes the
+// job; a worker long-polling the queue receives the message at once and
+// usually reads the job while that write is on its way. Reading again a
+// few times within a second costs a read unit or two; hiding the message
+// instead costs a change of visibility, another receive and missingJobRetry
+// of the job's time.
+var missingJobWaits = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond}
+
+// awaitJob reads a job that was missing again after each of
+// missingJobWaits, until it is there.
+func (s *Store) awaitJob(ctx context.Context, id string) (*jobRec, error) {
+	err := store.JobNotFound(id)
+	for _, d := range missingJobWaits {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		var r *jobRec
+		if r, err = s.getJob(ctx, id); !errors.Is(err, spool.ErrNotFound) {
+			return r, err
+		}
+	}
+	return nil, err
 }
 
 // lease starts the next attempt of a queued job under the message's

@@ -28,8 +28,10 @@
 // The events table holds one item per stored event, keyed by job_id +
 // sequence (a batch is one item, at its first sequence): end_seq,
 // event_type (2 for OUTPUT_BATCH), attempt, payload (events.Encode: the
-// protobuf, S2-compressed when that helps), ttl (Unix seconds, on every
-// item), and for output, first_line and last_line. The by-line local index
+// protobuf, compressed when that helps with Config.Compression, zstd by
+// default, recoded from the S2 workers send; its first byte says which, so
+// items of either are read), ttl (Unix seconds, on every item), and for
+// output, first_line and last_line. The by-line local index
 // (job_id + last_line, output items only) makes reading from a line as
 // cheap as from a sequence. The same table holds scatters' batches (see
 // Scatters), and the markers and accepted events of ingested logs.
@@ -44,7 +46,9 @@
 // the enqueue themselves from the marker (send, put-if-absent), so a server
 // dying between the steps leaves no request_id pointing at nothing. Sending
 // before writing means a job item never exists without a message; a message
-// whose job is missing is put back while it is young (by its sent time, or,
+// whose job is missing (after a few more reads within a second: a long
+// poll receives it at once, often before the job's write lands) is put
+// back while it is young (by its sent time, or,
 // in messages without one, its time-ordered job id) and dropped after a
 // minute. (A job named by its caller, like a scatter's batch job, named
 // after the scatter, may have an id much older than its enqueue.) No
@@ -65,8 +69,8 @@
 //
 // # Leases
 //
-// Dequeue long-polls SQS (up to 20 s, up to 10 messages, visibility = the
-// lease) and, for each message, reads the job: missing or final, the message
+// Dequeue long-polls SQS (up to 20 s, the wait rounded up to whole seconds,
+// up to 10 messages, visibility = the lease plus the wait) and, for each message, reads the job: missing or final, the message
 // is dropped (poison); running under a current lease, it is a duplicate and
 // is hidden until that lease ends; running under an expired lease, it is
 // hidden for a moment, until a reaper settles the job (only ExpireLeases
@@ -77,9 +81,11 @@
 // started_at, so each attempt starts when it is leased (an external job's
 // item is written with its creation time). The lease id is the message's
 // receipt handle. A lease always ends no later than the message's
-// visibility (it is measured from before the receive, and restarted when a
-// receive was slow), so SQS does not redeliver a message whose lease is
-// current. Heartbeat extends the lease with an UpdateItem fenced by the
+// visibility, so SQS does not redeliver a message whose lease is current:
+// SQS hides a message from some moment after the receive was sent, for the
+// lease plus the wait, so a lease of the asked length from the answer fits
+// unless the answer came later than the wait (its visibility is then
+// restarted). Heartbeat extends the lease with an UpdateItem fenced by the
 // lease (state, attempt, lease id), then the message's visibility; Complete
 // makes the job final the same way, then deletes the message. SQS calls
 // after the DynamoDB write are best effort: if a message shows up early or
@@ -126,7 +132,8 @@
 //
 // # Reading
 //
-// Read reads the job item (strongly consistent: its head and holes), then
+// Read reads the job item (strongly consistent: its head and holes; once
+// for all the reads of a store.ReadSession, such as a feed's pages), then
 // queries the events table strongly consistently, so a reader woken by a
 // commit sees it. From a sequence, it queries forward from it; when no item
 // starts there, the item holding it (the last one starting before it, no

@@ -388,3 +388,7 @@ func Polling(s *Store, queue string) int {
 	defer p.mu.Unlock()
 	return p.n[url]
 }
+
+// MissingJobReads is how many more times a young message's missing job is
+// read before the message is hidden.
+var MissingJobReads = len(missingJobWaits)

@@ -20,8 +20,9 @@ import (
 const readPage = 100
 
 // ReadStored implements store.JobStore. It reads the job first, strongly
-// consistently: its committed head bounds the read (items past it belong
-// to an append not yet committed) and its holes are skipped. Then:
+// consistently (once for all the reads of a session): its committed head
+// bounds the read (items past it belong to an append not yet committed)
+// and its holes are skipped. Then:
 //
 //   - from a sequence, it queries the table forward from it. When the
 //     first item found does not start there, the sequence is inside an
@@ -42,7 +43,7 @@ const readPage = 100
 // counted.
 func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2[*events.Stored, error] {
 	return func(yield func(*events.Stored, error) bool) {
-		r, err := s.getJob(ctx, req.JobID)
+		r, err := s.readBound(ctx, req)
 		if errors.Is(err, spool.ErrNotFound) {
 			return // unknown jobs have empty logs
 		}
@@ -60,6 +61,22 @@ func (s *Store) ReadStored(ctx context.Context, req store.ReadRequest) iter.Seq2
 		}
 		s.readFrom(ctx, r, req, from, inside, yield)
 	}
+}
+
+// readBound reads the job a read is bounded by (its head, its holes), or
+// takes it from the read's session, where the session's first read left
+// it: the pages of one pass over a log read the job once.
+func (s *Store) readBound(ctx context.Context, req store.ReadRequest) (*jobRec, error) {
+	if req.Session != nil {
+		if r, ok := req.Session.Store.(*jobRec); ok && r.id() == req.JobID {
+			return r, nil
+		}
+	}
+	r, err := s.getJob(ctx, req.JobID)
+	if err == nil && req.Session != nil {
+		req.Session.Store = r
+	}
+	return r, err
 }
 
 // seek returns the sequence to query from, and whether it may be inside an

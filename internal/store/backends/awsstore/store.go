@@ -123,8 +123,16 @@ func newStore(cfg Config, c clients) *Store {
 // Config returns the store's configuration, defaults filled in.
 func (s *Store) Config() Config { return s.cfg }
 
+// feedGrowth: a query costs at least a read unit (4 KB: several batches
+// of output), however few items it returns, so a feed's pages grow
+// eightfold: a replay of the last thousand lines of a job is three queries
+// (one item, then 8, then the rest), not five (1, 2, 4, 8, 16).
+const feedGrowth = 8
+
 // Limits implements store.JobStore.
-func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
+func (s *Store) Limits() store.Limits {
+	return store.Limits{MaxItemBytes: MaxItemBytes, Codec: s.cfg.codec(), FeedGrowth: feedGrowth}
+}
 
 // Capabilities implements store.JobStore: followers shared between
 // replicas (see shares), nothing else. A completion is an append, then a
