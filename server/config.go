@@ -279,6 +279,17 @@ type Batching struct {
 	// YAML: execution.batching.playback_interval_millis (whole
 	// milliseconds, 0-10000). Default: 50ms.
 	PlaybackInterval time.Duration
+	// JobMinFlushInterval and JobMaxFlushInterval bound the flush interval
+	// a job may ask for itself (spool submit --flush-interval), and
+	// JobMaxBatchSize the lines a batch it may ask for (--batch-lines); a
+	// job asking beyond them is refused. YAML:
+	// execution.batching.job_min_flush_interval_millis (whole
+	// milliseconds, 1-60000; default 100ms),
+	// job_max_flush_interval_seconds (1-3600; default 60s) and
+	// job_max_batch_size (1-10000; default 1000).
+	JobMinFlushInterval time.Duration
+	JobMaxFlushInterval time.Duration
+	JobMaxBatchSize     int
 }
 
 // Ingest is how the server takes the logs of programs it did not start.
