@@ -205,9 +205,14 @@ func Queue(q *spoolv1.Queue) *spool.Queue {
 	if q == nil {
 		return nil
 	}
-	return &spool.Queue{Name: q.GetName(), Paused: q.GetPaused(), PausedAt: timeOf(q.GetPausedAt()),
+	out := &spool.Queue{Name: q.GetName(), Paused: q.GetPaused(), PausedAt: timeOf(q.GetPausedAt()),
 		Queued: int(q.GetQueued()), Running: int(q.GetRunning()), Succeeded: int(q.GetSucceeded()), Failed: int(q.GetFailed()),
 		Cancelled: int(q.GetCancelled()), OldestQueuedAt: timeOf(q.GetOldestQueuedAt()), Workers: int(q.GetWorkers())}
+	for _, m := range q.GetEndedPerMinute() {
+		out.EndedPerMinute = append(out.EndedPerMinute, spool.EndedMinute{Minute: timeOf(m.GetMinute()),
+			Succeeded: int(m.GetSucceeded()), Failed: int(m.GetFailed()), Cancelled: int(m.GetCancelled())})
+	}
+	return out
 }
 
 // Queues are the queues qs.
@@ -224,9 +229,14 @@ func QueueProto(q *spool.Queue) *spoolv1.Queue {
 	if q == nil {
 		return nil
 	}
-	return &spoolv1.Queue{Name: q.Name, Paused: q.Paused, PausedAt: stamp(q.PausedAt),
+	out := &spoolv1.Queue{Name: q.Name, Paused: q.Paused, PausedAt: stamp(q.PausedAt),
 		Queued: int64(q.Queued), Running: int64(q.Running), Succeeded: int64(q.Succeeded), Failed: int64(q.Failed),
 		Cancelled: int64(q.Cancelled), OldestQueuedAt: stamp(q.OldestQueuedAt), Workers: int32(q.Workers)}
+	for _, m := range q.EndedPerMinute {
+		out.EndedPerMinute = append(out.EndedPerMinute, &spoolv1.EndedMinute{Minute: stamp(m.Minute),
+			Succeeded: int64(m.Succeeded), Failed: int64(m.Failed), Cancelled: int64(m.Cancelled)})
+	}
+	return out
 }
 
 // Key is the API key k (nil for nil).

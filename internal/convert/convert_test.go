@@ -94,7 +94,8 @@ func TestRoundTrip(t *testing.T) {
 			MaxConcurrency: 4, ToleratedFailureCount: &count, ToleratedFailurePercentage: &pct, Gather: fullJob().GetParams()},
 	}
 	batches := []*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1, ItemCount: 2}}
-	q := &spoolv1.Queue{Name: "q", Paused: true, PausedAt: ts(1), Queued: 1, Running: 2, Succeeded: 3, Failed: 4, Cancelled: 5, OldestQueuedAt: ts(2), Workers: 6}
+	q := &spoolv1.Queue{Name: "q", Paused: true, PausedAt: ts(1), Queued: 1, Running: 2, Succeeded: 3, Failed: 4, Cancelled: 5, OldestQueuedAt: ts(2), Workers: 6,
+		EndedPerMinute: []*spoolv1.EndedMinute{{Minute: ts(60), Succeeded: 3, Failed: 1, Cancelled: 2}, {Minute: ts(120)}}}
 	k := &spoolv1.Key{Name: "k", Role: spoolv1.KeyRole_KEY_ROLE_WORKER, Queues: []string{"q"}, CreatedAt: ts(1), LastUsedAt: ts(2), RevokedAt: ts(3)}
 	pairs := []struct {
 		name      string
