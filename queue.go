@@ -24,8 +24,8 @@ type Queue struct {
 	// Workers counts the workers that asked the server for its jobs in the
 	// last minute.
 	Workers int
-	// EndedPerMinute, only when the listing asked for it (the web UI's
-	// queues page does), holds the jobs that ended in each of the last 60
+	// EndedPerMinute, only when the listing asked for it
+	// (client.QueuesEndedPerMinute; the web UI's queues page), holds the jobs that ended in each of the last 60
 	// minutes, oldest first, the last being the minute under way; it is
 	// empty when none ended in the hour.
 	EndedPerMinute []EndedMinute
