@@ -98,6 +98,22 @@ type JobParams struct {
 	// External is set on the jobs that hold the logs of programs spool did
 	// not start: such a job runs nothing.
 	External *External
+	// Batching is how the job asked its output to be batched; its zero
+	// fields take the server's. What the worker follows, the server's
+	// defaults filled in, is the job's Execution.
+	Batching Batching
+}
+
+// Batching is a job's own batching of its output, within the bounds the
+// server sets for jobs (a request beyond them is refused with
+// ErrInvalidArgument, naming the bound).
+type Batching struct {
+	// FlushInterval is the longest the worker holds output before sending
+	// it: short for output someone wants to see at once, long for fewer
+	// writes. It may be under a second.
+	FlushInterval time.Duration
+	// MaxBatchSize is the most lines of output in one stored batch.
+	MaxBatchSize int
 }
 
 // External says where an external job's log comes from.

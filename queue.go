@@ -24,4 +24,17 @@ type Queue struct {
 	// Workers counts the workers that asked the server for its jobs in the
 	// last minute.
 	Workers int
+	// EndedPerMinute, only when the listing asked for it
+	// (client.QueuesEndedPerMinute; the web UI's queues page), holds the jobs that ended in each of the last 60
+	// minutes, oldest first, the last being the minute under way; it is
+	// empty when none ended in the hour.
+	EndedPerMinute []EndedMinute
+}
+
+// EndedMinute is how many of a queue's jobs ended in one minute, by final
+// state: a cancelled job counts neither as succeeded nor as failed.
+type EndedMinute struct {
+	// Minute is the minute's start.
+	Minute                       time.Time
+	Succeeded, Failed, Cancelled int
 }

@@ -206,6 +206,13 @@ type SubmitParams struct {
 	// still read as a file (as `cmd < file` at a terminal); without it
 	// the command's input is the terminal, where it finds end of input.
 	PTY bool
+	// Batching is how the job's output is to be batched, instead of the
+	// server's way: a short FlushInterval (it may be under a second) for
+	// output someone wants to see at once, a small MaxBatchSize for finer
+	// seeks. Zero fields take the server's. The server refuses, with
+	// spool.ErrInvalidArgument naming the bound, what is beyond the bounds
+	// it sets for jobs.
+	Batching spool.Batching
 	// RejectReason, when set, records the job as failed at once, with this
 	// as its error, and never runs it: for work that arrived but cannot
 	// run, so it is kept and seen instead of dropped. Argv and Script may
@@ -223,7 +230,7 @@ type SubmitParams struct {
 // values travel beside the params).
 func (s SubmitParams) params() spool.JobParams {
 	return spool.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, Timeout: s.Timeout,
-		Repository: s.Repository, Ref: s.Ref, Stdin: s.Stdin, PTY: s.PTY, SecretNames: slices.Sorted(maps.Keys(s.Secrets))}
+		Repository: s.Repository, Ref: s.Ref, Stdin: s.Stdin, PTY: s.PTY, Batching: s.Batching, SecretNames: slices.Sorted(maps.Keys(s.Secrets))}
 }
 
 // Submit enqueues a job. deduplicated is true when s.RequestID was used

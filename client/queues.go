@@ -15,7 +15,19 @@ import (
 // now, those that ended within window, its oldest waiting job and the
 // workers polling it.
 func (c *Client) Queues(ctx context.Context) (queues []*spool.Queue, window time.Duration, err error) {
-	resp, err := c.qs.ListQueues(ctx, connect.NewRequest(&spoolv1.ListQueuesRequest{}))
+	return c.queues(ctx, false)
+}
+
+// QueuesEndedPerMinute is Queues with each queue's EndedPerMinute too: its
+// jobs ended in each of the last 60 minutes, by final state, as the web
+// UI's queues page charts them. It costs the server a read of the jobs
+// ended in the hour, so ask only to show them.
+func (c *Client) QueuesEndedPerMinute(ctx context.Context) (queues []*spool.Queue, window time.Duration, err error) {
+	return c.queues(ctx, true)
+}
+
+func (c *Client) queues(ctx context.Context, perMinute bool) (queues []*spool.Queue, window time.Duration, err error) {
+	resp, err := c.qs.ListQueues(ctx, connect.NewRequest(&spoolv1.ListQueuesRequest{EndedPerMinute: perMinute}))
 	if err != nil {
 		return nil, 0, wrap(err)
 	}

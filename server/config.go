@@ -285,6 +285,20 @@ type Batching struct {
 	// YAML: execution.batching.playback_interval_millis (whole
 	// milliseconds, 0-10000). Default: 50ms.
 	PlaybackInterval time.Duration
+	// JobMinFlushInterval is the shortest flush interval a job may ask
+	// for itself (spool submit --flush-interval); a job asking for less
+	// is refused. Each flush is a store write.
+	// YAML: execution.batching.job_min_flush_interval_millis (whole
+	// milliseconds, 1-60000). Default: 100ms.
+	JobMinFlushInterval time.Duration
+	// JobMaxFlushInterval is the longest flush interval a job may ask for
+	// itself. YAML: execution.batching.job_max_flush_interval_seconds
+	// (1-3600). Default: 60s.
+	JobMaxFlushInterval time.Duration
+	// JobMaxBatchSize is the most lines a batch a job may ask for itself
+	// (spool submit --batch-lines).
+	// YAML: execution.batching.job_max_batch_size (1-10000). Default: 1000.
+	JobMaxBatchSize int
 }
 
 // Ingest is how the server takes the logs of programs it did not start.

@@ -72,6 +72,10 @@ func fromFile(f *config.Config) *Config {
 				MaxBatchSize:     b.MaxBatchSize,
 				MaxBatchBytes:    b.MaxBatchBytes,
 				PlaybackInterval: time.Duration(b.PlaybackIntervalMillis) * time.Millisecond,
+
+				JobMinFlushInterval: b.JobMinFlushInterval(),
+				JobMaxFlushInterval: b.JobMaxFlushInterval(),
+				JobMaxBatchSize:     b.JobMaxBatchSize,
 			},
 			HeartbeatInterval: f.Execution.HeartbeatInterval(),
 		},
@@ -146,6 +150,10 @@ func (c *Config) file() (*config.Config, error) {
 				MaxBatchSize:           b.MaxBatchSize,
 				MaxBatchBytes:          b.MaxBatchBytes,
 				PlaybackIntervalMillis: u.whole("execution.batching.playback_interval_millis", b.PlaybackInterval, time.Millisecond),
+
+				JobMinFlushIntervalMillis:  u.whole("execution.batching.job_min_flush_interval_millis", b.JobMinFlushInterval, time.Millisecond),
+				JobMaxFlushIntervalSeconds: u.whole("execution.batching.job_max_flush_interval_seconds", b.JobMaxFlushInterval, time.Second),
+				JobMaxBatchSize:            b.JobMaxBatchSize,
 			},
 			HeartbeatIntervalSeconds: u.whole("execution.heartbeat_interval_seconds", c.Execution.HeartbeatInterval, time.Second),
 		},

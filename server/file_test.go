@@ -73,6 +73,9 @@ execution:
     max_batch_size: 100
     max_batch_bytes: 131072
     playback_interval_millis: 75
+    job_min_flush_interval_millis: 250
+    job_max_flush_interval_seconds: 30
+    job_max_batch_size: 500
   heartbeat_interval_seconds: 20
 auth:
   disabled: true
@@ -116,6 +119,8 @@ func TestEverySettingRoundTrips(t *testing.T) {
 		{"jobs.retention_days", cfg.Jobs.Retention, 14 * 24 * time.Hour},
 		{"execution.batching.flush_interval_seconds", cfg.Execution.Batching.FlushInterval, 3 * time.Second},
 		{"execution.batching.playback_interval_millis", cfg.Execution.Batching.PlaybackInterval, 75 * time.Millisecond},
+		{"execution.batching.job_min_flush_interval_millis", cfg.Execution.Batching.JobMinFlushInterval, 250 * time.Millisecond},
+		{"execution.batching.job_max_flush_interval_seconds", cfg.Execution.Batching.JobMaxFlushInterval, 30 * time.Second},
 		{"execution.heartbeat_interval_seconds", cfg.Execution.HeartbeatInterval, 20 * time.Second},
 		{"auth.session_hours", cfg.Auth.SessionLength, 8 * time.Hour},
 		{"ingest.idle_timeout_seconds", cfg.Ingest.IdleTimeout, 5 * time.Minute},

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 )
 
@@ -45,7 +46,7 @@ func (c OutputConfig) core() Config {
 	return Config{
 		MaxItems:        int(orDefault(b.GetMaxBatchSize(), DefaultMaxBatchSize)),
 		MaxBytes:        orDefault(b.GetMaxBatchBytes(), DefaultMaxBatchBytes),
-		FlushInterval:   time.Duration(orDefault(b.GetFlushIntervalSeconds(), int32(DefaultFlushInterval/time.Second))) * time.Second,
+		FlushInterval:   orDefault(convert.FlushInterval(b), DefaultFlushInterval),
 		QuickDelay:      orDefault(c.QuickDelay, DefaultQuickDelay),
 		WatchedInterval: orDefault(c.WatchedInterval, DefaultWatchedInterval),
 	}

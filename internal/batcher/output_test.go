@@ -371,3 +371,23 @@ func TestOutputConcurrentStreams(t *testing.T) {
 		t.Fatalf("lines per stream: %v", next)
 	}
 }
+
+// TestOutputFlushIntervalMillis: a job's flush interval under a second
+// (flush_interval_millis) is the one followed, not its seconds, which
+// round it up for workers that read only them.
+func TestOutputFlushIntervalMillis(t *testing.T) {
+	o, s, clock := newOutput(&spoolv1.BatchingConfig{FlushIntervalSeconds: 1, FlushIntervalMillis: 200}, 1)
+	o.Line(events.Line{Data: []byte("first"), Stream: stdout})
+	clock.Advance(batcher.DefaultQuickDelay) // the first line: a quiet spell's end
+	if evs := s.take(); len(evs) != 1 {
+		t.Fatalf("the first line: %d events", len(evs))
+	}
+	o.Line(events.Line{Data: []byte("second"), Stream: stdout})
+	if due, ok := clock.NextDue(); !ok || due != 200*time.Millisecond {
+		t.Fatalf("the next flush is due in %v (%v); want 200ms", due, ok)
+	}
+	clock.Advance(200 * time.Millisecond)
+	if evs := s.take(); len(evs) != 1 || o.Stats().Flushes[batcher.ReasonInterval] != 1 {
+		t.Fatalf("200ms on: %d events, stats %+v", len(evs), o.Stats())
+	}
+}

@@ -20,7 +20,7 @@ import (
 
 // batchHelp is --batch's help: what a line is, and how each line's job
 // is named so that the file can be submitted again.
-const batchHelp = `submit the jobs of FILE ("-": spool's stdin), one a line: each line a JSON job spec, as spool consume reads them ({"argv": ["make", "test"]} or {"shell": "..."}, and env, dir, queue, timeout, max_attempts, retries, repo, ref, stdin, secrets: names of --secret flags given here), optionally with a "request_id". A line without one gets a request id made from its text, --queue and --request-id, so submitting the same file again finds the jobs it made instead of enqueueing them twice (an identical line repeated makes a job per copy); a new --request-id submits the file anew. Prints each job's line number and id, says which lines failed and why, and exits 1 if any did`
+const batchHelp = `submit the jobs of FILE ("-": spool's stdin), one a line: each line a JSON job spec, as spool consume reads them ({"argv": ["make", "test"]} or {"shell": "..."}, and env, dir, queue, timeout, max_attempts, retries, repo, ref, stdin, flush_interval ("200ms"), batch_lines, secrets: names of --secret flags given here), optionally with a "request_id". A line without one gets a request id made from its text, --queue and --request-id, so submitting the same file again finds the jobs it made instead of enqueueing them twice (an identical line repeated makes a job per copy); a new --request-id submits the file anew. Prints each job's line number and id, says which lines failed and why, and exits 1 if any did`
 
 // The lines of a --batch file are read and sent batchCall jobs at a time,
 // what the server takes in one call (client.SubmitBatch splits a round
@@ -34,7 +34,7 @@ const (
 
 // batchFlags are the flags of `spool submit` that say what a job runs:
 // with --batch, each job's line says it instead.
-var batchFlags = []string{"shell", "env", "workdir", "timeout", "repo", "ref", "retries", "max-attempts", "stdin", "pty", "follow"}
+var batchFlags = []string{"shell", "env", "workdir", "timeout", "repo", "ref", "retries", "max-attempts", "stdin", "pty", "follow", "flush-interval", "batch-lines"}
 
 // batchLine is one line of a --batch file and what became of it.
 type batchLine struct {

@@ -78,6 +78,7 @@ func newSubmitCmd(e *env) *cobra.Command {
   spool submit --retries 2 -- ./flaky-test.sh
   spool submit --pty -f -- cargo test   # in colour, as on a terminal
   spool submit --secret DEPLOY_TOKEN -- ./deploy.sh   # $DEPLOY_TOKEN, never shown
+  spool submit --flush-interval 200ms -f -- ./build.sh   # output seen within 200ms
   spool submit --batch jobs.jsonl   # a job a line: {"argv": ["./resize.sh", "a.png"], "queue": "images"}
 
 Two budgets: --retries runs a command that fails (non-zero exit, timeout)
@@ -97,6 +98,7 @@ that stops gracefully hands its jobs back without using either.`,
 	cfg.secrets.register(cmd)
 	cmd.Flags().StringVar(&cfg.stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
 	cmd.Flags().BoolVar(&cfg.pty, "pty", false, "run the command on a pseudo-terminal, so tools that colour only on a terminal keep their colours; its stdout and stderr are then one stream, recorded as stdout (--stdin still comes from its file, as CMD < FILE would at a terminal)")
+	cfg.batching.register(cmd)
 	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print the whole job as JSON instead of its id")
 	cmd.Flags().BoolVarP(&cfg.follow, "follow", "f", false, "stream the job's output until it ends, then exit with its exit status (128+N when signal N killed it, as a shell does)")
 	cmd.MarkFlagsMutuallyExclusive("json", "follow")
@@ -113,6 +115,7 @@ type submitConfig struct {
 	asJSON, follow bool
 	pty            bool
 	stdinFile      string
+	batching       batchingFlags
 	// batch is the file of --batch: jobs, one a line.
 	batch string
 }
@@ -129,6 +132,9 @@ func runSubmit(ctx context.Context, cfg submitConfig, e *env) error {
 		return err
 	}
 	s.PTY = cfg.pty
+	if s.Batching, err = cfg.batching.batching(); err != nil {
+		return err
+	}
 	// The client tries a submit again when it finds the server
 	// away; a request id makes the repeat find the job the first
 	// try made. The user's, or one of our own.

@@ -132,7 +132,23 @@ type Batching struct {
 	MaxBatchSize           int   `yaml:"max_batch_size"`
 	MaxBatchBytes          int64 `yaml:"max_batch_bytes"`
 	PlaybackIntervalMillis int   `yaml:"playback_interval_millis"`
+	// The bounds of what a job may ask for itself (its params' batching):
+	// a flush interval from JobMinFlushIntervalMillis to
+	// JobMaxFlushIntervalSeconds, at most JobMaxBatchSize lines a batch.
+	// A short interval costs a store write per flush, so the floor is the
+	// operator's to set; a request beyond them is refused, not clamped.
+	JobMinFlushIntervalMillis  int `yaml:"job_min_flush_interval_millis"`
+	JobMaxFlushIntervalSeconds int `yaml:"job_max_flush_interval_seconds"`
+	JobMaxBatchSize            int `yaml:"job_max_batch_size"`
 }
+
+// JobMinFlushInterval is execution.batching.job_min_flush_interval_millis.
+func (b Batching) JobMinFlushInterval() time.Duration {
+	return time.Duration(b.JobMinFlushIntervalMillis) * time.Millisecond
+}
+
+// JobMaxFlushInterval is execution.batching.job_max_flush_interval_seconds.
+func (b Batching) JobMaxFlushInterval() time.Duration { return seconds(b.JobMaxFlushIntervalSeconds) }
 
 // MaxBatchBytesLimit is the largest max_batch_bytes a configuration may
 // set. A worker puts at most 8 MiB of events in one publish, or a single
@@ -193,6 +209,10 @@ func Default() *Config {
 				MaxBatchSize:           50,
 				MaxBatchBytes:          256 << 10,
 				PlaybackIntervalMillis: 50,
+
+				JobMinFlushIntervalMillis:  100,
+				JobMaxFlushIntervalSeconds: 60,
+				JobMaxBatchSize:            1000,
 			},
 			HeartbeatIntervalSeconds: 30,
 		},

@@ -75,6 +75,13 @@ func (c *Config) Validate() error {
 	between("execution.batching.max_batch_size", int64(b.MaxBatchSize), 1, 10000)
 	between("execution.batching.max_batch_bytes", b.MaxBatchBytes, 1024, MaxBatchBytesLimit)
 	between("execution.batching.playback_interval_millis", int64(b.PlaybackIntervalMillis), 0, 10000)
+	between("execution.batching.job_min_flush_interval_millis", int64(b.JobMinFlushIntervalMillis), 1, 60000)
+	between("execution.batching.job_max_flush_interval_seconds", int64(b.JobMaxFlushIntervalSeconds), 1, 3600)
+	between("execution.batching.job_max_batch_size", int64(b.JobMaxBatchSize), 1, 10000)
+	if b.JobMinFlushInterval() > b.JobMaxFlushInterval() && b.JobMaxFlushIntervalSeconds >= 1 {
+		bad("execution.batching.job_min_flush_interval_millis", "must not be above execution.batching.job_max_flush_interval_seconds (%d s), got %d ms",
+			b.JobMaxFlushIntervalSeconds, b.JobMinFlushIntervalMillis)
+	}
 	hb := c.Execution.HeartbeatIntervalSeconds
 	between("execution.heartbeat_interval_seconds", int64(hb), 1, 3600)
 	if hb >= 1 && c.Jobs.LeaseSeconds < 2*hb {

@@ -115,6 +115,9 @@ func Params(p *spoolv1.JobParams) spool.JobParams {
 	if x := p.GetExternal(); x != nil {
 		out.External = &spool.External{Source: x.GetSource()}
 	}
+	if b := p.GetBatching(); b != nil {
+		out.Batching = spool.Batching{FlushInterval: durationOf(b.GetFlushInterval()), MaxBatchSize: int(b.GetMaxBatchSize())}
+	}
 	return out
 }
 
@@ -136,6 +139,12 @@ func ParamsProto(p spool.JobParams) *spoolv1.JobParams {
 	if x := p.External; x != nil {
 		out.External = &spoolv1.External{Source: x.Source}
 	}
+	if b := p.Batching; b != (spool.Batching{}) {
+		out.Batching = &spoolv1.JobBatching{MaxBatchSize: int32(b.MaxBatchSize)}
+		if b.FlushInterval != 0 {
+			out.Batching.FlushInterval = durationpb.New(b.FlushInterval)
+		}
+	}
 	return out
 }
 
@@ -150,7 +159,7 @@ func paramsProto(p spool.JobParams) *spoolv1.JobParams {
 func execution(e *spoolv1.ExecutionConfig) spool.Execution {
 	b := e.GetBatching()
 	return spool.Execution{
-		FlushInterval: time.Duration(b.GetFlushIntervalSeconds()) * time.Second,
+		FlushInterval: FlushInterval(b),
 		MaxBatchSize:  int(b.GetMaxBatchSize()), MaxBatchBytes: b.GetMaxBatchBytes(),
 		PlaybackInterval:  time.Duration(b.GetPlaybackIntervalMillis()) * time.Millisecond,
 		HeartbeatInterval: time.Duration(e.GetHeartbeatIntervalSeconds()) * time.Second,
@@ -162,8 +171,9 @@ func executionProto(e spool.Execution) *spoolv1.ExecutionConfig {
 		return nil
 	}
 	out := &spoolv1.ExecutionConfig{HeartbeatIntervalSeconds: int32(e.HeartbeatInterval / time.Second)}
-	b := &spoolv1.BatchingConfig{FlushIntervalSeconds: int32(e.FlushInterval / time.Second), MaxBatchSize: int32(e.MaxBatchSize),
+	b := &spoolv1.BatchingConfig{MaxBatchSize: int32(e.MaxBatchSize),
 		MaxBatchBytes: e.MaxBatchBytes, PlaybackIntervalMillis: int32(e.PlaybackInterval / time.Millisecond)}
+	SetFlushInterval(b, e.FlushInterval)
 	if b.FlushIntervalSeconds != 0 || b.MaxBatchSize != 0 || b.MaxBatchBytes != 0 || b.PlaybackIntervalMillis != 0 {
 		out.Batching = b
 	}
@@ -195,9 +205,14 @@ func Queue(q *spoolv1.Queue) *spool.Queue {
 	if q == nil {
 		return nil
 	}
-	return &spool.Queue{Name: q.GetName(), Paused: q.GetPaused(), PausedAt: timeOf(q.GetPausedAt()),
+	out := &spool.Queue{Name: q.GetName(), Paused: q.GetPaused(), PausedAt: timeOf(q.GetPausedAt()),
 		Queued: int(q.GetQueued()), Running: int(q.GetRunning()), Succeeded: int(q.GetSucceeded()), Failed: int(q.GetFailed()),
 		Cancelled: int(q.GetCancelled()), OldestQueuedAt: timeOf(q.GetOldestQueuedAt()), Workers: int(q.GetWorkers())}
+	for _, m := range q.GetEndedPerMinute() {
+		out.EndedPerMinute = append(out.EndedPerMinute, spool.EndedMinute{Minute: timeOf(m.GetMinute()),
+			Succeeded: int(m.GetSucceeded()), Failed: int(m.GetFailed()), Cancelled: int(m.GetCancelled())})
+	}
+	return out
 }
 
 // Queues are the queues qs.
@@ -214,9 +229,14 @@ func QueueProto(q *spool.Queue) *spoolv1.Queue {
 	if q == nil {
 		return nil
 	}
-	return &spoolv1.Queue{Name: q.Name, Paused: q.Paused, PausedAt: stamp(q.PausedAt),
+	out := &spoolv1.Queue{Name: q.Name, Paused: q.Paused, PausedAt: stamp(q.PausedAt),
 		Queued: int64(q.Queued), Running: int64(q.Running), Succeeded: int64(q.Succeeded), Failed: int64(q.Failed),
 		Cancelled: int64(q.Cancelled), OldestQueuedAt: stamp(q.OldestQueuedAt), Workers: int32(q.Workers)}
+	for _, m := range q.EndedPerMinute {
+		out.EndedPerMinute = append(out.EndedPerMinute, &spoolv1.EndedMinute{Minute: stamp(m.Minute),
+			Succeeded: int64(m.Succeeded), Failed: int64(m.Failed), Cancelled: int64(m.Cancelled)})
+	}
+	return out
 }
 
 // Key is the API key k (nil for nil).

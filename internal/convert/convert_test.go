@@ -72,9 +72,10 @@ func fullJob() *spoolv1.Job {
 		Params: &spoolv1.JobParams{Argv: []string{"a", "b"}, Script: "s", Env: map[string]string{"K": "V"}, WorkingDir: "w",
 			Timeout: durationpb.New(1500 * time.Millisecond), RepositoryUrl: "r", Ref: "ref", Stdin: []byte{0, 1}, Pty: true,
 			SecretNames: []string{"S"}, Scatter: &spoolv1.ScatterMember{ScatterId: "sc", BatchIndex: 1, BatchCount: 2, ItemCount: 3, Gather: true},
-			External: &spoolv1.External{Source: "src"}},
+			External: &spoolv1.External{Source: "src"},
+			Batching: &spoolv1.JobBatching{FlushInterval: durationpb.New(1250 * time.Millisecond), MaxBatchSize: 10}},
 		ExecutionConfig: &spoolv1.ExecutionConfig{HeartbeatIntervalSeconds: 7,
-			Batching: &spoolv1.BatchingConfig{FlushIntervalSeconds: 3, MaxBatchSize: 9, MaxBatchBytes: 1000, PlaybackIntervalMillis: 40}},
+			Batching: &spoolv1.BatchingConfig{FlushIntervalSeconds: 1, FlushIntervalMillis: 250, MaxBatchSize: 9, MaxBatchBytes: 1000, PlaybackIntervalMillis: 40}},
 		RequestId: "rq", Attempt: 2, MaxAttempts: 5, CancelRequested: true,
 		Result:       &spoolv1.JobResult{ExitCode: -1, Error: "e", StartedAt: ts(6), FinishedAt: ts(7), Attempt: 2, Output: `[1]`},
 		LastSequence: 10, LineCount: 8, Retries: 3, RetriedAttempts: 1, ReleasedAttempts: 4, CancelReason: "c",
@@ -93,7 +94,8 @@ func TestRoundTrip(t *testing.T) {
 			MaxConcurrency: 4, ToleratedFailureCount: &count, ToleratedFailurePercentage: &pct, Gather: fullJob().GetParams()},
 	}
 	batches := []*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1, ItemCount: 2}}
-	q := &spoolv1.Queue{Name: "q", Paused: true, PausedAt: ts(1), Queued: 1, Running: 2, Succeeded: 3, Failed: 4, Cancelled: 5, OldestQueuedAt: ts(2), Workers: 6}
+	q := &spoolv1.Queue{Name: "q", Paused: true, PausedAt: ts(1), Queued: 1, Running: 2, Succeeded: 3, Failed: 4, Cancelled: 5, OldestQueuedAt: ts(2), Workers: 6,
+		EndedPerMinute: []*spoolv1.EndedMinute{{Minute: ts(60), Succeeded: 3, Failed: 1, Cancelled: 2}, {Minute: ts(120)}}}
 	k := &spoolv1.Key{Name: "k", Role: spoolv1.KeyRole_KEY_ROLE_WORKER, Queues: []string{"q"}, CreatedAt: ts(1), LastUsedAt: ts(2), RevokedAt: ts(3)}
 	pairs := []struct {
 		name      string
@@ -148,6 +150,31 @@ func assertPopulated(t *testing.T, name string, m protoreflect.Message) {
 		}
 		if fd.Message() != nil && !fd.IsList() && !fd.IsMap() {
 			assertPopulated(t, name, m.Get(fd).Message())
+		}
+	}
+}
+
+// TestFlushInterval: an interval of whole seconds is written in seconds
+// alone; one under or between seconds also in milliseconds, with the
+// seconds rounded up for workers that read only them; and read back as
+// given.
+func TestFlushInterval(t *testing.T) {
+	for _, tc := range []struct {
+		d           time.Duration
+		secs, milli int32
+	}{
+		{0, 0, 0},
+		{3 * time.Second, 3, 0},
+		{200 * time.Millisecond, 1, 200},
+		{1500 * time.Millisecond, 2, 1500},
+	} {
+		b := &spoolv1.BatchingConfig{}
+		SetFlushInterval(b, tc.d)
+		if b.GetFlushIntervalSeconds() != tc.secs || b.GetFlushIntervalMillis() != tc.milli {
+			t.Errorf("SetFlushInterval(%v) = %ds, %dms; want %ds, %dms", tc.d, b.GetFlushIntervalSeconds(), b.GetFlushIntervalMillis(), tc.secs, tc.milli)
+		}
+		if got := FlushInterval(b); got != tc.d {
+			t.Errorf("FlushInterval after SetFlushInterval(%v) = %v", tc.d, got)
 		}
 	}
 }

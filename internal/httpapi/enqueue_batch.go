@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/convert"
@@ -25,6 +28,7 @@ type enqueueJob struct {
 	Stdin         []byte            `json:"stdin,omitempty"`
 	PTY           bool              `json:"pty,omitempty"`
 	Secrets       map[string]string `json:"secrets,omitempty"`
+	Batching      *jobjson.Batching `json:"batching,omitempty"`
 }
 
 // request is the job's request as the core takes it.
@@ -34,8 +38,28 @@ func (j *enqueueJob) request() (*spoolv1.EnqueueJobRequest, error) {
 		return nil, err
 	}
 	params.RepositoryUrl, params.Ref, params.Stdin, params.Pty = j.RepositoryURL, j.Ref, j.Stdin, j.PTY
+	if params.Batching, err = batchingParams(j.Batching); err != nil {
+		return nil, err
+	}
 	return &spoolv1.EnqueueJobRequest{Queue: j.Queue, Params: params, RequestId: j.RequestID,
 		MaxAttempts: j.MaxAttempts, Retries: j.Retries, Secrets: j.Secrets}, nil
+}
+
+// batchingParams is a job's batching as the core takes it; the core
+// judges its bounds. Only a flush interval no duration can hold is
+// refused here, as timeout_seconds is.
+func batchingParams(b *jobjson.Batching) (*spoolv1.JobBatching, error) {
+	if b == nil {
+		return nil, nil
+	}
+	out := &spoolv1.JobBatching{MaxBatchSize: b.MaxBatchSize}
+	switch sec := b.FlushIntervalSeconds; {
+	case sec < 0 || sec >= float64(maxTimeoutSeconds):
+		return nil, badRequest("batching.flush_interval_seconds=%g: want a number of seconds above 0, such as 0.2 or 5 (leave it out for the server's)", sec)
+	case sec > 0:
+		out.FlushInterval = durationpb.New(max(time.Duration(sec*float64(time.Second)), 1))
+	}
+	return out, nil
 }
 
 // enqueueJobsResponse is the answer to POST /api/v1/jobs/batch: a result

@@ -139,3 +139,28 @@ func countJobs(t *testing.T, e *env) int {
 	}
 	return n
 }
+
+// TestEnqueueJobsRESTBatching: a job's own batching goes in its
+// "batching" and comes back in its params; beyond the server's bounds, or
+// a negative interval, is that job's invalid_argument.
+func TestEnqueueJobsRESTBatching(t *testing.T) {
+	e := start(t)
+	body := `{"jobs": [
+		{"argv": ["seq", "9"], "batching": {"flush_interval_seconds": 0.2, "max_batch_size": 10}},
+		{"argv": ["seq", "9"], "batching": {"max_batch_size": 100000}},
+		{"argv": ["seq", "9"], "batching": {"flush_interval_seconds": -1}}
+	]}`
+	var got batchAnswer
+	if resp := e.postStream(t, e.srv.URL+"/api/v1/jobs/batch", body, true, &got); resp.StatusCode != http.StatusOK || len(got.Results) != 3 {
+		t.Fatalf("%s %+v", resp.Status, got)
+	}
+	r := got.Results
+	if j := r[0].Job; j == nil || j.Params.Batching == nil || *j.Params.Batching != (jobjson.Batching{FlushIntervalSeconds: 0.2, MaxBatchSize: 10}) {
+		t.Errorf("job 0 %+v", r[0])
+	}
+	for i, want := range map[int]string{1: "execution.batching.job_max_batch_size", 2: "batching.flush_interval_seconds=-1"} {
+		if r[i].Job != nil || r[i].Code != "invalid_argument" || !strings.Contains(r[i].Error, want) {
+			t.Errorf("job %d %+v, want invalid_argument about %s", i, r[i], want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -60,4 +61,19 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// boolParam parses the optional query parameter name: true or false
+// (absent: false).
+func boolParam(r *http.Request, name string) (bool, error) {
+	switch s, err := stringParam(r.URL.Query(), name); {
+	case err != nil:
+		return false, err
+	case s == "" || s == "false":
+		return false, nil
+	case s == "true":
+		return true, nil
+	default:
+		return false, badRequest("%s=%q: want true or false", name, truncate(s, 40))
+	}
 }

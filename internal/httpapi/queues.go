@@ -10,7 +10,12 @@ import (
 )
 
 func (a *api) listQueues(w http.ResponseWriter, r *http.Request) {
-	resp, err := a.Service.ListQueues(r.Context(), &spoolv1.ListQueuesRequest{})
+	perMinute, err := boolParam(r, "ended_per_minute")
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	resp, err := a.Service.ListQueues(r.Context(), &spoolv1.ListQueuesRequest{EndedPerMinute: perMinute})
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

@@ -66,6 +66,17 @@ type JobParams struct {
 	PTY bool `json:"pty,omitempty"`
 	// Scatter is set on a scatter's jobs: which batch, or the gather.
 	Scatter *ScatterMember `json:"scatter,omitempty"`
+	// Batching is the job's own batching of its output, when it asked
+	// for one.
+	Batching *Batching `json:"batching,omitempty"`
+}
+
+// Batching is a job's own batching of its output: what a job shows it
+// asked for, and what POST /api/v1/jobs/batch takes.
+type Batching struct {
+	// FlushIntervalSeconds may be a fraction (0.2: every 200ms).
+	FlushIntervalSeconds float64 `json:"flush_interval_seconds,omitempty"`
+	MaxBatchSize         int32   `json:"max_batch_size,omitempty"`
 }
 
 // ScatterMember says which part of a scatter a job is.
@@ -175,6 +186,9 @@ func paramsView(p spool.JobParams) JobParams {
 		Ref:            p.Ref,
 		Stdin:          p.Stdin,
 		PTY:            p.PTY,
+	}
+	if b := p.Batching; b != (spool.Batching{}) {
+		v.Batching = &Batching{FlushIntervalSeconds: b.FlushInterval.Seconds(), MaxBatchSize: int32(b.MaxBatchSize)}
 	}
 	if m := p.Scatter; m != nil {
 		v.Scatter = &ScatterMember{ScatterID: m.ScatterID, BatchIndex: int32(m.BatchIndex), BatchCount: int32(m.BatchCount),

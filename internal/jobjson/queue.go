@@ -18,6 +18,17 @@ type Queue struct {
 	Cancelled      int64     `json:"cancelled"`
 	OldestQueuedAt time.Time `json:"oldest_queued_at,omitzero"`
 	Workers        int32     `json:"workers"`
+	// EndedPerMinute is there only when the listing asked for it
+	// (?ended_per_minute=true): the last 60 minutes, oldest first.
+	EndedPerMinute []EndedMinute `json:"ended_per_minute,omitempty"`
+}
+
+// EndedMinute is how many of a queue's jobs ended in one minute.
+type EndedMinute struct {
+	Minute    time.Time `json:"minute"`
+	Succeeded int64     `json:"succeeded"`
+	Failed    int64     `json:"failed"`
+	Cancelled int64     `json:"cancelled"`
 }
 
 // QueueList is the body of GET /api/v1/queues.
@@ -29,9 +40,14 @@ type QueueList struct {
 
 // QueueView is queue q as JSON shows it.
 func QueueView(q *spool.Queue) Queue {
-	return Queue{Name: q.Name, Paused: q.Paused, PausedAt: utc(q.PausedAt),
+	v := Queue{Name: q.Name, Paused: q.Paused, PausedAt: utc(q.PausedAt),
 		Queued: int64(q.Queued), Running: int64(q.Running), Succeeded: int64(q.Succeeded), Failed: int64(q.Failed),
 		Cancelled: int64(q.Cancelled), OldestQueuedAt: utc(q.OldestQueuedAt), Workers: int32(q.Workers)}
+	for _, m := range q.EndedPerMinute {
+		v.EndedPerMinute = append(v.EndedPerMinute, EndedMinute{Minute: utc(m.Minute),
+			Succeeded: int64(m.Succeeded), Failed: int64(m.Failed), Cancelled: int64(m.Cancelled)})
+	}
+	return v
 }
 
 // QueueListView is the queues, and the window their ended jobs are counted

@@ -31,6 +31,10 @@ type spec struct {
 	Repo        string            `json:"repo"`
 	Ref         string            `json:"ref"`
 	Stdin       string            `json:"stdin"`
+	// The job's own batching of its output (spool submit
+	// --flush-interval, --batch-lines), within the server's bounds.
+	FlushInterval *flushInterval `json:"flush_interval"`
+	BatchLines    int            `json:"batch_lines"`
 	// Secrets name the secrets of spool consume's own (its --secret
 	// flags) that the job gets. A message carries no secret's value: a
 	// topic is read by many, and a message that cannot become a job is
@@ -43,30 +47,45 @@ type spec struct {
 type duration time.Duration
 
 func (d *duration) UnmarshalJSON(b []byte) error {
+	v, err := parseDuration("timeout", `"90s" or "10m"`, b)
+	*d = duration(v)
+	return err
+}
+
+// flushInterval is a flush interval, written as a timeout is.
+type flushInterval time.Duration
+
+func (d *flushInterval) UnmarshalJSON(b []byte) error {
+	v, err := parseDuration("flush_interval", `"200ms" or "5s"`, b)
+	*d = flushInterval(v)
+	return err
+}
+
+// parseDuration reads field's value b: a duration as Go writes them, or a
+// number of seconds. examples show the person what to write.
+func parseDuration(field, examples string, b []byte) (time.Duration, error) {
 	if len(b) > 0 && b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+			return 0, err
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("timeout %q: write a duration such as \"90s\" or \"10m\", or a number of seconds", s)
+			return 0, fmt.Errorf("%s %q: write a duration such as %s, or a number of seconds", field, s, examples)
 		}
-		*d = duration(v)
-		return nil
+		return v, nil
 	}
 	f, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || f > float64(1<<62)/float64(time.Second) {
-		return fmt.Errorf("timeout %s: write a duration such as \"90s\" or \"10m\", or a number of seconds", b)
+		return 0, fmt.Errorf("%s %s: write a duration such as %s, or a number of seconds", field, b, examples)
 	}
-	*d = duration(f * float64(time.Second))
-	return nil
+	return time.Duration(f * float64(time.Second)), nil
 }
 
 // ParseSpec reads a job spec: one JSON object with argv (a program and its
 // arguments) or shell (a script for /bin/sh -c), and optionally env, dir,
 // queue, timeout ("90s" or seconds), max_attempts, retries, repo, ref,
-// stdin and secrets (the names of those of held, name to value, that the
+// stdin, flush_interval (as timeout), batch_lines and secrets (the names of those of held, name to value, that the
 // job gets). Unknown fields are refused, so a misspelt field is noticed
 // instead of ignored. Errors wrap ErrNotASpec and say what is wrong.
 func ParseSpec(value []byte, held map[string]string) (client.SubmitParams, error) {
@@ -90,6 +109,10 @@ func ParseSpec(value []byte, held map[string]string) (client.SubmitParams, error
 	if s.Timeout != nil {
 		sub.Timeout = time.Duration(*s.Timeout)
 	}
+	sub.Batching.MaxBatchSize = s.BatchLines
+	if s.FlushInterval != nil {
+		sub.Batching.FlushInterval = time.Duration(*s.FlushInterval)
+	}
 	for _, name := range s.Secrets {
 		v, ok := held[name]
 		if !ok {
@@ -109,6 +132,8 @@ func ParseSpec(value []byte, held map[string]string) (client.SubmitParams, error
 		return sub, fmt.Errorf(`%w: "timeout" is negative`, ErrNotASpec)
 	case s.MaxAttempts < 0 || s.Retries < 0:
 		return sub, fmt.Errorf(`%w: "max_attempts" and "retries" must not be negative`, ErrNotASpec)
+	case sub.Batching.FlushInterval < 0 || s.BatchLines < 0:
+		return sub, fmt.Errorf(`%w: "flush_interval" and "batch_lines" must not be negative`, ErrNotASpec)
 	}
 	return sub, nil
 }
@@ -130,7 +155,7 @@ func describe(err error) string {
 		return "the message is empty"
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") +
-			"; the fields are argv, shell, env, dir, queue, timeout, max_attempts, retries, repo, ref, stdin and secrets"
+			"; the fields are argv, shell, env, dir, queue, timeout, max_attempts, retries, repo, ref, stdin, flush_interval, batch_lines and secrets"
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }

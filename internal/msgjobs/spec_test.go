@@ -24,6 +24,14 @@ func TestParseSpec(t *testing.T) {
 	if err != nil || sub.Script != "echo hi" || sub.Timeout != 90*time.Second {
 		t.Fatalf("shell spec read as %+v, %v", sub, err)
 	}
+	sub, err = msgjobs.ParseSpec([]byte(`{"shell": "seq 100", "flush_interval": "200ms", "batch_lines": 10}`), nil)
+	if err != nil || sub.Batching.FlushInterval != 200*time.Millisecond || sub.Batching.MaxBatchSize != 10 {
+		t.Fatalf("batching read as %+v, %v", sub.Batching, err)
+	}
+	sub, err = msgjobs.ParseSpec([]byte(`{"shell": "seq 100", "flush_interval": 0.5}`), nil)
+	if err != nil || sub.Batching.FlushInterval != 500*time.Millisecond {
+		t.Fatalf("flush_interval in seconds read as %+v, %v", sub.Batching, err)
+	}
 }
 
 // TestParseSpecSecrets: a spec names which of spool consume's secrets its
@@ -51,6 +59,9 @@ func TestParseSpecRefusesWithAReason(t *testing.T) {
 		{`{"shell": "a", "timeout": "soon"}`, "write a duration"},
 		{`{"shell": "a", "timeout": -1}`, "negative"},
 		{`{"shell": "a", "retries": -1}`, "negative"},
+		{`{"shell": "a", "flush_interval": "often"}`, `flush_interval "often": write a duration such as "200ms"`},
+		{`{"shell": "a", "flush_interval": "-1s"}`, `"flush_interval" and "batch_lines" must not be negative`},
+		{`{"shell": "a", "batch_lines": -3}`, `"flush_interval" and "batch_lines" must not be negative`},
 		{`{"shell": "a"} {"shell": "b"}`, "more than one JSON value"},
 		{"{\"shell\": \"\xff\"}", "not UTF-8"},
 		{`{"shell": "a", "secrets": ["NOT_HELD"]}`, `"NOT_HELD", which is not a secret spool consume was given`},
@@ -66,7 +77,7 @@ func TestParseSpecRefusesWithAReason(t *testing.T) {
 // FuzzParseSpec: whatever a message holds, the parser answers without
 // panicking, and what it accepts is a job with exactly one command.
 func FuzzParseSpec(f *testing.F) {
-	for _, s := range []string{`{"argv": ["true"]}`, `{"shell": "echo", "timeout": "1s", "env": {"A": "b"}}`, `{"shell": "x", "timeout": 1e300}`, `[]`, `null`, `{"argv": []}`} {
+	for _, s := range []string{`{"argv": ["true"]}`, `{"shell": "echo", "timeout": "1s", "env": {"A": "b"}}`, `{"shell": "x", "timeout": 1e300}`, `{"shell": "x", "flush_interval": "200ms", "batch_lines": 10}`, `[]`, `null`, `{"argv": []}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -82,6 +93,9 @@ func FuzzParseSpec(f *testing.F) {
 		}
 		if sub.Timeout < 0 {
 			t.Fatalf("accepted a negative timeout %s", sub.Timeout)
+		}
+		if sub.Batching.FlushInterval < 0 || sub.Batching.MaxBatchSize < 0 {
+			t.Fatalf("accepted a negative batching %+v", sub.Batching)
 		}
 	})
 }

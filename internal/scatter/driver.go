@@ -57,8 +57,9 @@ type Metrics struct {
 // DriverOptions are what a Driver is built from.
 type DriverOptions struct {
 	Store Store
-	// Execution is the execution config of the jobs the driver creates.
-	Execution func() *spoolv1.ExecutionConfig
+	// Execution is the execution config of a job the driver creates with
+	// params (the server's, with the batching the params ask for).
+	Execution func(params *spoolv1.JobParams) *spoolv1.ExecutionConfig
 	Log       *slog.Logger
 	Metrics   Metrics
 }
@@ -217,7 +218,7 @@ func (d *Driver) enqueueGather(ctx context.Context, rec *store.ScatterRecord) er
 
 // enqueueMember enqueues one of a scatter's jobs under its fixed id.
 func (d *Driver) enqueueMember(ctx context.Context, spec *spoolv1.ScatterSpec, params *spoolv1.JobParams, id string, m *spoolv1.ScatterMember) (bool, error) {
-	_, created, err := d.o.Store.Enqueue(ctx, memberJob(spec, params, id, m, d.o.Execution()))
+	_, created, err := d.o.Store.Enqueue(ctx, memberJob(spec, params, id, m, d.o.Execution(params)))
 	if err == nil && created {
 		d.o.Metrics.Enqueued.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", spec.GetQueue())))
 	}

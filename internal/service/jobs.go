@@ -67,7 +67,7 @@ func (s *Service) enqueue(ctx context.Context, caller Caller, m *spoolv1.Enqueue
 		return enqueued{}, err
 	}
 	rejected := m.GetRejectReason() != ""
-	if err := checkParams(m.GetParams(), rejected); err != nil {
+	if err := s.checkParams(m.GetParams(), rejected); err != nil {
 		return enqueued{}, err
 	}
 	if err := checkText("reject_reason", m.GetRejectReason(), maxResultError); err != nil {
@@ -94,7 +94,7 @@ func (s *Service) enqueue(ctx context.Context, caller Caller, m *spoolv1.Enqueue
 		Queue:        queue,
 		RequestID:    m.GetRequestId(),
 		Params:       params,
-		Execution:    s.cfg.ExecutionConfig(),
+		Execution:    s.execution(params),
 		MaxAttempts:  attempts,
 		Retries:      m.GetRetries(),
 		RejectReason: m.GetRejectReason(),

@@ -118,7 +118,7 @@ func (p *pollers) wakeResumed() {
 // ListQueues returns every queue the caller may see, by name: what waits
 // and runs in it, what ended in the last RecentWindow, whether it is
 // paused and how many workers poll it.
-func (s *Service) ListQueues(ctx context.Context, _ *spoolv1.ListQueuesRequest) (*spoolv1.ListQueuesResponse, error) {
+func (s *Service) ListQueues(ctx context.Context, m *spoolv1.ListQueuesRequest) (*spoolv1.ListQueuesResponse, error) {
 	caller, err := s.authorize(ctx, PermRead, "")
 	if err != nil {
 		return nil, err
@@ -132,6 +132,11 @@ func (s *Service) ListQueues(ctx context.Context, _ *spoolv1.ListQueuesRequest) 
 	byName := map[string]*spoolv1.Queue{}
 	for _, st := range stats {
 		byName[st.Name] = queueMessage(st)
+	}
+	if m.GetEndedPerMinute() {
+		if err := s.addEndedPerMinute(ctx, now, byName); err != nil {
+			return nil, err
+		}
 	}
 	// A queue workers wait on before any job names it is a queue too.
 	for name := range workers {

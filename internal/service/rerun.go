@@ -34,11 +34,16 @@ func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*sp
 	if err := rerunnable(old); err != nil {
 		return nil, err
 	}
+	// The bounds are the server's now, which may have narrowed since the
+	// job was submitted.
+	if err := checkBatching(old.GetParams().GetBatching(), s.cfg.Execution.Batching); err != nil {
+		return nil, err
+	}
 	nj := store.NewJob{
 		Queue:       old.GetQueue(),
 		RequestID:   m.GetRequestId(),
 		Params:      proto.CloneOf(old.GetParams()),
-		Execution:   s.cfg.ExecutionConfig(),
+		Execution:   s.execution(old.GetParams()),
 		MaxAttempts: old.GetMaxAttempts(),
 		Retries:     old.GetRetries(),
 		RerunOf:     old.GetJobId(),

@@ -64,11 +64,11 @@ func (s *Service) checkScatterSpec(spec *spoolv1.ScatterSpec) error {
 		return err
 	}
 	spec.Queue = queue
-	if err := checkParams(spec.GetParams(), false); err != nil {
+	if err := s.checkParams(spec.GetParams(), false); err != nil {
 		return err
 	}
 	if spec.GetGather() != nil {
-		if err := checkParams(spec.GetGather(), false); err != nil {
+		if err := s.checkParams(spec.GetGather(), false); err != nil {
 			return fmt.Errorf("gather: %w", err)
 		}
 	}

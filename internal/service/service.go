@@ -109,7 +109,7 @@ func New(o Options) *Service {
 	}
 	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{}), pollWatch: pollWatch}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
-	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: o.Config.ExecutionConfig, Log: o.Log, Metrics: s.metrics.scatter})
+	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: s.execution, Log: o.Log, Metrics: s.metrics.scatter})
 	if ws := o.Store.Capabilities().WatchSharer; ws != nil {
 		s.watchers.shareWith(ws)
 	}

@@ -128,7 +128,13 @@ type JobParams struct {
 	// EnqueueJobRequest.secrets (and kept by a rerun): a job shows which
 	// secrets it has, never their values, which only the worker holding
 	// the job's lease receives (JobLease.secrets).
-	SecretNames   []string `protobuf:"bytes,12,rep,name=secret_names,json=secretNames,proto3" json:"secret_names,omitempty"`
+	SecretNames []string `protobuf:"bytes,12,rep,name=secret_names,json=secretNames,proto3" json:"secret_names,omitempty"`
+	// How the job asks its output to be batched, instead of the server's
+	// execution.batching (unset fields: the server's). The server refuses
+	// a request beyond the limits it sets for jobs, naming the limit, and
+	// stores the result in the job's ExecutionConfig, which the worker
+	// follows.
+	Batching      *JobBatching `protobuf:"bytes,13,opt,name=batching,proto3" json:"batching,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -247,6 +253,69 @@ func (x *JobParams) GetSecretNames() []string {
 	return nil
 }
 
+func (x *JobParams) GetBatching() *JobBatching {
+	if x != nil {
+		return x.Batching
+	}
+	return nil
+}
+
+// JobBatching is a job's own batching: a short flush interval for output
+// someone wants to see at once, or few lines per batch for finer seeks.
+type JobBatching struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Flush buffered output at least this often (zero: the server's).
+	FlushInterval *durationpb.Duration `protobuf:"bytes,1,opt,name=flush_interval,json=flushInterval,proto3" json:"flush_interval,omitempty"`
+	// At most this many output lines per stored batch (zero: the server's).
+	MaxBatchSize  int32 `protobuf:"varint,2,opt,name=max_batch_size,json=maxBatchSize,proto3" json:"max_batch_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobBatching) Reset() {
+	*x = JobBatching{}
+	mi := &file_spool_v1_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobBatching) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobBatching) ProtoMessage() {}
+
+func (x *JobBatching) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobBatching.ProtoReflect.Descriptor instead.
+func (*JobBatching) Descriptor() ([]byte, []int) {
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *JobBatching) GetFlushInterval() *durationpb.Duration {
+	if x != nil {
+		return x.FlushInterval
+	}
+	return nil
+}
+
+func (x *JobBatching) GetMaxBatchSize() int32 {
+	if x != nil {
+		return x.MaxBatchSize
+	}
+	return 0
+}
+
 // External says where an external job's log comes from.
 type External struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -259,7 +328,7 @@ type External struct {
 
 func (x *External) Reset() {
 	*x = External{}
-	mi := &file_spool_v1_job_proto_msgTypes[1]
+	mi := &file_spool_v1_job_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -271,7 +340,7 @@ func (x *External) String() string {
 func (*External) ProtoMessage() {}
 
 func (x *External) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[1]
+	mi := &file_spool_v1_job_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -284,7 +353,7 @@ func (x *External) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use External.ProtoReflect.Descriptor instead.
 func (*External) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *External) GetSource() string {
@@ -313,7 +382,7 @@ type ScatterMember struct {
 
 func (x *ScatterMember) Reset() {
 	*x = ScatterMember{}
-	mi := &file_spool_v1_job_proto_msgTypes[2]
+	mi := &file_spool_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -325,7 +394,7 @@ func (x *ScatterMember) String() string {
 func (*ScatterMember) ProtoMessage() {}
 
 func (x *ScatterMember) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[2]
+	mi := &file_spool_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -338,7 +407,7 @@ func (x *ScatterMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterMember.ProtoReflect.Descriptor instead.
 func (*ScatterMember) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ScatterMember) GetScatterId() string {
@@ -389,13 +458,18 @@ type BatchingConfig struct {
 	MaxBatchBytes int64 `protobuf:"varint,3,opt,name=max_batch_bytes,json=maxBatchBytes,proto3" json:"max_batch_bytes,omitempty"`
 	// Pause between lines when replaying without recorded timestamps.
 	PlaybackIntervalMillis int32 `protobuf:"varint,4,opt,name=playback_interval_millis,json=playbackIntervalMillis,proto3" json:"playback_interval_millis,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// Flush buffered output at least this often, in milliseconds: set when
+	// a job asked for its own flush interval, which may be under a second.
+	// It then wins over flush_interval_seconds, which holds the same
+	// interval rounded up to whole seconds for workers that know only it.
+	FlushIntervalMillis int32 `protobuf:"varint,5,opt,name=flush_interval_millis,json=flushIntervalMillis,proto3" json:"flush_interval_millis,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *BatchingConfig) Reset() {
 	*x = BatchingConfig{}
-	mi := &file_spool_v1_job_proto_msgTypes[3]
+	mi := &file_spool_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +481,7 @@ func (x *BatchingConfig) String() string {
 func (*BatchingConfig) ProtoMessage() {}
 
 func (x *BatchingConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[3]
+	mi := &file_spool_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +494,7 @@ func (x *BatchingConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchingConfig.ProtoReflect.Descriptor instead.
 func (*BatchingConfig) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BatchingConfig) GetFlushIntervalSeconds() int32 {
@@ -451,6 +525,13 @@ func (x *BatchingConfig) GetPlaybackIntervalMillis() int32 {
 	return 0
 }
 
+func (x *BatchingConfig) GetFlushIntervalMillis() int32 {
+	if x != nil {
+		return x.FlushIntervalMillis
+	}
+	return 0
+}
+
 // ExecutionConfig is the server-controlled part of how a job runs.
 type ExecutionConfig struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -463,7 +544,7 @@ type ExecutionConfig struct {
 
 func (x *ExecutionConfig) Reset() {
 	*x = ExecutionConfig{}
-	mi := &file_spool_v1_job_proto_msgTypes[4]
+	mi := &file_spool_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +556,7 @@ func (x *ExecutionConfig) String() string {
 func (*ExecutionConfig) ProtoMessage() {}
 
 func (x *ExecutionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[4]
+	mi := &file_spool_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +569,7 @@ func (x *ExecutionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionConfig.ProtoReflect.Descriptor instead.
 func (*ExecutionConfig) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExecutionConfig) GetBatching() *BatchingConfig {
@@ -527,7 +608,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_spool_v1_job_proto_msgTypes[5]
+	mi := &file_spool_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +620,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[5]
+	mi := &file_spool_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +633,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobResult) GetExitCode() int32 {
@@ -655,7 +736,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_spool_v1_job_proto_msgTypes[6]
+	mi := &file_spool_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +748,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_job_proto_msgTypes[6]
+	mi := &file_spool_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +761,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_spool_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Job) GetJobId() string {
@@ -855,7 +936,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\x03\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x04\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -870,10 +951,14 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\bexternal\x18\n" +
 	" \x01(\v2\x12.spool.v1.ExternalR\bexternal\x12\x10\n" +
 	"\x03pty\x18\v \x01(\bR\x03pty\x12!\n" +
-	"\fsecret_names\x18\f \x03(\tR\vsecretNames\x1a6\n" +
+	"\fsecret_names\x18\f \x03(\tR\vsecretNames\x121\n" +
+	"\bbatching\x18\r \x01(\v2\x15.spool.v1.JobBatchingR\bbatching\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\"\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"u\n" +
+	"\vJobBatching\x12@\n" +
+	"\x0eflush_interval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\rflushInterval\x12$\n" +
+	"\x0emax_batch_size\x18\x02 \x01(\x05R\fmaxBatchSize\"\"\n" +
 	"\bExternal\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\"\xa7\x01\n" +
 	"\rScatterMember\x12\x1d\n" +
@@ -885,12 +970,13 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"batchCount\x12\x1d\n" +
 	"\n" +
 	"item_count\x18\x04 \x01(\x05R\titemCount\x12\x16\n" +
-	"\x06gather\x18\x05 \x01(\bR\x06gather\"\xce\x01\n" +
+	"\x06gather\x18\x05 \x01(\bR\x06gather\"\x82\x02\n" +
 	"\x0eBatchingConfig\x124\n" +
 	"\x16flush_interval_seconds\x18\x01 \x01(\x05R\x14flushIntervalSeconds\x12$\n" +
 	"\x0emax_batch_size\x18\x02 \x01(\x05R\fmaxBatchSize\x12&\n" +
 	"\x0fmax_batch_bytes\x18\x03 \x01(\x03R\rmaxBatchBytes\x128\n" +
-	"\x18playback_interval_millis\x18\x04 \x01(\x05R\x16playbackIntervalMillis\"\x85\x01\n" +
+	"\x18playback_interval_millis\x18\x04 \x01(\x05R\x16playbackIntervalMillis\x122\n" +
+	"\x15flush_interval_millis\x18\x05 \x01(\x05R\x13flushIntervalMillis\"\x85\x01\n" +
 	"\x0fExecutionConfig\x124\n" +
 	"\bbatching\x18\x01 \x01(\v2\x18.spool.v1.BatchingConfigR\bbatching\x12<\n" +
 	"\x1aheartbeat_interval_seconds\x18\x02 \x01(\x05R\x18heartbeatIntervalSeconds\"\xe8\x01\n" +
@@ -955,42 +1041,45 @@ func file_spool_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_spool_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_spool_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_spool_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_spool_v1_job_proto_goTypes = []any{
 	(JobState)(0),                 // 0: spool.v1.JobState
 	(*JobParams)(nil),             // 1: spool.v1.JobParams
-	(*External)(nil),              // 2: spool.v1.External
-	(*ScatterMember)(nil),         // 3: spool.v1.ScatterMember
-	(*BatchingConfig)(nil),        // 4: spool.v1.BatchingConfig
-	(*ExecutionConfig)(nil),       // 5: spool.v1.ExecutionConfig
-	(*JobResult)(nil),             // 6: spool.v1.JobResult
-	(*Job)(nil),                   // 7: spool.v1.Job
-	nil,                           // 8: spool.v1.JobParams.EnvEntry
-	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*JobBatching)(nil),           // 2: spool.v1.JobBatching
+	(*External)(nil),              // 3: spool.v1.External
+	(*ScatterMember)(nil),         // 4: spool.v1.ScatterMember
+	(*BatchingConfig)(nil),        // 5: spool.v1.BatchingConfig
+	(*ExecutionConfig)(nil),       // 6: spool.v1.ExecutionConfig
+	(*JobResult)(nil),             // 7: spool.v1.JobResult
+	(*Job)(nil),                   // 8: spool.v1.Job
+	nil,                           // 9: spool.v1.JobParams.EnvEntry
+	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_spool_v1_job_proto_depIdxs = []int32{
-	8,  // 0: spool.v1.JobParams.env:type_name -> spool.v1.JobParams.EnvEntry
-	9,  // 1: spool.v1.JobParams.timeout:type_name -> google.protobuf.Duration
-	3,  // 2: spool.v1.JobParams.scatter:type_name -> spool.v1.ScatterMember
-	2,  // 3: spool.v1.JobParams.external:type_name -> spool.v1.External
-	4,  // 4: spool.v1.ExecutionConfig.batching:type_name -> spool.v1.BatchingConfig
-	10, // 5: spool.v1.JobResult.started_at:type_name -> google.protobuf.Timestamp
-	10, // 6: spool.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 7: spool.v1.Job.state:type_name -> spool.v1.JobState
-	10, // 8: spool.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	10, // 9: spool.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	1,  // 10: spool.v1.Job.params:type_name -> spool.v1.JobParams
-	5,  // 11: spool.v1.Job.execution_config:type_name -> spool.v1.ExecutionConfig
-	6,  // 12: spool.v1.Job.result:type_name -> spool.v1.JobResult
-	10, // 13: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	10, // 14: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
-	10, // 15: spool.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	9,  // 0: spool.v1.JobParams.env:type_name -> spool.v1.JobParams.EnvEntry
+	10, // 1: spool.v1.JobParams.timeout:type_name -> google.protobuf.Duration
+	4,  // 2: spool.v1.JobParams.scatter:type_name -> spool.v1.ScatterMember
+	3,  // 3: spool.v1.JobParams.external:type_name -> spool.v1.External
+	2,  // 4: spool.v1.JobParams.batching:type_name -> spool.v1.JobBatching
+	10, // 5: spool.v1.JobBatching.flush_interval:type_name -> google.protobuf.Duration
+	5,  // 6: spool.v1.ExecutionConfig.batching:type_name -> spool.v1.BatchingConfig
+	11, // 7: spool.v1.JobResult.started_at:type_name -> google.protobuf.Timestamp
+	11, // 8: spool.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 9: spool.v1.Job.state:type_name -> spool.v1.JobState
+	11, // 10: spool.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	11, // 11: spool.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 12: spool.v1.Job.params:type_name -> spool.v1.JobParams
+	6,  // 13: spool.v1.Job.execution_config:type_name -> spool.v1.ExecutionConfig
+	7,  // 14: spool.v1.Job.result:type_name -> spool.v1.JobResult
+	11, // 15: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	11, // 16: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
+	11, // 17: spool.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_job_proto_init() }
@@ -1004,7 +1093,7 @@ func file_spool_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_job_proto_rawDesc), len(file_spool_v1_job_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -40,9 +40,13 @@ type Queue struct {
 	// When the oldest waiting job was enqueued (unset when none waits).
 	OldestQueuedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=oldest_queued_at,json=oldestQueuedAt,proto3" json:"oldest_queued_at,omitempty"`
 	// Workers that asked this server for the queue's jobs in the last minute.
-	Workers       int32 `protobuf:"varint,10,opt,name=workers,proto3" json:"workers,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Workers int32 `protobuf:"varint,10,opt,name=workers,proto3" json:"workers,omitempty"`
+	// Only when ListQueuesRequest.ended_per_minute asks for them: the jobs
+	// that ended in each of the last 60 minutes, oldest first, the last
+	// being the minute under way (empty when none ended in the hour).
+	EndedPerMinute []*EndedMinute `protobuf:"bytes,11,rep,name=ended_per_minute,json=endedPerMinute,proto3" json:"ended_per_minute,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Queue) Reset() {
@@ -145,15 +149,97 @@ func (x *Queue) GetWorkers() int32 {
 	return 0
 }
 
-type ListQueuesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+func (x *Queue) GetEndedPerMinute() []*EndedMinute {
+	if x != nil {
+		return x.EndedPerMinute
+	}
+	return nil
+}
+
+// EndedMinute is how many of a queue's jobs ended in one minute, by final
+// state (a cancelled job counts neither as succeeded nor as failed).
+type EndedMinute struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The minute's start.
+	Minute        *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=minute,proto3" json:"minute,omitempty"`
+	Succeeded     int64                  `protobuf:"varint,2,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	Failed        int64                  `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Cancelled     int64                  `protobuf:"varint,4,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *EndedMinute) Reset() {
+	*x = EndedMinute{}
+	mi := &file_spool_v1_queues_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndedMinute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndedMinute) ProtoMessage() {}
+
+func (x *EndedMinute) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_queues_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndedMinute.ProtoReflect.Descriptor instead.
+func (*EndedMinute) Descriptor() ([]byte, []int) {
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *EndedMinute) GetMinute() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Minute
+	}
+	return nil
+}
+
+func (x *EndedMinute) GetSucceeded() int64 {
+	if x != nil {
+		return x.Succeeded
+	}
+	return 0
+}
+
+func (x *EndedMinute) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *EndedMinute) GetCancelled() int64 {
+	if x != nil {
+		return x.Cancelled
+	}
+	return 0
+}
+
+type ListQueuesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Also give each queue's jobs ended per minute over the last hour
+	// (Queue.ended_per_minute). It costs a read of the jobs ended in the
+	// hour, so only a caller that draws them asks.
+	EndedPerMinute bool `protobuf:"varint,1,opt,name=ended_per_minute,json=endedPerMinute,proto3" json:"ended_per_minute,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
 func (x *ListQueuesRequest) Reset() {
 	*x = ListQueuesRequest{}
-	mi := &file_spool_v1_queues_proto_msgTypes[1]
+	mi := &file_spool_v1_queues_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -165,7 +251,7 @@ func (x *ListQueuesRequest) String() string {
 func (*ListQueuesRequest) ProtoMessage() {}
 
 func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_queues_proto_msgTypes[1]
+	mi := &file_spool_v1_queues_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -178,7 +264,14 @@ func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesRequest.ProtoReflect.Descriptor instead.
 func (*ListQueuesRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_queues_proto_rawDescGZIP(), []int{1}
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListQueuesRequest) GetEndedPerMinute() bool {
+	if x != nil {
+		return x.EndedPerMinute
+	}
+	return false
 }
 
 type ListQueuesResponse struct {
@@ -192,7 +285,7 @@ type ListQueuesResponse struct {
 
 func (x *ListQueuesResponse) Reset() {
 	*x = ListQueuesResponse{}
-	mi := &file_spool_v1_queues_proto_msgTypes[2]
+	mi := &file_spool_v1_queues_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -204,7 +297,7 @@ func (x *ListQueuesResponse) String() string {
 func (*ListQueuesResponse) ProtoMessage() {}
 
 func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_queues_proto_msgTypes[2]
+	mi := &file_spool_v1_queues_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -217,7 +310,7 @@ func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesResponse.ProtoReflect.Descriptor instead.
 func (*ListQueuesResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_queues_proto_rawDescGZIP(), []int{2}
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListQueuesResponse) GetQueues() []*Queue {
@@ -243,7 +336,7 @@ type PauseQueueRequest struct {
 
 func (x *PauseQueueRequest) Reset() {
 	*x = PauseQueueRequest{}
-	mi := &file_spool_v1_queues_proto_msgTypes[3]
+	mi := &file_spool_v1_queues_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +348,7 @@ func (x *PauseQueueRequest) String() string {
 func (*PauseQueueRequest) ProtoMessage() {}
 
 func (x *PauseQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_queues_proto_msgTypes[3]
+	mi := &file_spool_v1_queues_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +361,7 @@ func (x *PauseQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_queues_proto_rawDescGZIP(), []int{3}
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PauseQueueRequest) GetName() string {
@@ -287,7 +380,7 @@ type PauseQueueResponse struct {
 
 func (x *PauseQueueResponse) Reset() {
 	*x = PauseQueueResponse{}
-	mi := &file_spool_v1_queues_proto_msgTypes[4]
+	mi := &file_spool_v1_queues_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -299,7 +392,7 @@ func (x *PauseQueueResponse) String() string {
 func (*PauseQueueResponse) ProtoMessage() {}
 
 func (x *PauseQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_queues_proto_msgTypes[4]
+	mi := &file_spool_v1_queues_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -312,7 +405,7 @@ func (x *PauseQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_queues_proto_rawDescGZIP(), []int{4}
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PauseQueueResponse) GetQueue() *Queue {
@@ -331,7 +424,7 @@ type ResumeQueueRequest struct {
 
 func (x *ResumeQueueRequest) Reset() {
 	*x = ResumeQueueRequest{}
-	mi := &file_spool_v1_queues_proto_msgTypes[5]
+	mi := &file_spool_v1_queues_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +436,7 @@ func (x *ResumeQueueRequest) String() string {
 func (*ResumeQueueRequest) ProtoMessage() {}
 
 func (x *ResumeQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_queues_proto_msgTypes[5]
+	mi := &file_spool_v1_queues_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +449,7 @@ func (x *ResumeQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeQueueRequest.ProtoReflect.Descriptor instead.
 func (*ResumeQueueRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_queues_proto_rawDescGZIP(), []int{5}
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResumeQueueRequest) GetName() string {
@@ -375,7 +468,7 @@ type ResumeQueueResponse struct {
 
 func (x *ResumeQueueResponse) Reset() {
 	*x = ResumeQueueResponse{}
-	mi := &file_spool_v1_queues_proto_msgTypes[6]
+	mi := &file_spool_v1_queues_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +480,7 @@ func (x *ResumeQueueResponse) String() string {
 func (*ResumeQueueResponse) ProtoMessage() {}
 
 func (x *ResumeQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_queues_proto_msgTypes[6]
+	mi := &file_spool_v1_queues_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +493,7 @@ func (x *ResumeQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeQueueResponse.ProtoReflect.Descriptor instead.
 func (*ResumeQueueResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_queues_proto_rawDescGZIP(), []int{6}
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResumeQueueResponse) GetQueue() *Queue {
@@ -414,7 +507,7 @@ var File_spool_v1_queues_proto protoreflect.FileDescriptor
 
 const file_spool_v1_queues_proto_rawDesc = "" +
 	"\n" +
-	"\x15spool/v1/queues.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x02\n" +
+	"\x15spool/v1/queues.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\x03\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x127\n" +
@@ -426,8 +519,15 @@ const file_spool_v1_queues_proto_rawDesc = "" +
 	"\tcancelled\x18\b \x01(\x03R\tcancelled\x12D\n" +
 	"\x10oldest_queued_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0eoldestQueuedAt\x12\x18\n" +
 	"\aworkers\x18\n" +
-	" \x01(\x05R\aworkers\"\x13\n" +
-	"\x11ListQueuesRequest\"d\n" +
+	" \x01(\x05R\aworkers\x12?\n" +
+	"\x10ended_per_minute\x18\v \x03(\v2\x15.spool.v1.EndedMinuteR\x0eendedPerMinute\"\x95\x01\n" +
+	"\vEndedMinute\x122\n" +
+	"\x06minute\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06minute\x12\x1c\n" +
+	"\tsucceeded\x18\x02 \x01(\x03R\tsucceeded\x12\x16\n" +
+	"\x06failed\x18\x03 \x01(\x03R\x06failed\x12\x1c\n" +
+	"\tcancelled\x18\x04 \x01(\x03R\tcancelled\"=\n" +
+	"\x11ListQueuesRequest\x12(\n" +
+	"\x10ended_per_minute\x18\x01 \x01(\bR\x0eendedPerMinute\"d\n" +
 	"\x12ListQueuesResponse\x12'\n" +
 	"\x06queues\x18\x01 \x03(\v2\x0f.spool.v1.QueueR\x06queues\x12%\n" +
 	"\x0ewindow_seconds\x18\x02 \x01(\x05R\rwindowSeconds\"'\n" +
@@ -458,34 +558,37 @@ func file_spool_v1_queues_proto_rawDescGZIP() []byte {
 	return file_spool_v1_queues_proto_rawDescData
 }
 
-var file_spool_v1_queues_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_spool_v1_queues_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_spool_v1_queues_proto_goTypes = []any{
 	(*Queue)(nil),                 // 0: spool.v1.Queue
-	(*ListQueuesRequest)(nil),     // 1: spool.v1.ListQueuesRequest
-	(*ListQueuesResponse)(nil),    // 2: spool.v1.ListQueuesResponse
-	(*PauseQueueRequest)(nil),     // 3: spool.v1.PauseQueueRequest
-	(*PauseQueueResponse)(nil),    // 4: spool.v1.PauseQueueResponse
-	(*ResumeQueueRequest)(nil),    // 5: spool.v1.ResumeQueueRequest
-	(*ResumeQueueResponse)(nil),   // 6: spool.v1.ResumeQueueResponse
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(*EndedMinute)(nil),           // 1: spool.v1.EndedMinute
+	(*ListQueuesRequest)(nil),     // 2: spool.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),    // 3: spool.v1.ListQueuesResponse
+	(*PauseQueueRequest)(nil),     // 4: spool.v1.PauseQueueRequest
+	(*PauseQueueResponse)(nil),    // 5: spool.v1.PauseQueueResponse
+	(*ResumeQueueRequest)(nil),    // 6: spool.v1.ResumeQueueRequest
+	(*ResumeQueueResponse)(nil),   // 7: spool.v1.ResumeQueueResponse
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
 }
 var file_spool_v1_queues_proto_depIdxs = []int32{
-	7, // 0: spool.v1.Queue.paused_at:type_name -> google.protobuf.Timestamp
-	7, // 1: spool.v1.Queue.oldest_queued_at:type_name -> google.protobuf.Timestamp
-	0, // 2: spool.v1.ListQueuesResponse.queues:type_name -> spool.v1.Queue
-	0, // 3: spool.v1.PauseQueueResponse.queue:type_name -> spool.v1.Queue
-	0, // 4: spool.v1.ResumeQueueResponse.queue:type_name -> spool.v1.Queue
-	1, // 5: spool.v1.QueueService.ListQueues:input_type -> spool.v1.ListQueuesRequest
-	3, // 6: spool.v1.QueueService.PauseQueue:input_type -> spool.v1.PauseQueueRequest
-	5, // 7: spool.v1.QueueService.ResumeQueue:input_type -> spool.v1.ResumeQueueRequest
-	2, // 8: spool.v1.QueueService.ListQueues:output_type -> spool.v1.ListQueuesResponse
-	4, // 9: spool.v1.QueueService.PauseQueue:output_type -> spool.v1.PauseQueueResponse
-	6, // 10: spool.v1.QueueService.ResumeQueue:output_type -> spool.v1.ResumeQueueResponse
-	8, // [8:11] is the sub-list for method output_type
-	5, // [5:8] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	8,  // 0: spool.v1.Queue.paused_at:type_name -> google.protobuf.Timestamp
+	8,  // 1: spool.v1.Queue.oldest_queued_at:type_name -> google.protobuf.Timestamp
+	1,  // 2: spool.v1.Queue.ended_per_minute:type_name -> spool.v1.EndedMinute
+	8,  // 3: spool.v1.EndedMinute.minute:type_name -> google.protobuf.Timestamp
+	0,  // 4: spool.v1.ListQueuesResponse.queues:type_name -> spool.v1.Queue
+	0,  // 5: spool.v1.PauseQueueResponse.queue:type_name -> spool.v1.Queue
+	0,  // 6: spool.v1.ResumeQueueResponse.queue:type_name -> spool.v1.Queue
+	2,  // 7: spool.v1.QueueService.ListQueues:input_type -> spool.v1.ListQueuesRequest
+	4,  // 8: spool.v1.QueueService.PauseQueue:input_type -> spool.v1.PauseQueueRequest
+	6,  // 9: spool.v1.QueueService.ResumeQueue:input_type -> spool.v1.ResumeQueueRequest
+	3,  // 10: spool.v1.QueueService.ListQueues:output_type -> spool.v1.ListQueuesResponse
+	5,  // 11: spool.v1.QueueService.PauseQueue:output_type -> spool.v1.PauseQueueResponse
+	7,  // 12: spool.v1.QueueService.ResumeQueue:output_type -> spool.v1.ResumeQueueResponse
+	10, // [10:13] is the sub-list for method output_type
+	7,  // [7:10] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_queues_proto_init() }
@@ -499,7 +602,7 @@ func file_spool_v1_queues_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_queues_proto_rawDesc), len(file_spool_v1_queues_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

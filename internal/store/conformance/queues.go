@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -251,3 +252,78 @@ func testRerunLinks(t *testing.T, b Backend) {
 }
 
 func rerunID(i int) string { return fmt.Sprintf("rerun-%03d", i) }
+
+// testEndedPerMinute: the jobs that ended since a time, by queue, minute
+// of their end and final state; queued and running jobs, and jobs that
+// ended before it, are not counted.
+func testEndedPerMinute(t *testing.T, b Backend) {
+	s := open(t, b)
+	ctx := context.Background()
+	start := storekit.Now()
+	q, other := newQueue(), newQueue()
+	var ended []string
+	for _, code := range []int32{0, 0, 2} {
+		enqueue(t, s, newJob(q))
+		l := leaseOne(t, s, q, time.Minute)
+		if _, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{ExitCode: code}); err != nil {
+			t.Fatal(err)
+		}
+		ended = append(ended, l.Job.GetJobId())
+	}
+	cancelled := enqueue(t, s, newJob(q))
+	if _, err := s.Cancel(ctx, cancelled.GetJobId(), "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	ended = append(ended, cancelled.GetJobId())
+	enqueue(t, s, newJob(q))     // waits
+	enqueue(t, s, newJob(other)) // waits: other has nothing ended
+	leaseOne(t, s, other, time.Minute)
+
+	// What each job's end says, minute by minute.
+	var want store.EndedTally
+	for _, id := range ended {
+		j, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := j.GetUpdatedAt().AsTime()
+		if f := j.GetResult().GetFinishedAt(); f != nil {
+			at = f.AsTime()
+		}
+		want.Add(q, at, j.GetState(), 1)
+	}
+	endedOf := func(since time.Time) []store.EndedMinute {
+		t.Helper()
+		all, err := s.EndedPerMinute(ctx, since)
+		if err != nil {
+			t.Fatalf("EndedPerMinute: %v", err)
+		}
+		var mine []store.EndedMinute
+		for _, m := range all {
+			if m.Queue == other {
+				t.Fatalf("EndedPerMinute counts %+v for a queue with no job ended", m)
+			}
+			if m.Queue == q {
+				mine = append(mine, m)
+			}
+		}
+		return mine
+	}
+	got := endedOf(start)
+	if !slices.Equal(got, want.Minutes()) {
+		t.Fatalf("EndedPerMinute(%s):\n got %+v\nwant %+v", q, got, want.Minutes())
+	}
+	var total store.EndedMinute
+	for _, m := range got {
+		if m.Minute.Second() != 0 || m.Minute.Nanosecond() != 0 || m.Minute.Location() != time.UTC {
+			t.Errorf("minute %v is not the start of a minute in UTC", m.Minute)
+		}
+		total.Succeeded, total.Failed, total.Cancelled = total.Succeeded+m.Succeeded, total.Failed+m.Failed, total.Cancelled+m.Cancelled
+	}
+	if total.Succeeded != 2 || total.Failed != 1 || total.Cancelled != 1 {
+		t.Fatalf("EndedPerMinute(%s) totals %d succeeded, %d failed, %d cancelled; want 2, 1, 1", q, total.Succeeded, total.Failed, total.Cancelled)
+	}
+	if later := endedOf(storekit.Now().Add(time.Second)); len(later) != 0 {
+		t.Fatalf("EndedPerMinute since a later time: %+v; want nothing", later)
+	}
+}

@@ -108,6 +108,7 @@ func Run(t *testing.T, b Backend) {
 		{"RebuildLog", testRebuildLog},
 		{"QueueStats", testQueueStats},
 		{"QueuePause", testQueuePause},
+		{"EndedPerMinute", testEndedPerMinute},
 		{"StartedAt", testStartedAt},
 		{"RerunLinks", testRerunLinks},
 		{"DeleteJob", testDeleteJob},

@@ -1,6 +1,7 @@
 // The queues page: each queue with what waits, runs and ended in it
-// recently, how long its oldest job has waited and how many workers poll
-// it, refreshed every 2 seconds. Pause and Resume act at once; pausing asks
+// recently (and, minute by minute, in the last hour: endedChart), how long
+// its oldest job has waited and how many workers poll it, refreshed every
+// 2 seconds. Pause and Resume act at once; pausing asks
 // for a second click (confirmButton), since it stops work.
 import { api, autoRefresh, confirmButton, duration, escapeHtml, localTime } from "./util.js";
 
@@ -14,7 +15,7 @@ function render(list) {
   $("#succeeded-head").textContent = `Succeeded ${hours}h`;
   $("#failed-head").textContent = `Failed ${hours}h`;
   if (!list.queues.length) {
-    $("#queues").innerHTML = `<tr><td colspan="10" class="empty">No queues yet: a queue appears with its first job (<code>spool submit -q NAME -- CMD</code>).</td></tr>`;
+    $("#queues").innerHTML = `<tr><td colspan="11" class="empty">No queues yet: a queue appears with its first job (<code>spool submit -q NAME -- CMD</code>).</td></tr>`;
     return;
   }
   const now = Date.now();
@@ -39,10 +40,45 @@ function row(q, now) {
     <td class="num">${q.succeeded.toLocaleString()}</td>
     <td class="num${q.failed ? " bad" : ""}">${q.failed.toLocaleString()}</td>
     <td class="num">${q.cancelled.toLocaleString()}</td>
+    <td class="chart">${endedChart(q.ended_per_minute || [])}</td>
     <td>${oldest}</td>
     <td class="num">${q.workers}</td>
     <td><button class="btn small${q.paused ? "" : " danger"}" type="button" data-queue="${name}" data-action="${action}">${label}</button></td>
   </tr>`;
+}
+
+// The chart's size: a bar a minute, two pixels wide with a pixel between.
+const BAR = 2, GAP = 1, HEIGHT = 22;
+
+// endedChart draws a queue's jobs ended per minute over the last hour (the
+// server gives the 60 minutes, oldest first) as an inline SVG: a bar a
+// minute, succeeded at the bottom, failed on them, cancelled on top, scaled
+// to the busiest minute. Each minute's title gives its figures, so a
+// pointer over a bar says what it is. Nothing ended in the hour: no chart.
+function endedChart(minutes) {
+  if (!minutes.length) return "";
+  const total = (m) => m.succeeded + m.failed + m.cancelled;
+  const peak = Math.max(1, ...minutes.map(total));
+  const sum = (k) => minutes.reduce((n, m) => n + m[k], 0);
+  const label = `Jobs ended per minute in the last hour: ${sum("succeeded")} succeeded, ${sum("failed")} failed, ${sum("cancelled")} cancelled (busiest minute ${peak})`;
+  const bars = minutes.map((m, i) => {
+    const x = i * (BAR + GAP);
+    let y = HEIGHT;
+    const seg = (n, cls) => {
+      if (!n) return "";
+      const h = Math.max(1, Math.round((n / peak) * HEIGHT));
+      y -= h;
+      return `<rect class="${cls}" x="${x}" y="${y}" width="${BAR}" height="${h}"></rect>`;
+    };
+    const at = new Date(m.minute).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const title = `${at}: ${m.succeeded} succeeded, ${m.failed} failed, ${m.cancelled} cancelled`;
+    // A full-height rect under the bar, so the whole column shows its title.
+    return `<g class="minute" data-ended="${total(m)}"><title>${escapeHtml(title)}</title>` +
+      `<rect class="hit" x="${x}" y="0" width="${BAR + GAP}" height="${HEIGHT}"></rect>` +
+      seg(m.succeeded, "succeeded") + seg(m.failed, "failed") + seg(m.cancelled, "cancelled") + `</g>`;
+  }).join("");
+  const width = minutes.length * (BAR + GAP) - GAP;
+  return `<svg class="ended-chart" width="${width}" height="${HEIGHT}" viewBox="0 0 ${width} ${HEIGHT}" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>${bars}</svg>`;
 }
 
 // wire makes a row's button pause (after a second click) or resume its
@@ -62,4 +98,4 @@ function wire(btn) {
   btn.addEventListener("click", () => act().catch(failed));
 }
 
-const refresh = autoRefresh(async () => render(await api("/api/v1/queues")));
+const refresh = autoRefresh(async () => render(await api("/api/v1/queues?ended_per_minute=true")));

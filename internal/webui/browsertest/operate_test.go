@@ -24,6 +24,21 @@ func queueRow(name string) string {
 	return `([...document.querySelectorAll("#queues tr")].map(r => [...r.cells].map(c => c.textContent.trim()).join("|")).find(r => r.startsWith("` + name + `|")) || "")`
 }
 
+// endedChart describes the named queue's chart of jobs ended per minute:
+// its bars (a group per minute), the minutes with jobs ended, and the
+// title of the last of those.
+func endedChart(name string) string {
+	return `(() => {
+		const row = [...document.querySelectorAll("#queues tr")].find(r => r.cells[0] && r.cells[0].textContent.trim() === "` + name + `");
+		const svg = row && row.querySelector("svg.ended-chart");
+		if (!svg) return "none";
+		const minutes = [...svg.querySelectorAll("g.minute")];
+		const ended = minutes.filter(g => Number(g.dataset.ended) > 0);
+		const last = ended.length ? ended[ended.length - 1].querySelector("title").textContent : "";
+		return minutes.length + "|" + ended.length + "|" + svg.querySelectorAll("g.minute rect.succeeded").length + "|" + last;
+	})()`
+}
+
 // The queues page shows each queue's counts and pauses and resumes it: a
 // paused queue gives its jobs to no worker.
 func TestQueuesPagePausesAndResumes(t *testing.T) {
@@ -35,6 +50,9 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "quiet", Argv: []string{"make"}}); err != nil {
+		t.Fatal(err)
+	}
 	l := spooltest.LeaseJob(t, srv, "builds")
 	l.Begin()
 	l.End(0)
@@ -44,16 +62,27 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 	b.do(t, "open the queues page", chromedp.Navigate(srv.URL+"/queues"))
 	b.waitFor(t, "the builds row", queueRow("builds")+` !== ""`)
 	cells := strings.Split(eval[string](t, b, queueRow("builds")), "|")
-	// Queue, state, queued, running, succeeded, failed, cancelled, oldest, workers, button.
-	if len(cells) != 10 || cells[1] != "active" || cells[2] != "1" || cells[3] != "1" || cells[4] != "1" || cells[5] != "0" || cells[9] != "Pause" {
+	// Queue, state, queued, running, succeeded, failed, cancelled, the
+	// last hour's chart (its text: the titles), oldest, workers, button.
+	if len(cells) != 11 || cells[1] != "active" || cells[2] != "1" || cells[3] != "1" || cells[4] != "1" || cells[5] != "0" || cells[10] != "Pause" {
 		t.Fatalf("builds row: %q", cells)
 	}
-	if cells[7] == "" || cells[8] != "1" {
-		t.Errorf("oldest waiting %q, workers %q; want an age and the worker that polled", cells[7], cells[8])
+	if cells[8] == "" || cells[9] != "1" {
+		t.Errorf("oldest waiting %q, workers %q; want an age and the worker that polled", cells[8], cells[9])
 	}
 	t.Logf("screenshot of the queues page: %s", artifact(t, "queues-page.png", b.screenshot(t)))
+	// The one job that ended is a bar of the last hour's 60, titled with
+	// its minute's figures.
+	chart := strings.Split(eval[string](t, b, endedChart("builds")), "|")
+	if len(chart) != 4 || chart[0] != "60" || chart[1] != "1" || chart[2] != "1" || !strings.HasSuffix(chart[3], ": 1 succeeded, 0 failed, 0 cancelled") {
+		t.Errorf("builds' chart of the last hour: %q; want 60 minutes, one with a job succeeded", chart)
+	}
 
 	pause := `#queues button[data-queue="builds"]`
+	if got := eval[string](t, b, endedChart("quiet")); got != "none" {
+		t.Errorf("a queue with nothing ended has a chart: %q", got)
+	}
+
 	b.do(t, "click Pause", chromedp.Click(chromedp.CSS(pause)))
 	if got := b.text(t, pause); got != "Click again to pause" {
 		t.Fatalf("after one click the button reads %q; a pause needs a second click", got)

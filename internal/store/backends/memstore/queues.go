@@ -7,6 +7,7 @@ import (
 	"time"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 )
 
@@ -59,6 +60,21 @@ func (s *Store) QueueStats(_ context.Context, since time.Time) ([]store.QueueSta
 		out = append(out, *byName[name])
 	}
 	return out, nil
+}
+
+// EndedPerMinute implements store.QueueStore, by each final job's end
+// (endedAt).
+func (s *Store) EndedPerMinute(_ context.Context, since time.Time) ([]store.EndedMinute, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t store.EndedTally
+	for _, r := range s.created {
+		j := r.job
+		if at := endedAt(j); convert.State(j.State).IsFinal() && !at.Before(since) {
+			t.Add(j.Queue, at, j.State, 1)
+		}
+	}
+	return t.Minutes(), nil
 }
 
 // SetQueuePaused implements store.QueueStore.

@@ -10,7 +10,10 @@ import (
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
 )
 
-var queueCounts = sqlrows.Dollar(sqlrows.QueueCounts)
+var (
+	queueCounts    = sqlrows.Dollar(sqlrows.QueueCounts)
+	endedPerMinute = sqlrows.Dollar(sqlrows.EndedPerMinute)
+)
 
 // selectQueuePaused says whether a queue is paused (argument: name): one
 // search of the primary key of queues. Leases do not ask it: they read the
@@ -41,6 +44,21 @@ func (s *Store) QueueStats(ctx context.Context, since time.Time) ([]store.QueueS
 		return nil, pgErr(err, "count the jobs of each queue")
 	}
 	return t.Stats(), nil
+}
+
+// EndedPerMinute implements store.QueueStore with one grouped read of the
+// ended jobs (sqlrows.EndedPerMinute).
+func (s *Store) EndedPerMinute(ctx context.Context, since time.Time) ([]store.EndedMinute, error) {
+	rows, err := s.pool.Query(ctx, endedPerMinute, sqlrows.Micros(since))
+	if err != nil {
+		return nil, pgErr(err, "count the jobs ended each minute")
+	}
+	defer rows.Close()
+	var t store.EndedTally
+	if err := sqlrows.AddEnded(&t, rows); err != nil {
+		return nil, pgErr(err, "count the jobs ended each minute")
+	}
+	return t.Minutes(), nil
 }
 
 // A queue's pause lock orders its pauses with its leases (leaseUnpaused):

@@ -24,6 +24,17 @@ func (s *Store) QueueStats(ctx context.Context, since time.Time) ([]store.QueueS
 	return t.Stats(), nil
 }
 
+// EndedPerMinute implements store.QueueStore with one grouped read of the
+// ended jobs (sqlrows.EndedPerMinute), from the reader pool.
+func (s *Store) EndedPerMinute(ctx context.Context, since time.Time) ([]store.EndedMinute, error) {
+	var t store.EndedTally
+	add := func(rows sqlrows.Rows) error { return sqlrows.AddEnded(&t, rows) }
+	if err := s.query(ctx, "count the jobs ended each minute", add, sqlrows.EndedPerMinute, sqlrows.Micros(since)); err != nil {
+		return nil, err
+	}
+	return t.Minutes(), nil
+}
+
 // query runs q on the reader pool and hands its rows to collect.
 func (s *Store) query(ctx context.Context, what string, collect func(sqlrows.Rows) error, q string, args ...any) error {
 	rows, err := s.r.QueryContext(ctx, q, args...)
