@@ -269,7 +269,7 @@ func testScatterRedrive(t *testing.T, b Backend) {
 	id := rec.Scatter.GetScatterId()
 	meter := noop.NewMeterProvider().Meter("conformance")
 	counter := func() metric.Int64Counter { c, _ := meter.Int64Counter("c"); return c }
-	d := scatter.NewDriver(scatter.DriverOptions{Store: s, Execution: defaultExec, Log: slog.New(slog.DiscardHandler),
+	d := scatter.NewDriver(scatter.DriverOptions{Store: s, Execution: func(*spoolv1.JobParams) *spoolv1.ExecutionConfig { return defaultExec() }, Log: slog.New(slog.DiscardHandler),
 		Metrics: scatter.Metrics{Enqueued: counter(), BatchesCreated: counter(), BatchesCompleted: counter(), BatchesFailed: counter()}})
 	// finish drives the scatter, takes its one queued job, which must be
 	// want, and ends it with exit status code.
