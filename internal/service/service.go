@@ -25,7 +25,9 @@
 //     share with the requests: deleting a job (RemoveJob) and ending an
 //     external one (EndExternal);
 //   - draining: on shutdown, long polls and follows end at once so clients
-//     resume elsewhere or later.
+//     resume elsewhere or later;
+//   - readiness: whether the store answers, for the server's /readyz
+//     (ready.go).
 package service
 
 import (
@@ -88,6 +90,8 @@ type Service struct {
 	pollers pollers
 	// decoding bounds what ingested deliveries decode to at once.
 	decoding decodeBudget
+	// ready is the store's last answer to the readiness probe (ready.go).
+	ready readiness
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down

@@ -124,11 +124,15 @@ func (s *Store) Config() Config { return s.cfg }
 // Limits implements store.JobStore.
 func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
 
-// Capabilities implements store.JobStore: none. A completion is an append,
-// then a commit of the job, as DynamoDB writes them; leases are SQS's
-// visibility timeouts, which run whether a server does or not; servers
-// share no messages of their own; and DynamoDB gives space back by itself.
-func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{} }
+// Capabilities implements store.JobStore: a ping for the readiness probe
+// and the count of the SDK's retries, nothing of the jobs. A completion is
+// an append, then a commit of the job, as DynamoDB writes them; leases are
+// SQS's visibility timeouts, which run whether a server does or not;
+// servers share no messages of their own; and DynamoDB gives space back by
+// itself.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Pinger: s, RetryReporter: s}
+}
 
 // Watch implements store.JobStore: see watcher.
 func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
