@@ -110,6 +110,7 @@ func New(o Options) *Service {
 	}
 	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{})}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
+	observeQueues(o.Meter, o.Store)
 	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: o.Config.ExecutionConfig, Log: o.Log, Metrics: s.metrics.scatter})
 	if ws := o.Store.Capabilities().WatchSharer; ws != nil {
 		s.watchers.shareWith(ws)
