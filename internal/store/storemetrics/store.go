@@ -69,6 +69,9 @@ func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {
 	return s.inner.Watch(ctx, jobID)
 }
 
+// The methods below implement store.JobStore's: each calls the inner
+// store's and records the call as its operation.
+
 func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, bool, error) {
 	t := time.Now()
 	j, created, err := s.inner.Enqueue(ctx, nj)
