@@ -97,6 +97,7 @@ func (s *sender) handBack() *handBack {
 // run sends until the outbox is drained (nil), the lease is lost
 // (errLeaseLost), or ctx ends (its error; the outbox stays on disk).
 func (s *sender) run(ctx context.Context) error {
+	defer s.w.sendingNow(s)()
 	if s.ended != nil {
 		awaitQuickEnd(ctx, s.started, s.ended)
 	}
@@ -131,6 +132,7 @@ func (s *sender) run(ctx context.Context) error {
 				return err
 			}
 			if done {
+				s.w.metrics.delivered(ctx, evs)
 				s.ob.Ack(c)
 				continue
 			}
@@ -163,6 +165,8 @@ func (s *sender) run(ctx context.Context) error {
 				}
 			case err != nil:
 				return err
+			default:
+				s.w.metrics.delivered(ctx, evs)
 			}
 		}
 		if c.Result != nil {

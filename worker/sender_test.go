@@ -120,7 +120,7 @@ func endedAttempt(t *testing.T, f *jobServer, takesEvents bool) *sender {
 	if err := ob.Finish(&spoolv1.JobResult{ExitCode: 0}); err != nil {
 		t.Fatal(err)
 	}
-	w := &Worker{cfg: Config{SpoolDir: dir}, rpc: f, completions: &completions{rpc: f}, log: slog.New(slog.DiscardHandler)}
+	w := &Worker{cfg: Config{SpoolDir: dir}, rpc: f, completions: &completions{rpc: f}, log: slog.New(slog.DiscardHandler), metrics: noMetrics()}
 	return &sender{w: w, ob: ob, token: "token", log: w.log, completeTakesEvents: takesEvents}
 }
 
@@ -146,7 +146,7 @@ func TestOutputGoesEncodedWithLineNumbers(t *testing.T) {
 		if err := ob.Finish(&spoolv1.JobResult{}); err != nil {
 			t.Fatal(err)
 		}
-		w := &Worker{rpc: f, compressing: compressing, completions: &completions{rpc: f}, log: slog.New(slog.DiscardHandler)}
+		w := &Worker{rpc: f, compressing: compressing, completions: &completions{rpc: f}, log: slog.New(slog.DiscardHandler), metrics: noMetrics()}
 		s := &sender{w: w, ob: ob, token: "token", log: w.log, completeTakesEvents: true, encoded: takesEncoded}
 		if err := s.run(context.Background()); err != nil {
 			t.Fatal(err)
@@ -263,4 +263,10 @@ func TestUnstoredCompletionEventsAreReported(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noMetrics are the metrics of a worker built without New: recorded
+// nowhere.
+func noMetrics() *workerMetrics {
+	return newWorkerMetrics(nil, func() (int64, int64) { return 0, 0 })
 }

@@ -185,8 +185,9 @@ type Worker struct {
 
 	mu       sync.Mutex
 	attempts map[*attempt]struct{}
-	running  sync.WaitGroup // commands
-	sending  sync.WaitGroup // senders (outlive their commands)
+	senders  map[*sender]struct{} // those sending now, for the metrics
+	running  sync.WaitGroup       // commands
+	sending  sync.WaitGroup       // senders (outlive their commands)
 
 	// sendCtx ends the senders and heartbeats: at the end of a stop, or at
 	// once when killed.
@@ -222,9 +223,10 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), metrics: newWorkerMetrics(cfg.Meters), slots: make(chan struct{}, cfg.Concurrency),
+	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), slots: make(chan struct{}, cfg.Concurrency),
 		spares:   spareDirs{free: make(chan string, cfg.Concurrency)},
 		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), keyRefused: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
+	w.metrics = newWorkerMetrics(cfg.Meters, w.waiting)
 	if err := w.prepareDirs(); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -682,4 +684,35 @@ func (w *Worker) leaseSeconds() int32 {
 func commandText(j *spoolv1.Job) string {
 	_, text := command(j.GetParams())
 	return text
+}
+
+// waiting is what the worker holds for the server: output lines in its
+// running commands' batchers, and bytes of outboxes not yet acknowledged
+// (of running commands, of those whose output is still being sent, and of
+// outboxes left by an earlier worker).
+func (w *Worker) waiting() (lines, bytes int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for a := range w.attempts {
+		lines += int64(a.out.Buffered())
+	}
+	for s := range w.senders {
+		bytes += s.ob.Pending()
+	}
+	return lines, bytes
+}
+
+// sendingNow counts s among the senders while it sends (until done).
+func (w *Worker) sendingNow(s *sender) (done func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.senders == nil {
+		w.senders = map[*sender]struct{}{}
+	}
+	w.senders[s] = struct{}{}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.senders, s)
+	}
 }

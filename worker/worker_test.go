@@ -497,6 +497,10 @@ func TestMetrics(t *testing.T) {
 		`spool_worker_batches_total{reason="`,
 		`spool_worker_batch_lines_bucket{le="50"}`,
 		`spool_worker_jobs_running 0`,
+		// Everything was delivered: nothing waits.
+		`spool_worker_lines_waiting 0`,
+		`spool_worker_outbox_waiting_bytes 0`,
+		`spool_worker_flush_latency_seconds_bucket{le="300"}`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Fatalf("metrics lack %q:\n%s", want, body)

@@ -252,6 +252,7 @@ var routes = map[string]entry{
 	"POST /api/v1/session/ticket":               {forAnyKey, send(http.MethodPost, "/api/v1/session/ticket?job_id={job}")},
 	"GET /metrics":                              {forMetrics, get("/metrics")},
 	"GET /healthz":                              {public, get("/healthz")},
+	"GET /readyz":                               {public, get("/readyz")},
 	"GET /":                                     {public, get("/")},
 	"GET /jobs/{job_id}":                        {public, get("/jobs/{job}")},
 	"GET /scatters":                             {public, get("/scatters")},
@@ -264,7 +265,7 @@ var routes = map[string]entry{
 }
 
 // serverRoutes are the routes the server mounts beside the REST API's.
-var serverRoutes = []string{"GET /metrics", "GET /healthz", "GET /", "GET /jobs/{job_id}", "GET /scatters", "GET /scatters/{scatter_id}",
+var serverRoutes = []string{"GET /metrics", "GET /healthz", "GET /readyz", "GET /", "GET /jobs/{job_id}", "GET /scatters", "GET /scatters/{scatter_id}",
 	"GET /queues", "GET /assets/{file...}"}
 
 func TestAccessTable(t *testing.T) {

@@ -102,7 +102,7 @@ func TestDoorRefusesOverHTTP(t *testing.T) {
 }
 
 // What must be reachable without a key is: the web UI's pages, the login
-// (whose body is the key), /healthz and the OpenAPI document.
+// (whose body is the key), /healthz, /readyz and the OpenAPI document.
 func TestDoorOpenRoutes(t *testing.T) {
 	t.Parallel()
 	srv := start(t)
@@ -111,6 +111,7 @@ func TestDoorOpenRoutes(t *testing.T) {
 		{http.MethodGet, "/jobs/x", ""},
 		{http.MethodGet, "/assets/app.css", ""},
 		{http.MethodGet, "/healthz", ""},
+		{http.MethodGet, "/readyz", ""},
 		{http.MethodGet, "/api/v1/openapi.yaml", ""},
 		{http.MethodPost, "/api/v1/session", `{"key": "` + srv.AdminKey + `"}`},
 		{http.MethodDelete, "/api/v1/session", ""},

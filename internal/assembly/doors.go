@@ -5,7 +5,7 @@ import "net/http"
 // door is how the guard treats the requests of one route.
 type door struct {
 	// open routes are served without credentials: the web UI's pages,
-	// the login (whose body is the key), /healthz. None of them says
+	// the login (whose body is the key), /healthz and /readyz. None of them says
 	// anything about jobs or reads more than a small body.
 	open bool
 	// refuse writes a refusal as the route's clients read one.

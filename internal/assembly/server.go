@@ -38,6 +38,7 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends"
 	"github.com/spool-run/spool/internal/store/storekit"
+	"github.com/spool-run/spool/internal/store/storemetrics"
 	"github.com/spool-run/spool/internal/telemetry"
 	"github.com/spool-run/spool/internal/token"
 	"github.com/spool-run/spool/internal/webui"
@@ -160,6 +161,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 func (s *Server) routes(signer *token.Signer, sealer *seal.Sealer) http.Handler {
 	meters, scrape := s.metrics()
 	s.meter = meters.Meter("spool/server")
+	// Everything after this (the core, the chores) calls the store
+	// through its measurements.
+	s.store = storemetrics.Wrap(s.store, s.cfg.Store.Type, s.meter)
 	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: s.meter, Outages: s.outage})
 	// Only an invalid option makes this fail: a programming error.
 	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(meters),
@@ -182,11 +186,16 @@ func (s *Server) routes(signer *token.Signer, sealer *seal.Sealer) http.Handler 
 	mux.Handle("/", webui.Handler())
 	s.doors.open("/")
 	mux.Handle("GET /metrics", s.metricsFor(scrape))
+	// /healthz says the process serves (a liveness probe: restart it if
+	// not); /readyz says it can do its work (a readiness probe: send it no
+	// calls while its store does not answer). docs/scaling.md shows both
+	// as Kubernetes probes.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	s.doors.open("GET /healthz")
+	mux.HandleFunc("GET /readyz", s.readyz)
+	s.doors.open("GET /healthz", "GET /readyz")
 	return s.guard(mux)
 }
 

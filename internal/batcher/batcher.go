@@ -169,6 +169,13 @@ func (b *Batcher[T]) Close() {
 	b.closed = true
 }
 
+// Buffered is how many items wait for the next flush.
+func (b *Batcher[T]) Buffered() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.buf)
+}
+
 // with runs fn under the batcher's lock without flushing, for wrappers in
 // this package that keep state next to the buffer (sequence counters,
 // statistics) and want one lock for both.

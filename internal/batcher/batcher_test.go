@@ -450,3 +450,16 @@ func TestReasonString(t *testing.T) {
 		t.Fatalf("Reason(0) = %q", s)
 	}
 }
+
+// TestBuffered: the items waiting are counted until their flush.
+func TestBuffered(t *testing.T) {
+	b, rec, _ := intBatcher(t, batcher.Config{MaxItems: 3, FlushInterval: time.Hour})
+	defer b.Close()
+	for i, want := range []int{1, 2, 0, 1} {
+		b.Add(1)
+		if got := b.Buffered(); got != want {
+			t.Fatalf("after %d adds, %d buffered, want %d", i+1, got, want)
+		}
+	}
+	expect(t, rec.take(), "size:[1 1 1]")
+}

@@ -153,6 +153,9 @@ func (o *OutputBatcher) Flush() { o.core.Flush(ReasonExplicit) }
 // Close emits the lines still buffered. Line and Event after Close panic.
 func (o *OutputBatcher) Close() { o.core.Close() }
 
+// Buffered is how many lines wait in memory for their batch.
+func (o *OutputBatcher) Buffered() int { return o.core.Buffered() }
+
 // NextSequence returns the sequence the next emitted event will get.
 // Buffered lines have none yet.
 func (o *OutputBatcher) NextSequence() int64 {

@@ -1,6 +1,8 @@
 package outbox
 
 import (
+	"time"
+
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
 )
@@ -41,6 +43,15 @@ func (e Event) LineCount() int64 {
 		return events.LineCount(e.msg)
 	}
 	return int64(len(e.batch.Lines))
+}
+
+// FirstLineTime is when the first line of a batch was read (zero for an
+// event that is not a batch): the worker's flush latency starts there.
+func (e Event) FirstLineTime() time.Time {
+	if e.msg != nil || len(e.batch.Lines) == 0 {
+		return time.Time{}
+	}
+	return e.batch.Lines[0].Time
 }
 
 // Attempt is the attempt that wrote the event.

@@ -749,6 +749,29 @@ func (o *Outbox) Ack(c Chunk) {
 	}
 }
 
+// Pending is how many bytes of the outbox's files the server has not
+// acknowledged yet: what the worker keeps on disk for it. Lines that no
+// batch has claimed yet are acknowledged as they are read (they wait in
+// memory for their batch), so they count only until then.
+func (o *Outbox) Pending() int64 {
+	o.mu.Lock()
+	at, wSeg := o.acked, o.wSeg
+	o.mu.Unlock()
+	var n int64
+	for seg := at.seg; seg <= wSeg; seg++ {
+		fi, err := os.Stat(o.segPath(seg))
+		if err != nil {
+			continue // removed meanwhile: acknowledged
+		}
+		size := fi.Size()
+		if seg == at.seg {
+			size -= at.off
+		}
+		n += max(size, 0)
+	}
+	return n
+}
+
 // Close releases the outbox's files and keeps it on disk (to be reopened
 // with Open by the next worker on this spool directory).
 func (o *Outbox) Close() error {

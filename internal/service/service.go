@@ -25,7 +25,9 @@
 //     share with the requests: deleting a job (RemoveJob) and ending an
 //     external one (EndExternal);
 //   - draining: on shutdown, long polls and follows end at once so clients
-//     resume elsewhere or later.
+//     resume elsewhere or later;
+//   - readiness: whether the store answers, for the server's /readyz
+//     (ready.go).
 package service
 
 import (
@@ -91,6 +93,8 @@ type Service struct {
 	pollers pollers
 	// decoding bounds what ingested deliveries decode to at once.
 	decoding decodeBudget
+	// ready is the store's last answer to the readiness probe (ready.go).
+	ready readiness
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down
@@ -109,6 +113,7 @@ func New(o Options) *Service {
 	}
 	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{}), pollWatch: pollWatch}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
+	observeQueues(o.Meter, o.Store)
 	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: s.execution, Log: o.Log, Metrics: s.metrics.scatter})
 	if ws := o.Store.Capabilities().WatchSharer; ws != nil {
 		s.watchers.shareWith(ws)

@@ -28,6 +28,11 @@ type Capabilities struct {
 	// PausedLeaser leases nothing from a paused queue, and orders pauses
 	// and leases itself.
 	PausedLeaser PausedLeaser
+	// Pinger says whether the store's database or services answer now.
+	Pinger Pinger
+	// RetryReporter tells of the requests the backend ran again, and the
+	// throttling it met, inside its calls.
+	RetryReporter RetryReporter
 }
 
 // Missing names the features c lacks, for people.
@@ -42,6 +47,8 @@ func (c Capabilities) Missing() []string {
 		{"WatchSharer", c.WatchSharer != nil},
 		{"SpaceReclaimer", c.SpaceReclaimer != nil},
 		{"PausedLeaser", c.PausedLeaser != nil},
+		{"Pinger", c.Pinger != nil},
+		{"RetryReporter", c.RetryReporter != nil},
 	} {
 		if !f.offered {
 			out = append(out, f.name)
@@ -111,4 +118,39 @@ type SpaceReclaimer interface {
 	// ReclaimSpace returns free pages to the file system, a bounded amount
 	// per call so it never holds the store for long.
 	ReclaimSpace(ctx context.Context) error
+}
+
+// Pinger is offered by stores that talk to a database or a service that
+// can be away (SQLite's file on a disk, PostgreSQL, AWS): a server's
+// readiness probe asks it, so that a load balancer or Kubernetes sends no
+// calls to a server whose store does not answer. A store that lives in
+// the server's memory has nothing to ask.
+type Pinger interface {
+	// Ping makes the cheapest round trip the store has, and returns its
+	// error.
+	Ping(ctx context.Context) error
+}
+
+// RetryReporter is offered by stores that run some requests again inside
+// one call (a PostgreSQL transaction that lost a serialization race, an
+// AWS request throttled or failed by the service): the caller sees one
+// call, slower, and only the reporter shows how often it happens.
+type RetryReporter interface {
+	// ReportRetries sets o, told of every retry and throttle from then on
+	// (nil: none). Set it once, before the store is used.
+	ReportRetries(o RetryObserver)
+}
+
+// RetryObserver hears of what a RetryReporter absorbs. It must be cheap
+// and safe for concurrent use. operation names the backend's own request
+// (an AWS API call such as "SQS.ReceiveMessage", or "transaction" for a
+// PostgreSQL write), not the JobStore method that made it: a backend does
+// not always know that.
+type RetryObserver interface {
+	// Retried: a request was run again; reason says why (throttled,
+	// serialization, deadlock, transient).
+	Retried(operation, reason string)
+	// Throttled: the service refused a request for its rate (every refusal,
+	// retried or not).
+	Throttled(operation string)
 }

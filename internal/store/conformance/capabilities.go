@@ -36,6 +36,10 @@ func capabilityCases(t *testing.T, b Backend) []struct {
 		// cover it.
 		{"WatchSharer", caps.WatchSharer != nil, nil},
 		{"SpaceReclaimer", caps.SpaceReclaimer != nil, []named{{"ReclaimSpaceKeepsWhatIsLeft", testReclaimSpace}}},
+		{"Pinger", caps.Pinger != nil, []named{{"PingAnswers", testPing}}},
+		// Retries happen under contention and throttling: the
+		// backends' own tests make them.
+		{"RetryReporter", caps.RetryReporter != nil, nil},
 	}
 	var out []named
 	for _, f := range features {
@@ -91,5 +95,22 @@ func testReclaimSpace(t *testing.T, b Backend) {
 	// PROCESS_START, 120 lines, PROCESS_END.
 	if lines != 122 {
 		t.Fatalf("the kept job's log has %d events after ReclaimSpace, want 122", lines)
+	}
+}
+
+// testPing: an open store answers its ping, again and again, and a ping
+// whose context has ended fails rather than hangs.
+func testPing(t *testing.T, b Backend) {
+	s := open(t, b)
+	p := s.Capabilities().Pinger
+	for range 3 {
+		if err := p.Ping(context.Background()); err != nil {
+			t.Fatalf("ping of an open store: %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Ping(ctx); err == nil {
+		t.Fatal("a ping with its context ended answered nil")
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // localRegion is the region used with an endpoint override when none is
@@ -27,10 +29,12 @@ var localCredentials = credentials.NewStaticCredentialsProvider("spool-local", "
 // maxBackoff caps the wait between retries of one request.
 const maxBackoff = 5 * time.Second
 
-// clients are the two service clients a store uses.
+// clients are the two service clients a store uses, and who hears of
+// their retries.
 type clients struct {
-	db  *dynamodb.Client
-	sqs *sqs.Client
+	db      *dynamodb.Client
+	sqs     *sqs.Client
+	retries *storekit.Retries
 }
 
 // newClients builds the SDK clients for cfg (defaults applied). extra adds
@@ -66,8 +70,11 @@ func newClients(ctx context.Context, cfg Config, extra ...func(*middleware.Stack
 		}
 		awsCfg.Region = localRegion
 	}
+	retries := &storekit.Retries{}
+	awsCfg.APIOptions = append(awsCfg.APIOptions, countRetries(retries))
 	awsCfg.APIOptions = append(awsCfg.APIOptions, extra...)
 	return clients{
+		retries: retries,
 		db: dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 			if dynamoEP != "" {
 				o.BaseEndpoint = aws.String(dynamoEP)

@@ -135,11 +135,14 @@ func (s *Store) Limits() store.Limits {
 }
 
 // Capabilities implements store.JobStore: followers shared between
-// replicas (see shares), nothing else. A completion is an append, then a
+// replicas (see shares), a ping for the readiness probe and the count of
+// the SDK's retries, nothing else. A completion is an append, then a
 // commit of the job, as DynamoDB writes them; leases are SQS's visibility
 // timeouts, which run whether a server does or not; and DynamoDB gives
 // space back by itself.
-func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{WatchSharer: s} }
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{WatchSharer: s, Pinger: s, RetryReporter: s}
+}
 
 // Watch implements store.JobStore: see watcher.
 func (s *Store) Watch(ctx context.Context, jobID string) <-chan struct{} {

@@ -57,6 +57,8 @@ type Store struct {
 	// fallbacks counts the groups whose transaction failed, so that their
 	// writes ran alone, for tests.
 	fallbacks atomic.Int64
+	// retries tells the metrics of transactions run again (health.go).
+	retries storekit.Retries
 	// stop ends the listener, whose end closes done.
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -167,11 +169,12 @@ func (s *Store) Close() error {
 func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxItemBytes} }
 
 // Capabilities implements store.JobStore: a completion's events and result
-// in one transaction, grace for leases after every server was down, and
-// followers shared between servers over LISTEN/NOTIFY. PostgreSQL gives
-// the space of deleted rows back by itself (autovacuum).
+// in one transaction, grace for leases after every server was down,
+// followers shared between servers over LISTEN/NOTIFY, a ping for the
+// readiness probe, and the count of transactions run again. PostgreSQL
+// gives the space of deleted rows back by itself (autovacuum).
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{Finisher: s, LeaseGracer: s, WatchSharer: s, PausedLeaser: s}
+	return store.Capabilities{Finisher: s, LeaseGracer: s, WatchSharer: s, PausedLeaser: s, Pinger: s, RetryReporter: s}
 }
 
 // Watch implements store.JobStore.
@@ -212,17 +215,28 @@ func (s *Store) commit(run func(n *notes) error) error {
 			s.outbox.add(n)
 			return nil
 		}
-		if !retryable(err) || try == 5 {
+		why := retryable(err)
+		if why == "" || try == 5 {
 			return err
 		}
+		s.retries.Retried("transaction", why)
 	}
 }
 
-// retryable reports whether a transaction failed only because another ran
-// at the same time, so running it again will do.
-func retryable(err error) bool {
+// retryable says why a transaction failed only because another ran at the
+// same time, so running it again will do: "serialization" or "deadlock";
+// "" for any other failure.
+func retryable(err error) string {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001":
+			return "serialization"
+		case "40P01":
+			return "deadlock"
+		}
+	}
+	return ""
 }
 
 // pgErr explains a failed database call: what spool was doing, then the

@@ -268,10 +268,11 @@ func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxIte
 
 // Capabilities implements store.JobStore: a completion's events and result
 // in one write, grace for leases after the server was down, and the space
-// of deleted jobs given back to the file system. One server uses the file,
-// so there are no followers of other servers to share.
+// of deleted jobs given back to the file system, and a ping for the
+// readiness probe. One server uses the file, so there are no followers of
+// other servers to share.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{Finisher: s, LeaseGracer: s, SpaceReclaimer: s}
+	return store.Capabilities{Finisher: s, LeaseGracer: s, SpaceReclaimer: s, Pinger: s}
 }
 
 // Watch implements store.JobStore.
