@@ -31,14 +31,17 @@ func TestLiveAcrossServersOnPostgres(t *testing.T) {
 }
 
 // What a line may take from print to a follower on another server than
-// the worker's. The goal is a p99 of 150 ms; these bounds leave room for a
-// machine busy with other tests (where the p50 alone has reached 140 ms),
-// and still fail the old way of crossing AWS replicas: the worker, not
-// told of the follower, flushed at its flush interval (a minute here), and
-// the other replica then polled every 250 ms.
+// the worker's. The goal is a p99 of 150 ms, which these bounds do not
+// check: under the whole suite (two packages at once, the race detector,
+// the AWS test servers busy with other tests) the p50 alone has reached
+// 725 ms and the p99 1.4 s, the same on the worker's own server. They
+// still fail the old way of crossing AWS replicas: the worker, not told of
+// the follower, flushed at its flush interval (a minute here) or when 50
+// lines had waited, so half the lines waited 2.5 s or more and the first
+// of each batch about 5 s.
 const (
-	liveP50Bound = 300 * time.Millisecond
-	liveP99Bound = 2 * time.Second
+	liveP50Bound = 1500 * time.Millisecond
+	liveP99Bound = 4 * time.Second
 )
 
 // testLiveAcrossServers measures the time from a line's print, by a job

@@ -189,7 +189,11 @@ func TestStreamSlowClientBounded(t *testing.T) {
 // Pings keep a quiet connection alive; a client that stops answering them
 // is dropped and stops counting as a follower.
 func TestStreamKeepalive(t *testing.T) {
-	httpapi.SetTestHooks(t, httpapi.TestHooks{PingInterval: 20 * time.Millisecond})
+	// A ping's answer is awaited for one interval: long enough that the
+	// live client's answer comes in time on a machine busy with the whole
+	// suite under the race detector (at 20 ms it sometimes did not, and the
+	// live client was dropped too), short enough for a quick test.
+	httpapi.SetTestHooks(t, httpapi.TestHooks{PingInterval: 250 * time.Millisecond})
 	e := start(t)
 	l := e.running(t)
 	ctx := within(t, time.Minute)
