@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -60,8 +62,31 @@ func (s *Service) Ready(ctx context.Context) error {
 		return ctx.Err()
 	}
 	if err != nil {
-		err = apierr.Errorf(spool.ErrUnavailable, "the %s store does not answer: %w", s.cfg.Store.Type, err)
+		s.log.WarnContext(ctx, "not ready: the store does not answer", "store", s.cfg.Store.Type, "error", err)
+		err = notReady{reason: fmt.Sprintf("the %s store does not answer", s.cfg.Store.Type),
+			err: apierr.Errorf(spool.ErrUnavailable, "the %s store does not answer: %w", s.cfg.Store.Type, err)}
 	}
 	r.at, r.err = now(), err
 	return err
+}
+
+// notReady is a failed ping: err says all (the driver's words, which may
+// name the database's host and user: for the server's log), reason only
+// which store does not answer (for anyone who asks, as a probe has no key).
+type notReady struct {
+	reason string
+	err    error
+}
+
+func (e notReady) Error() string { return e.err.Error() }
+func (e notReady) Unwrap() error { return e.err }
+
+// ReadyReason is what may be said of Ready's err to a caller the server
+// does not know: which store does not answer, or that the server is
+// shutting down; never what the store's driver said.
+func ReadyReason(err error) string {
+	if nr, ok := errors.AsType[notReady](err); ok {
+		return nr.reason
+	}
+	return err.Error()
 }
