@@ -33,11 +33,16 @@ func TestWorkerKeys(t *testing.T) {
 		key, queue string
 		kind       error
 		says       string
+		// advice is what the worker is told to do; not, what it must
+		// not be told.
+		advice, not string
 	}{
-		"no key":        {"", "", spool.ErrUnauthenticated, "an API key is needed"},
-		"unknown key":   {"spool_nobody", "", spool.ErrUnauthenticated, "not known to the server"},
-		"read key":      {srv.Key(t, spool.RoleRead), "", spool.ErrPermissionDenied, "may not run jobs"},
-		"another queue": {builds, "deploys", spool.ErrPermissionDenied, `may only work on queues builds, not "deploys"`},
+		"no key":      {"", "", spool.ErrUnauthenticated, "an API key is needed", "spool keys create --role worker", ""},
+		"unknown key": {"spool_nobody", "", spool.ErrUnauthenticated, "not known to the server", "spool keys create --role worker", ""},
+		"read key":    {srv.Key(t, spool.RoleRead), "", spool.ErrPermissionDenied, "may not run jobs", "spool keys create --role worker", ""},
+		// The key is a worker key already: it is told to name its queue,
+		// not to get another key.
+		"another queue": {builds, "deploys", spool.ErrPermissionDenied, `may only use queues builds, not "deploys"`, "start the worker with -q builds", "keys create"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			w, err := worker.New(worker.Config{Server: srv.URL, APIKey: tc.key, Queue: tc.queue, SpoolDir: t.TempDir()})
@@ -47,8 +52,11 @@ func TestWorkerKeys(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			err = w.Run(ctx)
-			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "spool keys create --role worker") {
-				t.Fatalf("Run: %v; want %v saying %q and how to get a key", err, tc.kind, tc.says)
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), tc.advice) {
+				t.Fatalf("Run: %v; want %v saying %q and %q", err, tc.kind, tc.says, tc.advice)
+			}
+			if tc.not != "" && strings.Contains(err.Error(), tc.not) {
+				t.Fatalf("Run: %v; must not say %q", err, tc.not)
 			}
 		})
 	}

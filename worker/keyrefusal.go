@@ -59,5 +59,10 @@ func keyRefusedError(err error) error {
 	if errors.As(err, &ce) {
 		why = ce.Message()
 	}
+	if kind == spool.ErrPermissionDenied {
+		// The server knows the key: its answer says what the key lacks (a
+		// worker's role, or the queue asked for) and what to do.
+		return fmt.Errorf("worker: the server refuses this worker's key (%w): %s", kind, why)
+	}
 	return fmt.Errorf("worker: the server refuses this worker's key (%w): %s; give the worker a worker key (spool keys create --role worker --name NAME) in SPOOL_API_KEY", kind, why)
 }

@@ -22,9 +22,13 @@ func newKeysCmd(e *env) *cobra.Command {
   admin   everything, keys included
   submit  submit, cancel and read jobs
   read    read jobs and their logs
-  worker  run jobs (with --queue: only jobs of those queues)
+  worker  run jobs
   ingest  send the logs of programs spool did not start (docs/ingest.md),
           and nothing else: for Firehose and log shippers
+
+With --queue, a worker, submit or read key works only on the jobs of those
+queues: it runs, submits, cancels, lists and reads only them, and a job of
+another queue is "not found" to it.
 
 The server keeps only a hash of each key: a key is shown once, when it is
 created. Revoking a key stops it at once, on every server.`,
@@ -48,7 +52,7 @@ func newKeysCreateCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&cfg.key.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
 	cmd.Flags().StringVar(&cfg.role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
-	cmd.Flags().StringSliceVarP(&cfg.key.Queues, "queue", "q", nil, "for a worker key: the only queues it may run jobs from (repeat, or comma-separate)")
+	cmd.Flags().StringSliceVarP(&cfg.key.Queues, "queue", "q", nil, "the only queues the key may use (worker, submit and read keys; repeat, or comma-separate)")
 	return cmd
 }
 

@@ -64,7 +64,7 @@ func TestKeys(t *testing.T) {
 		"keys create --role boss --name x":                `"boss" is not a role`,
 		"keys create --role read":                         "--name is needed",
 		"keys create --role read --name builder-1":        "builder-1",
-		"keys create --role read --name x --queue builds": "queues limit worker keys only",
+		"keys create --role admin --name x --queue builds": "queues limit worker, submit and read keys",
 		"keys revoke nobody":                              "nobody",
 	} {
 		if r := run(srv, strings.Fields(args)...); r.code != 1 || !strings.Contains(r.stderr, want) {

@@ -1,12 +1,14 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"slices"
@@ -138,20 +140,35 @@ func (s *Service) authorize(ctx context.Context, perm Permission, queue string) 
 		return Caller{}, err
 	}
 	if !slices.Contains(roles[c.Role], perm) {
-		return Caller{}, apierr.Errorf(spool.ErrPermissionDenied, "key %q (role %s) may not %s", c.Name, convert.Role(c.Role).String(), permNames[perm])
+		return Caller{}, apierr.Errorf(spool.ErrPermissionDenied, "key %q (role %s) may not %s%s", c.Name, convert.Role(c.Role).String(), permNames[perm], roleRemedy[perm])
 	}
-	if err := c.useQueue(queue); err != nil {
+	if err := c.useQueue(perm, queue); err != nil {
 		return Caller{}, err
 	}
 	return c, nil
 }
 
-// useQueue refuses a caller limited to other queues than queue.
-func (c Caller) useQueue(queue string) error {
-	if !c.mayUse(queue) {
-		return apierr.Errorf(spool.ErrPermissionDenied, "key %q may only work on queues %s, not %q", c.Name, strings.Join(c.Queues, ", "), queue)
+// roleRemedy says what a caller refused for its role needs, where one
+// role is the answer.
+var roleRemedy = map[Permission]string{
+	PermWork: ": a worker needs a worker key (an admin makes one with: spool keys create --role worker --name NAME)",
+}
+
+// queueRemedy says how a caller limited to some queues names one of them,
+// by what it was doing.
+var queueRemedy = map[Permission]string{
+	PermWork:   "start the worker with -q %s",
+	PermSubmit: "submit with -q %s",
+	PermRead:   "name the queue (-q %s)",
+}
+
+// useQueue refuses a caller limited to other queues than queue, for perm.
+func (c Caller) useQueue(perm Permission, queue string) error {
+	if c.mayUse(queue) {
+		return nil
 	}
-	return nil
+	remedy := fmt.Sprintf(cmp.Or(queueRemedy[perm], "name one of them (%s)"), c.Queues[0])
+	return apierr.Errorf(spool.ErrPermissionDenied, "key %q may only use queues %s, not %q: %s", c.Name, strings.Join(c.Queues, ", "), queue, remedy)
 }
 
 // Authorize is authorize for entrances that serve something the core has

@@ -63,7 +63,7 @@ func (s *Service) enqueue(ctx context.Context, caller Caller, m *spoolv1.Enqueue
 	if err != nil {
 		return enqueued{}, err
 	}
-	if err := caller.useQueue(queue); err != nil {
+	if err := caller.useQueue(PermSubmit, queue); err != nil {
 		return enqueued{}, err
 	}
 	rejected := m.GetRejectReason() != ""
@@ -152,7 +152,7 @@ func (s *Service) ListJobs(ctx context.Context, m *spoolv1.ListJobsRequest) (*sp
 		return nil, err
 	}
 	if len(caller.Queues) > 0 && m.GetQueue() == "" {
-		return nil, apierr.Errorf(spool.ErrPermissionDenied, "key %q may only list the jobs of queues %s: name one", caller.Name, strings.Join(caller.Queues, ", "))
+		return nil, apierr.Errorf(spool.ErrPermissionDenied, "key %q may only list the jobs of queues %s: name one (spool jobs list -q %s)", caller.Name, strings.Join(caller.Queues, ", "), caller.Queues[0])
 	}
 	if m.GetQueue() != "" {
 		if _, err := checkQueue(m.GetQueue()); err != nil {
@@ -191,6 +191,13 @@ func (s *Service) CancelJob(ctx context.Context, m *spoolv1.CancelJobRequest) (*
 	}
 	if err := checkText("reason", m.GetReason(), maxReason); err != nil {
 		return nil, err
+	}
+	if len(caller.Queues) > 0 {
+		// A key limited to some queues cancels only their jobs; to it, a
+		// job of another queue does not exist, as for its reads.
+		if _, err := s.job(ctx, "CancelJob", m.GetJobId()); err != nil {
+			return nil, err
+		}
 	}
 	job, err := s.store.Cancel(ctx, m.GetJobId(), m.GetReason())
 	if err != nil {

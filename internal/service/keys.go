@@ -24,6 +24,15 @@ import (
 // first start, in its data directory.
 const AdminKeyFile = datadir.AdminKey
 
+// queueLimited are the roles a key may have and still be limited to some
+// queues. An admin key can make any key, so a limit would not hold it; an
+// ingest key sends to sources, not to queues.
+var queueLimited = map[spoolv1.KeyRole]bool{
+	spoolv1.KeyRole_KEY_ROLE_WORKER: true,
+	spoolv1.KeyRole_KEY_ROLE_SUBMIT: true,
+	spoolv1.KeyRole_KEY_ROLE_READ:   true,
+}
+
 // CreateKey makes a new API key and returns its secret, once.
 func (s *Service) CreateKey(ctx context.Context, m *spoolv1.CreateKeyRequest) (*spoolv1.CreateKeyResponse, error) {
 	caller, err := s.authorize(ctx, PermAdmin, "")
@@ -40,8 +49,8 @@ func (s *Service) CreateKey(ctx context.Context, m *spoolv1.CreateKeyRequest) (*
 		}
 		return nil, invalid("role: say what the key may do: %s", strings.Join(names, ", "))
 	}
-	if len(m.GetQueues()) > 0 && m.GetRole() != spoolv1.KeyRole_KEY_ROLE_WORKER {
-		return nil, invalid("queues limit worker keys only; a %s key works on every queue", convert.Role(m.GetRole()).String())
+	if len(m.GetQueues()) > 0 && !queueLimited[m.GetRole()] {
+		return nil, invalid("queues limit worker, submit and read keys; a %s key works on every queue", convert.Role(m.GetRole()).String())
 	}
 	for _, q := range m.GetQueues() {
 		if _, err := checkQueue(q); err != nil || q == "" {

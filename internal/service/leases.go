@@ -129,7 +129,7 @@ func (s *Service) leaseOf(ctx context.Context, caller Caller, op, tok string) (s
 	if err != nil {
 		return store.LeaseRef{}, s.fail(ctx, op, err)
 	}
-	if err := caller.useQueue(c.Queue); err != nil {
+	if err := caller.useQueue(PermWork, c.Queue); err != nil {
 		return store.LeaseRef{}, err
 	}
 	return store.LeaseRef{JobID: c.JobID, Queue: c.Queue, Attempt: c.Attempt, LeaseID: c.LeaseID}, nil
