@@ -21,8 +21,9 @@ type Queue struct {
 	// OldestQueuedAt is when the oldest waiting job was enqueued (zero when
 	// none waits).
 	OldestQueuedAt time.Time
-	// Workers counts the workers that asked the server for its jobs in the
-	// last minute.
+	// Workers counts the workers that asked for its jobs in the last
+	// minute, of any server sharing the store (another server's are
+	// counted within about 15 s of their first poll).
 	Workers int
 	// EndedPerMinute, only when the listing asked for it
 	// (client.QueuesEndedPerMinute; the web UI's queues page), holds the jobs that ended in each of the last 60

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestTwoServersOnPostgres(t *testing.T) {
 // their environment); a worker talks to server A, a watcher follows the job
 // on server B and sees every line, once, in order, while the job runs;
 // keys made on A work on B at once, and revoked on A are refused by B
-// within a second. sharedWatch: the store
+// within a second; B counts the worker polling A. sharedWatch: the store
 // carries the "someone is watching" signal between servers.
 func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 	_, a := startServerEnv(t, freePort(t), t.TempDir(), env, store...)
@@ -83,6 +84,23 @@ func testTwoServers(t *testing.T, store, env []string, sharedWatch bool) {
 	// interval: the middle line, too, arrived well before the end.
 	if sharedWatch && !seen[19].Before(finished.Add(-500*time.Millisecond)) {
 		t.Fatalf("replica B saw line 20 at %v, the job finished at %v: the worker did not hear that B's follower watches", seen[19], finished)
+	}
+
+	// B counts the worker that polls A among the default queue's: each
+	// server records its workers in the store every 10 s.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		qs, _, err := b.Queues(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(qs, func(q *spool.Queue) bool { return q.Name == "default" })
+		if i >= 0 && qs[i].Workers == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica B still counts no worker on queue default 30 s on, while one polls A: %+v", qs)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 
 	// A key made through A works on B at once. Revoked through A, A

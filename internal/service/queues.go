@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -17,103 +16,6 @@ import (
 // RecentWindow is how far back a queue's succeeded, failed and cancelled
 // jobs count.
 const RecentWindow = 24 * time.Hour
-
-// pollerWindow is how long a worker counts as polling a queue after it last
-// asked for its jobs: longer than a long poll (20 s) and a worker's pause
-// between polls.
-const pollerWindow = time.Minute
-
-// pollers remembers which workers asked this server for which queue's jobs,
-// and when. Each server knows only its own workers: a queue's count is of
-// the workers polling the server asked.
-type pollers struct {
-	mu   sync.Mutex
-	seen map[string]map[string]time.Time // queue -> worker -> last poll
-	// pruned is when the polls older than pollerWindow were last
-	// forgotten: a server nobody asks for its queues still keeps only the
-	// last minute's workers, whatever names they send.
-	pruned time.Time
-	// resumed is closed and replaced when a queue is resumed here, so a
-	// worker waiting out a pause takes the queue's jobs at once.
-	resumed chan struct{}
-	// pauseWaits counts the polls waiting out a pause here now.
-	pauseWaits int
-}
-
-// polled records that worker asked for queue's jobs at now.
-func (p *pollers) polled(queue, worker string, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.seen == nil {
-		p.seen = map[string]map[string]time.Time{}
-	}
-	ws := p.seen[queue]
-	if ws == nil {
-		ws = map[string]time.Time{}
-		p.seen[queue] = ws
-	}
-	ws[worker] = now
-	if now.Sub(p.pruned) > pollerWindow {
-		p.prune(now)
-	}
-}
-
-// prune forgets the polls older than pollerWindow; p.mu is held.
-func (p *pollers) prune(now time.Time) {
-	for q, ws := range p.seen {
-		for w, at := range ws {
-			if now.Sub(at) > pollerWindow {
-				delete(ws, w)
-			}
-		}
-		if len(ws) == 0 {
-			delete(p.seen, q)
-		}
-	}
-	p.pruned = now
-}
-
-// counts returns how many workers polled each queue since now-pollerWindow,
-// forgetting the older ones.
-func (p *pollers) counts(now time.Time) map[string]int32 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.prune(now)
-	out := map[string]int32{}
-	for q, ws := range p.seen {
-		out[q] = int32(len(ws))
-	}
-	return out
-}
-
-// resumeSignal returns a channel closed at the next resume on this server.
-func (p *pollers) resumeSignal() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.resumed == nil {
-		p.resumed = make(chan struct{})
-	}
-	return p.resumed
-}
-
-// waitingOutPause adds d to the polls waiting out a pause and returns how
-// many there are.
-func (p *pollers) waitingOutPause(d int) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.pauseWaits += d
-	return p.pauseWaits
-}
-
-// wakeResumed wakes the workers waiting out a pause here.
-func (p *pollers) wakeResumed() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.resumed != nil {
-		close(p.resumed)
-		p.resumed = nil
-	}
-}
 
 // ListQueues returns every queue the caller may see, by name: what waits
 // and runs in it, what ended in the last RecentWindow, whether it is
@@ -128,7 +30,7 @@ func (s *Service) ListQueues(ctx context.Context, m *spoolv1.ListQueuesRequest) 
 	if err != nil {
 		return nil, s.fail(ctx, "ListQueues", err)
 	}
-	workers := s.pollers.counts(now)
+	workers := s.pollers.counts(ctx, now)
 	byName := map[string]*spoolv1.Queue{}
 	for _, st := range stats {
 		byName[st.Name] = queueMessage(st)

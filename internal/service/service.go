@@ -89,7 +89,8 @@ type Service struct {
 	keyCache  keyCache
 	// scatters runs scatters' rounds.
 	scatters *scatter.Driver
-	// pollers are the workers polling each queue here.
+	// pollers are the workers polling each queue, here and at the
+	// servers sharing the store.
 	pollers pollers
 	// decoding bounds what ingested deliveries decode to at once.
 	decoding decodeBudget
@@ -118,6 +119,7 @@ func New(o Options) *Service {
 	if ws := o.Store.Capabilities().WatchSharer; ws != nil {
 		s.watchers.shareWith(ws)
 	}
+	s.pollers.sharer, s.pollers.log = o.Store.Capabilities().PollerSharer, o.Log
 	return s
 }
 

@@ -33,6 +33,9 @@ type Capabilities struct {
 	// RetryReporter tells of the requests the backend ran again, and the
 	// throttling it met, inside its calls.
 	RetryReporter RetryReporter
+	// PollerSharer tells the servers sharing the store which workers
+	// poll which queues.
+	PollerSharer PollerSharer
 }
 
 // Missing names the features c lacks, for people.
@@ -49,6 +52,7 @@ func (c Capabilities) Missing() []string {
 		{"PausedLeaser", c.PausedLeaser != nil},
 		{"Pinger", c.Pinger != nil},
 		{"RetryReporter", c.RetryReporter != nil},
+		{"PollerSharer", c.PollerSharer != nil},
 	} {
 		if !f.offered {
 			out = append(out, f.name)
@@ -65,6 +69,19 @@ type Finisher interface {
 	// neither. A repeat of a completion already recorded returns the job
 	// unchanged.
 	Finish(ctx context.Context, l LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error)
+}
+
+// PollerSharer is offered by stores that several servers share: a worker
+// polls one server, and every server's `spool queues` should count it.
+// Without it, a server counts the workers that poll it (all of them, where
+// one server is all there is).
+type PollerSharer interface {
+	// SharePollers records the workers that polled this server lately, by
+	// queue, in place of what this server recorded before.
+	SharePollers(ctx context.Context, polls map[string][]string) error
+	// SharedPollers returns the workers, by queue, of every server's
+	// record written since since (this server's too).
+	SharedPollers(ctx context.Context, since time.Time) (map[string][]string, error)
 }
 
 // PausedLeaser is offered by stores that keep a queue's pause in the lease

@@ -40,6 +40,8 @@ func capabilityCases(t *testing.T, b Backend) []struct {
 		// Retries happen under contention and throttling: the
 		// backends' own tests make them.
 		{"RetryReporter", caps.RetryReporter != nil, nil},
+		// Sharing workers needs two servers: RunShared has its case.
+		{"PollerSharer", caps.PollerSharer != nil, nil},
 	}
 	var out []named
 	for _, f := range features {

@@ -38,6 +38,7 @@ func RunShared(t *testing.T, sh Shared) {
 		{"RevocationSeenEverywhere", testSharedRevocation},
 		{"SpentSeenEverywhere", testSharedSpent},
 		{"IngestRaceOneJob", testSharedIngestRace},
+		{"PollersSeenEverywhere", testSharedPollers},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -70,3 +70,22 @@ func (c pinger) Ping(ctx context.Context) error {
 	c.s.in.done(ctx, opPing, t, err)
 	return err
 }
+
+type pollerSharer struct {
+	s *Store
+	p store.PollerSharer
+}
+
+func (c pollerSharer) SharePollers(ctx context.Context, polls map[string][]string) error {
+	t := time.Now()
+	err := c.p.SharePollers(ctx, polls)
+	c.s.in.done(ctx, opSharePollers, t, err)
+	return err
+}
+
+func (c pollerSharer) SharedPollers(ctx context.Context, since time.Time) (map[string][]string, error) {
+	t := time.Now()
+	polls, err := c.p.SharedPollers(ctx, since)
+	c.s.in.done(ctx, opSharedPollers, t, err)
+	return polls, err
+}

@@ -44,6 +44,8 @@ const (
 	opGraceLeases
 	opReclaimSpace
 	opPing
+	opSharePollers
+	opSharedPollers
 	numOps
 )
 
@@ -90,4 +92,6 @@ var opNames = [numOps]string{
 	opGraceLeases:     "grace_leases",
 	opReclaimSpace:    "reclaim_space",
 	opPing:            "ping",
+	opSharePollers:    "share_pollers",
+	opSharedPollers:   "shared_pollers",
 }

@@ -45,6 +45,9 @@ func Wrap(st store.JobStore, storeType string, m metric.Meter) *Store {
 	if c.Pinger != nil {
 		s.caps.Pinger = pinger{s, c.Pinger}
 	}
+	if c.PollerSharer != nil {
+		s.caps.PollerSharer = pollerSharer{s, c.PollerSharer}
+	}
 	if c.RetryReporter != nil {
 		c.RetryReporter.ReportRetries(s.in)
 	}

@@ -50,6 +50,8 @@ type Store struct {
 	sources openJobs
 	// sweep is where EndedBefore goes on from.
 	sweep sweepCursor
+	// replica names this Store among those sharing the tables.
+	replica string
 
 	closeOnce sync.Once
 }
@@ -110,7 +112,7 @@ func open(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) erro
 
 // newStore assembles a Store on clients for cfg (defaults applied).
 func newStore(cfg Config, c clients) *Store {
-	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter,
+	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter, replica: newReplicaID(),
 		listScan: listScan, listRounds: listRounds,
 		statsScan: statsScan, endedScan: endedScan, endedRounds: endedRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience}
 	s.sqs = newSQSGatherers(c.sqs)
@@ -134,14 +136,14 @@ func (s *Store) Limits() store.Limits {
 	return store.Limits{MaxItemBytes: MaxItemBytes, Codec: s.cfg.codec(), FeedGrowth: feedGrowth}
 }
 
-// Capabilities implements store.JobStore: followers shared between
-// replicas (see shares), a ping for the readiness probe and the count of
+// Capabilities implements store.JobStore: followers (see shares) and
+// polling workers (see pollers.go) shared between replicas, a ping for the readiness probe and the count of
 // the SDK's retries, nothing else. A completion is an append, then a
 // commit of the job, as DynamoDB writes them; leases are SQS's visibility
 // timeouts, which run whether a server does or not; and DynamoDB gives
 // space back by itself.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{WatchSharer: s, Pinger: s, RetryReporter: s}
+	return store.Capabilities{WatchSharer: s, Pinger: s, RetryReporter: s, PollerSharer: s}
 }
 
 // Watch implements store.JobStore: see watcher.

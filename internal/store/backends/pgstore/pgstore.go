@@ -170,11 +170,12 @@ func (s *Store) Limits() store.Limits { return store.Limits{MaxItemBytes: MaxIte
 
 // Capabilities implements store.JobStore: a completion's events and result
 // in one transaction, grace for leases after every server was down,
-// followers shared between servers over LISTEN/NOTIFY, a ping for the
+// followers and polling workers shared between servers (LISTEN/NOTIFY,
+// the servers table), a ping for the
 // readiness probe, and the count of transactions run again. PostgreSQL
 // gives the space of deleted rows back by itself (autovacuum).
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{Finisher: s, LeaseGracer: s, WatchSharer: s, PausedLeaser: s, Pinger: s, RetryReporter: s}
+	return store.Capabilities{Finisher: s, LeaseGracer: s, WatchSharer: s, PausedLeaser: s, Pinger: s, RetryReporter: s, PollerSharer: s}
 }
 
 // Watch implements store.JobStore.
