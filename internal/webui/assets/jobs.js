@@ -44,11 +44,13 @@ function row(j, now) {
 }
 
 // shortId shows the end of a job's id: the ids of jobs made close together
-// share their start (it is the time), so the end tells them apart. The
-// start stays in the link, taking no room, so copying the cell copies the
-// whole id the command line takes.
+// share their start (it is the time), so the end tells them apart; a
+// scatter's jobs keep the suffix after their scatter's id (.3, .gather)
+// whole. The start stays in the link, taking no room, so copying the cell
+// copies the whole id the command line takes.
 function shortId(id) {
-  const cut = Math.max(0, id.length - 8);
+  const dot = id.lastIndexOf(".");
+  const cut = Math.max(0, (dot > 8 ? dot : id.length) - 8);
   if (cut < 4) return escapeHtml(id);
   return `<span class="id-head">${escapeHtml(id.slice(0, cut))}</span>${escapeHtml(id.slice(cut))}`;
 }

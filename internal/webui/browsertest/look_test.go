@@ -113,11 +113,15 @@ func TestJobsListWidths(t *testing.T) {
 		Text, Title, Href string
 		Width             float64
 	}
-	id := eval[idLink](t, b, fmt.Sprintf(`(() => { const a = document.querySelector('#jobs a.id[title=%q]'); return a && {text: a.textContent, title: a.title, href: a.getAttribute("href"), width: a.getBoundingClientRect().width} })()`, done.ID))
+	sel := fmt.Sprintf("#jobs a.id[title=%q]", done.ID)
+	id := eval[idLink](t, b, fmt.Sprintf(`(() => { const a = document.querySelector(%q); return a && {text: a.textContent, title: a.title, href: a.getAttribute("href"), width: a.getBoundingClientRect().width} })()`, sel))
 	// The link holds the whole id, so copying it copies what the command
 	// line takes, but shows its last 8 characters.
 	if id.Text != done.ID || id.Title != done.ID || id.Href != "/jobs/"+done.ID || id.Width > 90 {
 		t.Errorf("the id link of job %s: %+v; want the whole id as text, title and link, %.0fpx at most wide", done.ID, id, 90.0)
+	}
+	if got, want := eval[string](t, b, shownID(sel)), done.ID[len(done.ID)-8:]; got != want {
+		t.Errorf("the id link shows %q, want %q", got, want)
 	}
 	row := func(jobID string) []string {
 		return eval[[]string](t, b, fmt.Sprintf(`[...document.querySelector('#jobs a.id[title=%q]').closest("tr").cells].map(c => c.textContent.trim())`, jobID))
@@ -132,6 +136,16 @@ func TestJobsListWidths(t *testing.T) {
 	if r := row(rejected.ID); r[4] != "rejected: "+why {
 		t.Errorf("the rejected message's command cell reads %q, want the reason", r[4])
 	}
+}
+
+// shownID is the part of the job id in the link sel that takes room on
+// the page ("" if the rest takes some too).
+func shownID(sel string) string {
+	return fmt.Sprintf(`(() => {
+		const a = document.querySelector(%q), head = a.querySelector(".id-head");
+		if (head && head.getBoundingClientRect().width > 0) return "";
+		return [...a.childNodes].filter(n => n.nodeType === Node.TEXT_NODE).map(n => n.textContent).join("");
+	})()`, sel)
 }
 
 // isDuration is whether s reads as a duration of util.js: 850ms, 42s, 3m 07s.
