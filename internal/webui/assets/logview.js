@@ -303,18 +303,24 @@ export class LogView {
   }
 
   // finish says the log is complete: its sections stop running, and when
-  // the job did not succeed, the sections its last line is in open.
+  // the job did not succeed, the sections its last line is in open. As on
+  // Buildkite, a log whose --- headers are all folded (no +++ among them)
+  // has its last --- section open: where a job's output usually ends.
   finish(ok) {
     this.flush();
     this.live = false;
     for (const s of this.running) this.settle(s, ok);
-    if (!ok) {
-      for (const s of this.tailState.stack) {
-        if (!s.collapsed || s.user) continue;
-        s.collapsed = false;
-        this.drawHeader(s);
-        this.change(s.head + 1, this.last);
-      }
+    const open = ok ? [] : [...this.tailState.stack];
+    const bk = [...this.sections.values()].filter((s) => s.kind === "bk");
+    if (!bk.some((s) => !s.fold)) {
+      const last = bk.reduce((l, s) => (!s.dim && (!l || s.head > l.head) ? s : l), null);
+      if (last) open.push(last);
+    }
+    for (const s of open) {
+      if (!s.collapsed || s.user) continue;
+      s.collapsed = false;
+      this.drawHeader(s);
+      this.change(s.head + 1, s.end ?? this.last);
     }
     this.applyChanged();
     this.showDurations(this.tailState.stack);

@@ -124,5 +124,5 @@ function close(stack, i, end, t) {
 // newSection is the section a start marker on line n, written at time t,
 // opens.
 export function newSection(n, m, t) {
-  return { head: n, end: null, kind: m.kind, name: m.name, collapsed: m.collapsed, fold: m.collapsed, parent: null, startAt: t, stopAt: null };
+  return { head: n, end: null, kind: m.kind, name: m.name, collapsed: m.collapsed, fold: m.collapsed, dim: !!m.dim, parent: null, startAt: t, stopAt: null };
 }

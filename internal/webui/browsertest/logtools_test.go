@@ -361,6 +361,39 @@ func TestJobPageSectionsLive(t *testing.T) {
 	b.waitFor(t, "the final status", `document.getElementById("status-text").textContent === "finished: succeeded, exit 0"`)
 }
 
+// As on Buildkite, a finished log whose --- headers are all folded has its
+// last --- section open (a ~~~ one stays folded); one with a +++ header
+// keeps them as marked.
+func TestJobPageLastBuildkiteSectionOpens(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	b := signedIn(t, srv)
+	for _, c := range []struct {
+		lines []string
+		open  []int // of the headers on lines 1, 3 and 5
+	}{
+		{[]string{"--- Setup", "a", "--- Build", "b", "~~~ Upload", "c"}, []int{3}},
+		{[]string{"--- Setup", "a", "+++ Build", "b", "--- Upload", "c"}, []int{3}},
+		{[]string{"--- Setup", "a", "--- Build", "b", "--- Upload", "c"}, []int{5}},
+	} {
+		var lines []spooltest.Line
+		for _, text := range c.lines {
+			lines = append(lines, spooltest.Line{Text: text})
+		}
+		job := spooltest.RunJob(t, srv, lines...)
+		b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
+		b.waitFor(t, "the finished log", `document.getElementById("L6") !== null && document.getElementById("status-text").textContent.startsWith("finished")`)
+		var open []int
+		for _, n := range []int{1, 3, 5} {
+			if !b.has(t, fmt.Sprintf("#L%d.folded", n)) && !eval[bool](t, b, hidden(n+1)) {
+				open = append(open, n)
+			}
+		}
+		if fmt.Sprint(open) != fmt.Sprint(c.open) {
+			t.Errorf("%q: the sections open are those of lines %v, want %v", c.lines, open, c.open)
+		}
+	}
+}
+
 // A section whose header is loaded after its lines (Load earlier lines)
 // takes in the rows shown, unfolded, since they were being read.
 func TestJobPageSectionLoadedEarlier(t *testing.T) {
