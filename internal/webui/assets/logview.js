@@ -6,10 +6,11 @@
 // took, and shows each line's time on request. While the job runs, the
 // sections the newest line is in stay open, so the tail is in view
 // whatever their markers say; when they end they fold as marked, and when
-// the job fails in them they stay open. It copes with long logs by appending lines in chunks
-// once per frame (never re-rendering what is shown) and letting the
-// browser skip laying out chunks that are off screen (content-visibility);
-// folding a section only hides and shows the rows it has.
+// the job fails in them they stay open. It copes with long logs by
+// appending lines in chunks once per frame (never re-rendering what is
+// shown) and letting the browser skip laying out chunks that are off
+// screen (content-visibility); folding a section only hides and shows the
+// rows it has.
 import { ansiToHtml } from "./ansi.js";
 import { emojify } from "./emoji.js";
 import { contains, newSection, parseMarker, RESET, step } from "./sections.js";
@@ -357,10 +358,11 @@ export class LogView {
     this.touched.clear();
   }
 
-  // showDurations redraws how long sections took: from their header's time to
-  // that of the line that ended them, or while they run, to now (never
-  // less than to the last line: the clocks of the worker and the reader
-  // may differ); a section the log ended in took until its last line.
+  // showDurations redraws how long sections took: from their header's
+  // time to that of the line that ended them, or while they run, to now
+  // (never less than to the last line: the clocks of the worker and the
+  // reader may differ); a section the log ended in took until its last
+  // line.
   showDurations(sections) {
     for (const s of sections) {
       const el = document.getElementById(`L${s.head}`)?.querySelector(".sec-time");
