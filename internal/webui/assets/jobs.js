@@ -1,6 +1,6 @@
 // The jobs page: newest first, filtered by queue and state (kept in the
 // URL so a filtered view can be shared), refreshed every 2 seconds.
-import { api, jobTitle, duration, ended, escapeHtml, livePages, localTime, relTime, stateBadge } from "./util.js";
+import { api, jobTitle, duration, ended, escapeHtml, lineCount, livePages, localTime, relTime, stateBadge } from "./util.js";
 import { memberTag } from "./scatterview.js";
 
 const PAGE = 100;
@@ -39,7 +39,7 @@ function row(j, now) {
     <td title="${escapeHtml(localTime(j.created_at))}">${relTime(j.created_at, now)}</td>
     ${durationCell(j, now)}
     <td title="${escapeHtml(localTime(fin))}">${fin ? relTime(fin, now) : ""}</td>
-    <td class="num" title="${j.line_count.toLocaleString()} lines">${count(j.line_count)}</td>
+    <td class="num" title="${j.line_count.toLocaleString()} lines">${lineCount(j.line_count)}</td>
   </tr>`;
 }
 
@@ -77,13 +77,6 @@ function durationCell(j, now) {
   const title = `started ${localTime(start)}` + (fin ? `, ended ${localTime(fin)}` : "");
   if (!fin) return `<td class="running" title="${escapeHtml(title)}">${duration(now - Date.parse(start))}</td>`;
   return `<td title="${escapeHtml(title)}">${duration(Date.parse(fin) - Date.parse(start))}</td>`;
-}
-
-// count shows a line count, rounded once it is long (the title has it
-// whole).
-const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
-function count(n) {
-  return n < 100_000 ? n.toLocaleString() : compact.format(n);
 }
 
 function filtersChanged() {

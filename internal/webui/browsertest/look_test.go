@@ -148,6 +148,17 @@ func shownID(sel string) string {
 	})()`, sel)
 }
 
+// Line counts stay narrow: whole up to 99,999, then rounded.
+func TestLineCount(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	b := signedIn(t, srv)
+	b.do(t, "open a page", chromedp.Navigate(srv.URL+"/"))
+	got := eval[[]string](t, b, `import("/assets/util.js").then(m => [0, 7, 99999, 100000, 1234567, 2000000000].map(n => m.lineCount(n)))`)
+	if want := "[0 7 99,999 100K 1.2M 2B]"; fmt.Sprint(got) != want {
+		t.Errorf("lineCount: %v, want %s", got, want)
+	}
+}
+
 // isDuration is whether s reads as a duration of util.js: 850ms, 42s, 3m 07s.
 func isDuration(s string) bool {
 	var n int
