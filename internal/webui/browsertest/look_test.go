@@ -273,4 +273,5 @@ func TestJobPageLiveSectionsAtWidths(t *testing.T) {
 		t.Errorf("the failed job reopened: Build open %v, Deploy open %v, Package open %v, line 53 hidden %v, in view %v; want only Package open",
 			open(1), open(32), open(51), eval[bool](t, b, hidden(53)), eval[bool](t, b, lineInView(53)))
 	}
+	t.Logf("the failed job at %dpx: %s", widths[len(widths)-1], artifact(t, fmt.Sprintf("job-failed-sections-%d.png", widths[len(widths)-1]), b.screenshot(t)))
 }
