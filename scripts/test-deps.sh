@@ -19,6 +19,8 @@ done
 for pair in aws:awscli chromium:chromium; do
   command -v "${pair%%:*}" >/dev/null || need_apt+=("${pair#*:}")
 done
+# The browser tests' screenshots show the emoji of log section headers.
+[ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || need_apt+=(fonts-noto-color-emoji)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq

@@ -44,6 +44,7 @@ func TestPages(t *testing.T) {
 		{"/assets/scatterview.js", "text/javascript", "export function progressBar", 200},
 		{"/assets/app.css", "text/css", "prefers-color-scheme: dark", 200},
 		{"/assets/ansi.js", "text/javascript", "export function ansiToHtml", 200},
+		{"/assets/emoji.js", "text/javascript", "export function emojify", 200},
 		{"/assets/favicon.svg", "image/svg+xml", "<svg", 200},
 		{"/assets/nothing.js", "text/plain", "404", 404},
 		{"/assets/", "text/plain", "404", 404},

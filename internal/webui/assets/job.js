@@ -225,6 +225,8 @@ async function openLog(from) {
     status.set("failed", `could not load the log: ${e.message}`);
     return;
   }
+  // Until the job finishes, the sections its newest lines are in run.
+  view.live = !isFinal(page.state);
   view.append(page.events);
   view.flush();
   view.showEarlier(loadEarlier);
@@ -267,6 +269,7 @@ async function openLog(from) {
 function finished(j) {
   const exit = j.result ? j.result.exit_code : j.exit_code;
   status.set(j.state === "succeeded" ? "finished" : "failed", `finished: ${j.state}, exit ${exit}`);
+  view.finish(j.state === "succeeded");
 }
 
 let loadingEarlier = false;
@@ -298,8 +301,19 @@ window.addEventListener("hashchange", () => {
   const n = hashLine();
   const block = jumpBlock || "nearest";
   jumpBlock = "";
+  markHit(n);
   if (n) jumpTo(n, block);
 });
+
+// markHit highlights the search result of line n, and no other: a jump
+// elsewhere (a link, a line number, the address) leaves no result looking
+// like where the reader is.
+function markHit(n) {
+  for (const a of document.querySelectorAll("#search-hits .hit.active")) {
+    if (Number(a.dataset.line) !== n) a.classList.remove("active");
+  }
+  document.querySelector(`#search-hits .hit[data-line="${n}"]`)?.classList.add("active");
+}
 
 function jumpTo(n, block) {
   if (!view.target(n, block)) openLog(n);
@@ -487,9 +501,9 @@ $("#search-hits").addEventListener("click", (e) => {
   const a = e.target.closest("a.hit");
   if (!a || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   e.preventDefault();
-  $("#search-hits .hit.active")?.classList.remove("active");
-  a.classList.add("active");
-  goToLine(Number(a.dataset.line), "center");
+  const n = Number(a.dataset.line);
+  markHit(n);
+  goToLine(n, "center");
 });
 
 // --- keys ---------------------------------------------------------------

@@ -1,6 +1,6 @@
 // The jobs page: newest first, filtered by queue and state (kept in the
 // URL so a filtered view can be shared), refreshed every 2 seconds.
-import { api, jobTitle, duration, ended, escapeHtml, livePages, localTime, relTime, stateBadge } from "./util.js";
+import { api, jobTitle, duration, ended, escapeHtml, lineCount, livePages, localTime, relTime, stateBadge } from "./util.js";
 import { memberTag } from "./scatterview.js";
 
 const PAGE = 100;
@@ -30,27 +30,53 @@ function render(jobs) {
 function row(j, now) {
   const href = `/jobs/${encodeURIComponent(j.job_id)}`;
   const fin = ended(j);
-  const took = fin && j.result.started_at ? duration(Date.parse(fin) - Date.parse(j.result.started_at)) : "";
-  const cmd = jobTitle(j);
   return `<tr>
-    <td><a class="id" href="${href}">${escapeHtml(j.job_id)}</a>${j.params.scatter ? " " + memberTag(j) : ""}</td>
-    <td>${escapeHtml(j.queue)}</td>
+    <td><a class="id" href="${href}" title="${escapeHtml(j.job_id)}">${shortId(j.job_id)}</a></td>
+    <td class="queue" title="${escapeHtml(j.queue)}">${escapeHtml(j.queue)}</td>
     <td>${stateBadge(j.state)}${j.cancel_requested && !fin ? ' <span class="muted">cancelling</span>' : ""}</td>
     <td class="num">${j.kind === "external" ? '<span class="muted">external</span>' : `${j.attempt}/${j.max_attempts}`}</td>
-    <td class="cmd" title="${escapeHtml(cmd)}"><a href="${href}">${escapeHtml(cmd)}</a></td>
+    ${commandCell(j, href)}
     <td title="${escapeHtml(localTime(j.created_at))}">${relTime(j.created_at, now)}</td>
-    <td title="${escapeHtml(localTime(j.started_at))}">${started(j, now)}</td>
-    <td title="${escapeHtml(localTime(fin))}">${fin ? relTime(fin, now) : ""}${took ? ` <span class="muted">(${took})</span>` : ""}</td>
-    <td class="num">${j.line_count.toLocaleString()}</td>
+    ${durationCell(j, now)}
+    <td title="${escapeHtml(localTime(fin))}">${fin ? relTime(fin, now) : ""}</td>
+    <td class="num" title="${j.line_count.toLocaleString()} lines">${lineCount(j.line_count)}</td>
   </tr>`;
 }
 
-// started says when a job's attempt started and, while it runs, for how
-// long it has been running.
-function started(j, now) {
-  if (!j.started_at || j.state === "queued") return "";
-  const running = j.state === "running" ? ` <span class="muted">(running ${duration(now - Date.parse(j.started_at))})</span>` : "";
-  return relTime(j.started_at, now) + running;
+// shortId shows the end of a job's id: the ids of jobs made close together
+// share their start (it is the time), so the end tells them apart; a
+// scatter's jobs keep the suffix after their scatter's id (.3, .gather)
+// whole. The start stays in the link, taking no room, so copying the cell
+// copies the whole id the command line takes.
+function shortId(id) {
+  const dot = id.lastIndexOf(".");
+  const cut = Math.max(0, (dot > 8 ? dot : id.length) - 8);
+  if (cut < 4) return escapeHtml(id);
+  return `<span class="id-head">${escapeHtml(id.slice(0, cut))}</span>${escapeHtml(id.slice(cut))}`;
+}
+
+// commandCell says what the job runs, with the scatter it is part of; a
+// job recorded as rejected (a consumed message that is not a job spec)
+// runs nothing, and says why instead.
+function commandCell(j, href) {
+  const cmd = jobTitle(j);
+  const tag = j.params.scatter ? memberTag(j) : "";
+  if (!cmd && j.result && j.result.error) {
+    const why = `rejected: ${j.result.error}`;
+    return `<td class="cmd" title="${escapeHtml(why)}">${tag}<a class="rejected" href="${href}">${escapeHtml(why)}</a></td>`;
+  }
+  return `<td class="cmd" title="${escapeHtml(cmd)}">${tag}<a href="${href}">${escapeHtml(cmd)}</a></td>`;
+}
+
+// durationCell says how long the job's attempt ran, or has been running;
+// its title says when it started.
+function durationCell(j, now) {
+  const fin = ended(j);
+  const start = (j.result && j.result.started_at) || (j.state === "running" && j.started_at);
+  if (!start) return "<td></td>";
+  const title = `started ${localTime(start)}` + (fin ? `, ended ${localTime(fin)}` : "");
+  if (!fin) return `<td class="running" title="${escapeHtml(title)}">${duration(now - Date.parse(start))}</td>`;
+  return `<td title="${escapeHtml(title)}">${duration(Date.parse(fin) - Date.parse(start))}</td>`;
 }
 
 function filtersChanged() {

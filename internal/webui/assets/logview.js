@@ -2,14 +2,19 @@
 // marked, ANSI colours, and a marker on each row that continues the row
 // before it (a line longer than a stored batch may hold is stored as
 // pieces, each a line of its own, all but the last marked partial). It
-// folds the sections CI systems mark (sections.js), and shows each line's
-// time on request. It copes with long logs by appending lines in chunks
-// once per frame (never re-rendering what is shown) and letting the
-// browser skip laying out chunks that are off screen (content-visibility);
-// folding a section only hides and shows the rows it has.
+// folds the sections CI systems mark (sections.js), with how long each
+// took, and shows each line's time on request. While the job runs, the
+// sections the newest line is in stay open, so the tail is in view
+// whatever their markers say; when they end they fold as marked, and when
+// the job fails in them they stay open. It copes with long logs by
+// appending lines in chunks once per frame (never re-rendering what is
+// shown) and letting the browser skip laying out chunks that are off
+// screen (content-visibility); folding a section only hides and shows the
+// rows it has.
 import { ansiToHtml } from "./ansi.js";
+import { emojify } from "./emoji.js";
 import { contains, newSection, parseMarker, RESET, step } from "./sections.js";
-import { escapeHtml } from "./util.js";
+import { duration, escapeHtml } from "./util.js";
 
 const CHUNK = 500; // lines per chunk element
 
@@ -40,7 +45,12 @@ export class LogView {
     // without the reader doing anything.
     this.lastTop = 0;
     this.el.addEventListener("scroll", () => this.scrolled(), { passive: true });
+    // A view that follows keeps the end in view when it changes size: the
+    // window narrows and lines wrap, or the search results open above it.
+    new ResizeObserver(() => this.follow && this.scrollToEnd()).observe(this.el);
     this.reset();
+    // The running sections' times count up between lines.
+    setInterval(() => this.live && this.showDurations(this.tailState.stack), 1000);
   }
 
   scrolled() {
@@ -66,6 +76,14 @@ export class LogView {
     this.sections = new Map();
     this.markers = [];
     this.touched = new Set(); // sections whose line count to redraw
+    // live: the job is not finished, so the sections open at the tail are
+    // running. running: the sections opened for that, to fold as marked
+    // once they end. changed: the range of rows whose folding to redraw.
+    this.live = false;
+    this.running = new Set();
+    this.changed = null;
+    this.headers = new Set();
+    this.lastAt = 0; // the time of the last line
     this.pending = [];
     this.scheduled = false;
     this.tail = null; // the chunk being filled
@@ -133,6 +151,11 @@ export class LogView {
       this.sizeChunk(this.tail);
       i += part.length;
     }
+    this.lastAt = lines[lines.length - 1].timestamp;
+    for (const s of this.running) {
+      if (s.end !== null) this.settle(s, true);
+    }
+    this.applyChanged();
     this.showCounts();
     if (follow) {
       this.scrollToEnd();
@@ -152,6 +175,7 @@ export class LogView {
     const markers = [];
     chunk.insertAdjacentHTML("beforeend", this.render(lines, state, false, markers));
     this.sizeChunk(chunk);
+    this.applyChanged();
     this.continueAfter(lines[lines.length - 1].line_number, state.open);
     // The rows shown so far start at junction; a new attempt there starts
     // afresh (see render).
@@ -178,7 +202,7 @@ export class LogView {
     }
     for (const s of open) s.collapsed = false;
     const stack = [];
-    for (const { n, m } of this.markers) step(stack, n, m, (h, mk) => this.sectionAt(h, mk));
+    for (const { n, m, t } of this.markers) step(stack, n, m, (h, mk, at) => this.sectionAt(h, mk, at, false), t);
     this.tailState.stack = stack;
     for (const s of this.sections.values()) {
       this.touched.add(s);
@@ -206,31 +230,39 @@ export class LogView {
   }
 
   // render returns the rows of lines, carrying state from the row before
-  // them (see tailState) and adding their section markers to markers;
-  // separators between attempts only when separateAttempts.
-  render(lines, state, separateAttempts, markers) {
+  // them (see tailState) and adding their section markers to markers. The
+  // tail is the end of the log so far: there come separators between
+  // attempts, and while the job runs, its sections open.
+  render(lines, state, tail, markers) {
     let html = "";
     for (const l of lines) {
       const n = l.line_number;
+      const t = l.timestamp;
       if (state.attempt && l.attempt !== state.attempt) {
-        if (separateAttempts) html += `<div class="attempt-sep">attempt ${escapeHtml(l.attempt)}</div>`;
+        if (tail) html += `<div class="attempt-sep">attempt ${escapeHtml(l.attempt)}</div>`;
         state.open = {}; // a new attempt continues nothing of the last one
-        markers.push({ n, m: RESET });
-        step(state.stack, n, RESET);
+        markers.push({ n, m: RESET, t });
+        step(state.stack, n, RESET, null, t);
       }
       state.attempt = l.attempt;
       const continues = state.open[l.stream] || 0;
       state.open[l.stream] = l.partial ? n : 0;
       const m = parseMarker(l.text);
-      if (m) markers.push({ n, m });
-      const hidden = step(state.stack, n, m, (h, mk) => this.sectionAt(h, mk));
+      if (m) markers.push({ n, m, t });
+      const hidden = step(state.stack, n, m, (h, mk, at) => this.sectionAt(h, mk, at, tail && this.live), t);
       let cls = "ln" + (l.stream === "stderr" ? " err" : "") + (n >= 1e6 ? " wide" : "") + (continues ? " cont" : "") + (l.partial ? " partial" : "");
       let text;
       if (m?.type === "start") {
         const s = this.sections.get(n);
-        cls += " sec-head" + (s.collapsed ? " folded" : "");
+        cls += " sec-head" + (s.collapsed ? " folded" : "") + (m.dim ? " dim" : "");
         text = `<button class="fold" type="button" aria-expanded="${!s.collapsed}" title="show or hide the section"></button>` +
-          `<span class="sec-title">${ansiToHtml(m.title)}</span><span class="sec-count"></span>`;
+          `<span class="sec-title">${ansiToHtml(emojify(m.title))}</span><span class="sec-count"></span><span class="sec-time"></span>`;
+      } else if (m?.type === "open") {
+        // The rows the section hid so far show now.
+        const s = state.stack.findLast((x) => x.kind === m.kind);
+        if (s) this.change(s.head + 1, n - 1, s);
+        cls += " sec-end";
+        text = "";
       } else if (m?.type === "end") {
         cls += " sec-end"; // the marker itself is not shown
         text = ansiToHtml(m.rest);
@@ -244,26 +276,102 @@ export class LogView {
     return html;
   }
 
-  // sectionAt is the section whose header is line n (marker m), made when
-  // the line is first seen.
-  sectionAt(n, m) {
+  // sectionAt is the section whose header is line n (marker m, time t),
+  // made when the line is first seen; a running one starts open.
+  sectionAt(n, m, t, running) {
     let s = this.sections.get(n);
     if (!s) {
-      s = newSection(n, m);
+      s = newSection(n, m, t);
       this.sections.set(n, s);
       this.touched.add(s);
+      if (running) {
+        s.collapsed = false;
+        this.running.add(s);
+      }
     }
     return s;
   }
 
-  // showCounts redraws the line counts of the sections that changed.
+  // settle ends the running of section s: it folds as its marker says
+  // unless the reader or the log opened or closed it meanwhile, or (when
+  // ok is false) the job failed in it, which leaves it open.
+  settle(s, ok) {
+    this.running.delete(s);
+    if (!ok || s.user || s.pinned || !s.fold || s.collapsed) return;
+    s.collapsed = true;
+    this.drawHeader(s);
+    this.change(s.head + 1, s.end ?? this.last);
+  }
+
+  // finish says the log is complete: its sections stop running, and when
+  // the job did not succeed, the sections its last line is in open. As on
+  // Buildkite, a log whose --- headers are all folded (no +++ among them)
+  // has its last --- section open: where a job's output usually ends.
+  finish(ok) {
+    this.flush();
+    this.live = false;
+    for (const s of this.running) this.settle(s, ok);
+    const open = ok ? [] : [...this.tailState.stack];
+    const bk = [...this.sections.values()].filter((s) => s.kind === "bk");
+    if (!bk.some((s) => !s.fold)) {
+      const last = bk.reduce((l, s) => (!s.dim && (!l || s.head > l.head) ? s : l), null);
+      if (last) open.push(last);
+    }
+    for (const s of open) {
+      if (!s.collapsed || s.user) continue;
+      s.collapsed = false;
+      this.drawHeader(s);
+      this.change(s.head + 1, s.end ?? this.last);
+    }
+    this.applyChanged();
+    this.showDurations(this.tailState.stack);
+    if (this.follow) this.scrollToEnd();
+  }
+
+  // change notes that rows lo to hi may fold or unfold, and the header of
+  // section s (if given) with them; applyChanged redraws them, once for a
+  // batch of lines (whose rows may not be in the page yet).
+  change(lo, hi, s) {
+    if (s) this.headers.add(s);
+    if (hi < lo) return;
+    this.changed = this.changed ? [Math.min(lo, this.changed[0]), Math.max(hi, this.changed[1])] : [lo, hi];
+  }
+
+  applyChanged() {
+    for (const s of this.headers) this.drawHeader(s);
+    this.headers.clear();
+    if (!this.changed) return;
+    const [lo, hi] = this.changed;
+    this.changed = null;
+    this.refreshRows(lo, hi);
+  }
+
+  // showCounts redraws the line counts and times of the sections that
+  // changed.
   showCounts() {
     for (const s of this.touched) {
       const el = document.getElementById(`L${s.head}`)?.querySelector(".sec-count");
       const k = (s.end ?? this.last) - s.head;
       if (el) el.textContent = k > 0 ? `${k.toLocaleString()} line${k === 1 ? "" : "s"}` : "";
     }
+    this.showDurations(this.touched);
     this.touched.clear();
+  }
+
+  // showDurations redraws how long sections took: from their header's
+  // time to that of the line that ended them, or while they run, to now
+  // (never less than to the last line: the clocks of the worker and the
+  // reader may differ); a section the log ended in took until its last
+  // line.
+  showDurations(sections) {
+    for (const s of sections) {
+      const el = document.getElementById(`L${s.head}`)?.querySelector(".sec-time");
+      if (!el || !s.startAt) continue;
+      let stop = s.stopAt ?? this.lastAt;
+      if (s.end === null && this.live) stop = Math.max(stop, Date.now());
+      el.textContent = duration(Math.max(0, stop - s.startAt));
+      el.classList.toggle("running", s.end === null && this.live);
+    }
   }
 
   // drawHeader shows whether section s is folded.
@@ -303,6 +411,7 @@ export class LogView {
   // toggle folds section s, or unfolds it.
   toggle(s) {
     s.collapsed = !s.collapsed;
+    s.user = true;
     this.drawHeader(s);
     this.refreshRows(s.head + 1, s.end ?? this.last);
     if (this.follow) this.scrollToEnd();
@@ -315,6 +424,7 @@ export class LogView {
     for (const s of this.sections.values()) {
       if (!s.collapsed || !contains(s, n)) continue;
       s.collapsed = false;
+      s.user = true;
       this.drawHeader(s);
       lo = Math.min(lo, s.head + 1);
       hi = Math.max(hi, s.end ?? this.last);

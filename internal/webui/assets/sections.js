@@ -2,8 +2,9 @@
 // written for one of them folds here the same way:
 //
 //   GitHub Actions  ::group::Title … ::endgroup::  (collapsed)
-//   Buildkite       --- Title (collapsed), +++ Title and ~~~ Title
-//                   (expanded); a section runs to the next header
+//   Buildkite       --- Title (collapsed), ~~~ Title (collapsed, its
+//                   title not bold), +++ Title (expanded); a section
+//                   runs to the next header, and ^^^ +++ opens it
 //   GitLab CI       section_start:TIME:name[collapsed=true]\r\e[0KTitle …
 //                   section_end:TIME:name\r\e[0K  (expanded unless
 //                   collapsed=true; sections nest)
@@ -12,7 +13,9 @@
 // to its end (the end marker's line, or the line before the header that
 // ends it), or up to the last line so far while it is open. Line numbers
 // are dense, so whether a row is inside a section is arithmetic, and the
-// structure is worked out from the marker lines alone.
+// structure is worked out from the marker lines alone. A section also
+// keeps the times of its header and of the line that ends it (startAt,
+// stopAt, in Unix milliseconds): how long it took.
 
 // parseMarker says what marker a line is, or null. It runs on every line
 // drawn, so lines that cannot be one are told by their first character.
@@ -27,8 +30,11 @@ export function parseMarker(text) {
   if (c === 0x2d /* - */ || c === 0x2b /* + */ || c === 0x7e /* ~ */) {
     const m = /^(---|\+\+\+|~~~) (.*)$/s.exec(text);
     if (!m || NOT_BUILDKITE.test(text)) return null;
-    return { type: "start", kind: "bk", title: m[2], collapsed: m[1] === "---" };
+    return { type: "start", kind: "bk", title: m[2], collapsed: m[1] !== "+++", dim: m[1] === "~~~" };
   }
+  // A job prints ^^^ +++ when a command of the section fails, so the
+  // section is open for whoever looks.
+  if (c === 0x5e /* ^ */) return /^\^\^\^ \+\+\+\s*$/.test(text) ? { type: "open", kind: "bk" } : null;
   if (c === 0x73 /* s */ || c === 0x1b) {
     const m = GITLAB.exec(text);
     if (!m) return null;
@@ -59,30 +65,39 @@ export function contains(s, n) {
   return s.head < n && (s.end === null || n <= s.end);
 }
 
-// step applies line n's marker m (null: none) to the stack of open
-// sections, outermost first, and returns whether row n is hidden: inside a
-// collapsed section. sectionAt(n, m) gives the section a start marker
-// opens (a new one, or the one already made for that line).
-export function step(stack, n, m, sectionAt) {
+// step applies line n's marker m (null: none), written at time t, to the
+// stack of open sections, outermost first, and returns whether row n is
+// hidden: inside a collapsed section. sectionAt(n, m, t) gives the section
+// a start marker opens (a new one, or the one already made for that line).
+export function step(stack, n, m, sectionAt, t) {
   if (!m) return folded(stack);
   if (m.type === "reset") {
-    close(stack, 0, n - 1);
+    close(stack, 0, n - 1, t);
     return false;
   }
   if (m.type === "start") {
     // GitHub groups do not nest and a Buildkite header ends the section
     // before it; GitLab sections nest.
-    if (m.kind !== "gl") close(stack, lastIndex(stack, (s) => s.kind === m.kind), n - 1);
+    if (m.kind !== "gl") close(stack, lastIndex(stack, (s) => s.kind === m.kind), n - 1, t);
     const hidden = folded(stack);
-    const s = sectionAt(n, m);
+    const s = sectionAt(n, m, t);
     s.parent = stack.at(-1) ?? null;
     s.end = null;
+    s.stopAt = null;
     stack.push(s);
     return hidden;
   }
+  if (m.type === "open") {
+    const s = stack[lastIndex(stack, (x) => x.kind === m.kind)];
+    if (s) {
+      s.collapsed = false;
+      s.pinned = true; // the log asked: nothing folds it but the reader
+    }
+    return folded(stack);
+  }
   // An end marker belongs to the section it ends (and ends any inside it).
   const hidden = folded(stack);
-  close(stack, lastIndex(stack, (s) => s.kind === m.kind && (m.kind !== "gl" || s.name === m.name)), n);
+  close(stack, lastIndex(stack, (s) => s.kind === m.kind && (m.kind !== "gl" || s.name === m.name)), n, t);
   return hidden;
 }
 
@@ -96,14 +111,18 @@ function lastIndex(stack, f) {
   return -1;
 }
 
-// close ends the sections from stack[i] on at line end.
-function close(stack, i, end) {
+// close ends the sections from stack[i] on at line end, at time t.
+function close(stack, i, end, t) {
   if (i < 0) return;
-  for (let j = i; j < stack.length; j++) stack[j].end = end;
+  for (let j = i; j < stack.length; j++) {
+    stack[j].end = end;
+    stack[j].stopAt = t;
+  }
   stack.length = i;
 }
 
-// newSection is the section a start marker on line n opens.
-export function newSection(n, m) {
-  return { head: n, end: null, kind: m.kind, name: m.name, collapsed: m.collapsed, parent: null };
+// newSection is the section a start marker on line n, written at time t,
+// opens.
+export function newSection(n, m, t) {
+  return { head: n, end: null, kind: m.kind, name: m.name, collapsed: m.collapsed, fold: m.collapsed, dim: !!m.dim, parent: null, startAt: t, stopAt: null };
 }

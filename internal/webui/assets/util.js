@@ -80,6 +80,13 @@ export function duration(ms) {
   return `${Math.floor(s / 3600)}h ${pad(Math.floor(s / 60) % 60)}m`;
 }
 
+// lineCount shows a number of lines in a narrow column: whole up to
+// 99,999, then rounded (1.2M); a title can give it whole.
+const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+export function lineCount(n) {
+  return n < 100_000 ? n.toLocaleString() : compact.format(n);
+}
+
 // localTime is an RFC 3339 time in the reader's time zone, for tooltips.
 export function localTime(iso) {
   return iso ? new Date(iso).toLocaleString() : "";

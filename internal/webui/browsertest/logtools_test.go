@@ -3,6 +3,7 @@ package browsertest_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,16 @@ func TestJobPageSearch(t *testing.T) {
 	}
 	b.do(t, "click the second result", chromedp.Click(chromedp.CSS(`#search-hits .hit[data-line="11000"]`)))
 	b.waitFor(t, "line 11000 highlighted and in view", `location.hash === "#L11000" && document.querySelector("#L11000.target") !== null && `+lineInView(11000))
+	if got := b.texts(t, "#search-hits .hit.active .no"); len(got) != 1 || got[0] != "11000" {
+		t.Errorf("results highlighted: %q, want 11000's", got)
+	}
+	// A jump by the address (or a line number) to another line leaves no
+	// result highlighted as if it were where the reader is.
+	eval[bool](t, b, `(location.hash = "#L11500", true)`)
+	b.waitFor(t, "line 11500 highlighted", `document.querySelector("#L11500.target") !== null && document.querySelector("#L11000.target") === null`)
+	if got := b.texts(t, "#search-hits .hit.active .no"); len(got) != 0 {
+		t.Errorf("after a jump to line 11500, results highlighted: %q", got)
+	}
 
 	b.do(t, "match case", chromedp.Click(chromedp.CSS("#search-case")))
 	b.search(t, "fatal")
@@ -177,7 +188,8 @@ func TestJobPageRawLink(t *testing.T) {
 
 // sectionLog has a section of each kind: GitHub's group (collapsed),
 // Buildkite's three headers, GitLab's sections, one nested and collapsed,
-// and a Go test result that only looks like a Buildkite header.
+// a Go test result that only looks like a Buildkite header, and a
+// Buildkite section that its job opens (^^^ +++) after a failure.
 var sectionLog = []spooltest.Line{
 	{Text: "prelude"},               // 1
 	{Text: "::group::Install deps"}, // 2  GitHub, collapsed
@@ -188,9 +200,9 @@ var sectionLog = []spooltest.Line{
 	{Text: "--- :package: Build"},   // 7  Buildkite, collapsed
 	{Text: "make"},                  // 8
 	{Text: "make: done"},            // 9
-	{Text: "+++ :test_tube: Test"},  // 10 Buildkite, expanded
+	{Text: "~~~ :test_tube: Test"},  // 10 Buildkite, collapsed, not bold
 	{Text: "go test ./..."},         // 11
-	{Text: "~~~ Deploy"},            // 12 Buildkite, expanded, to the end
+	{Text: "+++ Deploy"},            // 12 Buildkite, expanded, to line 21
 	{Text: "deploying"},             // 13
 	{Text: "\x1b[0Ksection_start:1700000000:lint[collapsed=true]\r\x1b[0K\x1b[36mLinting\x1b[0m"}, // 14 GitLab, collapsed
 	{Text: "golangci-lint run"},                              // 15
@@ -200,17 +212,21 @@ var sectionLog = []spooltest.Line{
 	{Text: "section_end:1700000001:pkg\r\x1b[0K"},            // 19
 	{Text: "--- PASS: TestDeploy (0.00s)"},                   // 20 not a header
 	{Text: "the end"},                                        // 21
+	{Text: "--- Lint"},                                       // 22 Buildkite, collapsed
+	{Text: "lint: 3 problems"},                               // 23
+	{Text: "^^^ +++"},                                        // 24 opens Lint
+	{Text: "exit status 1"},                                  // 25
 }
 
 // Sections render folded or unfolded as their markers say, with their
-// titles and line counts and without the markers' text, and fold and
-// unfold on a click.
+// titles (emoji shortcodes as emoji) and line counts and without the
+// markers' text, and fold and unfold on a click.
 func TestJobPageSections(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, sectionLog...)
 	b := signedIn(t, srv)
 	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
-	b.waitFor(t, "the log", `document.getElementById("L21") !== null`)
+	b.waitFor(t, "the log", `document.getElementById("L25") !== null && document.getElementById("status-text").textContent.startsWith("finished")`)
 
 	type head struct {
 		line         int
@@ -219,11 +235,12 @@ func TestJobPageSections(t *testing.T) {
 	}
 	for _, h := range []head{
 		{2, true, "Install deps", "3 lines"},
-		{7, true, ":package: Build", "2 lines"},
-		{10, false, ":test_tube: Test", "1 line"},
+		{7, true, "📦 Build", "2 lines"},
+		{10, true, "🧪 Test", "1 line"},
 		{12, false, "Deploy", "9 lines"},
 		{14, true, "Linting", "2 lines"},
 		{17, false, "Packaging", "2 lines"},
+		{22, false, "Lint", "3 lines"},
 	} {
 		sel := fmt.Sprintf("#L%d", h.line)
 		if !b.has(t, sel+".sec-head") || b.has(t, sel+".folded") != h.folded || b.text(t, sel+" .sec-title") != h.title || b.text(t, sel+" .sec-count") != h.count {
@@ -234,20 +251,26 @@ func TestJobPageSections(t *testing.T) {
 	if !b.has(t, "#L14 .sec-title span.f6") {
 		t.Error("the GitLab title is not in its colour")
 	}
-	wantHidden := map[int]bool{3: true, 4: true, 5: true, 8: true, 9: true, 15: true, 16: true}
+	if w := eval[string](t, b, `getComputedStyle(document.querySelector("#L10 .sec-title")).fontWeight`) + "/" + eval[string](t, b, `getComputedStyle(document.querySelector("#L7 .sec-title")).fontWeight`); w != "400/650" {
+		t.Errorf("the ~~~ and --- titles' weights: %s, want 400/650", w)
+	}
+	wantHidden := map[int]bool{3: true, 4: true, 5: true, 8: true, 9: true, 11: true, 15: true, 16: true}
 	checkHidden := func(when string) {
 		t.Helper()
-		for n := 1; n <= 21; n++ {
+		for n := 1; n <= 25; n++ {
 			if got := eval[bool](t, b, hidden(n)); got != wantHidden[n] {
 				t.Errorf("%s: line %d hidden %v, want %v", when, n, got, wantHidden[n])
 			}
 		}
 	}
 	checkHidden("as loaded")
-	for _, n := range []int{16, 19} {
+	for _, n := range []int{16, 19, 24} {
 		if got := b.text(t, fmt.Sprintf("#L%d .tx", n)); got != "" {
 			t.Errorf("the end marker on line %d shows %q", n, got)
 		}
+	}
+	if times := b.texts(t, ".sec-head .sec-time"); len(times) != 7 || slices.ContainsFunc(times, func(s string) bool { return !isDuration(s) }) {
+		t.Errorf("the sections' times: %q; want how long each of the 7 took", times)
 	}
 	if b.has(t, "#L20.sec-head") || b.text(t, "#L20 .tx") != "--- PASS: TestDeploy (0.00s)" {
 		t.Error("a Go test result was taken for a Buildkite header")
@@ -283,8 +306,10 @@ func TestJobPageSections(t *testing.T) {
 	b.waitFor(t, "line 3 shown", `document.querySelector("#L3.target") !== null && !(`+hidden(3)+`)`)
 }
 
-// New lines fall into the section open at the tail: a folded one counts
-// them without showing them; a line after its end shows.
+// New lines fall into the section open at the tail, which is open while
+// the job runs though its marker folds it, unless the reader folds it; a
+// line after its end shows; a running section the reader left alone folds
+// as marked when it ends.
 func TestJobPageSectionsLive(t *testing.T) {
 	srv := spooltest.NewServer(t)
 	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "ci"}); err != nil {
@@ -296,26 +321,77 @@ func TestJobPageSectionsLive(t *testing.T) {
 	b := signedIn(t, srv)
 	b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+l.JobID()))
 	b.waitFor(t, "the stream to go live", `document.getElementById("status-text").textContent === "live" && document.getElementById("L3") !== null`)
+	if eval[bool](t, b, hidden(3)) || b.has(t, "#L2.folded") {
+		t.Error("the running group is folded")
+	}
 	l.Write(spooltest.Line{Text: "inside 2"}, spooltest.Line{Text: "inside 3"})
 	b.waitFor(t, "the count to grow", `document.querySelector("#L2 .sec-count").textContent === "3 lines"`)
-	if !eval[bool](t, b, hidden(5)) {
-		t.Error("a new line of a folded section is shown")
+	if eval[bool](t, b, hidden(5)) || !eval[bool](t, b, lineInView(5)) {
+		t.Error("a new line of the running group is hidden or out of view")
+	}
+	b.do(t, "fold it", chromedp.Click(chromedp.CSS("#L2 .fold")))
+	b.waitFor(t, "the section to fold", hidden(5))
+	l.Write(spooltest.Line{Text: "inside 4"})
+	b.waitFor(t, "the count to grow", `document.querySelector("#L2 .sec-count").textContent === "4 lines"`)
+	if !eval[bool](t, b, hidden(6)) {
+		t.Error("a new line of a group the reader folded is shown")
 	}
 	b.do(t, "unfold it", chromedp.Click(chromedp.CSS("#L2 .fold")))
-	l.Write(spooltest.Line{Text: "inside 4"}, spooltest.Line{Text: "::endgroup::"}, spooltest.Line{Text: "outside"})
+	l.Write(spooltest.Line{Text: "::endgroup::"}, spooltest.Line{Text: "outside"})
 	b.waitFor(t, "the lines after", `document.getElementById("L8") !== null`)
 	for n := 3; n <= 8; n++ {
 		if eval[bool](t, b, hidden(n)) {
 			t.Errorf("line %d is hidden", n)
 		}
 	}
+	if b.has(t, "#L2.folded") {
+		t.Error("the group the reader opened folded when it ended")
+	}
 	b.do(t, "fold it", chromedp.Click(chromedp.CSS("#L2 .fold")))
 	b.waitFor(t, "the section to fold", hidden(7))
 	if eval[bool](t, b, hidden(8)) || b.text(t, "#L2 .sec-count") != "5 lines" {
 		t.Errorf("after the end marker: line 8 hidden %v, count %q", eval[bool](t, b, hidden(8)), b.text(t, "#L2 .sec-count"))
 	}
+
+	l.Write(spooltest.Line{Text: "::group::Second"}, spooltest.Line{Text: "second 1"})
+	b.waitFor(t, "the second group, open", `document.getElementById("L10") !== null && !document.getElementById("L9").classList.contains("folded") && !(`+hidden(10)+`)`)
+	l.Write(spooltest.Line{Text: "::endgroup::"}, spooltest.Line{Text: "done"})
+	b.waitFor(t, "the second group to fold as it ended", `document.getElementById("L12") !== null && document.getElementById("L9").classList.contains("folded") && `+hidden(10))
 	l.End(0)
 	b.waitFor(t, "the final status", `document.getElementById("status-text").textContent === "finished: succeeded, exit 0"`)
+}
+
+// As on Buildkite, a finished log whose --- headers are all folded has its
+// last --- section open (a ~~~ one stays folded); one with a +++ header
+// keeps them as marked.
+func TestJobPageLastBuildkiteSectionOpens(t *testing.T) {
+	srv := spooltest.NewServer(t)
+	b := signedIn(t, srv)
+	for _, c := range []struct {
+		lines []string
+		open  []int // of the headers on lines 1, 3 and 5
+	}{
+		{[]string{"--- Setup", "a", "--- Build", "b", "~~~ Upload", "c"}, []int{3}},
+		{[]string{"--- Setup", "a", "+++ Build", "b", "--- Upload", "c"}, []int{3}},
+		{[]string{"--- Setup", "a", "--- Build", "b", "--- Upload", "c"}, []int{5}},
+	} {
+		var lines []spooltest.Line
+		for _, text := range c.lines {
+			lines = append(lines, spooltest.Line{Text: text})
+		}
+		job := spooltest.RunJob(t, srv, lines...)
+		b.do(t, "open the job", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
+		b.waitFor(t, "the finished log", `document.getElementById("L6") !== null && document.getElementById("status-text").textContent.startsWith("finished")`)
+		var open []int
+		for _, n := range []int{1, 3, 5} {
+			if !b.has(t, fmt.Sprintf("#L%d.folded", n)) && !eval[bool](t, b, hidden(n+1)) {
+				open = append(open, n)
+			}
+		}
+		if fmt.Sprint(open) != fmt.Sprint(c.open) {
+			t.Errorf("%q: the sections open are those of lines %v, want %v", c.lines, open, c.open)
+		}
+	}
 }
 
 // A section whose header is loaded after its lines (Load earlier lines)

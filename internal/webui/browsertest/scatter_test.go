@@ -139,6 +139,11 @@ func TestScatterPageFollowsProgress(t *testing.T) {
 			t.Errorf("the jobs page's scatter tags %q lack %q", tags, want)
 		}
 	}
+	// A scatter job's short id keeps its suffix whole: the end of the
+	// scatter's id, then .gather.
+	if got, want := eval[string](t, b, shownID("#jobs a.id[title$='.gather']")), id[len(id)-8:]+".gather"; got != want {
+		t.Errorf("the gather's short id shows %q, want %q", got, want)
+	}
 	t.Logf("screenshot of the jobs page with the scatter's jobs: %s", artifact(t, "jobs-page-scatter.png", b.screenshot(t)))
 	b.do(t, "open batch 1's job page", chromedp.Navigate(srv.URL+"/jobs/"+id+".1"))
 	b.waitFor(t, "the scatter line", `!document.getElementById("scatter-line").hidden`)

@@ -279,9 +279,10 @@ func TestJobsPageAndCancel(t *testing.T) {
 	if rows := b.texts(t, "#jobs tr"); !strings.Contains(rows[0], done.ID) {
 		t.Errorf("filtered rows: %q", rows)
 	}
-	// The whole id, which the command line accepts, not a shortened one.
+	// The link holds the whole id, which the command line accepts (the
+	// page shows its end: TestJobsListWidths).
 	if id := b.text(t, "#jobs a.id"); id != done.ID {
-		t.Errorf("the jobs page shows the id %q, want %q", id, done.ID)
+		t.Errorf("the jobs page's id link holds %q, want %q", id, done.ID)
 	}
 
 	b.do(t, "open the queued job", chromedp.Navigate(srv.URL+"/jobs/"+queued.ID))
