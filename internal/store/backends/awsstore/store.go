@@ -50,6 +50,8 @@ type Store struct {
 	sources openJobs
 	// sweep is where EndedBefore goes on from.
 	sweep sweepCursor
+	// ended keeps what EndedPerMinute walked for each queue a while.
+	ended endedCache
 
 	closeOnce sync.Once
 }
@@ -112,7 +114,8 @@ func open(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) erro
 func newStore(cfg Config, c clients) *Store {
 	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter,
 		listScan: listScan, listRounds: listRounds,
-		statsScan: statsScan, endedScan: endedScan, endedRounds: endedRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience}
+		statsScan: statsScan, endedScan: endedScan, endedRounds: endedRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience,
+		ended: endedCache{fresh: endedFresh}}
 	s.sqs = newSQSGatherers(c.sqs)
 	s.queues = newQueueDir(s)
 	s.watch = newWatcher(s)
