@@ -51,7 +51,13 @@ func TestBadInput(t *testing.T) {
 		{"GET", "/api/v1/jobs/" + id + "/logs?since=2026-11-27T09:00:00+01:00", 400, "%2B"}, // a + in a query is a space
 		{"GET", "/api/v1/jobs/" + id + "/logs?since=2026-11-27T09:00:00Z&since=2026-11-27T09:00:00Z", 400, "once"},
 		{"GET", "/api/v1/jobs/" + id + "/logs?since=2026-11-27T10:00:00Z&until=2026-11-27T09:00:00Z", 400, "until=2026-11-27T09:00:00Z is before since"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?wait=soon", 400, "wait=\"soon\": want how long to wait"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?wait=-1s", 400, "wait"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?wait=-2", 400, "wait"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?wait=NaN", 400, "wait"},
+		{"GET", "/api/v1/jobs/" + id + "/logs?wait=1s&wait=2s", 400, "once"},
 		{"GET", "/api/v1/jobs/" + unknown + "/logs?limit=x", 400, "limit"}, // parameters are checked first
+		{"GET", "/api/v1/jobs/" + unknown + "/logs?wait=x", 400, "wait"},
 		{"GET", "/api/v1/jobs/" + unknown + "/logs/search?q=x", 404, unknown},
 		{"GET", "/api/v1/jobs/" + unknown + "/logs/raw", 404, unknown},
 		{"GET", "/api/v1/jobs/" + id + "/logs/search", 400, "q is required"},

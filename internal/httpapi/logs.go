@@ -34,7 +34,8 @@ type Pagination struct {
 	Limit int `json:"limit"`
 }
 
-// parseLogQuery reads limit, after_line, before_line, since and until.
+// parseLogQuery reads limit, after_line, before_line, since, until and
+// wait.
 // With before_line alone, the page is the limit lines just before it (line
 // numbers are dense, so that window is known without reading backwards).
 func parseLogQuery(q url.Values) (service.LinesRequest, error) {
@@ -57,6 +58,9 @@ func parseLogQuery(q url.Values) (service.LinesRequest, error) {
 		return lr, err
 	}
 	if lr.Before, err = intParam(q, "before_line", 0, 1, service.MaxLine, "a line number, 1 or more"); err != nil {
+		return lr, err
+	}
+	if lr.Wait, err = waitParam(q, "wait", service.MaxLinesWait); err != nil {
 		return lr, err
 	}
 	switch {

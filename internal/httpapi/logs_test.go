@@ -285,3 +285,64 @@ func TestLogPageReadsWhatItNeeds(t *testing.T) {
 		t.Errorf("a page of 5 lines allocated %.1f MiB: more than the few batches it needs (%d KB each)", float64(allocated)/(1<<20), batchBytes/1000)
 	}
 }
+
+// A page asked for with wait answers with the lines stored while it
+// waited, and, when none come before the wait passes, with no lines and
+// the same cursor; a wait of a finished job's log answers at once. How
+// the wait ends otherwise (the job ending, the client leaving, the server
+// draining) is the service's to test.
+func TestLogPageWait(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	l := e.running(t)
+	l.Write(spooltest.Seq(1, 3)...)
+	path := fmt.Sprintf("/api/v1/jobs/%s/logs?after_line=3&wait=", l.JobID())
+
+	var p httpapi.LogPage
+	if resp := e.get(t, path+"0.05", &p); resp.StatusCode != http.StatusOK || len(p.Events) != 0 || p.Pagination.NextAfterLine != 3 || p.State != "running" {
+		t.Fatalf("a wait with nothing new: %s, %d lines, next_after_line %d, %s", resp.Status, len(p.Events), p.Pagination.NextAfterLine, p.State)
+	}
+
+	got := make(chan error, 1)
+	go func() { got <- e.getPage(path+"30s", &p) }()
+	l.Write(spooltest.Seq(4, 5)...)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Events) != 2 || p.Events[0].LineNumber != 4 || p.Events[1].LineNumber != 5 || p.Pagination.NextAfterLine != 5 {
+		t.Fatalf("a wait while lines 4 and 5 were written: %+v", p)
+	}
+
+	l.End(0)
+	go func() { got <- e.getPage(fmt.Sprintf("/api/v1/jobs/%s/logs?after_line=5&wait=30s", l.JobID()), &p) }()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wait for more of a finished job's log did not answer")
+	}
+	if p.State != "succeeded" || len(p.Events) != 0 {
+		t.Fatalf("a wait for more of a finished job's log: %s, %d lines", p.State, len(p.Events))
+	}
+}
+
+// getPage is get for a goroutine other than the test's: it returns what
+// went wrong instead of failing the test.
+func (e *env) getPage(path string, p *httpapi.LogPage) error {
+	req, err := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.srv.AdminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return jsonDecode(resp, p)
+}

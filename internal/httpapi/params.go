@@ -47,6 +47,33 @@ func timeParam(q url.Values, name string) (time.Time, error) {
 	return t, nil
 }
 
+// waitParam parses the optional query parameter name, how long a request
+// may wait: a duration with its unit (2s, 500ms, 1m) or a number of
+// seconds (2, 0.5); zero when it is absent. Like a page size, a wait
+// longer than max counts as max rather than being refused: the client
+// asks again.
+func waitParam(q url.Values, name string, max time.Duration) (time.Duration, error) {
+	s, err := stringParam(q, name)
+	if err != nil || s == "" {
+		return 0, err
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		var secs float64
+		secs, err = strconv.ParseFloat(s, 64)
+		// Past a day, the product could overflow; it is capped anyway.
+		d = time.Duration(min(secs, 86400) * float64(time.Second))
+		if math.IsNaN(secs) {
+			err = strconv.ErrSyntax
+		}
+	}
+	if err != nil || d < 0 {
+		return 0, badRequest("%s=%q: want how long to wait for a line, like 2s, 500ms or 2 (seconds), from 0 up to %v (longer counts as %v)",
+			name, truncate(s, 40), max, max)
+	}
+	return min(d, max), nil
+}
+
 // limitParam parses a page size: def when absent, at least 1, and capped
 // at max rather than refused, so a client asking for "everything" gets the
 // largest page and pages on.

@@ -2,10 +2,12 @@ package service
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -80,6 +82,12 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 	if err != nil {
 		return nil, err
 	}
+	return s.feedOf(job, m, from, until, maxPage), nil
+}
+
+// feedOf is the feed of job that m, a checked request whose times are from
+// and until, asks for; the caller has been let read job.
+func (s *Service) feedOf(job *spoolv1.Job, m *spoolv1.StreamEventsRequest, from, until time.Time, maxPage int) *Feed {
 	fr := storekit.FeedRequest{
 		JobID:        job.GetJobId(),
 		FromSequence: m.GetFromSequence(),
@@ -96,7 +104,7 @@ func (s *Service) openFeed(ctx context.Context, m *spoolv1.StreamEventsRequest, 
 	if m.GetFollow() && !convert.State(job.GetState()).IsFinal() {
 		f.release = s.watchers.add(job.GetJobId())
 	}
-	return f, nil
+	return f
 }
 
 // timeSpan checks a read's start and end times (nil: none) and returns
@@ -292,13 +300,23 @@ func (f *Feed) recheck(ctx context.Context) error {
 // most Limit of them (0: DefaultPageLines; more than MaxPageLines counts as
 // MaxPageLines) and at most MaxBytes of output (0 or more than MaxPageBytes:
 // MaxPageBytes), but always at least one line when there is one.
+//
+// Wait makes a read that finds no such line of a running job a long poll:
+// it waits up to Wait (more than MaxLinesWait counts as MaxLinesWait) for
+// one to be stored, the job to end or Until to pass, and answers then.
 type LinesRequest struct {
 	JobID         string
 	After, Before int64
 	Since, Until  time.Time
 	Limit         int
 	MaxBytes      int
+	Wait          time.Duration
 }
+
+// MaxLinesWait is the longest a read of lines waits for one. A client
+// that wants to wait longer asks again; a bound this short keeps a
+// waiting request within the idle timeouts of the proxies in between.
+const MaxLinesWait = 30 * time.Second
 
 // LinesPage is a page of lines.
 type LinesPage struct {
@@ -328,11 +346,13 @@ const pollWatch = 5 * time.Second
 //
 // A page of a job that is not final keeps the job watched for a while
 // (pollWatch), as a follower does, so a client polling the pages sees
-// lines as promptly.
+// lines as promptly. With r.Wait, a read that finds nothing new of a
+// running job waits for it (awaitLines) and reads again, so such a
+// client sees each line as soon as it is stored, not at its next poll.
 func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, error) {
 	switch {
-	case r.Limit < 0 || r.After < 0 || r.Before < 0:
-		return nil, invalid("limit, after_line and before_line must not be negative")
+	case r.Limit < 0 || r.After < 0 || r.Before < 0 || r.Wait < 0:
+		return nil, invalid("limit, after_line, before_line and wait must not be negative")
 	case r.After > MaxLine || r.Before > MaxLine:
 		return nil, invalid("line numbers go up to %d", int64(MaxLine))
 	case r.Before > 0 && r.Before <= r.After:
@@ -347,9 +367,25 @@ func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, er
 	if maxBytes <= 0 || maxBytes > MaxPageBytes {
 		maxBytes = MaxPageBytes
 	}
-	feed, err := s.openFeed(ctx, &spoolv1.StreamEventsRequest{JobId: r.JobID, FromLine: r.After + 1,
+	m := &spoolv1.StreamEventsRequest{JobId: r.JobID, FromLine: r.After + 1,
 		FromTimestamp: timestampOf(r.Since), UntilTimestamp: timestampOf(r.Until),
-		EventTypes: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH}, Unpack: true}, limit+1)
+		EventTypes: []spoolv1.EventType{spoolv1.EventType_EVENT_TYPE_OUTPUT_BATCH}, Unpack: true}
+	page, err := s.readLines(ctx, r, m, limit, maxBytes)
+	// Lines are numbered densely, so with Before just past After nothing
+	// can ever be in the page.
+	if err != nil || r.Wait == 0 || len(page.Lines) > 0 || convert.State(page.Job.GetState()).IsFinal() || r.Before == r.After+1 {
+		return page, err
+	}
+	if err := s.awaitLines(ctx, page.Job, m, r.Since, r.Until, min(r.Wait, MaxLinesWait)); err != nil {
+		return nil, err
+	}
+	return s.readLines(ctx, r, m, limit, maxBytes)
+}
+
+// readLines reads the page r asks for through a feed of m, as ReadLines
+// describes.
+func (s *Service) readLines(ctx context.Context, r LinesRequest, m *spoolv1.StreamEventsRequest, limit, maxBytes int) (*LinesPage, error) {
+	feed, err := s.openFeed(ctx, m, limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -375,6 +411,33 @@ func (s *Service) ReadLines(ctx context.Context, r LinesRequest) (*LinesPage, er
 		page.Lines = append(page.Lines, ev)
 	}
 	return page, nil
+}
+
+// awaitLines waits up to wait for a line that m, a read of job's lines
+// from since until until that found none, would find: until one is
+// stored, the job ends or until (and its grace) passes. It follows the log
+// as a stream does, so it is woken by the store's notice of new output
+// instead of reading the store over and over, the job counts as watched
+// meanwhile, and the reader's credentials are checked again as a
+// stream's are. When the server drains, the wait ends as if it had passed:
+// the reader gets the page as it is and asks again, of a server that is up.
+func (s *Service) awaitLines(ctx context.Context, job *spoolv1.Job, m *spoolv1.StreamEventsRequest, since, until time.Time, wait time.Duration) error {
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	follow := proto.CloneOf(m)
+	follow.Follow, follow.Unpack = true, false
+	f := s.feedOf(job, follow, since, until, 1)
+	defer f.Close()
+	if s.awaiting != nil {
+		s.awaiting()
+	}
+	for _, err := range f.Pages(waitCtx) {
+		if err != nil && ctx.Err() == nil && (waitCtx.Err() != nil || errors.Is(err, errDraining)) {
+			return nil
+		}
+		return err // nil: something came
+	}
+	return nil // the job ended, or the end time passed
 }
 
 // timestampOf is t as a message, nil when t is zero (no bound).

@@ -46,6 +46,13 @@ func newLogStoreOn(t *testing.T, st store.JobStore) *logStore {
 // finished unless running.
 func (ls *logStore) job(t *testing.T, lines []events.Line, running bool) string {
 	t.Helper()
+	return ls.lease(t, lines, running).JobID
+}
+
+// lease is job, returning the job's lease, whose attempt can go on
+// writing (from the sequence after lines) while the job runs.
+func (ls *logStore) lease(t *testing.T, lines []events.Line, running bool) store.Lease {
+	t.Helper()
 	ctx := context.Background()
 	queue := fmt.Sprintf("q%d", time.Now().UnixNano())
 	if _, _, err := ls.st.Enqueue(ctx, store.NewJob{Queue: queue, Params: &spoolv1.JobParams{Argv: []string{"make"}},
@@ -71,7 +78,7 @@ func (ls *logStore) job(t *testing.T, lines []events.Line, running bool) string 
 			t.Fatal(err)
 		}
 	}
-	return l.JobID
+	return l
 }
 
 func textLines(texts ...string) []events.Line {

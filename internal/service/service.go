@@ -85,8 +85,11 @@ type Service struct {
 	// pollWatch is how long a page read keeps a running job watched
 	// (the constant pollWatch; shorter in tests).
 	pollWatch time.Duration
-	touched   touches
-	keyCache  keyCache
+	// awaiting, when set (by tests), is called as a read of lines starts
+	// to wait for one.
+	awaiting func()
+	touched  touches
+	keyCache keyCache
 	// scatters runs scatters' rounds.
 	scatters *scatter.Driver
 	// pollers are the workers polling each queue, here and at the

@@ -328,3 +328,54 @@ func TestMessageBeforeItsJobIsReadAgain(t *testing.T) {
 		t.Errorf("SQS requests %v, want one receive and the message hidden once", ops)
 	}
 }
+
+// TestCostEndedPerMinuteCached: the queues page's chart asks for the jobs
+// ended each minute every few seconds; a second call for the same window
+// within the minute answers from the first one's walk (no Query, no
+// BatchGetItem: only the registry of queues is read again), with the same
+// counts. Another window, or the same once the walk is older than that,
+// walks again.
+func TestCostEndedPerMinuteCached(t *testing.T) {
+	ctx := context.Background()
+	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	q := newQueue()
+	l := running(t, s, newJob(q), time.Minute)
+	if _, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	window := storekit.Now().Truncate(time.Minute).Add(-59 * time.Minute)
+	walks := func(since time.Time) (int, []store.EndedMinute) {
+		t.Helper()
+		calls.Take()
+		minutes, err := s.EndedPerMinute(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := calls.Take()
+		var mine []store.EndedMinute
+		for _, m := range minutes {
+			if m.Queue == q {
+				mine = append(mine, m)
+			}
+		}
+		return n["DynamoDB.Query"] + n["DynamoDB.BatchGetItem"], mine
+	}
+	first, counted := walks(window)
+	if first == 0 || len(counted) != 1 || counted[0].Succeeded != 1 {
+		t.Fatalf("the first call made %d queries and counted %+v; want a walk that counts the job that succeeded", first, counted)
+	}
+	if again, recounted := walks(window); again != 0 || !slices.Equal(recounted, counted) {
+		t.Fatalf("a second call within the minute made %d queries and counted %+v; want none and %+v", again, recounted, counted)
+	}
+	if other, _ := walks(window.Add(-time.Minute)); other == 0 {
+		t.Fatal("a call for another window made no query: it was answered from the last one's walk")
+	}
+	awsstore.SetEndedFresh(s, 0)
+	if stale, _ := walks(window); stale == 0 {
+		t.Fatal("a call after the last walk went stale made no query")
+	}
+}

@@ -361,9 +361,14 @@
 // projecting job_id and state, then the final ones with BatchGetItem (a
 // read unit per 4 KB of item, the job's params included). For a queue
 // that ends a job a second that is up to 5,000 items, a few thousand read
-// units, per call: the service asks only when a caller wants the chart
+// units, per walk. The service asks only when a caller wants the chart
 // (the web UI's queues page, every 2 seconds while it is open), not for
-// ListQueues. The bounds are QueueStats's: a queue with more than 5,000
+// ListQueues, and always of the hour up to the minute under way, so each
+// Store keeps what it found for a queue and answers the same window from
+// it for a minute (endedFresh): a page open on every server costs a walk
+// per queue, server and minute, and a job's end reaches the chart up to a
+// minute late. The registry is read on every call, so a new queue shows
+// at once. The bounds are QueueStats's: a queue with more than 5,000
 // jobs created in the two hours counts only its newest 5,000, and a job
 // that ran longer than the hour before since is missed. What was not done,
 // and why: a per-minute counter item written at each job's end would make

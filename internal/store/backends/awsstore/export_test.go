@@ -109,6 +109,14 @@ func SetStatsScan(s *Store, n int) { s.statsScan = n }
 // queries of perQuery by-time entries.
 func SetEndedScan(s *Store, perQuery, rounds int) { s.endedScan, s.endedRounds = perQuery, rounds }
 
+// SetEndedFresh changes how long EndedPerMinute answers a queue from its
+// last walk of the same window.
+func SetEndedFresh(s *Store, d time.Duration) {
+	s.ended.mu.Lock()
+	defer s.ended.mu.Unlock()
+	s.ended.fresh = d
+}
+
 // AWSErr is awsErr.
 var AWSErr = awsErr
 

@@ -52,6 +52,8 @@ type Store struct {
 	sweep sweepCursor
 	// replica names this Store among those sharing the tables.
 	replica string
+	// ended keeps what EndedPerMinute walked for each queue a while.
+	ended endedCache
 
 	closeOnce sync.Once
 }
@@ -114,7 +116,8 @@ func open(ctx context.Context, cfg Config, extra ...func(*middleware.Stack) erro
 func newStore(cfg Config, c clients) *Store {
 	s := &Store{cfg: cfg, clients: c, log: slog.Default().With("store", "aws"), rollForwardAfter: rollForwardAfter, replica: newReplicaID(),
 		listScan: listScan, listRounds: listRounds,
-		statsScan: statsScan, endedScan: endedScan, endedRounds: endedRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience}
+		statsScan: statsScan, endedScan: endedScan, endedRounds: endedRounds, abandonAfter: ingestAbandonAfter, patience: ingestPatience,
+		ended: endedCache{fresh: endedFresh}}
 	s.sqs = newSQSGatherers(c.sqs)
 	s.queues = newQueueDir(s)
 	s.watch = newWatcher(s)
