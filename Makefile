@@ -76,4 +76,4 @@ demo:
 	$(GO) run ./cmd/spool demo
 
 clean:
-	rm -rf bin spool-data
+	rm -rf bin spool-data spool-worker

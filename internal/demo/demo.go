@@ -88,6 +88,10 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	out := o.Out
+	// Said before anything starts, so that whoever ran it sees at once
+	// that it runs (after `go run` compiled for minutes in silence).
+	fmt.Fprintln(out, "spool demo: starting a server and a worker in this process, on the embedded SQLite store")
+	started := time.Now()
 	cl, err := StartLocal(ctx, LocalOptions{Log: o.Log})
 	if err != nil {
 		return Figures{}, err
@@ -95,7 +99,7 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 	defer cl.Stop()
 	c, srv, tmp := cl.Client, cl.Server, cl.Dir
 
-	fmt.Fprintf(out, "spool demo: a server and a worker in this process, on the embedded SQLite store in %s\n\n", tmp)
+	fmt.Fprintf(out, "  started in %s, in %s\n\n", time.Since(started).Round(time.Millisecond), tmp)
 	job, _, err := c.Submit(ctx, client.SubmitParams{Script: script(o.Lines)})
 	if err != nil {
 		return Figures{}, err

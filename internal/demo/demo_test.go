@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -55,4 +56,45 @@ func TestTryItNamesEveryStep(t *testing.T) {
 			t.Errorf("the tip does not say %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// TestDemoSpeaksBeforeItStarts: the demo's first line is out before it
+// makes anything (its temporary directory, so its server, its worker), so
+// that whoever runs it sees at once that it runs.
+func TestDemoSpeaksBeforeItStarts(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the demo makes its directory
+	w := &firstWrite{dir: tmp}
+	if _, err := Run(context.Background(), Options{Lines: 100, ReplayFrom: 50, Out: w}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(w.first, "spool demo: starting") {
+		t.Fatalf("the first line is %q; want it to say the demo is starting", w.first)
+	}
+	if len(w.made) > 0 {
+		t.Fatalf("when the first line was written, the demo had made %v already", w.made)
+	}
+	if w.writes < 2 {
+		t.Fatal("the demo wrote nothing after its first line")
+	}
+}
+
+// firstWrite keeps the first write, and what dir held at that moment.
+type firstWrite struct {
+	dir    string
+	first  string
+	made   []string
+	writes int
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	if w.writes == 0 {
+		w.first = string(p)
+		entries, _ := os.ReadDir(w.dir)
+		for _, e := range entries {
+			w.made = append(w.made, e.Name())
+		}
+	}
+	w.writes++
+	return len(p), nil
 }

@@ -68,7 +68,15 @@ func run(t *testing.T, name string, args ...string) *proc {
 // environment (and short leases).
 func runIn(t *testing.T, name, dir string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(spoolBin, args...), out: &safebuf.Buffer{}}
+	return startProc(t, name, dir, env, exec.Command(spoolBin, args...))
+}
+
+// startProc starts cmd in dir ("": here), with env added to the
+// environment of spool processes; the test's end kills it if it still
+// runs.
+func startProc(t *testing.T, name, dir string, env []string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, out: &safebuf.Buffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.Dir = dir
 	p.cmd.Env = append(spoolEnv(), env...)
