@@ -164,7 +164,35 @@ server.listen(%d, '127.0.0.1', () => console.log('Dynalite listening at: http://
 	sqs, err := launch("local-aws-sqs", dir, func(port int) []string {
 		// Queue names are reused across test runs only by accident, but
 		// AWS's 60 s wait before re-creating one would make that fail.
-		js := fmt.Sprintf("require('local-aws-sqs').createSqsServer({port:%d,hostname:'127.0.0.1',emulateQueueCreationLifecycle:false})", port)
+		//
+		// SQS answers a long poll as soon as any message is ready;
+		// local-aws-sqs holds it until it has MaxNumberOfMessages or the
+		// wait is over, so a worker asking for ten jobs while two wait
+		// would sit out its whole 20 s wait. Each queue's receive is
+		// made to answer as SQS does: a receive that does not wait, again
+		// every 20 ms, until one finds a message or the wait is over.
+		js := fmt.Sprintf(`const http = require('http');
+const {createRequestHandler} = require('local-aws-sqs');
+const {requestHandler, service} = createRequestHandler({port: %[1]d, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false});
+const answerEarly = q => {
+  const proto = Object.getPrototypeOf(q);
+  if (proto.spoolAnswersEarly) return;
+  const receive = proto.receive;
+  proto.receive = async function (args) {
+    const wait = Number(args.WaitTimeSeconds != null ? args.WaitTimeSeconds : this.ReceiveMessageWaitTimeSeconds) || 0;
+    const deadline = Date.now() + wait * 1000;
+    for (;;) {
+      const got = await receive.call(this, {...args, WaitTimeSeconds: 0});
+      if (got.length > 0 || Date.now() >= deadline) return got;
+      await new Promise(r => setTimeout(r, 20));
+    }
+  };
+  proto.spoolAnswersEarly = true;
+};
+http.createServer((req, res) => {
+  service.Queues.forEach(answerEarly);
+  requestHandler(req, res);
+}).listen(%[1]d, '127.0.0.1', () => { service.PORT = %[1]d; console.log('SQS listening at: http://127.0.0.1:%[1]d'); });`, port)
 		return []string{node, "-e", js}
 	})
 	if err != nil {
