@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,36 @@ func TestSubmitPTY(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &job); r.code != 0 || err != nil || !job.Params.PTY {
 		t.Fatalf("--pty --json: exit %d (%v), stdout %s; want params.pty", r.code, err, r.stdout)
+	}
+}
+
+// TestSubmitFollowRetries: between a failed attempt and its retry, submit
+// -f says which attempt failed and how, and when the next starts, not that
+// the job waits for a worker (one is running); the last line says how the
+// job ended, exit code included.
+func TestSubmitFollowRetries(t *testing.T) {
+	defer func(d time.Duration) { queuedNotice = d }(queuedNotice)
+	// Far shorter than the retries' pauses: the waiting notice would
+	// come while the job waits out each.
+	queuedNotice = 100 * time.Millisecond
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{})
+	r := await(t, start(srv, "submit", "-f", "--retries", "2", "--shell", "echo try; exit 1"))
+	if r.code != 1 || r.stdout != "try\ntry\ntry\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and three tries", r.code, r.stdout, r.stderr)
+	}
+	// The pauses are 2 s then 4 s from the failure; a slow machine may
+	// take a second of them before the notice.
+	for _, want := range []string{
+		`(?m)^spool: attempt 1 failed \(exit 1\); attempt 2 of 3 in [12]s$`,
+		`(?m)^spool: attempt 2 failed \(exit 1\); attempt 3 of 3 in [34]s$`,
+		`(?m)^spool: job [0-9a-f-]+ failed \(exit 1\)\n\z`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r.stderr) {
+			t.Errorf("stderr does not match %s:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "waiting") || strings.Count(r.stderr, "failed") != 3 {
+		t.Errorf("stderr says more than the two retries and the end:\n%s", r.stderr)
 	}
 }
