@@ -45,7 +45,8 @@ func tidyGroup(c *cobra.Command) {
 	// SuggestionsFor reads the distance from the group itself; cobra sets
 	// it only on the root, and only while reporting the root's typo.
 	c.SuggestionsMinimumDistance = 2
-	if !c.Runnable() {
+	ownRun := c.Runnable()
+	if !ownRun {
 		// A bare group shows what it has; a word after it must be one
 		// of its commands.
 		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
@@ -76,9 +77,16 @@ func tidyGroup(c *cobra.Command) {
 		}
 	}
 	// `spool jobs lst --state x`: the group has no --state, and the flag
-	// would be reported instead of the word that is no command.
+	// would be reported instead of the word that is no command. (A group
+	// with arguments of its own, spool logs JOB_ID, reports its flag,
+	// unless the word is a near miss of a command.) The function is
+	// inherited: the group's commands report their flags as they are.
 	c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		if args := cmd.Flags().Args(); len(args) > 0 && cmd.HasSubCommands() && !slices.ContainsFunc(cmd.Commands(), func(s *cobra.Command) bool { return s.Name() == args[0] || s.HasAlias(args[0]) }) {
+		args := cmd.Flags().Args()
+		if cmd != c || len(args) == 0 || slices.ContainsFunc(cmd.Commands(), func(s *cobra.Command) bool { return s.Name() == args[0] || s.HasAlias(args[0]) }) {
+			return err
+		}
+		if !ownRun || len(closestCommands(cmd, args[0])) > 0 {
 			return unknownCommand(cmd, args[0])
 		}
 		return err
