@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -170,5 +172,61 @@ func TestSubmitFollowRetries(t *testing.T) {
 	}
 	if strings.Contains(r.stderr, "waiting") || strings.Count(r.stderr, "failed") != 3 {
 		t.Errorf("stderr says more than the two retries and the end:\n%s", r.stderr)
+	}
+}
+
+// TestSubmitFollowWaitsBehindBusyWorker: a job that waits because the
+// queue's worker is busy is said to, not that a worker should be started;
+// a paused queue is said to be paused, with the command that resumes it.
+func TestSubmitFollowWaitsBehindBusyWorker(t *testing.T) {
+	defer func(d time.Duration) { queuedNotice = d }(queuedNotice)
+	queuedNotice = 100 * time.Millisecond
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{})
+	c := srv.Client()
+	ctx := context.Background()
+	busy, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the worker to be busy", func() bool {
+		j, err := c.Job(ctx, busy.ID)
+		return err == nil && j.State == spool.Running
+	})
+	behind, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut safebuf.Buffer
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut}
+	done := make(chan error, 1)
+	go func() { done <- followJob(ctx, e, c, behind.ID) }()
+	notice := "spool: waiting in queue default: its worker is busy (1 job queued)\n"
+	eventually(t, "the notice", func() bool { return strings.Contains(errOut.String(), notice) })
+	if _, err := c.Cancel(ctx, busy.ID, "make room"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || strings.Count(errOut.String(), "waiting") != 1 {
+		t.Fatalf("followJob: %v, stderr %q; want the job to succeed after the one notice", err, errOut.String())
+	}
+
+	// A paused queue: the notice says so and how to resume it.
+	if _, err := c.PauseQueue(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	paused, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errOut = safebuf.Buffer{}
+	e.errOut = &errOut
+	go func() { done <- followJob(ctx, e, c, paused.ID) }()
+	notice = "spool: queue default is paused: no worker takes its jobs until spool queues resume default\n"
+	eventually(t, "the paused notice", func() bool { return strings.Contains(errOut.String(), notice) })
+	if _, err := c.ResumeQueue(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("followJob after the resume: %v", err)
 	}
 }
