@@ -141,10 +141,11 @@ func ExampleClient_PauseQueue() {
 	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	if _, err := c.PauseQueue(ctx, "deploys"); err != nil {
+	// A queue is there once a job names it (or a worker polls it).
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "deploys", Argv: []string{"./deploy.sh"}}); err != nil {
 		log.Fatal(err)
 	}
-	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "deploys", Argv: []string{"./deploy.sh"}}); err != nil {
+	if _, err := c.PauseQueue(ctx, "deploys"); err != nil {
 		log.Fatal(err)
 	}
 	queues, _, err := c.Queues(ctx)

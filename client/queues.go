@@ -35,7 +35,8 @@ func (c *Client) queues(ctx context.Context, perMinute bool) (queues []*spool.Qu
 }
 
 // PauseQueue stops workers from taking the queue's jobs; running jobs go
-// on. Needs an admin key.
+// on. Needs an admin key. A name that is no queue (no job names it, no
+// worker polls it) is spool.ErrNotFound, whose message lists the queues.
 func (c *Client) PauseQueue(ctx context.Context, name string) (*spool.Queue, error) {
 	resp, err := c.qs.PauseQueue(ctx, connect.NewRequest(&spoolv1.PauseQueueRequest{Name: name}))
 	if err != nil {
@@ -45,7 +46,7 @@ func (c *Client) PauseQueue(ctx context.Context, name string) (*spool.Queue, err
 }
 
 // ResumeQueue lets workers take a paused queue's jobs again. Needs an
-// admin key.
+// admin key; a name that is no queue is spool.ErrNotFound.
 func (c *Client) ResumeQueue(ctx context.Context, name string) (*spool.Queue, error) {
 	resp, err := c.qs.ResumeQueue(ctx, connect.NewRequest(&spoolv1.ResumeQueueRequest{Name: name}))
 	if err != nil {

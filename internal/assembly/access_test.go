@@ -365,6 +365,10 @@ func newFixture(t *testing.T, tweaks ...func(*server.Config)) *fixture {
 		t.Fatal(err)
 	}
 	f.jobID, f.cancelID = queued.ID, cancel.ID
+	// The queue the pause and resume entries name must be one.
+	if _, _, err := c.Submit(ctx, client.SubmitParams{Queue: "table-paused", Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range []*string{&f.scatterID, &f.scatterCancelID} {
 		sc, err := c.StartScatter(ctx, client.ScatterParams{Job: client.SubmitParams{Queue: "q", Argv: []string{"true"}},
 			Batches: []json.RawMessage{json.RawMessage(`[1]`)}})

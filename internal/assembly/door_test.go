@@ -96,7 +96,7 @@ func TestDoorRefusesOverHTTP(t *testing.T) {
 		ErrorMessage string `json:"errorMessage"`
 	}
 	if resp.StatusCode != http.StatusUnauthorized || json.Unmarshal([]byte(body), &f) != nil ||
-		f.RequestID != "r-42" || f.Timestamp == 0 || !strings.Contains(f.ErrorMessage, "not known to the server") {
+		f.RequestID != "r-42" || f.Timestamp == 0 || !strings.Contains(f.ErrorMessage, "the access key is not a key of this spool server") {
 		t.Errorf("Firehose with an unknown key: %s %s", resp.Status, body)
 	}
 }

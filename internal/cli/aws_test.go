@@ -58,3 +58,23 @@ func TestAWSInit(t *testing.T) {
 		t.Fatalf("bad table name: exit %d, %q", code, errOut)
 	}
 }
+
+// TestAWSInitNoCredentials: without AWS credentials, spool aws init says
+// where the SDK looked for them, not only what its last source answered.
+func TestAWSInitNoCredentials(t *testing.T) {
+	home := t.TempDir()
+	for k, v := range map[string]string{"HOME": home, "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "",
+		"AWS_SHARED_CREDENTIALS_FILE": "", "AWS_CONFIG_FILE": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "",
+		"AWS_EC2_METADATA_DISABLED": "true", "SPOOL_STORE_AWS_REGION": "eu-west-1"} {
+		t.Setenv(k, v)
+	}
+	r := runLocal("aws", "init")
+	want := "spool: setting up AWS: no AWS credentials: the AWS SDK looked in the environment (AWS_ACCESS_KEY_ID unset), the shared files " +
+		filepath.Join(home, ".aws", "credentials") + " (not there) and " + filepath.Join(home, ".aws", "config") + ` (not there) for profile "default" (AWS_PROFILE), ` +
+		"a web identity token (AWS_WEB_IDENTITY_TOKEN_FILE unset), the ECS container endpoint (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and AWS_CONTAINER_CREDENTIALS_FULL_URI unset) " +
+		"and the EC2 instance's role (instance metadata), off by AWS_EC2_METADATA_DISABLED: give it credentials in one of them"
+	if r.code != 1 || !strings.HasPrefix(r.stderr, want) || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and stderr starting %q", r.code, r.stdout, r.stderr, want)
+	}
+}

@@ -25,12 +25,8 @@ func TestCompletionScripts(t *testing.T) {
 			t.Errorf("completion %s: exit %d, stderr %q, script starts %q", shell, r.code, r.stderr, head(r.stdout))
 		}
 	}
-	if r := runLocal("completion", "tcsh"); r.code != 1 || !strings.Contains(r.stderr, `invalid argument "tcsh"`) {
-		t.Errorf("completion tcsh: %+v", r)
-	}
-	if r := runLocal("completion"); r.code != 1 || r.stdout != "" {
-		t.Errorf("completion without a shell: %+v", r)
-	}
+	wantRefusal(t, "completion tcsh", runLocal("completion", "tcsh"), `spool completion: "tcsh" is not one of bash, zsh, fish or powershell`)
+	wantRefusal(t, "completion without a shell", runLocal("completion"), "give one of bash, zsh, fish or powershell: spool completion bash|zsh|fish|powershell")
 }
 
 // completions is what the shell hears back from `spool __complete ARGS`:

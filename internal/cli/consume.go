@@ -114,12 +114,11 @@ exits with an error saying so.`,
 	fl.StringVar(&f.eventHubs, "eventhubs-connection-string", "", "consume an Azure Event Hubs event hub through its Kafka endpoint (or set SPOOL_EVENTHUBS_CONNECTION_STRING)")
 	fl.StringVar(&f.deadLetter, "dead-letter-topic", "", "send messages that cannot become jobs to this topic (default: record each as a failed job)")
 	fl.BoolVar(&f.noCommit, "no-commit", false, "never commit offsets (a replay or a dry run): the group's next consumer reads the same messages again")
-	fl.StringVar(&f.startAt, "start-at", "earliest", "where a new group starts: earliest (the oldest message kept) or latest (new messages only)")
+	enumVar(fl, &f.startAt, "start-at", "earliest", "where a new group starts: earliest (the oldest message kept) or latest (new messages only)", "earliest", "latest")
 	fl.StringVar(&f.instanceID, "instance-id", "", "a static member's id, its own for each consumer (a pod's or host's name): restarted within --session-timeout, it gets its partitions back without rebalancing the others")
 	fl.DurationVar(&f.sessionTimeout, "session-timeout", 45*time.Second, "how long the group waits for a consumer that stopped answering (crashed) before giving its partitions to another")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9465)")
-	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	logFlags(fl, &f.logLevel, &f.logFormat)
 	return cmd
 }
 
@@ -193,13 +192,7 @@ func (f *consumeFlags) consumerConfig() (consumer.Config, error) {
 	if cfg.EventHubsConnectionString == "" {
 		cfg.EventHubsConnectionString = strings.TrimSpace(os.Getenv("SPOOL_EVENTHUBS_CONNECTION_STRING"))
 	}
-	switch f.startAt {
-	case "earliest":
-	case "latest":
-		cfg.StartAtLatest = true
-	default:
-		return cfg, fmt.Errorf("--start-at %q: use earliest or latest", f.startAt)
-	}
+	cfg.StartAtLatest = f.startAt == "latest"
 	if f.batchSize < 1 {
 		return cfg, fmt.Errorf("--batch-size must be at least 1, got %d", f.batchSize)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/spool-run/spool"
 )
 
 // secondsOrDuration is a duration flag that also takes a bare number of
@@ -16,8 +19,10 @@ import (
 type secondsOrDuration struct{ d *time.Duration }
 
 func (f secondsOrDuration) String() string {
+	// "0" is what pflag takes for a zero default and leaves out of the
+	// help: a flag's usage says what 0 means itself.
 	if f.d == nil || *f.d == 0 {
-		return "0s"
+		return "0"
 	}
 	return f.d.String()
 }
@@ -83,4 +88,145 @@ func givenFlags(cmd *cobra.Command) map[string]bool {
 	given := map[string]bool{}
 	cmd.Flags().Visit(func(f *pflag.Flag) { given[f.Name] = true })
 	return given
+}
+
+// enumFlag is a flag that takes one of a few words (a state, a log level,
+// a format). A word that is none of them is refused with the list, and
+// the nearest when one is close, before the command runs; Tab offers the
+// words. Case does not matter; the flag keeps the word as listed.
+type enumFlag struct {
+	values []string
+	// aliases are words also taken, for the value they stand for.
+	aliases map[string]string
+	one     *string   // the value, for a flag given once
+	list    *[]string // the values, for a repeatable flag of comma-separated words
+}
+
+// enumVar defines --name on fs: one of values, value by default.
+func enumVar(fs *pflag.FlagSet, p *string, name, value, usage string, values ...string) *enumFlag {
+	*p = value
+	f := &enumFlag{values: values, one: p}
+	fs.Var(f, name, usage)
+	return f
+}
+
+// enumListVar defines --name on fs: values, repeated or comma-separated.
+func enumListVar(fs *pflag.FlagSet, p *[]string, name, usage string, values ...string) *enumFlag {
+	f := &enumFlag{values: values, list: p}
+	fs.Var(f, name, usage)
+	return f
+}
+
+func (f *enumFlag) String() string {
+	if f.list != nil {
+		return strings.Join(*f.list, ",")
+	}
+	return *f.one
+}
+
+func (f *enumFlag) Set(s string) error {
+	if f.one != nil {
+		v, err := f.word(s)
+		if err == nil {
+			*f.one = v
+		}
+		return err
+	}
+	for w := range strings.SplitSeq(s, ",") {
+		v, err := f.word(w)
+		if err != nil {
+			return err
+		}
+		*f.list = append(*f.list, v)
+	}
+	return nil
+}
+
+// word is the value s names.
+func (f *enumFlag) word(s string) (string, error) {
+	w := strings.ToLower(strings.TrimSpace(s))
+	if v, ok := f.aliases[w]; ok {
+		return v, nil
+	}
+	for _, v := range f.values {
+		if w == strings.ToLower(v) {
+			return v, nil
+		}
+	}
+	return "", errors.New(notOneOf(s, f.values))
+}
+
+func (f *enumFlag) Type() string {
+	if f.list != nil {
+		return "strings"
+	}
+	return "string"
+}
+
+// notOneOf says that s is none of values, naming the nearest if one is
+// close: `"runing" is not one of queued, running, …; did you mean running?`.
+func notOneOf(s string, values []string) string {
+	msg := fmt.Sprintf("%q is not one of %s", s, orList(values))
+	if near := nearest(s, values); near != "" {
+		msg += "; did you mean " + near + "?"
+	}
+	return msg
+}
+
+// nearest is the one of words closest to s, if it is within two edits
+// (a typo) and no other is as close.
+func nearest(s string, words []string) string {
+	best, bestD, tie := "", 3, false
+	for _, w := range words {
+		switch d := editDistance(strings.ToLower(s), strings.ToLower(w)); {
+		case d < bestD:
+			best, bestD, tie = w, d, false
+		case d == bestD:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// logFlags defines --log-level and --log-format, for the commands that
+// log as they run.
+func logFlags(fs *pflag.FlagSet, level, format *string) {
+	enumVar(fs, level, "log-level", "info", "debug, info, warn or error", "debug", "info", "warn", "error")
+	enumVar(fs, format, "log-format", "text", "text or json", "text", "json")
+}
+
+// stateFlag defines --state: job states, repeated or comma-separated. A
+// state's wire name (JOB_STATE_RUNNING) is taken too.
+func stateFlag(fs *pflag.FlagSet, p *[]string, usage string) {
+	var names []string
+	aliases := map[string]string{}
+	for _, s := range spool.States() {
+		names = append(names, s.String())
+		aliases["job_state_"+s.String()] = s.String()
+	}
+	enumListVar(fs, p, "state", usage, names...).aliases = aliases
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/backoff"
 	"github.com/spool-run/spool/internal/termview"
 )
 
@@ -21,9 +22,10 @@ var interrupted = exitError{code: 130}
 // outcome arrives with the stream's end anyway).
 var outputOnly = []spool.EventType{spool.EventOutput}
 
-// outputAndEnds adds the PROCESS_END of each attempt: only the process's
-// end says which signal killed it.
-var outputAndEnds = []spool.EventType{spool.EventOutput, spool.EventProcessEnd}
+// outputAndEnds adds how each attempt ended: only the process's end says
+// which signal killed it, and a PROCESS_ERROR why spool stopped it or
+// could not start it.
+var outputAndEnds = []spool.EventType{spool.EventOutput, spool.EventProcessEnd, spool.EventProcessError}
 
 // outputStream is job jobID's events of the given types from line from (0:
 // the start), following it live when follow is set. onRetry hears about
@@ -55,6 +57,9 @@ type printOptions struct {
 	// Told the last line number printed after each batch is out, for a
 	// progress line (nil: not told).
 	printed func(line int64)
+	// Told, once per attempt, that the attempt's command failed and how
+	// ("exit 1", "timed out after 5s"); nil: not told.
+	failed func(attempt int, how string)
 }
 
 // printOutput prints a job's output from line from, following it until the
@@ -71,6 +76,7 @@ func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, fr
 		end     *spool.Event
 		attempt int
 		line    int64 // the last line printed
+		failed  int   // the last attempt told failed
 	)
 	for ev, err := range s.Batches() {
 		if err != nil {
@@ -87,6 +93,10 @@ func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, fr
 				fmt.Fprintf(e.errOut, "spool: ── attempt %d ──\n", a)
 			}
 			attempt = a
+		}
+		if how := attemptFailure(ev); how != "" && opts.failed != nil && ev.Attempt > failed {
+			failed = ev.Attempt
+			opts.failed(ev.Attempt, how)
 		}
 		if ev.End != nil {
 			end = ev
@@ -110,25 +120,50 @@ func printOutput(ctx context.Context, e *env, c *client.Client, jobID string, fr
 	return s.Finished(), end, nil
 }
 
+// attemptFailure says how an event tells that its attempt's command
+// failed ("exit 1", "killed by a signal (killed)", or why spool stopped it
+// or could not start it), or "" when it does not.
+func attemptFailure(ev *spool.Event) string {
+	switch {
+	case ev.Type == spool.EventProcessError:
+		return ev.Error
+	case ev.End == nil:
+		return ""
+	case ev.End.Signal != "":
+		return "killed by a signal (" + ev.End.Signal + ")"
+	case ev.End.ExitCode != 0:
+		return fmt.Sprintf("exit %d", ev.End.ExitCode)
+	}
+	return ""
+}
+
 // queuedNotice is how long submit -f lets a job wait in its queue before
 // saying that no worker has taken it (a variable, so tests need not wait).
 var queuedNotice = 3 * time.Second
 
 // followJob prints a job's output live until it finishes, then returns the
 // error that makes spool exit as the job did. Ctrl-C stops following and
-// leaves the job alone. A job that no worker takes for a while is said to
-// be waiting for one, once, rather than leaving the terminal silent.
+// leaves the job alone. While the job is not running the terminal is not
+// left silent: a failed attempt that is retried is said so, with when the
+// next one starts, and a job that no worker takes for a while is said to
+// be waiting, with why.
 func followJob(ctx context.Context, e *env, c *client.Client, jobID string) error {
-	// The notice and the job's stderr lines share the terminal's stderr.
+	// The notices and the job's stderr lines share the terminal's stderr.
 	shared := *e
 	shared.errOut = &syncWriter{w: e.errOut}
 	noticeCtx, stopNotice := context.WithCancel(ctx)
+	n := &waitNotices{c: c, jobID: jobID, w: shared.errOut, failed: make(chan attemptFailed, 1)}
 	noticed := make(chan struct{})
 	go func() {
 		defer close(noticed)
-		noticeIfQueued(noticeCtx, c, jobID, shared.errOut)
+		n.run(noticeCtx)
 	}()
-	job, end, err := printOutput(ctx, &shared, c, jobID, 0, true, printOptions{})
+	job, end, err := printOutput(ctx, &shared, c, jobID, 0, true, printOptions{failed: func(attempt int, how string) {
+		select {
+		case n.failed <- attemptFailed{attempt, how}:
+		case <-noticeCtx.Done():
+		}
+	}})
 	stopNotice()
 	<-noticed
 	switch {
@@ -141,39 +176,122 @@ func followJob(ctx context.Context, e *env, c *client.Client, jobID string) erro
 	return jobExit(e, job, end)
 }
 
-// noticeIfQueued says, after queuedNotice, that the job waits for a worker
-// if it is still queued then.
-func noticeIfQueued(ctx context.Context, c *client.Client, jobID string, w io.Writer) {
+// attemptFailed is an attempt whose command failed, and how.
+type attemptFailed struct {
+	attempt int
+	how     string
+}
+
+// waitNotices tells the person following a job why it is not running
+// when it is not: its attempt failed and the next starts after a pause,
+// or it has waited queuedNotice for a worker (with why: none polls its
+// queue, they are busy, the queue is paused).
+type waitNotices struct {
+	c      *client.Client
+	jobID  string
+	w      io.Writer
+	failed chan attemptFailed
+}
+
+func (n *waitNotices) run(ctx context.Context) {
 	t := time.NewTimer(queuedNotice)
 	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return
+	told := false // the waiting notice, once per wait
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-n.failed:
+			job := n.settled(ctx, f.attempt)
+			if job == nil || job.State != spool.Queued || job.Attempt != f.attempt {
+				continue // it failed for good, or the next attempt has begun
+			}
+			wait := max(time.Until(job.RunAfter), 0)
+			// The retries left, and the attempt about to start: a lost
+			// lease could add one more, but none is expected.
+			last := job.Attempt + 1 + max(job.Retries-job.RetriedAttempts, 0)
+			fmt.Fprintf(n.w, "spool: attempt %d failed (%s); attempt %d of %d %s\n", f.attempt, f.how, job.Attempt+1, last, in(wait))
+			t.Reset(wait + queuedNotice)
+			told = false
+		case <-t.C:
+			job, err := n.c.Job(ctx, n.jobID)
+			if err != nil || job.State != spool.Queued {
+				continue
+			}
+			if wait := time.Until(job.RunAfter); wait > 0 {
+				// Waiting out a retry's pause, not for a worker.
+				t.Reset(wait + queuedNotice)
+				continue
+			}
+			if !told {
+				fmt.Fprintln(n.w, "spool: "+n.waiting(ctx, job.Queue))
+				told = true
+			}
+		}
 	}
-	job, err := c.Job(ctx, jobID)
-	if err != nil || job.State != spool.Queued {
-		return
+}
+
+// settled is the job once the worker has reported attempt's end (the
+// failure is in its output a moment before), or nil if ctx ends first.
+func (n *waitNotices) settled(ctx context.Context, attempt int) *spool.Job {
+	pauses := backoff.New(20*time.Millisecond, time.Second)
+	for {
+		job, err := n.c.Job(ctx, n.jobID)
+		if err == nil && (job.State != spool.Running || job.Attempt != attempt) {
+			return job
+		}
+		if backoff.Sleep(ctx, pauses.Delay()) != nil {
+			return nil
+		}
+	}
+}
+
+// waiting says why a job of queue has not started: the queue is paused,
+// its workers are busy, or none polls it.
+func (n *waitNotices) waiting(ctx context.Context, queue string) string {
+	queues, _, err := n.c.Queues(ctx)
+	if err == nil {
+		for _, q := range queues {
+			switch {
+			case q.Name != queue:
+			case q.Paused:
+				return fmt.Sprintf("queue %s is paused: no worker takes its jobs until spool queues resume %s", queue, queue)
+			case q.Workers == 1:
+				return fmt.Sprintf("waiting in queue %s: its worker is busy (%s queued)", queue, count(int64(q.Queued), "job"))
+			case q.Workers > 1:
+				return fmt.Sprintf("waiting in queue %s: its %d workers are busy (%s queued)", queue, q.Workers, count(int64(q.Queued), "job"))
+			}
+		}
 	}
 	start := "spool worker"
-	if q := job.Queue; q != "default" {
-		start += " -q " + q
+	if queue != "default" {
+		start += " -q " + queue
 	}
-	fmt.Fprintf(w, "spool: waiting for a worker on queue %s; start one with: %s\n", job.Queue, start)
+	return fmt.Sprintf("waiting for a worker on queue %s; start one with: %s", queue, start)
+}
+
+// in says when something d from now happens: "in 4s", "now".
+func in(d time.Duration) string {
+	if d < 500*time.Millisecond {
+		return "now"
+	}
+	return "in " + d.Round(time.Second).String()
 }
 
 // jobExit is how spool exits after following a job to its end: with the
 // command's exit status; 128 and the signal's number when a signal killed
-// it, as a shell does; or 1 and why when it ended without either (it never
-// ran, its lease was lost, it was cancelled before it started).
+// it, as a shell does; or 1 when it ended without either (it never ran,
+// its lease was lost, it was cancelled before it started). A job that did
+// not succeed is said to have failed, and how, in a last line.
 func jobExit(e *env, job *spool.Job, end *spool.Event) error {
-	switch code := exitCode(job); {
-	case job.State == spool.Succeeded:
+	if job.State == spool.Succeeded {
 		return nil
-	case code > 0:
+	}
+	// The last line says how it ended, whatever the status says.
+	fmt.Fprintf(e.errOut, "spool: job %s %s\n", job.ID, outcome(job))
+	if code := exitCode(job); code > 0 {
 		return exitError{code: code}
 	}
-	fmt.Fprintf(e.errOut, "spool: job %s %s\n", job.ID, outcome(job))
 	// Only the last attempt's process decides: an earlier one may have
 	// been killed with its worker.
 	if end != nil && end.Attempt == job.Attempt {

@@ -35,8 +35,9 @@ func TestSubmitFollow(t *testing.T) {
 		t.Fatalf("stdout: %q…", head(r.stdout))
 	}
 	intro := "spool: job " + l.JobID() + "; following its output (Ctrl-C stops following, not the job)\n"
-	if r.stderr != intro+errOut {
-		t.Fatalf("stderr: %q, want %q", head(r.stderr), head(intro+errOut))
+	closing := "spool: job " + l.JobID() + " failed (exit 3)\n"
+	if r.stderr != intro+errOut+closing {
+		t.Fatalf("stderr: %q, want %q ending %q", head(r.stderr), head(intro+errOut), closing)
 	}
 }
 

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -94,6 +98,9 @@ func explain(err error, e *env) string {
 	server := e.server
 	var ce *connect.Error
 	isConnect := errors.As(err, &ce)
+	if hint := wrongScheme(err, server); hint != "" {
+		return hint
+	}
 	switch {
 	case errors.Is(err, spool.ErrUnavailable):
 		return fmt.Sprintf("cannot reach the spool server at %s (%s).\nStart one with `spool server`, or point --server or SPOOL_SERVER at yours.", server, reason(err))
@@ -111,4 +118,39 @@ func explain(err error, e *env) string {
 			server, strings.TrimSpace(ce.Message()+" "+ce.Code().String()))
 	}
 	return fmt.Sprintf("%s (%s)", ce.Message(), ce.Code())
+}
+
+// wrongScheme says what to type when err is what a server answers a
+// client of the other scheme: an https:// address whose server speaks
+// plain HTTP, or an http:// one whose server speaks only TLS (Go's server
+// answers that with a bare 400 Bad Request, so the server is asked for a
+// TLS handshake to tell). It is "" for any other error.
+func wrongScheme(err error, server string) string {
+	u, perr := url.Parse(server)
+	if perr != nil || u.Host == "" {
+		return ""
+	}
+	other := *u
+	switch {
+	case u.Scheme == "https" && errors.Is(err, http.ErrSchemeMismatch):
+		other.Scheme = "http"
+		return fmt.Sprintf("the server at %s speaks plain HTTP, not HTTPS: use --server %s (or set SPOOL_SERVER to it)", server, other.String())
+	case u.Scheme == "http" && connect.CodeOf(err) == connect.CodeInternal && strings.Contains(reason(err), "400 Bad Request") && speaksTLS(u.Host):
+		other.Scheme = "https"
+		return fmt.Sprintf("the server at %s speaks HTTPS, not plain HTTP: use --server %s (or set SPOOL_SERVER to it; --ca names its CA if it is a private one)", server, other.String())
+	}
+	return ""
+}
+
+// speaksTLS reports whether host:port completes a TLS handshake. Its
+// certificate is not checked: nothing is sent, and the question is only
+// which protocol the port speaks.
+func speaksTLS(hostport string) bool {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", hostport, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a probe of the protocol, sending nothing
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
 }

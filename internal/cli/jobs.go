@@ -43,7 +43,7 @@ func newJobsListCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&cfg.queue, "queue", "q", "", "only this queue")
 	cmd.Flags().StringVar(&cfg.source, "source", "", "only the external jobs of this source (a CloudWatch log group:stream, a shipper's source)")
-	cmd.Flags().StringSliceVar(&cfg.states, "state", nil, "only these states (queued, running, succeeded, failed, cancelled)")
+	stateFlag(cmd.Flags(), &cfg.states, "only these states (queued, running, succeeded, failed, cancelled)")
 	cmd.Flags().Int32Var(&cfg.limit, "limit", 20, "at most this many jobs (up to 1000)")
 	cmd.Flags().StringVar(&cfg.cursor, "cursor", "", "continue from a previous listing")
 	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
@@ -61,7 +61,7 @@ type jobsListConfig struct {
 func runJobsList(ctx context.Context, cfg jobsListConfig, e *env) error {
 	parsed, err := spool.ParseStates(cfg.states...)
 	if err != nil {
-		return fmt.Errorf("--state: %w", errors.Unwrap(err))
+		return fmt.Errorf("--state: %w", err)
 	}
 	if cfg.limit < 1 {
 		return fmt.Errorf("--limit must be at least 1, got %d (the server returns at most 1000 a page; --cursor goes on)", cfg.limit)

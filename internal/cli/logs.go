@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/termview"
 )
 
@@ -88,6 +89,9 @@ func runLogs(ctx context.Context, cfg logsConfig, e *env) error {
 		return scatterLogs(ctx, c, cfg.jobID, err)
 	}
 	from := startLine(cfg.from, job)
+	if err := pastEnd(job, from, cfg.follow); err != nil {
+		return err
+	}
 	popts := printOptions{timestamps: cfg.timestamps, since: cfg.since, until: cfg.until}
 	// What is stored now is the replay; the progress line is about that
 	// part, since nobody knows how long a live job's log will get.
@@ -110,4 +114,31 @@ func runLogs(ctx context.Context, cfg logsConfig, e *env) error {
 		return interrupted
 	}
 	return err
+}
+
+// pastEnd refuses --from past the end of a job's log, which would print
+// nothing and exit 0 as if the log were empty: a finished job's log grows
+// no more, and without -f nothing waits for the lines to come. The line
+// just after the end is no mistake: a script reading on from where it
+// stopped asks for it.
+func pastEnd(job *spool.Job, from int64, follow bool) error {
+	if from <= job.LineCount+1 {
+		return nil
+	}
+	has := lineCount(job.LineCount)
+	switch {
+	case job.State.IsFinal():
+		return fmt.Errorf("job %s has %s, so --from %d is past its end: --from -20 prints its last 20 lines", job.ID, has, from)
+	case !follow:
+		return fmt.Errorf("job %s has %s so far, so line %d is not written yet: add -f to wait for it", job.ID, has, from)
+	}
+	return nil
+}
+
+// lineCount is "1 line", "10,004 lines".
+func lineCount(n int64) string {
+	if n == 1 {
+		return "1 line"
+	}
+	return termview.Thousands(n) + " lines"
 }

@@ -34,6 +34,19 @@ func TestLogs(t *testing.T) {
 	wantOutput(t, run(srv, "logs", "--from=-150", id), 9851, 10000)
 	wantOutput(t, run(srv, "logs", "--from", "-150", id), 9851, 10000)
 
+	// Past the end, the log's length is said; just after it is its end.
+	wantRefusal(t, "--from past the end", run(srv, "logs", "--from", "20000", id),
+		"job "+id+" has 10,000 lines, so --from 20000 is past its end: --from -20 prints its last 20 lines")
+	if r := run(srv, "logs", "--from", "10001", id); r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("--from the line after the end: %+v; want nothing, exit 0", r)
+	}
+	submitJob(t, srv.Client())
+	live := spooltest.LeaseJob(t, srv, "")
+	live.Begin()
+	live.Write(spooltest.Seq(1, 3)...)
+	wantRefusal(t, "--from past the end of a live job", run(srv, "logs", "--from", "9", live.JobID()),
+		"job "+live.JobID()+" has 3 lines so far, so line 9 is not written yet: add -f to wait for it")
+
 	r = run(srv, "logs", "no-such-job")
 	if r.code != 1 || !strings.Contains(r.stderr, `job "no-such-job" not found`) || r.stdout != "" {
 		t.Fatalf("unknown job: %+v", r)

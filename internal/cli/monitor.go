@@ -81,6 +81,10 @@ func runMonitor(ctx context.Context, cfg monitorConfig, e *env) error {
 	if err != nil {
 		return err
 	}
+	// monitor follows a live job: only a finished one has an end to pass.
+	if err := pastEnd(job, startLine(cfg.from, job), true); err != nil {
+		return err
+	}
 	scr := termview.NewScreen(e.out, e.errOut, t)
 	prog := &progress{}
 	prog.total.Store(job.LineCount)

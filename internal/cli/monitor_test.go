@@ -33,6 +33,8 @@ func TestMonitorFastEqualsLog(t *testing.T) {
 	if mon.stdout != want+"partial" {
 		t.Fatalf("monitor --from 1950 printed %q…", head(mon.stdout))
 	}
+	wantRefusal(t, "monitor --from past the end", run(srv, "monitor", "--fast", "--from", "5000", job.ID),
+		"job "+job.ID+" has 2,001 lines, so --from 5000 is past its end: --from -20 prints its last 20 lines")
 	if r := run(srv, "monitor", "--fast", "--slow", job.ID); r.code != 1 || !strings.Contains(r.stderr, "fast") {
 		t.Fatalf("--fast with --slow: %+v", r)
 	}

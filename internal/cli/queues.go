@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -55,7 +56,8 @@ func runQueues(ctx context.Context, cfg queuesConfig, e *env) error {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "QUEUE\tSTATE\tQUEUED\tRUNNING\tSUCCEEDED %s\tFAILED %s\tOLDEST WAITING\tWORKERS\n", window, window)
+	w := windowLabel(window)
+	fmt.Fprintf(tw, "QUEUE\tSTATE\tQUEUED\tRUNNING\tSUCCEEDED %s\tFAILED %s\tOLDEST WAITING\tWORKERS\n", w, w)
 	for _, q := range queues {
 		state := "active"
 		if q.Paused {
@@ -74,6 +76,15 @@ func runQueues(ctx context.Context, cfg queuesConfig, e *env) error {
 			q.Succeeded, fails, oldest, q.Workers)
 	}
 	return tw.Flush()
+}
+
+// windowLabel is how far back the counts go, as a header says it and the
+// web UI's does: 24H, not 24h0m0s.
+func windowLabel(d time.Duration) string {
+	if d >= time.Hour && d%time.Hour == 0 {
+		return fmt.Sprintf("%dH", d/time.Hour)
+	}
+	return strings.ToUpper(d.String())
 }
 
 // newQueuePauseCmd is spool queues pause (or, with pause false, resume).

@@ -31,6 +31,9 @@ func TestQueuesListPauseResume(t *testing.T) {
 	if r.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "QUEUE ") {
 		t.Fatalf("spool queues: %+v", r)
 	}
+	if !strings.Contains(lines[0], "  SUCCEEDED 24H  FAILED 24H  ") {
+		t.Errorf("the header does not say the counts are of the last 24 hours as the web UI does: %q", lines[0])
+	}
 	if f := strings.Fields(lines[1]); f[0] != "builds" || f[1] != "active" || f[2] != "2" || f[3] != "0" || f[4] != "0" {
 		t.Errorf("builds row %q: want active, 2 queued, 0 running, 0 succeeded", lines[1])
 	}
@@ -69,6 +72,15 @@ func TestQueuesListPauseResume(t *testing.T) {
 	}
 	if r := run(srv, "queues", "pause", "no/such"); r.code == 0 || !strings.Contains(r.stderr, "queue") {
 		t.Errorf("pause of a malformed queue name: %+v", r)
+	}
+	// A queue that is none is refused, with the queues there are; nothing
+	// is paused.
+	for _, verb := range []string{"pause", "resume"} {
+		wantRefusal(t, verb+" NOSUCHQUEUE", run(srv, "queues", verb, "NOSUCHQUEUE"),
+			`no queue is named "NOSUCHQUEUE": the queues are builds, default; a queue appears with its first job (spool submit -q NOSUCHQUEUE) or when a worker polls it (spool worker -q NOSUCHQUEUE)`)
+	}
+	if r := run(srv, "queues"); r.code != 0 || strings.Contains(r.stdout, "NOSUCHQUEUE") {
+		t.Errorf("a refused pause made a queue:\n%s", r.stdout)
 	}
 }
 

@@ -122,5 +122,6 @@ Start here:
 	root.PersistentFlags().StringVar(&e.creds.ca, "ca", "", "CA certificate (PEM) to trust for an https:// server with a private CA (or set SPOOL_CA)")
 	root.AddCommand(newKeysCmd(e), newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newScatterCmd(e), newJobsCmd(e), newScattersCmd(e), newConsumeCmd(e), newIngestCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e), newDevCmd(e), newAWSCmd(e),
 		newQueuesCmd(e), newVersionCmd(e), newCompletionCmd(e), newLoginCmd(e), newLogoutCmd(e))
+	tidyCommands(root)
 	return root
 }

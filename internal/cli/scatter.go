@@ -84,7 +84,8 @@ batches of a scatter that failed again.`,
 	fl := cmd.Flags()
 	_ = fl.MarkHidden("request-id")
 	fl.StringVar(&f.items, "items", "", `the items: JSON Lines (one item a line), a JSON array, or CSV (a .csv file, or --items-format csv); "-" reads stdin`)
-	fl.StringVar(&f.itemsFormat, "items-format", "", `how --items is written: json (JSON Lines or a JSON array) or csv (a header row names the fields; each row is an item of strings); default: csv for a .csv file, json otherwise`)
+	enumVar(fl, &f.itemsFormat, "items-format", "", `how --items is written: json (JSON Lines or a JSON array) or csv (a header row names the fields; each row is an item of strings); default: csv for a .csv file, json otherwise`,
+		"json", "csv").aliases = map[string]string{"jsonl": "json"}
 	fl.IntVar(&f.maxItems, "max-items-per-batch", 0, "at most this many items a batch (0: as many as fit --max-bytes-per-batch)")
 	fl.IntVar(&f.maxBytes, "max-bytes-per-batch", itembatch.DefaultMaxBytes, "at most this many bytes of items (compact JSON) a batch; a bigger item travels alone")
 	fl.StringVar(&f.groupBy, "group-by", "", "items with different values of this field never share a batch")
@@ -216,20 +217,17 @@ func (f *scatterFlags) readItems(e *env) ([]itembatch.Item, error) {
 // names, else CSV for a file named .csv and JSON for anything else (stdin
 // included: a pipe has no name to go by).
 func (f *scatterFlags) itemsReader() (func(io.Reader) ([]itembatch.Item, error), error) {
-	format := strings.ToLower(f.itemsFormat)
+	format := f.itemsFormat
 	if format == "" {
 		format = "json"
 		if strings.EqualFold(filepath.Ext(f.items), ".csv") {
 			format = "csv"
 		}
 	}
-	switch format {
-	case "json", "jsonl":
-		return itembatch.ReadItems, nil
-	case "csv":
+	if format == "csv" {
 		return itembatch.ReadCSVItems, nil
 	}
-	return nil, fmt.Errorf("--items-format %q: want json (JSON Lines or a JSON array) or csv", f.itemsFormat)
+	return itembatch.ReadItems, nil
 }
 
 // split cuts the items with the flags' strategy, or with --batch-with.

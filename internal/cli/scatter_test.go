@@ -150,7 +150,7 @@ func TestScatterCommandCSV(t *testing.T) {
 	if r := run(srv, "scatter", "--items", bad, "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "items line 3: 1 fields, but the header on line 1 names 2") {
 		t.Fatalf("a short row: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if r := run(srv, "scatter", "--items", bad, "--items-format", "xml", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, `--items-format "xml": want json`) {
+	if r := run(srv, "scatter", "--items", bad, "--items-format", "xml", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, `"xml" is not one of json or csv`) {
 		t.Fatalf("an unknown format: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

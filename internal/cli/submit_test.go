@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/safebuf"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -138,5 +141,92 @@ func TestSubmitPTY(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &job); r.code != 0 || err != nil || !job.Params.PTY {
 		t.Fatalf("--pty --json: exit %d (%v), stdout %s; want params.pty", r.code, err, r.stdout)
+	}
+}
+
+// TestSubmitFollowRetries: between a failed attempt and its retry, submit
+// -f says which attempt failed and how, and when the next starts, not that
+// the job waits for a worker (one is running); the last line says how the
+// job ended, exit code included.
+func TestSubmitFollowRetries(t *testing.T) {
+	defer func(d time.Duration) { queuedNotice = d }(queuedNotice)
+	// Far shorter than the retries' pauses: the waiting notice would
+	// come while the job waits out each.
+	queuedNotice = 100 * time.Millisecond
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{})
+	r := await(t, start(srv, "submit", "-f", "--retries", "2", "--shell", "echo try; exit 1"))
+	if r.code != 1 || r.stdout != "try\ntry\ntry\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and three tries", r.code, r.stdout, r.stderr)
+	}
+	// The pauses are 2 s then 4 s from the failure; a slow machine may
+	// take a second of them before the notice.
+	for _, want := range []string{
+		`(?m)^spool: attempt 1 failed \(exit 1\); attempt 2 of 3 in [12]s$`,
+		`(?m)^spool: attempt 2 failed \(exit 1\); attempt 3 of 3 in [34]s$`,
+		`(?m)^spool: job [0-9a-f-]+ failed \(exit 1\)\n\z`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r.stderr) {
+			t.Errorf("stderr does not match %s:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "waiting") || strings.Count(r.stderr, "failed") != 3 {
+		t.Errorf("stderr says more than the two retries and the end:\n%s", r.stderr)
+	}
+}
+
+// TestSubmitFollowWaitsBehindBusyWorker: a job that waits because the
+// queue's worker is busy is said to, not that a worker should be started;
+// a paused queue is said to be paused, with the command that resumes it.
+func TestSubmitFollowWaitsBehindBusyWorker(t *testing.T) {
+	defer func(d time.Duration) { queuedNotice = d }(queuedNotice)
+	queuedNotice = 100 * time.Millisecond
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{})
+	c := srv.Client()
+	ctx := context.Background()
+	busy, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the worker to be busy", func() bool {
+		j, err := c.Job(ctx, busy.ID)
+		return err == nil && j.State == spool.Running
+	})
+	behind, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut safebuf.Buffer
+	e := &env{server: srv.URL, creds: credentials{key: srv.AdminKey}, out: &out, errOut: &errOut}
+	done := make(chan error, 1)
+	go func() { done <- followJob(ctx, e, c, behind.ID) }()
+	notice := "spool: waiting in queue default: its worker is busy (1 job queued)\n"
+	eventually(t, "the notice", func() bool { return strings.Contains(errOut.String(), notice) })
+	if _, err := c.Cancel(ctx, busy.ID, "make room"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || strings.Count(errOut.String(), "waiting") != 1 {
+		t.Fatalf("followJob: %v, stderr %q; want the job to succeed after the one notice", err, errOut.String())
+	}
+
+	// A paused queue: the notice says so and how to resume it.
+	if _, err := c.PauseQueue(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	paused, _, err := c.Submit(ctx, client.SubmitParams{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errOut = safebuf.Buffer{}
+	e.errOut = &errOut
+	go func() { done <- followJob(ctx, e, c, paused.ID) }()
+	notice = "spool: queue default is paused: no worker takes its jobs until spool queues resume default\n"
+	eventually(t, "the paused notice", func() bool { return strings.Contains(errOut.String(), notice) })
+	if _, err := c.ResumeQueue(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("followJob after the resume: %v", err)
 	}
 }

@@ -73,8 +73,7 @@ to finish, output is flushed. A second signal stops everything at once
 	f.StringVar(&cfg.ID, "id", "", "worker name in logs and job events (default: host-pid)")
 	f.StringArrayVar(&cfg.PassEnv, "pass-env", nil, "also pass this environment variable of the worker to jobs (repeatable; NAME or PREFIX*); by default jobs get only "+strings.Join(worker.DefaultPassEnv(), ", "))
 	f.StringVar(&flags.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9464)")
-	f.StringVar(&flags.logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringVar(&flags.logFormat, "log-format", "text", "text or json")
+	logFlags(f, &flags.logLevel, &flags.logFormat)
 	return cmd
 }
 

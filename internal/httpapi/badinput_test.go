@@ -93,6 +93,8 @@ func TestBadInput(t *testing.T) {
 		{"DELETE", "/api/v1/jobs/" + unknown, 404, unknown},
 		{"POST", "/api/v1/jobs/" + unknown + "/rerun", 404, unknown},
 		{"POST", "/api/v1/queues/%ff/pause", 400, "queue"},
+		{"POST", "/api/v1/queues/nosuch/pause", 404, `no queue is named "nosuch": the queues are default`},
+		{"POST", "/api/v1/queues/nosuch/resume", 404, `no queue is named "nosuch": the queues are default`},
 		{"GET", "/api/v1/queues/builds/pause", 405, "POST"},
 		{"DELETE", "/api/v1/queues", 405, "GET"},
 		{"GET", "/api/v1/jobs/" + id + "/cancel", 405, "POST"},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/convert"
@@ -63,7 +64,7 @@ func (a *api) ingestFirehose(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if err != nil {
 		var msg string
-		status, msg = a.ingestStatus(r, err)
+		status, msg = a.ingestStatus(r, firehoseTerms(r, err))
 		err = errors.New(msg)
 	}
 	writeJSON(w, status, ingest.NewFirehoseResponse(requestID, time.Now(), err))
@@ -73,7 +74,25 @@ func (a *api) ingestFirehose(w http.ResponseWriter, r *http.Request) {
 // one that is not known) as Firehose reads an answer: with the request's
 // id, which Firehose sends in a header too, and the error's status.
 func refuseFirehose(w http.ResponseWriter, r *http.Request, err error) {
-	writeJSON(w, apierr.Status(err), ingest.NewFirehoseResponse(r.Header.Get("X-Amz-Firehose-Request-Id"), time.Now(), err))
+	writeJSON(w, apierr.Status(err), ingest.NewFirehoseResponse(r.Header.Get("X-Amz-Firehose-Request-Id"), time.Now(), firehoseTerms(r, err)))
+}
+
+// firehoseTerms words a refused key as the person reading the delivery
+// stream's errors knows it: the access key of its HTTP endpoint
+// destination, which Firehose sends as X-Amz-Firehose-Access-Key, not an
+// API key of spool's command line. Other errors are left as they are.
+func firehoseTerms(r *http.Request, err error) error {
+	const fix = "set the access key of the stream's HTTP endpoint destination to a spool key of role ingest (spool keys create --role ingest --name firehose prints one)"
+	sent := r.Header.Get("X-Amz-Firehose-Access-Key") != "" || r.Header.Get("Authorization") != ""
+	switch {
+	case errors.Is(err, spool.ErrUnauthenticated) && !sent:
+		return apierr.Errorf(spool.ErrUnauthenticated, "the delivery came with no access key: %s", fix)
+	case errors.Is(err, spool.ErrUnauthenticated):
+		return apierr.Errorf(spool.ErrUnauthenticated, "the access key is not a key of this spool server (mistyped, revoked, or another server's): %s", fix)
+	case errors.Is(err, spool.ErrPermissionDenied):
+		return apierr.Errorf(spool.ErrPermissionDenied, "the access key is a spool key whose role may not send logs: %s", fix)
+	}
+	return err
 }
 
 // ingestLines serves log shippers: one JSON event a line.

@@ -102,9 +102,13 @@ func TestFirehoseAnswers(t *testing.T) {
 		status  int
 		message string
 	}{
-		{"no key", http.Header{"X-Amz-Firehose-Request-Id": {"r1"}}, ingesttest.FirehoseBody("r1", 1, good), http.StatusUnauthorized, "an API key is needed"},
-		{"unknown key", firehoseHeaders("spool_not-a-key", "r2"), ingesttest.FirehoseBody("r2", 1, good), http.StatusUnauthorized, "not known"},
-		{"read key", firehoseHeaders(srv.Key(t, spool.RoleRead), "r3"), ingesttest.FirehoseBody("r3", 1, good), http.StatusForbidden, "may not send logs"},
+		// A refused key is said in Firehose's terms: its access key.
+		{"no key", http.Header{"X-Amz-Firehose-Request-Id": {"r1"}}, ingesttest.FirehoseBody("r1", 1, good), http.StatusUnauthorized,
+			"the delivery came with no access key: set the access key of the stream's HTTP endpoint destination to a spool key of role ingest (spool keys create --role ingest --name firehose prints one)"},
+		{"unknown key", firehoseHeaders("spool_not-a-key", "r2"), ingesttest.FirehoseBody("r2", 1, good), http.StatusUnauthorized,
+			"the access key is not a key of this spool server (mistyped, revoked, or another server's): set the access key of the stream's HTTP endpoint destination to a spool key of role ingest"},
+		{"read key", firehoseHeaders(srv.Key(t, spool.RoleRead), "r3"), ingesttest.FirehoseBody("r3", 1, good), http.StatusForbidden,
+			"the access key is a spool key whose role may not send logs: set the access key of the stream's HTTP endpoint destination"},
 		{"bad base64 in the second record", firehoseHeaders(key, "r4"), ingesttest.FirehoseBody("r4", 1, other, "%%%"), http.StatusBadRequest, "record 1"},
 		{"not gzip", firehoseHeaders(key, "r5"), ingesttest.FirehoseBody("r5", 1, other, "aGVsbG8="), http.StatusBadRequest, "record 1"},
 		{"not JSON", firehoseHeaders(key, "r6"), []byte(`{"requestId": "r6", "records": [`), http.StatusBadRequest, "nothing of this delivery was stored"},

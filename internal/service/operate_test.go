@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,10 +86,10 @@ func (o *operator) run(t *testing.T, queue string, exit int32) *spoolv1.Job {
 // on this server wakes the waiting worker at once.
 func TestPauseStopsLeases(t *testing.T) {
 	o := newOperator(t)
+	j := o.enqueue(t, "builds")
 	if _, err := o.s.PauseQueue(o.ctx, &spoolv1.PauseQueueRequest{Name: "builds"}); err != nil {
 		t.Fatal(err)
 	}
-	j := o.enqueue(t, "builds")
 	if ls := o.dequeue(t, "builds", 0); len(ls) != 0 {
 		t.Fatalf("a paused queue gave %d jobs", len(ls))
 	}
@@ -240,11 +241,11 @@ func TestPauseStopsLeasesOnPostgres(t *testing.T) {
 		cores[i] = newCore(t, st, cfg, key)
 	}
 	a, b := cores[0], cores[1]
-	if _, err := a.PauseQueue(ctx, &spoolv1.PauseQueueRequest{Name: "builds"}); err != nil {
-		t.Fatal(err)
-	}
 	resp, err := a.EnqueueJob(ctx, &spoolv1.EnqueueJobRequest{Queue: "builds", Params: &spoolv1.JobParams{Argv: []string{"make"}}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PauseQueue(ctx, &spoolv1.PauseQueueRequest{Name: "builds"}); err != nil {
 		t.Fatal(err)
 	}
 	dequeue := func(wait int32) ([]*spoolv1.JobLease, error) {
@@ -278,5 +279,39 @@ func TestPauseStopsLeasesOnPostgres(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second): // a quarter of the wait: only a wake-up is this quick
 		t.Fatal("the waiting worker still has nothing after a resume on another server")
+	}
+}
+
+// Pausing or resuming a queue that is none refuses with the queues there
+// are, and pauses nothing: a typo must not leave the meant queue running
+// while a queue of the typo's name waits paused for a job.
+func TestPauseUnknownQueue(t *testing.T) {
+	o := newOperator(t)
+	for _, pause := range []bool{true, false} {
+		var err error
+		if pause {
+			_, err = o.s.PauseQueue(o.ctx, &spoolv1.PauseQueueRequest{Name: "builds"})
+		} else {
+			_, err = o.s.ResumeQueue(o.ctx, &spoolv1.ResumeQueueRequest{Name: "builds"})
+		}
+		want := `no queue is named "builds": there are no queues yet; a queue appears with its first job (spool submit -q builds) or when a worker polls it (spool worker -q builds)`
+		if !errors.Is(err, spool.ErrNotFound) || !strings.HasSuffix(err.Error(), want) {
+			t.Fatalf("pause %v of a queue there is not: %v; want ErrNotFound saying %q", pause, err, want)
+		}
+	}
+	o.enqueue(t, "deploys")
+	o.enqueue(t, "builds-x")
+	_, err := o.s.PauseQueue(o.ctx, &spoolv1.PauseQueueRequest{Name: "builds"})
+	if want := `no queue is named "builds": the queues are builds-x, deploys; `; !errors.Is(err, spool.ErrNotFound) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("pause of a queue there is not: %v; want ErrNotFound naming the queues (%q)", err, want)
+	}
+	resp, err := o.s.ListQueues(o.ctx, &spoolv1.ListQueuesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range resp.GetQueues() {
+		if q.GetPaused() || q.GetName() == "builds" {
+			t.Fatalf("a refused pause left %v", q)
+		}
 	}
 }

@@ -2,13 +2,17 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -25,6 +29,16 @@ func (s *Service) ListQueues(ctx context.Context, m *spoolv1.ListQueuesRequest) 
 	if err != nil {
 		return nil, err
 	}
+	queues, err := s.queuesOf(ctx, caller, m.GetEndedPerMinute())
+	if err != nil {
+		return nil, err
+	}
+	return &spoolv1.ListQueuesResponse{WindowSeconds: int32(RecentWindow / time.Second), Queues: queues}, nil
+}
+
+// queuesOf returns the queues caller may see, by name, with their counts
+// (and the ended jobs by the minute, when perMinute is set).
+func (s *Service) queuesOf(ctx context.Context, caller Caller, perMinute bool) ([]*spoolv1.Queue, error) {
 	now := storekit.Now()
 	stats, err := s.store.QueueStats(ctx, now.Add(-RecentWindow))
 	if err != nil {
@@ -35,7 +49,7 @@ func (s *Service) ListQueues(ctx context.Context, m *spoolv1.ListQueuesRequest) 
 	for _, st := range stats {
 		byName[st.Name] = queueMessage(st)
 	}
-	if m.GetEndedPerMinute() {
+	if perMinute {
 		if err := s.addEndedPerMinute(ctx, now, byName); err != nil {
 			return nil, err
 		}
@@ -46,16 +60,16 @@ func (s *Service) ListQueues(ctx context.Context, m *spoolv1.ListQueuesRequest) 
 			byName[name] = &spoolv1.Queue{Name: name}
 		}
 	}
-	resp := &spoolv1.ListQueuesResponse{WindowSeconds: int32(RecentWindow / time.Second)}
+	var out []*spoolv1.Queue
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		if !caller.mayUse(name) {
 			continue
 		}
 		q := byName[name]
 		q.Workers = workers[name]
-		resp.Queues = append(resp.Queues, q)
+		out = append(out, q)
 	}
-	return resp, nil
+	return out, nil
 }
 
 // queueMessage is a store's counts as the API shows them.
@@ -105,6 +119,15 @@ func (s *Service) setPaused(ctx context.Context, op, name string, paused bool) (
 	if err != nil {
 		return nil, err
 	}
+	// A name that is no queue is a typo far more often than a queue to
+	// come: pausing it would succeed and leave the meant queue running.
+	known, err := s.queuesOf(ctx, caller, false)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(known, func(q *spoolv1.Queue) bool { return q.GetName() == queue }) {
+		return nil, noSuchQueue(queue, known)
+	}
 	if err := s.store.SetQueuePaused(ctx, queue, paused, storekit.Now()); err != nil {
 		return nil, s.fail(ctx, op, err)
 	}
@@ -113,16 +136,37 @@ func (s *Service) setPaused(ctx context.Context, op, name string, paused bool) (
 		what = "queue paused"
 	}
 	s.audit(ctx, caller, what, "queue", queue)
-	resp, err := s.ListQueues(ctx, &spoolv1.ListQueuesRequest{})
+	now, err := s.queuesOf(ctx, caller, false)
 	if err != nil {
 		return nil, err
 	}
-	for _, q := range resp.GetQueues() {
+	for _, q := range now {
 		if q.GetName() == queue {
 			return q, nil
 		}
 	}
 	return &spoolv1.Queue{Name: queue, Paused: paused}, nil
+}
+
+// listedQueues is how many queue names an error lists before it says how
+// many more there are.
+const listedQueues = 20
+
+// noSuchQueue refuses name, which none of known is, naming them.
+func noSuchQueue(name string, known []*spoolv1.Queue) error {
+	how := fmt.Sprintf("a queue appears with its first job (spool submit -q %s) or when a worker polls it (spool worker -q %s)", name, name)
+	if len(known) == 0 {
+		return apierr.Errorf(spool.ErrNotFound, "no queue is named %q: there are no queues yet; %s", name, how)
+	}
+	var names []string
+	for i, q := range known {
+		if i == listedQueues {
+			names = append(names, fmt.Sprintf("%d more", len(known)-listedQueues))
+			break
+		}
+		names = append(names, q.GetName())
+	}
+	return apierr.Errorf(spool.ErrNotFound, "no queue is named %q: the queues are %s; %s", name, strings.Join(names, ", "), how)
 }
 
 // waitUnpaused waits while queue is paused, up to wait, and reports

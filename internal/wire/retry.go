@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"syscall"
 	"time"
@@ -49,7 +50,7 @@ func (r retrying) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		pauses := backoff.New(firstRetryPause, maxRetryPause)
 		for {
 			resp, err := next(ctx, req)
-			if err == nil || ctx.Err() != nil || !(notSent(err) || (away(err) && repeatable(req))) {
+			if err == nil || ctx.Err() != nil || wrongScheme(err) || !(notSent(err) || (away(err) && repeatable(req))) {
 				return resp, err
 			}
 			pause := pauses.Delay()
@@ -73,6 +74,10 @@ func (r retrying) WrapStreamingClient(next connect.StreamingClientFunc) connect.
 func (r retrying) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return next
 }
+
+// wrongScheme reports whether the call went to https:// and a plain HTTP
+// server answered: that is the address's fault, and no retry mends it.
+func wrongScheme(err error) bool { return errors.Is(err, http.ErrSchemeMismatch) }
 
 // notSent reports whether a call failed before its request could reach the
 // server: no connection could be made.

@@ -48,9 +48,12 @@ type QueueServiceClient interface {
 	ListQueues(context.Context, *connect.Request[v1.ListQueuesRequest]) (*connect.Response[v1.ListQueuesResponse], error)
 	// PauseQueue stops workers from taking the queue's jobs; jobs already
 	// running go on, and new jobs are still accepted and wait. Needs an
-	// admin key. Pausing a paused queue changes nothing.
+	// admin key. Pausing a paused queue changes nothing. A name that is no
+	// queue (no job names it, no worker polls it) is NotFound, and the
+	// error lists the queues there are.
 	PauseQueue(context.Context, *connect.Request[v1.PauseQueueRequest]) (*connect.Response[v1.PauseQueueResponse], error)
-	// ResumeQueue lets workers take the queue's jobs again.
+	// ResumeQueue lets workers take the queue's jobs again; NotFound as
+	// PauseQueue.
 	ResumeQueue(context.Context, *connect.Request[v1.ResumeQueueRequest]) (*connect.Response[v1.ResumeQueueResponse], error)
 }
 
@@ -115,9 +118,12 @@ type QueueServiceHandler interface {
 	ListQueues(context.Context, *connect.Request[v1.ListQueuesRequest]) (*connect.Response[v1.ListQueuesResponse], error)
 	// PauseQueue stops workers from taking the queue's jobs; jobs already
 	// running go on, and new jobs are still accepted and wait. Needs an
-	// admin key. Pausing a paused queue changes nothing.
+	// admin key. Pausing a paused queue changes nothing. A name that is no
+	// queue (no job names it, no worker polls it) is NotFound, and the
+	// error lists the queues there are.
 	PauseQueue(context.Context, *connect.Request[v1.PauseQueueRequest]) (*connect.Response[v1.PauseQueueResponse], error)
-	// ResumeQueue lets workers take the queue's jobs again.
+	// ResumeQueue lets workers take the queue's jobs again; NotFound as
+	// PauseQueue.
 	ResumeQueue(context.Context, *connect.Request[v1.ResumeQueueRequest]) (*connect.Response[v1.ResumeQueueResponse], error)
 }
 

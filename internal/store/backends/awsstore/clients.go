@@ -2,8 +2,10 @@ package awsstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -97,4 +99,44 @@ func credentialsInEnv() bool {
 		}
 	}
 	return false
+}
+
+// ErrNoCredentials is what the AWS SDK's default sources gave no
+// credentials for.
+var ErrNoCredentials = errors.New("no AWS credentials")
+
+// noCredentials says where the SDK looked for credentials, in its order,
+// and what each had, after it found none (err is its last source's
+// failure).
+func noCredentials(err error) error {
+	set := func(names ...string) string {
+		for _, n := range names {
+			if os.Getenv(n) != "" {
+				return n + " is set"
+			}
+		}
+		return strings.Join(names, " and ") + " unset"
+	}
+	file := func(env, def string) string {
+		p := os.Getenv(env)
+		if p == "" {
+			p = def
+		}
+		if _, err := os.Stat(p); err != nil {
+			return p + " (not there)"
+		}
+		return p
+	}
+	profile := os.Getenv("AWS_PROFILE")
+	if profile == "" {
+		profile = "default"
+	}
+	imds := "the EC2 instance's role (instance metadata)"
+	if strings.EqualFold(os.Getenv("AWS_EC2_METADATA_DISABLED"), "true") {
+		imds += ", off by AWS_EC2_METADATA_DISABLED"
+	}
+	return fmt.Errorf("%w: the AWS SDK looked in the environment (%s), the shared files %s and %s for profile %q (AWS_PROFILE), a web identity token (%s), the ECS container endpoint (%s) and %s: give it credentials in one of them (aws configure writes the shared files; AWS_PROFILE picks a profile of theirs) (its last answer: %v)",
+		ErrNoCredentials, set("AWS_ACCESS_KEY_ID"),
+		file("AWS_SHARED_CREDENTIALS_FILE", awsconfig.DefaultSharedCredentialsFilename()), file("AWS_CONFIG_FILE", awsconfig.DefaultSharedConfigFilename()), profile,
+		set("AWS_WEB_IDENTITY_TOKEN_FILE"), set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"), imds, err)
 }

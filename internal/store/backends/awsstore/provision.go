@@ -67,6 +67,11 @@ func Provision(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	// Without credentials every call below fails with the SDK's account
+	// of its last source tried; say where it looked instead.
+	if _, err := c.db.Options().Credentials.Retrieve(ctx); err != nil {
+		return Report{}, noCredentials(err)
+	}
 	s := newStore(cfg, c)
 	defer s.Close()
 	var rep Report
