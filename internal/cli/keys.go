@@ -51,7 +51,11 @@ func newKeysCreateCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cfg.key.Name, "name", "", "unique name: letters, digits, '.', '_' and '-'")
-	cmd.Flags().StringVar(&cfg.role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)")
+	roles := make([]string, len(spool.Roles()))
+	for i, r := range spool.Roles() {
+		roles[i] = r.String()
+	}
+	enumVar(cmd.Flags(), &cfg.role, "role", "", "admin, submit, read, worker or ingest (sends logs of other programs, nothing else)", roles...)
 	cmd.Flags().StringSliceVarP(&cfg.key.Queues, "queue", "q", nil, "the only queues the key may use (worker, submit and read keys; repeat, or comma-separate)")
 	return cmd
 }

@@ -60,12 +60,12 @@ func TestKeys(t *testing.T) {
 
 	// Mistakes are named.
 	for args, want := range map[string]string{
-		"keys create --name x":                            "--role is needed",
-		"keys create --role boss --name x":                `"boss" is not a role`,
-		"keys create --role read":                         "--name is needed",
-		"keys create --role read --name builder-1":        "builder-1",
+		"keys create --name x":                             "--role is needed",
+		"keys create --role boss --name x":                 `"boss" is not one of admin, submit, read, worker or ingest`,
+		"keys create --role read":                          "--name is needed",
+		"keys create --role read --name builder-1":         "builder-1",
 		"keys create --role admin --name x --queue builds": "queues limit worker, submit and read keys",
-		"keys revoke nobody":                              "nobody",
+		"keys revoke nobody":                               "nobody",
 	} {
 		if r := run(srv, strings.Fields(args)...); r.code != 1 || !strings.Contains(r.stderr, want) {
 			t.Errorf("spool %s: exit %d, %q; want %q", args, r.code, r.stderr, want)
