@@ -216,7 +216,7 @@ func TestPollersForgetOldPolls(t *testing.T) {
 	if n := len(p.seen); n != 1 {
 		t.Fatalf("%d queues remembered after a poll two minutes later, want only the late one", n)
 	}
-	if got := p.counts(context.Background(), start.Add(2 * time.Minute)); len(got) != 1 || got["late"] != 1 {
+	if got := p.counts(context.Background(), start.Add(2*time.Minute)); len(got) != 1 || got["late"] != 1 {
 		t.Fatalf("counts: %v", got)
 	}
 }
