@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/spool-run/spool/internal/suggest"
 )
 
 // The command tree is checked as a whole once it is built, so every group
@@ -126,7 +128,7 @@ func closestCommands(c *cobra.Command, word string) []string {
 	best := -1
 	var out []string
 	for _, n := range near {
-		d := editDistance(strings.ToLower(word), n)
+		d := suggest.Distance(strings.ToLower(word), n)
 		if strings.HasPrefix(n, strings.ToLower(word)) {
 			d = 0 // a prefix of the name is as near as it gets
 		}

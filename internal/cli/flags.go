@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/internal/suggest"
 )
 
 // secondsOrDuration is a duration flag that also takes a bare number of
@@ -178,7 +179,7 @@ func notOneOf(s string, values []string) string {
 func nearest(s string, words []string) string {
 	best, bestD, tie := "", 3, false
 	for _, w := range words {
-		switch d := editDistance(strings.ToLower(s), strings.ToLower(w)); {
+		switch d := suggest.Distance(strings.ToLower(s), strings.ToLower(w)); {
 		case d < bestD:
 			best, bestD, tie = w, d, false
 		case d == bestD:
@@ -189,27 +190,6 @@ func nearest(s string, words []string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // logFlags defines --log-level and --log-format, for the commands that

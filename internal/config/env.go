@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spool-run/spool/internal/suggest"
 )
 
 // EnvPrefix starts every environment override: a setting's YAML path,
@@ -151,31 +153,9 @@ func UnknownEnv(environ []string) []string {
 func closest(s string, names []string) string {
 	best, bestDist := "", max(3, len(s)/6)+1
 	for _, n := range names {
-		if d := editDistance(s, n); d < bestDist {
+		if d := suggest.Distance(s, n); d < bestDist {
 			best, bestDist = n, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes: the
-// names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
