@@ -309,9 +309,11 @@ func (s *Store) awaitJob(ctx context.Context, id string) (*jobRec, error) {
 }
 
 // lease starts the next attempt of a queued job under the message's
-// receipt handle. A reservation left by an earlier attempt's append
-// becomes a hole, and the new attempt's log continues after it: see doc.go
-// on fencing.
+// receipt handle. From the second attempt on, the attempt's items are keyed
+// apart from the earlier attempts', whose late writes then cannot reach
+// its log; a reservation left by an older version of this store's append
+// becomes a hole, and the new attempt's log continues after it: see
+// doc.go on fencing.
 func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expires time.Time) (*store.Lease, error) {
 	now := storekit.Now()
 	e := newExpr()
@@ -327,10 +329,17 @@ func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expi
 		Set(aStartedAt, num(now.UnixMicro())).
 		BumpRev()
 	cond := []string{isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))}
+	start := r.head.NextSequence
 	if r.res == nil {
 		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")")
 	} else {
 		cond = append(cond, abandon(u, r))
+		start = r.res.seq
+	}
+	if r.attempt > 0 {
+		// Every attempt after the first keys its items apart, from where
+		// its log begins: see keyBase.
+		appendPair(u, aSpans, int64(r.attempt+1), start)
 	}
 	nr, ok, err := s.updateJob(ctx, r.id(), u, and(cond...))
 	if err != nil || !ok {

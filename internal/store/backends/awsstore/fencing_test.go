@@ -19,11 +19,12 @@ import (
 	"github.com/spool-run/spool/internal/store/storekit"
 )
 
-// TestZombieAppendIsFenced: a server reserves a range for attempt 1, then
-// stalls; the lease expires and attempt 2 runs on another server. When the
-// stalled server wakes and writes its items (BatchWriteItem has no
-// conditions), they must not overwrite or interleave with attempt 2's log,
-// and its commit must be refused.
+// TestZombieAppendIsFenced: a server reads the job and plans a publish of
+// attempt 1, then stalls; the lease expires and attempt 2 runs on another
+// server, continuing the log right after attempt 1's. When the stalled
+// server wakes and writes its item (BatchWriteItem has no conditions), at
+// a sequence attempt 2 has written too, it must not overwrite or
+// interleave with attempt 2's log, and its commit must be refused.
 func TestZombieAppendIsFenced(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Shared(t).NewConfig(t)
@@ -33,9 +34,9 @@ func TestZombieAppendIsFenced(t *testing.T) {
 	l1 := running(t, zombie, newJob(q), time.Second)
 	appendAll(t, zombie, l1.LeaseRef, []*spoolv1.JobEvent{startEvent(1), batch(2, "a1", "a2", "a3")})
 
-	reserved, resume := make(chan struct{}), make(chan struct{})
-	awsstore.AfterReserve(zombie, func(ctx context.Context) error {
-		close(reserved)
+	planned, resume := make(chan struct{}), make(chan struct{})
+	awsstore.BeforeWrite(zombie, func(ctx context.Context) error {
+		close(planned)
 		<-resume
 		return nil
 	})
@@ -44,21 +45,21 @@ func TestZombieAppendIsFenced(t *testing.T) {
 		_, err := zombie.Append(ctx, l1.LeaseRef, events.Messages(batch(5, "z1")))
 		zombieErr <- err
 	}()
-	<-reserved
+	<-planned
 
 	time.Sleep(1200 * time.Millisecond) // attempt 1's lease runs out
 	if _, err := live.ExpireLeases(ctx, conformance.Sweep); err != nil {
 		t.Fatal(err)
 	}
 	l2 := leaseOne(t, live, q, time.Minute)
-	// The reserved range [5, 6) is abandoned; attempt 2 continues after
-	// it, with the next line number.
-	if l2.Attempt != 2 || l2.Head != (store.Head{NextSequence: 6, NextLine: 4}) {
-		t.Fatalf("attempt %d starts at %+v, want attempt 2 at sequence 6, line 4", l2.Attempt, l2.Head)
+	// Nothing of attempt 1 past its head was committed: attempt 2 goes on
+	// right after it, at the sequence the zombie is about to write.
+	if l2.Attempt != 2 || l2.Head != (store.Head{NextSequence: 5, NextLine: 4}) {
+		t.Fatalf("attempt %d starts at %+v, want attempt 2 at sequence 5, line 4", l2.Attempt, l2.Head)
 	}
-	appendAll(t, live, l2.LeaseRef, []*spoolv1.JobEvent{startEvent(6), batch(7, "b1", "b2"), endEvent(9)})
+	appendAll(t, live, l2.LeaseRef, []*spoolv1.JobEvent{startEvent(5), batch(6, "b1", "b2"), endEvent(8)})
 
-	close(resume) // the zombie writes its items now, then tries to commit
+	close(resume) // the zombie writes its item now, then tries to commit
 	if err := <-zombieErr; !errors.Is(err, spool.ErrStaleLease) {
 		t.Fatalf("zombie append: %v, want a stale lease", err)
 	}
@@ -67,16 +68,16 @@ func TestZombieAppendIsFenced(t *testing.T) {
 	}
 	want := []string{
 		"1:1:0:EVENT_TYPE_PROCESS_START", "1:2:1:a1", "1:3:2:a2", "1:4:3:a3",
-		"2:6:0:EVENT_TYPE_PROCESS_START", "2:7:4:b1", "2:8:5:b2", "2:9:0:EVENT_TYPE_PROCESS_END",
+		"2:5:0:EVENT_TYPE_PROCESS_START", "2:6:4:b1", "2:7:5:b2", "2:8:0:EVENT_TYPE_PROCESS_END",
 	}
 	for _, s := range []*awsstore.Store{zombie, live} {
 		if got := summary(logOf(t, s, l1.JobID)); !slices.Equal(got, want) {
 			t.Fatalf("log after the zombie wrote:\n%v\nwant\n%v", got, want)
 		}
 	}
-	// Reading from a line does not land on the zombie's item either,
-	// though its line number (4, ending before attempt 2's batch) would
-	// come first in the by-line index.
+	// Reading from a line or a sequence does not land on the zombie's
+	// item either, though its line number (4, ending before attempt 2's
+	// batch) comes first in the by-line index.
 	var first *spoolv1.JobEvent
 	for ev, err := range storekit.Read(ctx, live, store.ReadRequest{JobID: l1.JobID, FromLine: 5}) {
 		if err != nil {
@@ -85,15 +86,17 @@ func TestZombieAppendIsFenced(t *testing.T) {
 		first = ev
 		break
 	}
-	if first.GetSequence() != 7 || first.GetAttempt() != 2 {
-		t.Fatalf("read from line 5 starts at sequence %d of attempt %d, want 7 (lines 4-5) of attempt 2", first.GetSequence(), first.GetAttempt())
+	if first.GetSequence() != 6 || first.GetAttempt() != 2 {
+		t.Fatalf("read from line 5 starts at sequence %d of attempt %d, want 6 (lines 4-5) of attempt 2", first.GetSequence(), first.GetAttempt())
+	}
+	if got := summary(readAll(t, live, store.ReadRequest{JobID: l1.JobID, FromSequence: 5})); !slices.Equal(got, want[4:]) {
+		t.Fatalf("read from sequence 5:\n%v\nwant\n%v", got, want[4:])
 	}
 }
 
-// TestRetriedPublishAfterCrash: a publish that reserved its range and
-// died (before or after writing its items) is retried by the worker, first
-// in part, then whole; the retries take the reservation over and store the
-// events once.
+// TestRetriedPublishAfterCrash: a publish that died before its commit
+// (before or after writing its items) is retried by the worker, first in
+// part, then whole; the retries store the events once.
 func TestRetriedPublishAfterCrash(t *testing.T) {
 	t.Parallel()
 	s := freshStore(t)
@@ -101,7 +104,7 @@ func TestRetriedPublishAfterCrash(t *testing.T) {
 	crash := errors.New("server crashed")
 	evs := []*spoolv1.JobEvent{startEvent(1), batch(2, lines(1, 50)...), batch(52, lines(51, 60)...)}
 	for name, setHook := range map[string]func(*awsstore.Store, func(context.Context) error){
-		"before writing": awsstore.AfterReserve,
+		"before writing": awsstore.BeforeWrite,
 		"after writing":  awsstore.AfterWrite,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -139,10 +142,10 @@ func TestRetriedPublishAfterCrash(t *testing.T) {
 	}
 }
 
-// TestSlowPublishAndItsRetry: a publish stalls after reserving; the
-// worker, tired of waiting, sends the same events again, which takes the
-// reservation over and stores them. When the first call wakes, it writes
-// the same items again and reports success: the events are stored once.
+// TestSlowPublishAndItsRetry: a publish stalls before writing; the
+// worker, tired of waiting, sends the same events again, which stores
+// them. When the first call wakes, it writes the same items again and
+// reports success: the events are stored once.
 func TestSlowPublishAndItsRetry(t *testing.T) {
 	t.Parallel()
 	s := freshStore(t)
@@ -150,12 +153,12 @@ func TestSlowPublishAndItsRetry(t *testing.T) {
 	l := running(t, s, newJob(newQueue()), time.Minute)
 	evs := []*spoolv1.JobEvent{startEvent(1), batch(2, lines(1, 50)...)}
 	var once sync.Once
-	reserved, resume := make(chan struct{}), make(chan struct{})
-	awsstore.AfterReserve(s, func(context.Context) error {
+	planned, resume := make(chan struct{}), make(chan struct{})
+	awsstore.BeforeWrite(s, func(context.Context) error {
 		stall := false
 		once.Do(func() { stall = true })
 		if stall {
-			close(reserved)
+			close(planned)
 			<-resume
 		}
 		return nil
@@ -168,7 +171,7 @@ func TestSlowPublishAndItsRetry(t *testing.T) {
 		}
 		slow <- err
 	}()
-	<-reserved
+	<-planned
 	if h, err := s.Append(ctx, l.LeaseRef, events.Messages(evs...)); err != nil || h != (store.Head{NextSequence: 52, NextLine: 51}) {
 		t.Fatalf("retry while the first call stalls: head %+v, err %v", h, err)
 	}

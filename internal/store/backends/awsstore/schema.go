@@ -48,6 +48,9 @@ const (
 	aResLease = "res_lease" // S: the lease id of an Append, the token of an Ingest call
 	aResAt    = "res_at"    // N, Unix microseconds: when the reservation was made or last renewed
 	aHoles    = "holes"     // L of [from, to) pairs
+	// The attempts whose event items are keyed apart (every attempt after
+	// the first): where each began. See keyBase.
+	aSpans = "spans" // L of [attempt, from] pairs
 
 	// rev counts changes readers care about; watchers on other servers
 	// poll it.

@@ -60,10 +60,11 @@ type hooks struct {
 	// afterMarker runs once Enqueue has written a request marker; an error
 	// abandons the enqueue there.
 	afterMarker func(ctx context.Context) error
-	// afterReserve runs once Append has reserved its range, afterWrite
-	// once it has written its items; an error abandons the append there.
-	afterReserve func(ctx context.Context) error
-	afterWrite   func(ctx context.Context) error
+	// beforeWrite runs once Append has read the job and planned its
+	// items, afterWrite once it has written them; an error abandons the
+	// append there.
+	beforeWrite func(ctx context.Context) error
+	afterWrite  func(ctx context.Context) error
 	// afterScatterBatches runs once CreateScatter has written the batches,
 	// before the record; an error abandons the create there.
 	afterScatterBatches func(ctx context.Context) error
