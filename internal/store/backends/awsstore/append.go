@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
