@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/events"
@@ -181,5 +185,93 @@ func TestSlowPublishAndItsRetry(t *testing.T) {
 	}
 	if got := logOf(t, s, l.JobID); len(got) != 51 {
 		t.Fatalf("log holds %d events, want 51", len(got))
+	}
+}
+
+// TestResendCutDifferently: a publish dies after writing its items, and
+// the worker resends the same events cut into other batches. The first
+// call's items past the start of the resent ones are never deleted
+// (finding them would cost every publish a query); readers skip an item
+// that starts inside the one before it, so every read yields each event
+// once, in order.
+func TestResendCutDifferently(t *testing.T) {
+	t.Parallel()
+	s := freshStore(t)
+	ctx := context.Background()
+	l := running(t, s, newJob(newQueue()), time.Minute)
+	appendAll(t, s, l.LeaseRef, []*spoolv1.JobEvent{startEvent(1)})
+	crash := errors.New("server crashed")
+	awsstore.AfterWrite(s, func(context.Context) error { return crash })
+	if _, err := s.Append(ctx, l.LeaseRef, events.Messages(batch(2, lines(1, 25)...), batch(27, lines(26, 50)...))); !errors.Is(err, crash) {
+		t.Fatalf("crashing append: %v", err)
+	}
+	awsstore.AfterWrite(s, nil)
+	appendAll(t, s, l.LeaseRef, []*spoolv1.JobEvent{batch(2, lines(1, 50)...), endEvent(52)})
+
+	wantRun := func(name string, evs []*spoolv1.JobEvent, from int64) {
+		t.Helper()
+		if len(evs) == 0 || evs[0].GetSequence() > from || evs[len(evs)-1].GetSequence() != 52 {
+			t.Fatalf("%s: %v, want each event from %d to 52", name, summary(evs), from)
+		}
+		for i := 1; i < len(evs); i++ {
+			if evs[i].GetSequence() != evs[i-1].GetSequence()+1 {
+				t.Fatalf("%s: sequence %d follows %d: %v", name, evs[i].GetSequence(), evs[i-1].GetSequence(), summary(evs))
+			}
+		}
+	}
+	wantRun("the whole log", logOf(t, s, l.JobID), 1)
+	wantRun("read from sequence 30", readAll(t, s, store.ReadRequest{JobID: l.JobID, FromSequence: 30}), 30)
+	fromLine := readAll(t, s, store.ReadRequest{JobID: l.JobID, FromLine: 40})
+	wantRun("read from line 40", fromLine, 41)
+}
+
+// TestReservationOfAnOlderVersion: servers before this version reserved a
+// publish's range on the job item first. A reservation such a server left
+// pending, under a lease still current, is committed over by the lease's
+// next publish; one left by a lease that ran out becomes a hole at the
+// next lease, and the log reads on past it.
+func TestReservationOfAnOlderVersion(t *testing.T) {
+	t.Parallel()
+	s := freshStore(t)
+	ctx := context.Background()
+	reserve := func(l store.Lease, to int64) {
+		t.Helper()
+		_, err := awsstore.Client(s).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:        aws.String(s.Config().JobsTable),
+			Key:              map[string]dbtypes.AttributeValue{"job_id": &dbtypes.AttributeValueMemberS{Value: l.JobID}},
+			UpdateExpression: aws.String("SET res_seq = :s, res_line = :l, res_lease = :o, res_at = :a"),
+			ExpressionAttributeValues: map[string]dbtypes.AttributeValue{
+				":s": &dbtypes.AttributeValueMemberN{Value: fmt.Sprint(to)}, ":l": &dbtypes.AttributeValueMemberN{Value: "1"},
+				":o": &dbtypes.AttributeValueMemberS{Value: l.LeaseID}, ":a": &dbtypes.AttributeValueMemberN{Value: "1"},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	q := newQueue()
+	l := running(t, s, newJob(q), time.Minute)
+	reserve(l, 4)
+	appendAll(t, s, l.LeaseRef, []*spoolv1.JobEvent{startEvent(1), batch(2, "a1", "a2")})
+	if it := jobItem(t, s, l.JobID); it["res_lease"] != nil {
+		t.Fatalf("the old reservation is still pending after the lease's publish: %v", it["res_lease"])
+	}
+
+	l1 := running(t, s, newJob(q), time.Second)
+	appendAll(t, s, l1.LeaseRef, []*spoolv1.JobEvent{startEvent(1)})
+	reserve(l1, 5) // [2, 5), never committed
+	time.Sleep(1200 * time.Millisecond)
+	if _, err := s.ExpireLeases(ctx, conformance.Sweep); err != nil {
+		t.Fatal(err)
+	}
+	l2 := leaseOne(t, s, q, time.Minute)
+	if l2.Head != (store.Head{NextSequence: 5, NextLine: 1}) {
+		t.Fatalf("attempt 2 starts at %+v, want after the hole, at sequence 5, line 1", l2.Head)
+	}
+	appendAll(t, s, l2.LeaseRef, []*spoolv1.JobEvent{startEvent(5), batch(6, "b1"), endEvent(7)})
+	want := []string{"1:1:0:EVENT_TYPE_PROCESS_START", "2:5:0:EVENT_TYPE_PROCESS_START", "2:6:1:b1", "2:7:0:EVENT_TYPE_PROCESS_END"}
+	if got := summary(logOf(t, s, l1.JobID)); !slices.Equal(got, want) {
+		t.Fatalf("log:\n%v\nwant\n%v", got, want)
 	}
 }
