@@ -177,6 +177,9 @@ func (s *Store) readFrom(ctx context.Context, r *jobRec, req store.ReadRequest, 
 			continue
 		}
 		lo := max(from, p.from)
+		// Items of this part start at lo or later: an item of the part
+		// before cannot hide them.
+		next = lo
 		if !s.readPart(ctx, r, req, p, lo, inside && lo == from, &yielded, emit, yield) {
 			return
 		}
