@@ -25,6 +25,10 @@ import (
 func BeforeWrite(s *Store, fn func(ctx context.Context) error) { s.hooks.beforeWrite = fn }
 func AfterWrite(s *Store, fn func(ctx context.Context) error)  { s.hooks.afterWrite = fn }
 
+// BeforeLease makes Dequeue run fn once it has read a queued job it is
+// about to lease (and each time it tries again).
+func BeforeLease(s *Store, fn func(ctx context.Context) error) { s.hooks.beforeLease = fn }
+
 // IngestAfterReserve and IngestAfterWrite stop an Ingest call the same
 // way: fn runs once the call has reserved its range, or once it has
 // written its items and markers, before the commit.

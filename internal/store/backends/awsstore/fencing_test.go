@@ -275,3 +275,38 @@ func TestReservationOfAnOlderVersion(t *testing.T) {
 		t.Fatalf("log:\n%v\nwant\n%v", got, want)
 	}
 }
+
+// TestLateOutputBeforeTheNextLease: an attempt whose lease ran out may
+// still deliver its output while its job waits queued. Output it commits
+// between the next lease's read of the job and that lease stays in the
+// log: the lease sees the head move and leases the job as it is then, so
+// attempt 2 goes on after that output.
+func TestLateOutputBeforeTheNextLease(t *testing.T) {
+	t.Parallel()
+	s := freshStore(t)
+	ctx := context.Background()
+	q := newQueue()
+	l1 := running(t, s, newJob(q), time.Second)
+	appendAll(t, s, l1.LeaseRef, []*spoolv1.JobEvent{startEvent(1), batch(2, "a1")})
+	time.Sleep(1200 * time.Millisecond) // attempt 1's lease runs out
+	if _, err := s.ExpireLeases(ctx, conformance.Sweep); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	awsstore.BeforeLease(s, func(ctx context.Context) error {
+		var err error
+		once.Do(func() { _, err = s.Append(ctx, l1.LeaseRef, events.Messages(batch(3, "a2"))) })
+		return err
+	})
+	l2 := leaseOne(t, s, q, time.Minute)
+	awsstore.BeforeLease(s, nil)
+	if l2.Attempt != 2 || l2.Head != (store.Head{NextSequence: 4, NextLine: 3}) {
+		t.Fatalf("attempt %d starts at %+v, want attempt 2 after attempt 1's late line, at sequence 4, line 3", l2.Attempt, l2.Head)
+	}
+	appendAll(t, s, l2.LeaseRef, []*spoolv1.JobEvent{startEvent(4), batch(5, "b1"), endEvent(6)})
+	want := []string{"1:1:0:EVENT_TYPE_PROCESS_START", "1:2:1:a1", "1:3:2:a2",
+		"2:4:0:EVENT_TYPE_PROCESS_START", "2:5:3:b1", "2:6:0:EVENT_TYPE_PROCESS_END"}
+	if got := summary(logOf(t, s, l1.JobID)); !slices.Equal(got, want) {
+		t.Fatalf("log:\n%v\nwant\n%v", got, want)
+	}
+}

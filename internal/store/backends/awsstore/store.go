@@ -65,6 +65,9 @@ type hooks struct {
 	// append there.
 	beforeWrite func(ctx context.Context) error
 	afterWrite  func(ctx context.Context) error
+	// beforeLease runs once Dequeue has read a queued job, before it
+	// leases it.
+	beforeLease func(ctx context.Context) error
 	// afterScatterBatches runs once CreateScatter has written the batches,
 	// before the record; an error abandons the create there.
 	afterScatterBatches func(ctx context.Context) error
