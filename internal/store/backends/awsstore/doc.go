@@ -126,7 +126,11 @@
 // keys at sequences past where its part ends: nothing reads those items,
 // nothing else writes them, whenever it writes them it cannot overwrite or
 // interleave with a later attempt's log, and its commit is refused. The
-// next attempt's log goes on at the committed head, with no gap. No
+// next attempt's log goes on at the committed head, with no gap. The lease
+// is made on condition that the head is where the lease read it (an
+// attempt whose lease ran out may still commit output while its job waits
+// queued, and that output must stay in its own attempt's part); when only
+// the head moved, the job is leased again as it is now. No
 // clocks are trusted: the fence is the conditional update. So a publish
 // costs the job item one write, whatever the lease's history. (Attempt 1
 // keys items by sequence alone, as every attempt did before spans; items
