@@ -341,14 +341,15 @@ func jobItemWrites(n map[string]int, capacity map[string]float64) (writes int, w
 
 // TestCostSlowJob: a job printing 10,000 lines of 100 hex characters over
 // 30 s, published the way a worker publishes it when nobody follows it.
-// Measured through a real worker (`spooltest`, a proxy counting its calls),
-// that is 200 PublishEvents calls of one 50-line batch each (the lines come
-// slower than a batch fills, so each batch is sent on its own; the first
-// call carries PROCESS_START too), three heartbeats and a CompleteJob
-// carrying PROCESS_END. The test makes the same calls without the 30 s: the
-// job item is written per call, not per second. No publish may write the
-// job item more than once; job-item writes of the whole life (lease,
-// publishes, heartbeats, completion) are logged.
+// Counted under a real server and worker (docs/aws.md, Job-item writes,
+// says how), that is 200 PublishEvents calls of one 50-line batch each (the
+// lines come slower than a batch fills, so each batch is sent on its own;
+// the first call carries PROCESS_START too), three heartbeats and a
+// CompleteJob carrying PROCESS_END. The test makes the same calls without
+// the 30 s: the job item is written per call, not per second. No publish
+// may write the job item more than once, and the job item's write units of
+// the whole life (lease, publishes, heartbeats, completion) may not exceed
+// one per publish and six for the rest.
 func TestCostSlowJob(t *testing.T) {
 	ctx := context.Background()
 	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
