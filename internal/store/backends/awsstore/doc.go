@@ -130,12 +130,11 @@
 // is made on condition that the head is where the lease read it (an
 // attempt whose lease ran out may still commit output while its job waits
 // queued, and that output must stay in its own attempt's part); when only
-// the head moved, the job is leased again as it is now. No
-// clocks are trusted: the fence is the conditional update. So a publish
-// costs the job item one write, whatever the lease's history. (Attempt 1
-// keys items by sequence alone, as every attempt did before spans; items
-// of a job are found by sequence, and items of an attempt before a span
-// are simply those below the first span.)
+// the head moved, the job is leased again as it is now. No clocks are
+// trusted: the fence is the conditional updates. So a publish costs the
+// job item one write, whatever the lease's history. (Attempt 1 keys items
+// by sequence alone, as every attempt did before spans: the part before
+// the first span is read under plain sequences.)
 //
 // Items written past the head and never committed (a publish that died
 // between its write and its commit, or a zombie's) stay where they are,
