@@ -110,14 +110,7 @@ func (s *Store) commit(ctx context.Context, ref store.LeaseRef, r *jobRec, to st
 		Set(aNextLine, num(to.NextLine)).
 		Set(aUpdatedAt, num(storekit.Now().UnixMicro())).
 		BumpRev()
-	cond := []string{appendCond(e, ref, r), e.eq(aNextSeq, num(r.head.NextSequence))}
-	if r.res == nil {
-		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")")
-	} else {
-		u.Remove(reservationAttrs...)
-		cond = append(cond, e.eq(aResLease, str(r.res.lease)), e.eq(aResSeq, num(r.res.seq)))
-	}
-	_, ok, err := s.updateJob(ctx, r.id(), u, and(cond...))
+	_, ok, err := s.updateJob(ctx, r.id(), u, and(appendCond(e, ref, r), headCond(u, r)))
 	if err != nil || ok {
 		return to, ok, err
 	}
@@ -173,6 +166,19 @@ func (s *Store) commitRange(ctx context.Context, r *jobRec, to store.Head, c cla
 	cond := and(c.fence(e), e.eq(aResLease, str(c.owner)),
 		e.eq(aResSeq, num(to.NextSequence)), e.eq(aNextSeq, num(r.head.NextSequence)))
 	return s.updateJob(ctx, r.id(), u, cond)
+}
+
+// headCond is the condition that the head and any pending reservation are
+// as r has them, for an update u that moves the head: a reservation left
+// by an Append of an older version of this store (plan checked it is the
+// same lease's) goes with the move.
+func headCond(u *update, r *jobRec) string {
+	e := u.e
+	if r.res == nil {
+		return and(e.eq(aNextSeq, num(r.head.NextSequence)), "attribute_not_exists("+e.n(aResLease)+")")
+	}
+	u.Remove(reservationAttrs...)
+	return and(e.eq(aNextSeq, num(r.head.NextSequence)), e.eq(aResLease, str(r.res.lease)), e.eq(aResSeq, num(r.res.seq)))
 }
 
 // appendCond is the fence of an append under ref: ref is the job's current

@@ -399,16 +399,16 @@ func TestCostSlowJob(t *testing.T) {
 			perCall["heartbeats"] += u
 		}
 	}
-	// The worker sends PROCESS_END with its result: the server stores
-	// them as a publish and a completion.
-	if _, err := s.Append(ctx, l.LeaseRef, evs[len(evs)-1:]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{}); err != nil {
+	// The worker sends PROCESS_END with its result, which the server
+	// stores together (store.Finisher), as a publish would.
+	if _, err := s.Finish(ctx, l.LeaseRef, evs[len(evs)-1:], &spoolv1.JobResult{}); err != nil {
 		t.Fatal(err)
 	}
 	n, capacity = calls.Take()
 	w, u := jobItemWrites(n, capacity)
+	if w > 1 {
+		t.Fatalf("the completion with the last events wrote the job item %d times (%v WCU): want once", w, u)
+	}
 	writes += w
 	wcu += u
 	perCall["completion"] = u
@@ -418,12 +418,13 @@ func TestCostSlowJob(t *testing.T) {
 	for name, v := range it {
 		t.Logf("  %-16s %4d bytes", name, len(name)+valueSize(v))
 	}
-	t.Logf("slow job: %d publish calls, job-item writes %d, %v WCU (%v); the job item is %d bytes",
-		len(publishes)+1, writes, wcu, perCall, size)
+	t.Logf("slow job: %d publish calls and a completion with events, job-item writes %d, %v WCU (%v); the job item is %d bytes",
+		len(publishes), writes, wcu, perCall, size)
 	if got := summary(logOf(t, s, l.JobID)); len(got) != 10002 {
 		t.Fatalf("the job reads back %d events, want 10,002", len(got))
 	}
-	// One write of at most 1 KB per publish, and a few for the lease.
+	// One write of at most 1 KB per call carrying events, and a few for
+	// the lease.
 	if limit := float64(len(publishes) + 1 + 6); wcu > limit {
 		t.Errorf("the job item took %v WCU, more than one per publish call and six for the rest (%v)", wcu, limit)
 	}

@@ -90,7 +90,9 @@
 // unless the answer came later than the wait (its visibility is then
 // restarted). Heartbeat extends the lease with an UpdateItem fenced by the
 // lease (state, attempt, lease id), then the message's visibility; Complete
-// makes the job final the same way, then deletes the message. SQS calls
+// makes the job final the same way, then deletes the message. Finish (a
+// completion carrying the attempt's last events) writes their items first,
+// as Append does, and moves the head in the completion's own update. SQS calls
 // after the DynamoDB write are best effort: if a message shows up early or
 // is not deleted, the next receive sees the job in DynamoDB and hides or
 // drops it. Deletes and visibility changes of one queue that arrive

@@ -139,13 +139,13 @@ func (s *Store) Limits() store.Limits {
 }
 
 // Capabilities implements store.JobStore: followers shared between
-// replicas (see shares), a ping for the readiness probe and the count of
-// the SDK's retries, nothing else. A completion is an append, then a
-// commit of the job, as DynamoDB writes them; leases are SQS's visibility
-// timeouts, which run whether a server does or not; and DynamoDB gives
-// space back by itself.
+// replicas (see shares), a ping for the readiness probe, the count of the
+// SDK's retries, and a completion's last events committed in the
+// completion's own update of the job (Finish), nothing else. Leases are
+// SQS's visibility timeouts, which run whether a server does or not; and
+// DynamoDB gives space back by itself.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{WatchSharer: s, Pinger: s, RetryReporter: s}
+	return store.Capabilities{WatchSharer: s, Pinger: s, RetryReporter: s, Finisher: s}
 }
 
 // Watch implements store.JobStore: see watcher.
