@@ -280,7 +280,7 @@ func (s *Store) ReplaceLog(ctx context.Context, jobID string, evs []*spoolv1.Job
 		}
 		keep[it.Sequence] = true
 	}
-	if err := s.putAll(ctx, s.cfg.EventsTable, s.eventItems(jobID, items)); err != nil {
+	if err := s.putAll(ctx, s.cfg.EventsTable, s.eventItems(jobID, 0, items)); err != nil {
 		return err
 	}
 	seqs, err := s.storedSeqs(ctx, jobID, 1, r.head.NextSequence)

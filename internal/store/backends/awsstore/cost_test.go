@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
@@ -378,4 +381,115 @@ func TestCostEndedPerMinuteCached(t *testing.T) {
 	if stale, _ := walks(window); stale == 0 {
 		t.Fatal("a call after the last walk went stale made no query")
 	}
+}
+
+// jobItemWrites are the writes of a job item among counted calls: every
+// write to the jobs table a lease's operations make is an UpdateItem of
+// the job's item.
+func jobItemWrites(n map[string]int, capacity map[string]float64) (writes int, wcu float64) {
+	return n["DynamoDB.UpdateItem"] + n["DynamoDB.PutItem"], capacity["DynamoDB.UpdateItem"] + capacity["DynamoDB.PutItem"]
+}
+
+// TestCostSlowJob: a job printing 10,000 lines of 100 hex characters over
+// 30 s, published the way a worker publishes it when nobody follows it.
+// Counted under a real server and worker (docs/aws.md, Job-item writes,
+// says how), that is 200 PublishEvents calls of one 50-line batch each (the
+// lines come slower than a batch fills, so each batch is sent on its own;
+// the first call carries PROCESS_START too), three heartbeats and a
+// CompleteJob carrying PROCESS_END. The test makes the same calls without
+// the 30 s: the job item is written per call, not per second. No publish
+// may write the job item more than once, and the job item's write units of
+// the whole life (lease, publishes, heartbeats, completion) may not exceed
+// one per publish and six for the rest.
+func TestCostSlowJob(t *testing.T) {
+	ctx := context.Background()
+	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	q := newQueue()
+	conformanceWarmUp(t, s, q)
+	nj := newJob(q)
+	nj.Params = &spoolv1.JobParams{Script: "for i in $(seq 1000); do head -c 500 /dev/urandom | xxd -p -c 50; sleep 0.03; done"}
+	if _, _, err := s.Enqueue(ctx, nj); err != nil {
+		t.Fatal(err)
+	}
+	calls.Take() // the enqueue writes the job once, however it is run
+	l := leaseOne(t, s, q, time.Minute)
+	evs := hexJob(t, 10000, 50) // PROCESS_START, 200 batches, PROCESS_END
+	publishes := [][]events.Published{evs[:2]}
+	for _, ev := range evs[2 : len(evs)-1] {
+		publishes = append(publishes, []events.Published{ev})
+	}
+	heartbeatEvery := len(publishes) / 3
+
+	n, capacity := calls.Take()
+	writes, wcu := jobItemWrites(n, capacity)
+	perCall := map[string]float64{"lease": wcu}
+	for i, p := range publishes {
+		if _, err := s.Append(ctx, l.LeaseRef, p); err != nil {
+			t.Fatalf("publish %d: %v", i+1, err)
+		}
+		n, capacity := calls.Take()
+		w, u := jobItemWrites(n, capacity)
+		if w > 1 {
+			t.Fatalf("publish %d wrote the job item %d times (%v WCU): want at most once", i+1, w, u)
+		}
+		writes += w
+		wcu += u
+		perCall["publishes"] += u
+		if (i+1)%heartbeatEvery == 0 {
+			if _, _, err := s.Heartbeat(ctx, l.LeaseRef, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			n, capacity := calls.Take()
+			w, u := jobItemWrites(n, capacity)
+			writes += w
+			wcu += u
+			perCall["heartbeats"] += u
+		}
+	}
+	// The worker sends PROCESS_END with its result, which the server
+	// stores together (store.Finisher), as a publish would.
+	if _, err := s.Finish(ctx, l.LeaseRef, evs[len(evs)-1:], &spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	n, capacity = calls.Take()
+	w, u := jobItemWrites(n, capacity)
+	if w > 1 {
+		t.Fatalf("the completion with the last events wrote the job item %d times (%v WCU): want once", w, u)
+	}
+	writes += w
+	wcu += u
+	perCall["completion"] = u
+
+	it := jobItem(t, s, l.JobID)
+	size := itemSize(it)
+	for name, v := range it {
+		t.Logf("  %-16s %4d bytes", name, len(name)+valueSize(v))
+	}
+	t.Logf("slow job: %d publish calls and a completion with events, job-item writes %d, %v WCU (%v); the job item is %d bytes",
+		len(publishes), writes, wcu, perCall, size)
+	if got := summary(logOf(t, s, l.JobID)); len(got) != 10002 {
+		t.Fatalf("the job reads back %d events, want 10,002", len(got))
+	}
+	// One write of at most 1 KB per call carrying events, and a few for
+	// the lease.
+	if limit := float64(len(publishes) + 1 + 6); wcu > limit {
+		t.Errorf("the job item took %v WCU, more than one per publish call and six for the rest (%v)", wcu, limit)
+	}
+}
+
+// jobItem reads a job's item from the jobs table.
+func jobItem(t *testing.T, s *awsstore.Store, id string) map[string]dbtypes.AttributeValue {
+	t.Helper()
+	out, err := awsstore.Client(s).GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(s.Config().JobsTable),
+		Key:       map[string]dbtypes.AttributeValue{"job_id": &dbtypes.AttributeValueMemberS{Value: id}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
 }

@@ -309,10 +309,46 @@ func (s *Store) awaitJob(ctx context.Context, id string) (*jobRec, error) {
 }
 
 // lease starts the next attempt of a queued job under the message's
-// receipt handle. A reservation left by an earlier attempt's append
-// becomes a hole, and the new attempt's log continues after it: see doc.go
-// on fencing.
+// receipt handle. From the second attempt on, the attempt's items are keyed
+// apart from the earlier attempts', whose late writes then cannot reach
+// its log; a reservation left by an older version of this store's append
+// becomes a hole, and the new attempt's log continues after it: see
+// doc.go on fencing.
+//
+// The attempt's part of the log begins at the head as read, so the lease
+// is made on condition that the head has not moved: an attempt whose lease
+// ran out may still commit output while its job waits queued (see
+// appendCond), and events it commits after the read must stay in its own
+// part. When only the head moved, the lease is tried again on the job as
+// it is now.
 func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expires time.Time) (*store.Lease, error) {
+	for range raceRounds {
+		if err := runHook(ctx, s.hooks.beforeLease); err != nil {
+			return nil, err
+		}
+		nr, ok, err := s.leaseAs(ctx, r, handle, msgID, expires)
+		if err != nil || ok {
+			return nr, err
+		}
+		now, err := s.getJob(ctx, r.id())
+		if errors.Is(err, spool.ErrNotFound) {
+			return nil, nil // deleted: its message is dropped at its next receive
+		}
+		if err != nil {
+			return nil, err
+		}
+		if now.state != r.state || now.attempt != r.attempt {
+			// Leased by another receiver, or changed otherwise: the
+			// message is dealt with at its next receive.
+			return nil, nil
+		}
+		r = now
+	}
+	return nil, nil
+}
+
+// leaseAs leases the job as r has it; ok is false when it changed since.
+func (s *Store) leaseAs(ctx context.Context, r *jobRec, handle, msgID string, expires time.Time) (*store.Lease, bool, error) {
 	now := storekit.Now()
 	e := newExpr()
 	// Each attempt starts when it is leased: started_at moves with it.
@@ -327,14 +363,21 @@ func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expi
 		Set(aStartedAt, num(now.UnixMicro())).
 		BumpRev()
 	cond := []string{isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))}
+	start := r.head.NextSequence
 	if r.res == nil {
-		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")")
+		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")", e.eq(aNextSeq, num(r.head.NextSequence)))
 	} else {
-		cond = append(cond, abandon(u, r))
+		cond = append(cond, abandon(u, r)) // on the head as read, too
+		start = r.res.seq
+	}
+	if r.attempt > 0 {
+		// Every attempt after the first keys its items apart, from where
+		// its log begins: see keyBase.
+		appendPair(u, aSpans, int64(r.attempt+1), start)
 	}
 	nr, ok, err := s.updateJob(ctx, r.id(), u, and(cond...))
 	if err != nil || !ok {
-		return nil, err
+		return nil, false, err
 	}
 	if r.res != nil {
 		s.log.Warn("an earlier attempt's unfinished append left a gap in the log", "job", r.id(),
@@ -345,5 +388,5 @@ func (s *Store) lease(ctx context.Context, r *jobRec, handle, msgID string, expi
 		Job:       nr.view(),
 		ExpiresAt: nr.leaseExpires,
 		Head:      nr.head,
-	}, nil
+	}, true, nil
 }

@@ -10,8 +10,9 @@
 //
 // The jobs table holds one item per job, keyed by job_id: its fixed part
 // (params, execution config with the job's own batching config, ...) as a
-// protobuf, and its state, attempt, lease, started_at, result and log head
-// as plain attributes. What lease endings, notes and rerun links change
+// protobuf, and its state, attempt, lease, started_at, result, log head
+// and spans (where each attempt after the first began) as plain
+// attributes. What lease endings, notes and rerun links change
 // (counters, retry time, cancel reason, notes, rerun_of and reruns) is one
 // protobuf, book (storekit.Bookkeeping); a new job has one only when it is
 // a rerun, for its rerun_of. A job given secrets keeps them sealed (package
@@ -26,7 +27,9 @@
 // final jobs and request markers carry ttl (see Retention).
 //
 // The events table holds one item per stored event, keyed by job_id +
-// sequence (a batch is one item, at its first sequence): end_seq,
+// sequence (a batch is one item, at its first sequence; from a job's
+// second attempt on, plus the attempt shifted past 40 bits: see Appending
+// events: fencing): end_seq,
 // event_type (2 for OUTPUT_BATCH), attempt, payload (events.Encode: the
 // protobuf, compressed when that helps with Config.Compression, zstd by
 // default, recoded from the S2 workers send; its first byte says which, so
@@ -87,7 +90,9 @@
 // unless the answer came later than the wait (its visibility is then
 // restarted). Heartbeat extends the lease with an UpdateItem fenced by the
 // lease (state, attempt, lease id), then the message's visibility; Complete
-// makes the job final the same way, then deletes the message. SQS calls
+// makes the job final the same way, then deletes the message. Finish (a
+// completion carrying the attempt's last events) writes their items first,
+// as Append does, and moves the head in the completion's own update. SQS calls
 // after the DynamoDB write are best effort: if a message shows up early or
 // is not deleted, the next receive sees the job in DynamoDB and hides or
 // drops it. Deletes and visibility changes of one queue that arrive
@@ -102,48 +107,79 @@
 //
 // BatchWriteItem, the only way to write 25 items in one call, takes no
 // conditions, so a stalled server (a "zombie") could write items after its
-// lease was taken over. Append therefore works in three steps:
+// lease was taken over. Append therefore keeps each attempt's items apart
+// and fences only the head:
 //
-//  1. reserve: an UpdateItem of the job item records the range it will
-//     write, [next_seq, res_seq) with its lease id, on the condition that
-//     the lease is current, the head is where it was read, and no other
-//     lease holds a reservation;
+//  1. read the job (strongly consistent): its head, its lease, and where
+//     the lease's attempt keys its items;
 //  2. write the items (BatchWriteItem, 25 a call, unprocessed items retried
-//     with backoff);
-//  3. commit: an UpdateItem moves the head (next_seq, next_line) over the
-//     range, on the same conditions, and bumps rev.
+//     with backoff) under the attempt's keys, past the committed head;
+//  3. commit: one UpdateItem moves the head (next_seq, next_line) over them
+//     and bumps rev, on the condition that the lease is current and the
+//     head is where step 1 read it.
 //
-// Readers only read below the committed head. A zombie can only write
-// inside a range it reserved. When a new lease is granted while a
-// reservation of an older lease is pending, that range becomes a hole: the
-// new attempt's head moves past it (lines do not: holes hold no
-// acknowledged output), readers skip items in holes, and the range is never
-// written by anyone else, so whatever the zombie writes there, whenever it
-// does, cannot overwrite or interleave with the new attempt's log; its
-// commit is refused. No clocks are trusted: the fence is the conditional
-// updates. Sequences skipped this way are the only gaps a log can have.
+// An item's key (sequence) is its first sequence, plus, from the second
+// attempt on, the attempt shifted past the low 40 bits (keyBase): the
+// lease that starts an attempt after the first records, in the same
+// update, where that attempt's log begins (spans: [attempt, sequence]
+// pairs). Each attempt's part of the log runs from where it began to where
+// the next began (the last one's, to the head), and readers read each part
+// under its attempt's keys only. A zombie writes under its own attempt's
+// keys at sequences past where its part ends: nothing reads those items,
+// nothing else writes them, whenever it writes them it cannot overwrite or
+// interleave with a later attempt's log, and its commit is refused. The
+// next attempt's log goes on at the committed head, with no gap. The lease
+// is made on condition that the head is where the lease read it (an
+// attempt whose lease ran out may still commit output while its job waits
+// queued, and that output must stay in its own attempt's part); when only
+// the head moved, the job is leased again as it is now. No clocks are
+// trusted: the fence is the conditional updates. So a publish costs the
+// job item one write, whatever the lease's history. (Attempt 1 keys items
+// by sequence alone, as every attempt did before spans: the part before
+// the first span is read under plain sequences.)
 //
-// A publish of the same lease that finds its own pending reservation (an
-// earlier call that crashed before or after writing, or is slow) takes it
-// over: the worker resends the same events for the same sequences, so
-// rewriting them is harmless; items at sequences the retry does not write
-// are deleted first, and a retry that covers less than the reservation is
-// refused, so nothing of the earlier call is left past the head.
+// Items written past the head and never committed (a publish that died
+// between its write and its commit, or a zombie's) stay where they are,
+// unread, until the log's ttl removes them or the next publish of the
+// same attempt writes the same events over them: a worker resends the same
+// events at the same sequences, however it cuts them into calls, so a
+// retry of a publish that died rewrites the same items, and a concurrent
+// retry of a slow publish commits first, leaving the slow call's commit
+// to find the head already past its events (it succeeds). A resend cut
+// into batches differently (lines a worker batched anew after a restart)
+// can leave an old item starting inside a new one: readers skip an item
+// that starts inside the one they yielded before it, so each event is
+// read once. (Deleting such items instead would cost every publish a
+// query of the keys past the head.)
+//
+// Servers before this version reserved a publish's range first (res_seq,
+// res_line, res_lease, res_at) and committed it in a second update. A
+// reservation such a server left pending is committed over by the lease's
+// next publish, and one left by a lease that ended becomes a hole at the
+// next lease, as then: the new attempt's head moves past it (lines do not:
+// holes hold no acknowledged output) and readers skip items in holes.
+// Ingest calls still reserve (see Ingesting logs of other programs): they
+// share one lease, so only a reservation tells them apart. A cluster
+// should not mix versions while attempts after the first run: an older
+// server neither records spans nor reads under an attempt's keys.
 //
 // # Reading
 //
-// Read reads the job item (strongly consistent: its head and holes; once
-// for all the reads of a store.ReadSession, such as a feed's pages), then
-// queries the events table strongly consistently, so a reader woken by a
-// commit sees it. From a sequence, it queries forward from it; when no item
-// starts there, the item holding it (the last one starting before it, no
-// further back than the batch floor, max(1, from - max_batch_size + 1),
-// with the job's own max_batch_size) is found by a descending query of one
-// item and comes first. From a line L, one query of the by-line index
-// finds the first output item with last_line >= L-1; if it ends at L-1,
-// the read starts just after it, else at it. No query asks for more items
-// than the read's Limit allows. ReadStats counts every event item DynamoDB
-// returned.
+// Read reads the job item (strongly consistent: its head, spans and holes;
+// once for all the reads of a store.ReadSession, such as a feed's pages),
+// then queries the events table strongly consistently, so a reader woken
+// by a commit sees it, one attempt's part of the log after the other (a
+// query each; a log of one attempt is one part). From a sequence, it
+// queries forward from it; when no item starts there, the item holding it
+// (the last one starting before it, no further back than the batch floor,
+// max(1, from - max_batch_size + 1), with the job's own max_batch_size,
+// nor than the part's start) is found by a descending query of one item
+// and comes first. From a line L, one query of the by-line index finds the
+// first output item with last_line >= L-1 that is part of the committed
+// log (under its attempt's keys, inside its attempt's part, outside the
+// holes); if it ends at L-1, the read starts just after it, else at it.
+// No query asks for more items than the read's Limit allows. ReadStats
+// counts every event item DynamoDB returned.
 //
 // # Listing
 //
@@ -261,9 +297,12 @@
 // items it is given over the stored ones, deletes the items below the
 // head that it was not given, and bumps rev; the head stays.
 //
-// A call writes with Append's three steps under a claim of its own: the
-// fence is store.ExternalLease, which every call of the job shares, and
-// the reservation's owner (res_lease) is a random token of the call, with
+// A call writes in three steps, as Append did before spans: reserve its
+// range on the job item (res_seq, res_line), write the items, commit the
+// head over the range. Calls of one job share its attempt and its lease,
+// so keys cannot keep them apart: the reservation does. The fence is
+// store.ExternalLease, which every call of the job shares, and the
+// reservation's owner (res_lease) is a random token of the call, with
 // res_at, when it was made. The call reads the open job, then the markers,
 // and reserves on condition that the head is where that read had it and
 // no reservation is pending: an event committed by another call after the
@@ -271,8 +310,8 @@
 // call that finds another's reservation waits (backoff, up to
 // ingestPatience, then spool.ErrThrottled: the sender retries); a
 // reservation whose res_at is more than ingestAbandonAfter (30 s) old
-// belongs to a call that died or stalled, and becomes a hole, as a lost
-// lease's does, before the log goes on after it. A call renews res_at
+// belongs to a call that died or stalled, and becomes a hole before the
+// log goes on after it. A call renews res_at
 // while it writes, so a long one is not taken for dead. Clocks decide only
 // when to wait and when to give a reservation up, never what is stored:
 // the fence is the conditional updates, and a stalled call whose range

@@ -18,16 +18,20 @@ import (
 
 // Test access to the store's insides.
 
-// AfterReserve makes Append run fn once it has reserved its range (to
-// stall there, as a paused server would); an error from fn abandons the
-// append, as a crash would. AfterWrite does the same once the items are
-// written, before the commit.
-func AfterReserve(s *Store, fn func(ctx context.Context) error) { s.hooks.afterReserve = fn }
-func AfterWrite(s *Store, fn func(ctx context.Context) error)   { s.hooks.afterWrite = fn }
+// BeforeWrite makes Append run fn once it has read the job and planned its
+// items, before it writes them (to stall there, as a paused server would);
+// an error from fn abandons the append, as a crash would. AfterWrite does
+// the same once the items are written, before the commit.
+func BeforeWrite(s *Store, fn func(ctx context.Context) error) { s.hooks.beforeWrite = fn }
+func AfterWrite(s *Store, fn func(ctx context.Context) error)  { s.hooks.afterWrite = fn }
 
-// IngestAfterReserve and IngestAfterWrite do for Ingest what AfterReserve
-// and AfterWrite do for Append: fn runs once the call has reserved its
-// range, or once it has written its items and markers, before the commit.
+// BeforeLease makes Dequeue run fn once it has read a queued job it is
+// about to lease (and each time it tries again).
+func BeforeLease(s *Store, fn func(ctx context.Context) error) { s.hooks.beforeLease = fn }
+
+// IngestAfterReserve and IngestAfterWrite stop an Ingest call the same
+// way: fn runs once the call has reserved its range, or once it has
+// written its items and markers, before the commit.
 func IngestAfterReserve(s *Store, fn func(ctx context.Context) error) {
 	s.hooks.afterIngestReserve = fn
 }

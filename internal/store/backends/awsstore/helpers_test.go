@@ -116,6 +116,19 @@ func logOf(t testing.TB, s store.JobStore, id string) []*spoolv1.JobEvent {
 	return out
 }
 
+// readAll reads what req asks for in one Read, one event per line.
+func readAll(t testing.TB, s store.JobStore, req store.ReadRequest) []*spoolv1.JobEvent {
+	t.Helper()
+	var out []*spoolv1.JobEvent
+	for ev, err := range storekit.Read(context.Background(), s, req) {
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		out = append(out, events.Unpack(ev)...)
+	}
+	return out
+}
+
 // summary renders a log as "attempt:sequence:line:text" rows.
 func summary(evs []*spoolv1.JobEvent) []string {
 	out := make([]string, len(evs))

@@ -198,7 +198,7 @@ func (s *Store) writeIngested(ctx context.Context, k sourceKey, r *jobRec, plan 
 	if err != nil {
 		return err
 	}
-	if err := s.putAll(ctx, s.cfg.EventsTable, append(s.eventItems(r.id(), plan.Items), chunks...)); err != nil {
+	if err := s.putAll(ctx, s.cfg.EventsTable, append(s.eventItems(r.id(), 0, plan.Items), chunks...)); err != nil {
 		return err
 	}
 	return s.putMarkers(ctx, k, r, accepted)

@@ -30,6 +30,7 @@ type jobRec struct {
 	head         store.Head // committed
 	res          *reservation
 	holes        []hole
+	spans        []span // attempts whose items are keyed apart: see keyBase
 	rev          int64
 	srcOrd       int64 // an external job's: see aSrcOrd
 	watchedUntil int64 // Unix microseconds: see shares
@@ -49,6 +50,82 @@ var reservationAttrs = []string{aResSeq, aResLine, aResLease, aResAt}
 // hole is an abandoned reservation [from, to): its items, if any were
 // written, belong to no acknowledged publish and readers skip them.
 type hole struct{ from, to int64 }
+
+// span records that an attempt began at sequence from and keys its event
+// items apart from every other attempt's (see keyBase). Attempt 1, and any
+// attempt leased before spans existed, has none: its items are keyed by
+// sequence alone.
+type span struct {
+	attempt int32
+	from    int64
+}
+
+// seqBits is how many low bits of an event item's key are its sequence;
+// the bits above are the attempt of a span (0: keyed by sequence alone).
+// Sequences stay below 2^40, a trillion events a job.
+const (
+	seqBits     = 40
+	maxSequence = 1<<seqBits - 1
+)
+
+// keyBase is what is added to a sequence to make the key of an item of
+// attempt in this job's log. An attempt leased with a span (every attempt
+// after the first) writes its items under keys no other attempt uses, so
+// a stalled worker of an earlier attempt, whose writes nothing can fence
+// (BatchWriteItem takes no conditions), can never overwrite the newer
+// attempt's items: what it writes lies past where its attempt's part of
+// the log ends, which readers never read.
+func (r *jobRec) keyBase(attempt int32) int64 {
+	for _, sp := range r.spans {
+		if sp.attempt == attempt {
+			return int64(attempt) << seqBits
+		}
+	}
+	return 0
+}
+
+// part is a stretch [from, to) of the committed log whose items are keyed
+// at sequence + base: the part of one attempt, or of the attempts keyed by
+// sequence alone.
+type part struct{ from, to, base int64 }
+
+// parts divides the committed log, in order, into the parts of its
+// attempts: each attempt with a span owns the log from where it began to
+// where the next began (the last, to the head); the attempts keyed by
+// sequence alone own what comes before the first span.
+func (r *jobRec) parts() []part {
+	end := r.head.NextSequence
+	var out []part
+	add := func(p part) {
+		p.to = min(p.to, end)
+		if p.from < p.to {
+			out = append(out, p)
+		}
+	}
+	cur := part{from: 1}
+	for _, sp := range r.spans {
+		cur.to = sp.from
+		add(cur)
+		cur = part{from: sp.from, base: int64(sp.attempt) << seqBits}
+	}
+	cur.to = end
+	add(cur)
+	return out
+}
+
+// locate returns the sequence of the event item keyed key, and whether it
+// is part of the committed log: inside the part of the attempt its key
+// belongs to (so below the head) and outside the holes.
+func locate(ps []part, holes func(int64) bool, key int64) (seq int64, ok bool) {
+	base := key >> seqBits << seqBits
+	seq = key - base
+	for _, p := range ps {
+		if p.base == base && seq >= p.from && seq < p.to {
+			return seq, !holes(seq)
+		}
+	}
+	return seq, false
+}
 
 func (r *jobRec) id() string { return r.spec.GetJobId() }
 
@@ -139,11 +216,20 @@ func decodeJob(it item) (*jobRec, error) {
 	if err := proto.Unmarshal(getBin(it, aBook), r.book); err != nil {
 		return nil, fmt.Errorf("job %s: stored bookkeeping is corrupt: %w", id, err)
 	}
-	holes, err := decodeHoles(it[aHoles])
+	holes, err := decodePairs(it, aHoles)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, err)
 	}
-	r.holes = holes
+	for _, h := range holes {
+		r.holes = append(r.holes, hole{from: h[0], to: h[1]})
+	}
+	spans, err := decodePairs(it, aSpans)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
+	for _, sp := range spans {
+		r.spans = append(r.spans, span{attempt: int32(sp[0]), from: sp[1]})
+	}
 	return r, nil
 }
 
@@ -245,10 +331,18 @@ func marshal(m proto.Message) ([]byte, error) {
 	return b, nil
 }
 
-// holeList is a list holding one hole, to append to the holes attribute.
-func holeList(h hole) types.AttributeValue {
-	pair := &types.AttributeValueMemberL{Value: []types.AttributeValue{num(h.from), num(h.to)}}
+// pairList is a list holding one pair of numbers, to append to a list of
+// pairs (holes, spans).
+func pairList(a, b int64) types.AttributeValue {
+	pair := &types.AttributeValueMemberL{Value: []types.AttributeValue{num(a), num(b)}}
 	return &types.AttributeValueMemberL{Value: []types.AttributeValue{pair}}
+}
+
+// appendPair adds to u the appending of the pair (a, b) to the list
+// attribute attr, made if absent.
+func appendPair(u *update, attr string, a, b int64) *update {
+	e := u.e
+	return u.SetExpr(attr, "list_append(if_not_exists("+e.n(attr)+", "+e.v(emptyList())+"), "+e.v(pairList(a, b))+")")
 }
 
 // abandon adds to u what turns r's pending reservation into a hole: the
@@ -257,8 +351,7 @@ func holeList(h hole) types.AttributeValue {
 // job is still as r has it, so only that reservation is abandoned.
 func abandon(u *update, r *jobRec) string {
 	e := u.e
-	h := hole{from: r.head.NextSequence, to: r.res.seq}
-	u.SetExpr(aHoles, "list_append(if_not_exists("+e.n(aHoles)+", "+e.v(emptyList())+"), "+e.v(holeList(h))+")").
+	appendPair(u, aHoles, r.head.NextSequence, r.res.seq).
 		Set(aNextSeq, num(r.res.seq)).
 		Remove(reservationAttrs...)
 	return and(e.eq(aNextSeq, num(r.head.NextSequence)), e.eq(aResLease, str(r.res.lease)), e.eq(aResSeq, num(r.res.seq)))
@@ -268,26 +361,29 @@ func emptyList() types.AttributeValue {
 	return &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 }
 
-func decodeHoles(v types.AttributeValue) ([]hole, error) {
+// decodePairs reads a list attribute of [a, b] number pairs (absent:
+// none).
+func decodePairs(it item, attr string) ([][2]int64, error) {
+	v := it[attr]
 	if v == nil {
 		return nil, nil
 	}
 	l, ok := v.(*types.AttributeValueMemberL)
 	if !ok {
-		return nil, fmt.Errorf("attribute %s is %T, want a list", aHoles, v)
+		return nil, fmt.Errorf("attribute %s is %T, want a list", attr, v)
 	}
-	out := make([]hole, 0, len(l.Value))
+	out := make([][2]int64, 0, len(l.Value))
 	for _, e := range l.Value {
 		pair, ok := e.(*types.AttributeValueMemberL)
 		if !ok || len(pair.Value) != 2 {
-			return nil, fmt.Errorf("attribute %s holds a malformed range", aHoles)
+			return nil, fmt.Errorf("attribute %s holds a malformed pair", attr)
 		}
-		n := ints{it: item{"from": pair.Value[0], "to": pair.Value[1]}}
-		h := hole{from: n.get("from"), to: n.get("to")}
+		n := ints{it: item{"a": pair.Value[0], "b": pair.Value[1]}}
+		p := [2]int64{n.get("a"), n.get("b")}
 		if n.err != nil {
-			return nil, fmt.Errorf("attribute %s: %w", aHoles, n.err)
+			return nil, fmt.Errorf("attribute %s: %w", attr, n.err)
 		}
-		out = append(out, h)
+		out = append(out, p)
 	}
 	return out, nil
 }

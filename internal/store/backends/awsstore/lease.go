@@ -7,6 +7,7 @@ import (
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/convert"
+	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -70,6 +71,20 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, vis time.Dura
 // then its message deleted. A repeat by the same attempt returns the job
 // as it is.
 func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	return s.finish(ctx, ref, nil, res)
+}
+
+// Finish implements store.Finisher: the items of evs are written as
+// Append writes them, then one update of the job item both commits them
+// and completes the attempt, so the events and the result are stored
+// together or not at all, in the job item's one write.
+func (s *Store) Finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
+	return s.finish(ctx, ref, evs, res)
+}
+
+// finish completes ref's attempt with res, committing evs (if any) in the
+// same update.
+func (s *Store) finish(ctx context.Context, ref store.LeaseRef, evs []events.Published, res *spoolv1.JobResult) (*spoolv1.Job, error) {
 	for range raceRounds {
 		r, err := s.getJob(ctx, ref.JobID)
 		if err != nil {
@@ -93,8 +108,21 @@ func (s *Store) Complete(ctx context.Context, ref store.LeaseRef, res *spoolv1.J
 			return nil, err
 		}
 		// The outcome depends on the job as read (cancel_requested, the
-		// retries used): it must not change under us.
-		done, ok, err := s.updateJob(ctx, ref.JobID, u, and(leaseCond(e, ref), e.eq(aRev, num(r.rev))))
+		// retries used), and the events on its head: neither may change
+		// under us (every change of either bumps rev).
+		cond := []string{leaseCond(e, ref), e.eq(aRev, num(r.rev))}
+		if len(evs) > 0 {
+			plan, err := s.plan(ctx, ref, r, evs)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.putAll(ctx, s.cfg.EventsTable, s.eventItems(ref.JobID, r.keyBase(ref.Attempt), plan.Items)); err != nil {
+				return nil, err
+			}
+			u.Set(aNextSeq, num(plan.Head.NextSequence)).Set(aNextLine, num(plan.Head.NextLine))
+			cond = append(cond, headCond(u, r))
+		}
+		done, ok, err := s.updateJob(ctx, ref.JobID, u, and(cond...))
 		if err != nil {
 			return nil, err
 		}

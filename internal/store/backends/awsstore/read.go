@@ -107,10 +107,12 @@ func (s *Store) seekLine(ctx context.Context, r *jobRec, req store.ReadRequest) 
 		KeyConditionExpression: aws.String(and(e.eq(aJobID, str(r.id())),
 			e.n(aLastLine)+" >= "+e.v(num(req.FromLine-1)))),
 		ConsistentRead: aws.Bool(true),
-		// One item answers, unless it is in a hole or past the head.
+		// One item answers, unless it is not part of the committed log (in
+		// a hole, past the head, or past its attempt's part).
 		Limit: aws.Int32(1),
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	parts := r.parts()
 	for p := dynamodb.NewQueryPaginator(s.clients.db, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -121,11 +123,12 @@ func (s *Store) seekLine(ctx context.Context, r *jobRec, req store.ReadRequest) 
 		}
 		for _, it := range page.Items {
 			n := ints{it: it}
-			seq, last := n.get(aSequence), n.get(aLastLine)
+			key, last := n.get(aSequence), n.get(aLastLine)
 			if n.err != nil {
 				return 0, n.err
 			}
-			if seq >= r.head.NextSequence || r.inHole(seq) {
+			seq, ok := locate(parts, r.inHole, key)
+			if !ok {
 				continue
 			}
 			if last == req.FromLine-1 {
@@ -138,28 +141,26 @@ func (s *Store) seekLine(ctx context.Context, r *jobRec, req store.ReadRequest) 
 }
 
 // readFrom queries the committed log from sequence from and yields its
-// items, skipping holes; when inside is set and no item starts at from,
-// the item holding from comes first.
+// items, part by part (see jobRec.parts), skipping holes; when inside is
+// set and no item starts at from, the item holding from comes first.
+//
+// An item that starts inside the one yielded before it is skipped: it was
+// left by a publish that died before its commit, and the worker's resend,
+// cut into batches differently, covers the same events (a resend carries
+// the same events at the same sequences, so nothing else can overlap).
 func (s *Store) readFrom(ctx context.Context, r *jobRec, req store.ReadRequest, from int64, inside bool, yield func(*events.Stored, error) bool) {
-	e := newExpr()
-	in := &dynamodb.QueryInput{
-		TableName: aws.String(s.cfg.EventsTable),
-		KeyConditionExpression: aws.String(and(e.eq(aJobID, str(r.id())),
-			e.n(aSequence)+" BETWEEN "+e.v(num(from))+" AND "+e.v(num(r.head.NextSequence-1)))),
-		ConsistentRead: aws.Bool(true),
-	}
-	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
 	yielded := 0
-	// emit yields an item unless it is in a hole; more is false when the
-	// read is over.
-	emit := func(it item) (more bool) {
+	next := from // the first sequence not yet yielded
+	// emit yields the item keyed at base+seq unless it is not to be read;
+	// more is false when the read is over.
+	emit := func(it item, base int64) (more bool) {
 		n := ints{it: it}
-		seq := n.get(aSequence)
+		seq, end := n.get(aSequence)-base, n.get(aEndSeq)
 		if n.err != nil {
 			yield(nil, n.err)
 			return false
 		}
-		if r.inHole(seq) {
+		if r.inHole(seq) || (seq < next && yielded > 0) {
 			return true
 		}
 		ev, err := storekit.ItemFromPayload(getBin(it, aPayload), seq)
@@ -168,18 +169,46 @@ func (s *Store) readFrom(ctx context.Context, r *jobRec, req store.ReadRequest, 
 			return false
 		}
 		yielded++
+		next = max(end+1, seq+1)
 		return yield(ev, nil) && (req.Limit <= 0 || yielded < req.Limit)
 	}
+	for _, p := range r.parts() {
+		if p.to <= from {
+			continue
+		}
+		lo := max(from, p.from)
+		// Items of this part start at lo or later: an item of the part
+		// before cannot hide them.
+		next = lo
+		if !s.readPart(ctx, r, req, p, lo, inside && lo == from, &yielded, emit, yield) {
+			return
+		}
+	}
+}
+
+// readPart queries one part of the log from sequence from, handing each
+// item to emit; when inside is set and no item starts at from, the item
+// holding from comes first. It reports whether the read goes on.
+func (s *Store) readPart(ctx context.Context, r *jobRec, req store.ReadRequest, p part, from int64, inside bool, yielded *int,
+	emit func(item, int64) bool, yield func(*events.Stored, error) bool) bool {
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(s.cfg.EventsTable),
+		KeyConditionExpression: aws.String(and(e.eq(aJobID, str(r.id())),
+			e.n(aSequence)+" BETWEEN "+e.v(num(p.base+from))+" AND "+e.v(num(p.base+p.to-1)))),
+		ConsistentRead: aws.Bool(true),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
 	for {
 		limit := readPage
 		if req.Limit > 0 {
-			limit = min(limit, req.Limit-yielded)
+			limit = min(limit, req.Limit-*yielded)
 		}
 		in.Limit = aws.Int32(int32(limit))
 		page, err := s.clients.db.Query(ctx, in)
 		if err != nil {
 			yield(nil, awsErr(err, "read events of job %s", r.id()))
-			return
+			return false
 		}
 		if req.Stats != nil {
 			req.Stats.ItemsRead += len(page.Items)
@@ -190,48 +219,51 @@ func (s *Store) readFrom(ctx context.Context, r *jobRec, req store.ReadRequest, 
 			if len(page.Items) > 0 {
 				if first, err = getInt(page.Items[0], aSequence); err != nil {
 					yield(nil, err)
-					return
+					return false
 				}
 			}
-			if first != from {
-				it, found, err := s.itemHolding(ctx, r, req, from)
+			if first != p.base+from {
+				it, found, err := s.itemHolding(ctx, r, req, p, from)
 				if err != nil {
 					yield(nil, err)
-					return
+					return false
 				}
-				if found && !emit(it) {
-					return
+				if found && !emit(it, p.base) {
+					return false
 				}
-				if req.Limit > 0 && yielded >= req.Limit {
-					return
+				if req.Limit > 0 && *yielded >= req.Limit {
+					return false
 				}
 			}
 		}
 		for _, it := range page.Items {
-			if !emit(it) {
-				return
+			if !emit(it, p.base) {
+				return false
 			}
 		}
 		if page.LastEvaluatedKey == nil {
-			return
+			return true
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
 }
 
-// itemHolding returns the item that starts before sequence seq and holds
-// it, if one is stored: the last item starting before seq, no further back
-// than the batch floor.
-func (s *Store) itemHolding(ctx context.Context, r *jobRec, req store.ReadRequest, seq int64) (item, bool, error) {
-	floor := int64(1)
+// itemHolding returns the item of part p that starts before sequence seq
+// and holds it, if one is stored: the last item starting before seq, no
+// further back than the batch floor or the part's start.
+func (s *Store) itemHolding(ctx context.Context, r *jobRec, req store.ReadRequest, p part, seq int64) (item, bool, error) {
+	floor := p.from
 	if size := int64(r.spec.GetExecutionConfig().GetBatching().GetMaxBatchSize()); size > 0 {
-		floor = events.BatchFloor(seq, size)
+		floor = max(floor, events.BatchFloor(seq, size))
+	}
+	if floor >= seq {
+		return nil, false, nil
 	}
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(s.cfg.EventsTable),
 		KeyConditionExpression: aws.String(and(e.eq(aJobID, str(r.id())),
-			e.n(aSequence)+" BETWEEN "+e.v(num(floor))+" AND "+e.v(num(seq-1)))),
+			e.n(aSequence)+" BETWEEN "+e.v(num(p.base+floor))+" AND "+e.v(num(p.base+seq-1)))),
 		ScanIndexForward: aws.Bool(false),
 		ConsistentRead:   aws.Bool(true),
 		Limit:            aws.Int32(1),

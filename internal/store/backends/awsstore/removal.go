@@ -275,3 +275,36 @@ func (s *Store) endedPage(ctx context.Context, t time.Time, after *listEntry) (*
 	}
 	return out, nil
 }
+
+// storedSeqs lists the keys (sequences, in a job's log; see keyBase) of
+// the items stored in [from, to) of an events-table partition, committed
+// or not, reading keys only.
+func (s *Store) storedSeqs(ctx context.Context, jobID string, from, to int64) ([]int64, error) {
+	if from >= to {
+		return nil, nil
+	}
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(s.cfg.EventsTable),
+		KeyConditionExpression: aws.String(and(e.eq(aJobID, str(jobID)),
+			e.n(aSequence)+" BETWEEN "+e.v(num(from))+" AND "+e.v(num(to-1)))),
+		ProjectionExpression: aws.String(e.n(aJobID) + ", " + e.n(aSequence)),
+		ConsistentRead:       aws.Bool(true),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	var seqs []int64
+	for p := dynamodb.NewQueryPaginator(s.clients.db, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, awsErr(err, "list the items of job %s", jobID)
+		}
+		for _, it := range page.Items {
+			seq, err := getInt(it, aSequence)
+			if err != nil {
+				return nil, err
+			}
+			seqs = append(seqs, seq)
+		}
+	}
+	return seqs, nil
+}

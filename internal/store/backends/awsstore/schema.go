@@ -39,8 +39,9 @@ const (
 	aLeasePart    = "lease_part"    // S, leases partition key (always leasePart)
 	aMessageID    = "msg_id"        // S
 
-	// The log's committed head, a pending reservation past it, and the
-	// abandoned reservations (holes) readers skip: see doc.go.
+	// The log's committed head, a pending reservation past it (an Ingest
+	// call's, or an Append's of an older version), and the abandoned
+	// reservations (holes) readers skip: see doc.go.
 	aNextSeq  = "next_seq"  // N
 	aNextLine = "next_line" // N
 	aResSeq   = "res_seq"   // N
@@ -48,6 +49,9 @@ const (
 	aResLease = "res_lease" // S: the lease id of an Append, the token of an Ingest call
 	aResAt    = "res_at"    // N, Unix microseconds: when the reservation was made or last renewed
 	aHoles    = "holes"     // L of [from, to) pairs
+	// The attempts whose event items are keyed apart (every attempt after
+	// the first): where each began. See keyBase.
+	aSpans = "spans" // L of [attempt, from] pairs
 
 	// rev counts changes readers care about; watchers on other servers
 	// poll it.
@@ -86,7 +90,7 @@ const (
 
 // Events table: one item per stored event (a batch is one item).
 const (
-	aSequence  = "sequence"   // N, sort key: the event's (first) sequence
+	aSequence  = "sequence"   // N, sort key: the event's (first) sequence, plus keyBase of its attempt
 	aEndSeq    = "end_seq"    // N, its last sequence
 	aEventType = "event_type" // N, spoolv1.EventType
 	aPayload   = "payload"    // B, events.Encode output

@@ -64,10 +64,14 @@ type hooks struct {
 	// afterMarker runs once Enqueue has written a request marker; an error
 	// abandons the enqueue there.
 	afterMarker func(ctx context.Context) error
-	// afterReserve runs once Append has reserved its range, afterWrite
-	// once it has written its items; an error abandons the append there.
-	afterReserve func(ctx context.Context) error
-	afterWrite   func(ctx context.Context) error
+	// beforeWrite runs once Append has read the job and planned its
+	// items, afterWrite once it has written them; an error abandons the
+	// append there.
+	beforeWrite func(ctx context.Context) error
+	afterWrite  func(ctx context.Context) error
+	// beforeLease runs once Dequeue has read a queued job, before it
+	// leases it.
+	beforeLease func(ctx context.Context) error
 	// afterScatterBatches runs once CreateScatter has written the batches,
 	// before the record; an error abandons the create there.
 	afterScatterBatches func(ctx context.Context) error
@@ -140,13 +144,13 @@ func (s *Store) Limits() store.Limits {
 }
 
 // Capabilities implements store.JobStore: followers (see shares) and
-// polling workers (see pollers.go) shared between replicas, a ping for the readiness probe and the count of
-// the SDK's retries, nothing else. A completion is an append, then a
-// commit of the job, as DynamoDB writes them; leases are SQS's visibility
-// timeouts, which run whether a server does or not; and DynamoDB gives
-// space back by itself.
+// polling workers (see pollers.go) shared between replicas, a ping for the
+// readiness probe, the count of the SDK's retries, and a completion's last
+// events committed in the completion's own update of the job (Finish),
+// nothing else. Leases are SQS's visibility timeouts, which run whether a
+// server does or not; and DynamoDB gives space back by itself.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{WatchSharer: s, Pinger: s, RetryReporter: s, PollerSharer: s}
+	return store.Capabilities{WatchSharer: s, Pinger: s, RetryReporter: s, Finisher: s, PollerSharer: s}
 }
 
 // Watch implements store.JobStore: see watcher.
