@@ -74,6 +74,8 @@ type attempt struct {
 	log   *slog.Logger
 	ob    *outbox.Outbox
 	out   *batcher.OutputBatcher
+	// pace spaces the publishes while nobody watches the job.
+	pace *pace
 	// ownDir is the attempt's own directory (jobdir.go), once made.
 	ownDir string
 

@@ -57,7 +57,7 @@ func (a *attempt) heartbeat(ctx context.Context) {
 			}
 			news := resp.Msg.GetWatched() != watched || (resp.Msg.GetCancelRequested() && !cancelled)
 			watched = resp.Msg.GetWatched()
-			a.out.SetWatched(watched)
+			a.setWatched(watched)
 			if resp.Msg.GetCancelRequested() && !cancelled {
 				cancelled = true
 				a.stop("cancelled")

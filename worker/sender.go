@@ -51,6 +51,8 @@ type sender struct {
 	// quickJob after the start (awaitQuickEnd), so that a short job's
 	// events and result are read, and sent, together.
 	started, ended <-chan struct{}
+	// pace holds publishes while nobody watches the job (nil: never).
+	pace *pace
 
 	// skipThrough: events ending at or before this sequence are already
 	// stored (a reopened outbox resends from its oldest segment).
@@ -102,7 +104,11 @@ func (s *sender) run(ctx context.Context) error {
 		awaitQuickEnd(ctx, s.started, s.ended)
 	}
 	bo := newPauses()
+	// lastSent is when the last publish was answered, if the chunk it
+	// sent left nothing behind it: then the next may be held (see pace).
+	var lastSent time.Time
 	for {
+		s.pace.hold(ctx, lastSent, s.ended)
 		c, err := s.ob.Next(ctx, publishMaxEvents, publishMaxBytes)
 		switch {
 		case err == io.EOF:
@@ -167,6 +173,10 @@ func (s *sender) run(ctx context.Context) error {
 				return err
 			default:
 				s.w.metrics.delivered(ctx, evs)
+				lastSent = time.Time{}
+				if !c.Full {
+					lastSent = s.pace.now()
+				}
 			}
 		}
 		if c.Result != nil {

@@ -595,6 +595,7 @@ func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
 	a := &attempt{w: w, lease: lease, job: job, log: log, ob: ob, started: make(chan struct{}), ended: make(chan struct{})}
 	a.out = batcher.NewOutput(batcher.OutputConfig{Batching: job.GetExecutionConfig().GetBatching(), EmitBatch: a.emitBatch},
 		lease.GetNextSequence(), job.GetAttempt(), w.clock, a.emit)
+	a.pace = newPace(a.out.FlushInterval(), w.clock)
 	// Kill stops the attempts it finds; one it can no longer find must not
 	// start its command. Its outbox stays, as a crash leaves it. So for a
 	// refused key.
@@ -615,7 +616,7 @@ func (w *Worker) open(lease *spoolv1.JobLease) *attempt {
 func (w *Worker) run(a *attempt) {
 	snd := &sender{w: w, ob: a.ob, token: a.lease.GetTaskToken(), log: a.log, completeTakesEvents: a.lease.GetCompleteTakesEvents(),
 		encoded: a.lease.GetTakesEncodedEvents(),
-		started: a.started, ended: a.ended, onWatched: a.out.SetWatched, onLost: a.leaseLost, onRefused: func(err error) { a.stop(err.Error()) }}
+		started: a.started, ended: a.ended, pace: a.pace, onWatched: a.setWatched, onLost: a.leaseLost, onRefused: func(err error) { a.stop(err.Error()) }}
 	sent := make(chan error, 1)
 	go func() { sent <- snd.run(w.sendCtx) }()
 	hbCtx, stopHeartbeat := context.WithCancel(w.sendCtx)

@@ -146,6 +146,10 @@ func (o *OutputBatcher) Event(ev *spoolv1.JobEvent) {
 // SetWatched shortens the flush interval while someone watches the job.
 func (o *OutputBatcher) SetWatched(w bool) { o.core.SetWatched(w) }
 
+// FlushInterval is the longest a line waits for its batch while nobody
+// watches the job (0: no timed flush).
+func (o *OutputBatcher) FlushInterval() time.Duration { return o.core.cfg.FlushInterval }
+
 // Flush emits the buffered lines now (ReasonExplicit), for a worker that
 // is about to wait on something slow.
 func (o *OutputBatcher) Flush() { o.core.Flush(ReasonExplicit) }

@@ -70,7 +70,10 @@ type Chunk struct {
 	Events []Event
 	// Result is set when the chunk reaches the final record.
 	Result *spoolv1.JobResult
-	end    pos
+	// Full: the chunk stopped at the events or bytes it was allowed, and
+	// more events wait behind it.
+	Full bool
+	end  pos
 }
 
 type pos struct {
@@ -663,6 +666,7 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 			}
 			cost := o.claimBytes(first, marker)
 			if !fits(cost) {
+				c.Full = true
 				return c, nil
 			}
 			c.end.off += int64(n)
@@ -676,6 +680,7 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 			size += cost
 		default:
 			if !fits(int64(n)) {
+				c.Full = true
 				return c, nil
 			}
 			c.end.off += int64(n)
@@ -689,6 +694,7 @@ func (o *Outbox) read(at pos, limit int64, maxEvents int, maxBytes int64) (Chunk
 		o.nextSeq = ev.EndSequence() + 1
 		c.Events = append(c.Events, ev)
 	}
+	c.Full = len(c.Events) >= maxEvents
 	return c, nil
 }
 
