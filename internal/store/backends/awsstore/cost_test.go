@@ -418,7 +418,7 @@ func TestCostSlowJob(t *testing.T) {
 	calls.Take() // the enqueue writes the job once, however it is run
 	l := leaseOne(t, s, q, time.Minute)
 	evs := hexJob(t, 10000, 50) // PROCESS_START, 200 batches, PROCESS_END
-	const perInterval = 14 // 50-line batches printed in a 2 s flush interval
+	const perInterval = 14      // 50-line batches printed in a 2 s flush interval
 	publishes := [][]events.Published{evs[:2]}
 	for rest := evs[2 : len(evs)-1]; len(rest) > 0; {
 		n := min(perInterval, len(rest))
