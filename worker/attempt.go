@@ -135,17 +135,24 @@ func (a *attempt) emit(ev *spoolv1.JobEvent) {
 	if err := a.ob.Append(ev); err != nil {
 		a.spoolFailed(err)
 	}
+	a.pace.due()
 }
 
 // emitBatch appends a batch the batcher produced to the outbox, as a
-// reference to its lines, already on disk. It runs as emit does.
-func (a *attempt) emitBatch(b events.Batch) {
+// reference to its lines, already on disk. It runs as emit does. A batch
+// cut because it was full may wait for the next call (see pace); one cut
+// for time (the first lines after a quiet spell, the flush interval, the
+// command's end) goes now, and takes the full ones with it.
+func (a *attempt) emitBatch(b events.Batch, r batcher.Reason) {
 	if a.w.isKilled() {
 		return
 	}
 	a.w.metrics.batchLines.Record(context.Background(), int64(len(b.Lines)))
 	if err := a.ob.AppendBatch(b); err != nil {
 		a.spoolFailed(err)
+	}
+	if r != batcher.ReasonSize && r != batcher.ReasonBytes {
+		a.pace.due()
 	}
 }
 

@@ -15,16 +15,19 @@ import (
 // printing steadily is published once per interval, not once per batch,
 // and each call is a write of the job's record in the store (a billed
 // write on DynamoDB). Nobody is waiting for those lines meanwhile: a line
-// of a batch that is not full waits the same interval. A watcher, the
-// command's end or a backlog (a chunk as large as a call takes) sends at
-// once.
+// of a batch that is not full waits the same interval. What the batcher
+// sends for time (the first lines after a quiet spell, a flush interval,
+// a process event) is due at once, as are a watcher's arrival, the
+// command's end and a backlog (a chunk as large as a call takes).
 type pace struct {
 	interval time.Duration // the job's flush interval (0: never hold)
 	clock    batcher.Clock
 
 	mu      sync.Mutex
 	watched bool
-	change  chan struct{} // closed and replaced when watched changes
+	change  chan struct{} // closed and replaced when watched changes or output is due
+	// isDue: output that must not wait came since the last hold ended.
+	isDue bool
 }
 
 func newPace(interval time.Duration, clock batcher.Clock) *pace {
@@ -40,6 +43,22 @@ func (p *pace) setWatched(w bool) {
 		return
 	}
 	p.watched = w
+	p.wakeLocked()
+}
+
+// due says that output that must not wait is in the outbox: the next hold,
+// or the one in progress, ends at once.
+func (p *pace) due() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isDue = true
+	p.wakeLocked()
+}
+
+func (p *pace) wakeLocked() {
 	close(p.change)
 	p.change = make(chan struct{})
 }
@@ -54,16 +73,25 @@ func (p *pace) now() time.Time {
 
 // hold waits until the interval has passed since last (the end of the last
 // publish; zero: there was none), unless the job is watched or becomes so,
-// ended closes, or ctx ends. A nil pace never holds.
+// output is due, ended closes, or ctx ends. A nil pace never holds.
 func (p *pace) hold(ctx context.Context, last time.Time, ended <-chan struct{}) {
-	if p == nil || p.interval <= 0 || last.IsZero() {
+	if p == nil {
+		return
+	}
+	// What is due when the hold ends goes in the read that follows it.
+	defer func() {
+		p.mu.Lock()
+		p.isDue = false
+		p.mu.Unlock()
+	}()
+	if p.interval <= 0 || last.IsZero() {
 		return
 	}
 	p.mu.Lock()
-	watched, change := p.watched, p.change
+	watched, due, change := p.watched, p.isDue, p.change
 	p.mu.Unlock()
 	left := p.interval - p.clock.Now().Sub(last)
-	if watched || left <= 0 {
+	if watched || due || left <= 0 {
 		return
 	}
 	select {

@@ -108,3 +108,36 @@ func completed(c *spoolv1.CompleteJobRequest, seq int64) bool {
 	}
 	return false
 }
+
+// Output that must not wait (a batch cut for time, a process event) ends a
+// hold at once, whether it came before the hold or during it; and the next
+// hold waits again.
+func TestPaceDueEndsTheHold(t *testing.T) {
+	t.Parallel()
+	p := newPace(time.Hour, batcher.SystemClock())
+	returns := func(what string, hold func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { hold(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the hold did not end", what)
+		}
+	}
+	p.due()
+	returns("due before the hold", func() { p.hold(context.Background(), time.Now(), nil) })
+
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		p.hold(context.Background(), time.Now(), nil)
+	}()
+	select {
+	case <-held:
+		t.Fatal("a hold with nothing due ended before its interval")
+	case <-time.After(100 * time.Millisecond):
+	}
+	p.due()
+	returns("due during the hold", func() { <-held })
+}

@@ -37,7 +37,7 @@ type OutputConfig struct {
 	// descriptions (for a caller that never needs them as messages: the
 	// worker writes only a reference to their lines). It is called as
 	// emit is; the batch's Lines are valid only during the call.
-	EmitBatch func(events.Batch)
+	EmitBatch func(events.Batch, Reason)
 }
 
 // core turns the job's config into the batching core's, filling defaults.
@@ -69,7 +69,7 @@ type OutputBatcher struct {
 	core      *Batcher[events.Line]
 	clock     Clock
 	emit      func(*spoolv1.JobEvent)
-	emitBatch func(events.Batch)
+	emitBatch func(events.Batch, Reason)
 	attempt   int32
 	playback  int32
 	maxBytes  int64
@@ -191,7 +191,7 @@ func (o *OutputBatcher) flush(lines []events.Line, r Reason) {
 	o.stats.Flushes[r]++
 	b := events.Batch{Sequence: start, Lines: lines, Attempt: o.attempt, PlaybackIntervalMillis: o.playback}
 	if o.emitBatch != nil {
-		o.emitBatch(b)
+		o.emitBatch(b, r)
 		return
 	}
 	o.emit(b.Event())

@@ -134,7 +134,7 @@ func TestOutputBatchEvent(t *testing.T) {
 func TestOutputEmitBatch(t *testing.T) {
 	clock := batchertest.NewClock(time.Time{})
 	s := &sink{}
-	o := batcher.NewOutput(batcher.OutputConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 2}, EmitBatch: func(b events.Batch) {
+	o := batcher.NewOutput(batcher.OutputConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 2}, EmitBatch: func(b events.Batch, _ batcher.Reason) {
 		b.Lines = slices.Clone(b.Lines) // valid only during the call
 		s.emit(b.Event())
 	}}, 3, 2, clock, s.emit)

@@ -393,7 +393,7 @@ func jobItemWrites(n map[string]int, capacity map[string]float64) (writes int, w
 // TestCostSlowJob: a job printing 10,000 lines of 100 hex characters over
 // 30 s, published the way a worker publishes it when nobody follows it.
 // Counted under a real server and worker (docs/aws.md, Job-item writes,
-// says how), that is 16 PublishEvents calls: PROCESS_START with the first
+// says how), that is 16-18 PublishEvents calls: PROCESS_START with the first
 // batch, then, once per 2 s flush interval, the 50-line batches filled
 // meanwhile (about 14), three heartbeats and a CompleteJob carrying the
 // last batches and PROCESS_END. The test makes the same calls without the
