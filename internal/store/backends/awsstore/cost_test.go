@@ -63,11 +63,7 @@ func sqsOps(n map[string]int) (ops map[string]int, total int) {
 // granted without a change of visibility after the receive.
 func TestCostSQSPerJob(t *testing.T) {
 	sent, polling := longPollSent()
-	s, calls, err := awsstore.OpenCounting(context.Background(), awstest.Shared(t).NewConfig(t), sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, calls := countingStore(t, sent)
 	ctx := context.Background()
 	q := newQueue()
 	conformanceWarmUp(t, s, q)
@@ -117,11 +113,7 @@ func TestCostSQSPerJob(t *testing.T) {
 // ReceiveMessage per wait of up to 20 s (SQS's longest), not a long poll
 // rounded down to whole seconds followed by short polls for the rest.
 func TestCostIdleLongPoll(t *testing.T) {
-	s, calls, err := awsstore.OpenCounting(context.Background(), awstest.Shared(t).NewConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, calls := countingStore(t)
 	q := newQueue()
 	conformanceWarmUp(t, s, q)
 	calls.Take()
@@ -254,11 +246,7 @@ func TestCostCompression(t *testing.T) {
 // the same lines at once.
 func TestCostReplay(t *testing.T) {
 	ctx := context.Background()
-	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, calls := countingStore(t)
 	l := running(t, s, newJob(newQueue()), time.Minute)
 	appendAll(t, s, l.LeaseRef, outputJob(10000, 50))
 	if _, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{}); err != nil {
@@ -308,11 +296,7 @@ func TestCostReplay(t *testing.T) {
 // lands meanwhile.
 func TestMessageBeforeItsJobIsReadAgain(t *testing.T) {
 	ctx := context.Background()
-	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, calls := countingStore(t)
 	q := newQueue()
 	conformanceWarmUp(t, s, q)
 	if err := awsstore.SendRaw(ctx, s, q, fmt.Sprintf(`{"job_id":%q,"queue":%q,"attempt":0}`, v7At(time.Now()), q)); err != nil {
@@ -340,11 +324,7 @@ func TestMessageBeforeItsJobIsReadAgain(t *testing.T) {
 // walks again.
 func TestCostEndedPerMinuteCached(t *testing.T) {
 	ctx := context.Background()
-	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, calls := countingStore(t)
 	q := newQueue()
 	l := running(t, s, newJob(q), time.Minute)
 	if _, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{}); err != nil {
@@ -403,11 +383,7 @@ func jobItemWrites(n map[string]int, capacity map[string]float64) (writes int, w
 // per publish and six for the rest, and they stay under 100.
 func TestCostSlowJob(t *testing.T) {
 	ctx := context.Background()
-	s, calls, err := awsstore.OpenCounting(ctx, awstest.Shared(t).NewConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, calls := countingStore(t)
 	q := newQueue()
 	conformanceWarmUp(t, s, q)
 	nj := newJob(q)
