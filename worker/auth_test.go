@@ -61,3 +61,21 @@ func TestWorkerKeys(t *testing.T) {
 		})
 	}
 }
+
+// A worker given https:// for a server that speaks plain HTTP stops at its
+// first poll and says which address to use: asking again would fail again.
+func TestWorkerToldTheServersScheme(t *testing.T) {
+	t.Parallel()
+	srv := spooltest.NewServer(t)
+	wrong := strings.Replace(srv.URL, "http://", "https://", 1)
+	w, err := worker.New(worker.Config{Server: wrong, APIKey: srv.AdminKey, SpoolDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = w.Run(ctx)
+	if !errors.Is(err, spool.ErrInvalidArgument) || !strings.Contains(err.Error(), "speaks plain HTTP, not HTTPS: start the worker with --server "+srv.URL) {
+		t.Fatalf("Run: %v; want the worker to stop, naming %s", err, srv.URL)
+	}
+}

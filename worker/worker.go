@@ -464,6 +464,11 @@ func (w *Worker) poll(ctx context.Context, took func()) error {
 			return nil
 		case connect.CodeOf(err) == connect.CodeInvalidArgument:
 			return w.refused(err)
+		case errors.Is(err, http.ErrSchemeMismatch):
+			// The address will not change by asking again.
+			plain := strings.Replace(w.cfg.Server, "https://", "http://", 1)
+			return fmt.Errorf("worker: the server at %s speaks plain HTTP, not HTTPS: start the worker with --server %s (or set SPOOL_SERVER to it): %w",
+				w.cfg.Server, plain, spool.ErrInvalidArgument)
 		case isKeyRefusal(err):
 			w.refuseKey(err)
 			return w.keyError()
