@@ -99,6 +99,14 @@ func TestDoorRefusesOverHTTP(t *testing.T) {
 		f.RequestID != "r-42" || f.Timestamp == 0 || !strings.Contains(f.ErrorMessage, "the access key is not a key of this spool server") {
 		t.Errorf("Firehose with an unknown key: %s %s", resp.Status, body)
 	}
+
+	// A log shipper's token is in its configuration: the refusal says
+	// where, not SPOOL_API_KEY.
+	resp, body = request(t, srv, http.MethodPost, "/api/v1/ingest/lines", "{}\n", nil)
+	if resp.StatusCode != http.StatusUnauthorized || json.Unmarshal([]byte(body), &e) != nil ||
+		!strings.Contains(e.Error, "the request came with no key: set the HTTP sink's header to Authorization: Bearer KEY") || strings.Contains(e.Error, "SPOOL_API_KEY") {
+		t.Errorf("a log shipper without a key: %s %s", resp.Status, body)
+	}
 }
 
 // What must be reachable without a key is: the web UI's pages, the login

@@ -17,12 +17,17 @@ var openRoutes = []string{"POST /api/v1/session", "DELETE /api/v1/session", "GET
 func OpenRoutes() []string { return append([]string(nil), openRoutes...) }
 
 // Refusal is how a refusal of a request for the route pattern is written
-// when its clients read it in a form of their own (Firehose reads its
-// response format even then), or nil for the JSON error every other route
+// when its clients read it in a form or terms of their own (Firehose reads
+// its response format even then), or nil for the JSON error every other route
 // answers with.
 func Refusal(pattern string) func(http.ResponseWriter, *http.Request, error) {
-	if pattern == "POST /api/v1/ingest/firehose" {
+	switch pattern {
+	case "POST /api/v1/ingest/firehose":
 		return refuseFirehose
+	case "POST /api/v1/ingest/lines":
+		// A log shipper's token is set in its configuration, not typed:
+		// the refusal says where.
+		return refuseShipper
 	}
 	return nil
 }

@@ -82,17 +82,38 @@ func refuseFirehose(w http.ResponseWriter, r *http.Request, err error) {
 // destination, which Firehose sends as X-Amz-Firehose-Access-Key, not an
 // API key of spool's command line. Other errors are left as they are.
 func firehoseTerms(r *http.Request, err error) error {
-	const fix = "set the access key of the stream's HTTP endpoint destination to a spool key of role ingest (spool keys create --role ingest --name firehose prints one)"
 	sent := r.Header.Get("X-Amz-Firehose-Access-Key") != "" || r.Header.Get("Authorization") != ""
+	return senderKeyTerms(err, sent, "delivery", "access key",
+		"set the access key of the stream's HTTP endpoint destination to a spool key of role ingest (spool keys create --role ingest --name firehose prints one)")
+}
+
+// shipperTerms words a refused key as the person configuring a log
+// shipper (Vector, Fluent Bit) knows it: the token of its HTTP sink, not
+// SPOOL_API_KEY, which only spool's command line reads.
+func shipperTerms(r *http.Request, err error) error {
+	return senderKeyTerms(err, r.Header.Get("Authorization") != "", "request", "key",
+		"set the HTTP sink's header to Authorization: Bearer KEY, with a spool key of role ingest (spool keys create --role ingest --name shipper prints one)")
+}
+
+// senderKeyTerms words a refused key for a sender that is configured, not
+// typed at: what it sends (request) and calls its key (key), whether it
+// sent one, and how to fix it. Other errors are left as they are.
+func senderKeyTerms(err error, sent bool, request, key, fix string) error {
 	switch {
 	case errors.Is(err, spool.ErrUnauthenticated) && !sent:
-		return apierr.Errorf(spool.ErrUnauthenticated, "the delivery came with no access key: %s", fix)
+		return apierr.Errorf(spool.ErrUnauthenticated, "the %s came with no %s: %s", request, key, fix)
 	case errors.Is(err, spool.ErrUnauthenticated):
-		return apierr.Errorf(spool.ErrUnauthenticated, "the access key is not a key of this spool server (mistyped, revoked, or another server's): %s", fix)
+		return apierr.Errorf(spool.ErrUnauthenticated, "the %s is not a key of this spool server (mistyped, revoked, or another server's): %s", key, fix)
 	case errors.Is(err, spool.ErrPermissionDenied):
-		return apierr.Errorf(spool.ErrPermissionDenied, "the access key is a spool key whose role may not send logs: %s", fix)
+		return apierr.Errorf(spool.ErrPermissionDenied, "the %s is a spool key whose role may not send logs: %s", key, fix)
 	}
 	return err
+}
+
+// refuseShipper answers a log shipper's request the server's door
+// refused, in the shipper's terms.
+func refuseShipper(w http.ResponseWriter, r *http.Request, err error) {
+	writeJSON(w, apierr.Status(err), errorBody{Error: shipperTerms(r, err).Error()})
 }
 
 // ingestLines serves log shippers: one JSON event a line.
@@ -103,7 +124,7 @@ func (a *api) ingestLines(w http.ResponseWriter, r *http.Request) {
 		sum, err = a.Service.IngestLines(r.Context(), body)
 	}
 	if err != nil {
-		status, msg := a.ingestStatus(r, err)
+		status, msg := a.ingestStatus(r, shipperTerms(r, err))
 		writeJSON(w, status, errorBody{Error: msg})
 		return
 	}

@@ -174,6 +174,12 @@ func TestIngestLinesAndComplete(t *testing.T) {
 	if code, data := send(t, srv, "/api/v1/ingest/lines", bearer, bytes.NewReader(big)); code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body over the limit: %d %s", code, data)
 	}
+	// A key refused is said in a shipper's terms: the header of its sink.
+	readKey := http.Header{"Authorization": {"Bearer " + srv.Key(t, spool.RoleRead)}}
+	if code, data := send(t, srv, "/api/v1/ingest/lines", readKey, bytes.NewReader(body)); code != http.StatusForbidden ||
+		!strings.Contains(string(data), "the key is a spool key whose role may not send logs: set the HTTP sink's header to Authorization: Bearer KEY, with a spool key of role ingest") {
+		t.Fatalf("a read key sending lines: %d %s", code, data)
+	}
 	if jobs := jobsOf(t, e, "api"); jobs[0].LineCount != 2 {
 		t.Fatalf("refused bodies stored lines: api has %d", jobs[0].LineCount)
 	}
