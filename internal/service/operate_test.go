@@ -315,3 +315,27 @@ func TestPauseUnknownQueue(t *testing.T) {
 		}
 	}
 }
+
+// A server records at most maxSharedPollers worker names in the store,
+// however many a worker key makes up, and counts them all itself.
+func TestSharedPollersBounded(t *testing.T) {
+	var p pollers
+	now := time.Now()
+	for i := range 3 * maxSharedPollers {
+		p.polled(fmt.Sprintf("q%d", i%3), fmt.Sprintf("made-up-%d", i), now)
+	}
+	n := 0
+	for _, ws := range p.names() {
+		n += len(ws)
+	}
+	if n != maxSharedPollers {
+		t.Fatalf("%d names shared, want %d", n, maxSharedPollers)
+	}
+	total := int32(0)
+	for _, c := range p.counts(context.Background(), now) {
+		total += c
+	}
+	if total != 3*maxSharedPollers {
+		t.Fatalf("this server counts %d workers, want all %d", total, 3*maxSharedPollers)
+	}
+}

@@ -81,12 +81,26 @@ func (p *pollers) polled(queue, worker string, now time.Time) {
 	}
 }
 
-// names returns the workers by queue seen within pollerWindow; p.mu is
-// held.
+// maxSharedPollers bounds the worker names a server records in the store:
+// names come from the workers (worker_id, up to 200 bytes), and a worker
+// key that made up a new one at every poll must not grow the record past
+// what the store holds in one item (DynamoDB's 400 KB). Past it, other
+// servers count fewer of this server's workers than it does itself.
+const maxSharedPollers = 1000
+
+// names returns the workers by queue seen within pollerWindow, at most
+// maxSharedPollers of them; p.mu is held.
 func (p *pollers) names() map[string][]string {
 	out := make(map[string][]string, len(p.seen))
-	for q, ws := range p.seen {
-		out[q] = slices.Sorted(maps.Keys(ws))
+	left := maxSharedPollers
+	for _, q := range slices.Sorted(maps.Keys(p.seen)) {
+		if left == 0 {
+			break
+		}
+		ws := slices.Sorted(maps.Keys(p.seen[q]))
+		ws = ws[:min(len(ws), left)]
+		out[q] = ws
+		left -= len(ws)
 	}
 	return out
 }
