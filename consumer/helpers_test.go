@@ -118,11 +118,6 @@ func (r *running) shutdown(t *testing.T) {
 // "p<partition>-<i>" and a header n=<i>.
 func produce(t *testing.T, c *kfake.Cluster, n int, partitions ...int32) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	var recs []*kgo.Record
 	for _, p := range partitions {
 		for i := range n {
@@ -130,6 +125,18 @@ func produce(t *testing.T, c *kfake.Cluster, n int, partitions ...int32) {
 				Headers: []kgo.RecordHeader{{Key: "n", Value: []byte(fmt.Sprint(i))}}})
 		}
 	}
+	produceRecords(t, c, recs)
+}
+
+// produceRecords writes recs, each to the partition it names, and waits
+// until the cluster has them.
+func produceRecords(t *testing.T, c *kfake.Cluster, recs []*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -171,20 +178,11 @@ func committedIn(t *testing.T, c *kfake.Cluster, group, topic string) map[int32]
 // produceTo writes one message a value to partition 0 of topic.
 func produceTo(t *testing.T, c *kfake.Cluster, topic string, values ...string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	var recs []*kgo.Record
 	for _, v := range values {
 		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(v)})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceRecords(t, c, recs)
 }
 
 // committedAt returns the committed offset of one partition, -1 if none.
