@@ -13,8 +13,9 @@ import (
 // QueueStore keeps what spool knows of its queues beside their jobs:
 // whether each is paused, and how many of its jobs are where.
 type QueueStore interface {
-	// QueueStats returns every queue that has a job or has been paused, by
-	// name: its jobs queued and running now, the jobs that ended at or
+	// QueueStats returns every queue that has a job, has been paused or
+	// has a max_running, by name: its jobs scheduled, queued and running
+	// now, its max_running, the jobs that ended at or
 	// after since (by final state), its oldest queued job's created_at and
 	// whether it is paused. Counting may read every job that is queued,
 	// running or ended since; backends keep it to that.
@@ -100,9 +101,11 @@ type QueueStats struct {
 	// Paused, and since when (zero while not paused).
 	Paused   bool
 	PausedAt time.Time
-	// Jobs queued (including those waiting out a retry's backoff) and
-	// running now.
-	Queued, Running int64
+	// Jobs scheduled (waiting for their time or other jobs, and retries
+	// waiting out their backoff), queued and running now.
+	Scheduled, Queued, Running int64
+	// MaxRunning is the queue's limit on running jobs (0: none).
+	MaxRunning int32
 	// Jobs that ended (became final) at or after the time asked for.
 	Succeeded, Failed, Cancelled int64
 	// OldestQueued is the created_at of the oldest queued job (zero when

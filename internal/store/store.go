@@ -44,7 +44,7 @@ type JobStore interface {
 	// and a filter that few jobs match then takes several calls. A malformed
 	// cursor is spool.ErrInvalidArgument.
 	List(ctx context.Context, f ListFilter) (jobs []*spoolv1.Job, next string, err error)
-	// Cancel cancels a queued job at once and marks a running one
+	// Cancel cancels a queued or scheduled job at once and marks a running one
 	// (cancel_requested, with the reason kept for its result); a finished
 	// job is returned unchanged.
 	Cancel(ctx context.Context, jobID, reason string) (*spoolv1.Job, error)
@@ -60,9 +60,10 @@ type JobStore interface {
 	// DeleteJob deletes them with the job.
 	JobSecrets(ctx context.Context, jobID string) ([]byte, error)
 
-	// Dequeue leases up to r.Max ready jobs of r.Queue, oldest first, waiting
-	// up to r.Wait for one. A job is ready when queued and past its run_after
-	// (storekit.Ready). Each lease starts a new attempt and sets the job's
+	// Dequeue leases up to r.Max ready jobs of r.Queue, highest priority
+	// first, then oldest first, waiting up to r.Wait for one, and no more
+	// than the queue's max_running allows (TimingStore). A job is ready
+	// when queued (storekit.Ready). Each lease starts a new attempt and sets the job's
 	// started_at. A running job whose lease ran out is not ready: only
 	// ExpireLeases settles it, so that its rule for outages comes first.
 	Dequeue(ctx context.Context, r DequeueRequest) ([]Lease, error)
@@ -117,6 +118,9 @@ type JobStore interface {
 	IngestStore
 	QueueStore
 	RemovalStore
+	TimingStore
+	ScheduleStore
+	NotifyStore
 }
 
 // DefaultQueue is the queue used when a request names none.
@@ -143,6 +147,23 @@ type NewJob struct {
 	// seal), stored as they are beside the job and read back only by
 	// JobSecrets.
 	Secrets []byte
+	// RunAfter, when after the enqueue's time, makes the job SCHEDULED
+	// until then (see TimingStore).
+	RunAfter time.Time
+	// Priority is the job's priority, HighestPriority to LowestPriority
+	// (0: DefaultPriority). Dequeue hands out a queue's jobs by priority,
+	// then oldest first.
+	Priority int32
+	// After names the jobs this one runs after (at most MaxAfter): the
+	// job is SCHEDULED until they all succeeded. Enqueue adds the new
+	// job's id to each one's followers (storekit.AddFollower), in the
+	// same write or, where a store cannot, right after; a job in After
+	// that does not exist is spool.ErrInvalidArgument.
+	After []string
+	// Notify are the URLs told when the job ends (see NotifyStore).
+	Notify []string
+	// Schedule is the schedule whose tick made the job.
+	Schedule string
 }
 
 // ListFilter selects and pages jobs for List.
@@ -244,6 +265,12 @@ func (nj NewJob) Check() error {
 		return apierr.Errorf(spool.ErrInvalidArgument, "max_attempts must be at least 1, got %d", nj.MaxAttempts)
 	case nj.Retries < 0:
 		return apierr.Errorf(spool.ErrInvalidArgument, "retries must not be negative, got %d", nj.Retries)
+	case nj.Priority != 0 && (nj.Priority < HighestPriority || nj.Priority > LowestPriority):
+		return apierr.Errorf(spool.ErrInvalidArgument, "priority must be %d to %d, got %d", HighestPriority, LowestPriority, nj.Priority)
+	case len(nj.After) > MaxAfter:
+		return apierr.Errorf(spool.ErrInvalidArgument, "a job runs after at most %d jobs, got %d", MaxAfter, len(nj.After))
+	case len(nj.Notify) > MaxNotify:
+		return apierr.Errorf(spool.ErrInvalidArgument, "a job notifies at most %d URLs, got %d", MaxNotify, len(nj.Notify))
 	}
 	return nil
 }

@@ -23,8 +23,9 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// JobState is where a job is in its life. QUEUED and RUNNING are live; the
-// other three are final: a finished job is never handed to a worker again.
+// JobState is where a job is in its life. SCHEDULED, QUEUED and RUNNING are
+// live; the other three are final: a finished job is never handed to a
+// worker again.
 type JobState int32
 
 const (
@@ -39,8 +40,14 @@ const (
 	// The command exited non-zero, could not start, timed out, or every
 	// attempt lost its lease. JobResult.error says which.
 	JobState_JOB_STATE_FAILED JobState = 4
-	// Cancelled by CancelJob, before or while it ran.
+	// Cancelled by CancelJob, before or while it ran, or because a job it
+	// runs after (Job.after) failed or was cancelled.
 	JobState_JOB_STATE_CANCELLED JobState = 5
+	// Waiting for its time (run_after: a delayed job, or a retry's
+	// backoff) or for the jobs it runs after (after) to succeed. No worker
+	// is handed it, and it holds no worker's slot; it becomes QUEUED once
+	// both are done.
+	JobState_JOB_STATE_SCHEDULED JobState = 6
 )
 
 // Enum value maps for JobState.
@@ -52,6 +59,7 @@ var (
 		3: "JOB_STATE_SUCCEEDED",
 		4: "JOB_STATE_FAILED",
 		5: "JOB_STATE_CANCELLED",
+		6: "JOB_STATE_SCHEDULED",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
@@ -60,6 +68,7 @@ var (
 		"JOB_STATE_SUCCEEDED":   3,
 		"JOB_STATE_FAILED":      4,
 		"JOB_STATE_CANCELLED":   5,
+		"JOB_STATE_SCHEDULED":   6,
 	}
 )
 
@@ -715,7 +724,8 @@ type Job struct {
 	// Attempts handed back by a worker that was stopping (ReleaseJob): they
 	// count neither against max_attempts nor against retries.
 	ReleasedAttempts int32 `protobuf:"varint,18,opt,name=released_attempts,json=releasedAttempts,proto3" json:"released_attempts,omitempty"`
-	// While QUEUED after a retried failure: not leased before this time.
+	// While SCHEDULED: not queued before this time (the time a delayed job
+	// was submitted for, or the end of a retry's backoff).
 	RunAfter *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=run_after,json=runAfter,proto3" json:"run_after,omitempty"`
 	// Why CancelJob was called; the result of a cancelled running job says it.
 	CancelReason string `protobuf:"bytes,20,opt,name=cancel_reason,json=cancelReason,proto3" json:"cancel_reason,omitempty"`
@@ -729,7 +739,29 @@ type Job struct {
 	// The job this one runs again (RerunJob), if any.
 	RerunOf string `protobuf:"bytes,23,opt,name=rerun_of,json=rerunOf,proto3" json:"rerun_of,omitempty"`
 	// The jobs that run this one again, oldest first (at most 100 kept).
-	Reruns        []string `protobuf:"bytes,24,rep,name=reruns,proto3" json:"reruns,omitempty"`
+	Reruns []string `protobuf:"bytes,24,rep,name=reruns,proto3" json:"reruns,omitempty"`
+	// 1 (first) to 4: of a queue's queued jobs, a worker is handed the
+	// highest priority first, the oldest first within one. 2 unless the
+	// job asked for another.
+	Priority int32 `protobuf:"varint,25,opt,name=priority,proto3" json:"priority,omitempty"`
+	// The jobs this one runs after: it stays SCHEDULED until every one of
+	// them succeeded, and is cancelled when one fails or is cancelled.
+	After []string `protobuf:"bytes,26,rep,name=after,proto3" json:"after,omitempty"`
+	// The jobs that run after this one (their after names it), oldest
+	// first (at most 100 kept).
+	Followers []string `protobuf:"bytes,27,rep,name=followers,proto3" json:"followers,omitempty"`
+	// The schedule whose tick created the job, if any.
+	Schedule string `protobuf:"bytes,28,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// The URLs told when the job ends (EnqueueJobRequest.notify and the
+	// queue's own): each is POSTed a signed JSON document (see Delivery).
+	Notify []string `protobuf:"bytes,29,rep,name=notify,proto3" json:"notify,omitempty"`
+	// The webhook deliveries made for the job's end, oldest first (at most
+	// 50 kept).
+	Deliveries []*Delivery `protobuf:"bytes,30,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	// While a webhook delivery is owed: when it is next due. Unset when
+	// none is (the job has no notify URLs, is not final, or every URL
+	// answered or was given up on).
+	NotifyDue     *timestamppb.Timestamp `protobuf:"bytes,31,opt,name=notify_due,json=notifyDue,proto3" json:"notify_due,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -932,6 +964,173 @@ func (x *Job) GetReruns() []string {
 	return nil
 }
 
+func (x *Job) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *Job) GetAfter() []string {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *Job) GetFollowers() []string {
+	if x != nil {
+		return x.Followers
+	}
+	return nil
+}
+
+func (x *Job) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *Job) GetNotify() []string {
+	if x != nil {
+		return x.Notify
+	}
+	return nil
+}
+
+func (x *Job) GetDeliveries() []*Delivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+func (x *Job) GetNotifyDue() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotifyDue
+	}
+	return nil
+}
+
+// Delivery is one POST of a job's end to one of its notify URLs.
+type Delivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The same for every try of one URL for one end: receivers drop a
+	// repeat by it (header Spool-Delivery).
+	DeliveryId string `protobuf:"bytes,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	Url        string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// Which try of the URL this was, from 1.
+	Try int32                  `protobuf:"varint,3,opt,name=try,proto3" json:"try,omitempty"`
+	At  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	// The HTTP status it answered (0 when it gave none: see error).
+	Status int32 `protobuf:"varint,5,opt,name=status,proto3" json:"status,omitempty"`
+	// What went wrong, when it did: a refused connection, a timeout, a
+	// status other than 2xx.
+	Error string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// How long the receiver took to answer.
+	Took *durationpb.Duration `protobuf:"bytes,7,opt,name=took,proto3" json:"took,omitempty"`
+	// It answered 2xx: the URL is told.
+	Delivered bool `protobuf:"varint,8,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	// The last try: the URL is given up on (it failed for a day).
+	GivenUp       bool `protobuf:"varint,9,opt,name=given_up,json=givenUp,proto3" json:"given_up,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Delivery) Reset() {
+	*x = Delivery{}
+	mi := &file_spool_v1_job_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Delivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Delivery) ProtoMessage() {}
+
+func (x *Delivery) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_job_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
+func (*Delivery) Descriptor() ([]byte, []int) {
+	return file_spool_v1_job_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Delivery) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+func (x *Delivery) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Delivery) GetTry() int32 {
+	if x != nil {
+		return x.Try
+	}
+	return 0
+}
+
+func (x *Delivery) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *Delivery) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *Delivery) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *Delivery) GetTook() *durationpb.Duration {
+	if x != nil {
+		return x.Took
+	}
+	return nil
+}
+
+func (x *Delivery) GetDelivered() bool {
+	if x != nil {
+		return x.Delivered
+	}
+	return false
+}
+
+func (x *Delivery) GetGivenUp() bool {
+	if x != nil {
+		return x.GivenUp
+	}
+	return false
+}
+
 var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
@@ -988,7 +1187,7 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\vfinished_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12\x16\n" +
-	"\x06output\x18\x06 \x01(\tR\x06output\"\xd7\a\n" +
+	"\x06output\x18\x06 \x01(\tR\x06output\"\xca\t\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12(\n" +
@@ -1019,14 +1218,36 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x19\n" +
 	"\brerun_of\x18\x17 \x01(\tR\arerunOf\x12\x16\n" +
-	"\x06reruns\x18\x18 \x03(\tR\x06reruns*\x9a\x01\n" +
+	"\x06reruns\x18\x18 \x03(\tR\x06reruns\x12\x1a\n" +
+	"\bpriority\x18\x19 \x01(\x05R\bpriority\x12\x14\n" +
+	"\x05after\x18\x1a \x03(\tR\x05after\x12\x1c\n" +
+	"\tfollowers\x18\x1b \x03(\tR\tfollowers\x12\x1a\n" +
+	"\bschedule\x18\x1c \x01(\tR\bschedule\x12\x16\n" +
+	"\x06notify\x18\x1d \x03(\tR\x06notify\x122\n" +
+	"\n" +
+	"deliveries\x18\x1e \x03(\v2\x12.spool.v1.DeliveryR\n" +
+	"deliveries\x129\n" +
+	"\n" +
+	"notify_due\x18\x1f \x01(\v2\x1a.google.protobuf.TimestampR\tnotifyDue\"\x91\x02\n" +
+	"\bDelivery\x12\x1f\n" +
+	"\vdelivery_id\x18\x01 \x01(\tR\n" +
+	"deliveryId\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x10\n" +
+	"\x03try\x18\x03 \x01(\x05R\x03try\x12*\n" +
+	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12-\n" +
+	"\x04took\x18\a \x01(\v2\x19.google.protobuf.DurationR\x04took\x12\x1c\n" +
+	"\tdelivered\x18\b \x01(\bR\tdelivered\x12\x19\n" +
+	"\bgiven_up\x18\t \x01(\bR\agivenUp*\xb3\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n" +
 	"\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x04\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\x05B1Z/github.com/spool-run/spool/gen/spool/v1;spoolv1b\x06proto3"
+	"\x13JOB_STATE_CANCELLED\x10\x05\x12\x17\n" +
+	"\x13JOB_STATE_SCHEDULED\x10\x06B1Z/github.com/spool-run/spool/gen/spool/v1;spoolv1b\x06proto3"
 
 var (
 	file_spool_v1_job_proto_rawDescOnce sync.Once
@@ -1041,7 +1262,7 @@ func file_spool_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_spool_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_spool_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_spool_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_spool_v1_job_proto_goTypes = []any{
 	(JobState)(0),                 // 0: spool.v1.JobState
 	(*JobParams)(nil),             // 1: spool.v1.JobParams
@@ -1052,34 +1273,39 @@ var file_spool_v1_job_proto_goTypes = []any{
 	(*ExecutionConfig)(nil),       // 6: spool.v1.ExecutionConfig
 	(*JobResult)(nil),             // 7: spool.v1.JobResult
 	(*Job)(nil),                   // 8: spool.v1.Job
-	nil,                           // 9: spool.v1.JobParams.EnvEntry
-	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*Delivery)(nil),              // 9: spool.v1.Delivery
+	nil,                           // 10: spool.v1.JobParams.EnvEntry
+	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_spool_v1_job_proto_depIdxs = []int32{
-	9,  // 0: spool.v1.JobParams.env:type_name -> spool.v1.JobParams.EnvEntry
-	10, // 1: spool.v1.JobParams.timeout:type_name -> google.protobuf.Duration
+	10, // 0: spool.v1.JobParams.env:type_name -> spool.v1.JobParams.EnvEntry
+	11, // 1: spool.v1.JobParams.timeout:type_name -> google.protobuf.Duration
 	4,  // 2: spool.v1.JobParams.scatter:type_name -> spool.v1.ScatterMember
 	3,  // 3: spool.v1.JobParams.external:type_name -> spool.v1.External
 	2,  // 4: spool.v1.JobParams.batching:type_name -> spool.v1.JobBatching
-	10, // 5: spool.v1.JobBatching.flush_interval:type_name -> google.protobuf.Duration
+	11, // 5: spool.v1.JobBatching.flush_interval:type_name -> google.protobuf.Duration
 	5,  // 6: spool.v1.ExecutionConfig.batching:type_name -> spool.v1.BatchingConfig
-	11, // 7: spool.v1.JobResult.started_at:type_name -> google.protobuf.Timestamp
-	11, // 8: spool.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
+	12, // 7: spool.v1.JobResult.started_at:type_name -> google.protobuf.Timestamp
+	12, // 8: spool.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
 	0,  // 9: spool.v1.Job.state:type_name -> spool.v1.JobState
-	11, // 10: spool.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	11, // 11: spool.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 10: spool.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	12, // 11: spool.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 12: spool.v1.Job.params:type_name -> spool.v1.JobParams
 	6,  // 13: spool.v1.Job.execution_config:type_name -> spool.v1.ExecutionConfig
 	7,  // 14: spool.v1.Job.result:type_name -> spool.v1.JobResult
-	11, // 15: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	11, // 16: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
-	11, // 17: spool.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	12, // 15: spool.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	12, // 16: spool.v1.Job.run_after:type_name -> google.protobuf.Timestamp
+	12, // 17: spool.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	9,  // 18: spool.v1.Job.deliveries:type_name -> spool.v1.Delivery
+	12, // 19: spool.v1.Job.notify_due:type_name -> google.protobuf.Timestamp
+	12, // 20: spool.v1.Delivery.at:type_name -> google.protobuf.Timestamp
+	11, // 21: spool.v1.Delivery.took:type_name -> google.protobuf.Duration
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_job_proto_init() }
@@ -1093,7 +1319,7 @@ func file_spool_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_job_proto_rawDesc), len(file_spool_v1_job_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

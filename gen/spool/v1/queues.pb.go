@@ -45,8 +45,13 @@ type Queue struct {
 	// that ended in each of the last 60 minutes, oldest first, the last
 	// being the minute under way (empty when none ended in the hour).
 	EndedPerMinute []*EndedMinute `protobuf:"bytes,11,rep,name=ended_per_minute,json=endedPerMinute,proto3" json:"ended_per_minute,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Jobs waiting for their time or for other jobs (SCHEDULED).
+	Scheduled int64 `protobuf:"varint,12,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
+	// At most this many of its jobs run at once, across every worker and
+	// server (0: no limit).
+	MaxRunning    int32 `protobuf:"varint,13,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Queue) Reset() {
@@ -154,6 +159,20 @@ func (x *Queue) GetEndedPerMinute() []*EndedMinute {
 		return x.EndedPerMinute
 	}
 	return nil
+}
+
+func (x *Queue) GetScheduled() int64 {
+	if x != nil {
+		return x.Scheduled
+	}
+	return 0
+}
+
+func (x *Queue) GetMaxRunning() int32 {
+	if x != nil {
+		return x.MaxRunning
+	}
+	return 0
 }
 
 // EndedMinute is how many of a queue's jobs ended in one minute, by final
@@ -503,11 +522,110 @@ func (x *ResumeQueueResponse) GetQueue() *Queue {
 	return nil
 }
 
+type ConfigureQueueRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At most this many of the queue's jobs run at once (0: no limit; at
+	// most 10000). Unset: unchanged. Lowering it stops no running job: no
+	// more are started until fewer than the new limit run.
+	MaxRunning    *int32 `protobuf:"varint,2,opt,name=max_running,json=maxRunning,proto3,oneof" json:"max_running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigureQueueRequest) Reset() {
+	*x = ConfigureQueueRequest{}
+	mi := &file_spool_v1_queues_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigureQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigureQueueRequest) ProtoMessage() {}
+
+func (x *ConfigureQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_queues_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigureQueueRequest.ProtoReflect.Descriptor instead.
+func (*ConfigureQueueRequest) Descriptor() ([]byte, []int) {
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ConfigureQueueRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConfigureQueueRequest) GetMaxRunning() int32 {
+	if x != nil && x.MaxRunning != nil {
+		return *x.MaxRunning
+	}
+	return 0
+}
+
+type ConfigureQueueResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Queue         *Queue                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigureQueueResponse) Reset() {
+	*x = ConfigureQueueResponse{}
+	mi := &file_spool_v1_queues_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigureQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigureQueueResponse) ProtoMessage() {}
+
+func (x *ConfigureQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_queues_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigureQueueResponse.ProtoReflect.Descriptor instead.
+func (*ConfigureQueueResponse) Descriptor() ([]byte, []int) {
+	return file_spool_v1_queues_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ConfigureQueueResponse) GetQueue() *Queue {
+	if x != nil {
+		return x.Queue
+	}
+	return nil
+}
+
 var File_spool_v1_queues_proto protoreflect.FileDescriptor
 
 const file_spool_v1_queues_proto_rawDesc = "" +
 	"\n" +
-	"\x15spool/v1/queues.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\x03\n" +
+	"\x15spool/v1/queues.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x03\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x127\n" +
@@ -520,7 +638,10 @@ const file_spool_v1_queues_proto_rawDesc = "" +
 	"\x10oldest_queued_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0eoldestQueuedAt\x12\x18\n" +
 	"\aworkers\x18\n" +
 	" \x01(\x05R\aworkers\x12?\n" +
-	"\x10ended_per_minute\x18\v \x03(\v2\x15.spool.v1.EndedMinuteR\x0eendedPerMinute\"\x95\x01\n" +
+	"\x10ended_per_minute\x18\v \x03(\v2\x15.spool.v1.EndedMinuteR\x0eendedPerMinute\x12\x1c\n" +
+	"\tscheduled\x18\f \x01(\x03R\tscheduled\x12\x1f\n" +
+	"\vmax_running\x18\r \x01(\x05R\n" +
+	"maxRunning\"\x95\x01\n" +
 	"\vEndedMinute\x122\n" +
 	"\x06minute\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06minute\x12\x1c\n" +
 	"\tsucceeded\x18\x02 \x01(\x03R\tsucceeded\x12\x16\n" +
@@ -538,13 +659,21 @@ const file_spool_v1_queues_proto_rawDesc = "" +
 	"\x12ResumeQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"<\n" +
 	"\x13ResumeQueueResponse\x12%\n" +
-	"\x05queue\x18\x01 \x01(\v2\x0f.spool.v1.QueueR\x05queue2\xf1\x01\n" +
+	"\x05queue\x18\x01 \x01(\v2\x0f.spool.v1.QueueR\x05queue\"a\n" +
+	"\x15ConfigureQueueRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\vmax_running\x18\x02 \x01(\x05H\x00R\n" +
+	"maxRunning\x88\x01\x01B\x0e\n" +
+	"\f_max_running\"?\n" +
+	"\x16ConfigureQueueResponse\x12%\n" +
+	"\x05queue\x18\x01 \x01(\v2\x0f.spool.v1.QueueR\x05queue2\xc6\x02\n" +
 	"\fQueueService\x12L\n" +
 	"\n" +
 	"ListQueues\x12\x1b.spool.v1.ListQueuesRequest\x1a\x1c.spool.v1.ListQueuesResponse\"\x03\x90\x02\x01\x12G\n" +
 	"\n" +
 	"PauseQueue\x12\x1b.spool.v1.PauseQueueRequest\x1a\x1c.spool.v1.PauseQueueResponse\x12J\n" +
-	"\vResumeQueue\x12\x1c.spool.v1.ResumeQueueRequest\x1a\x1d.spool.v1.ResumeQueueResponseB1Z/github.com/spool-run/spool/gen/spool/v1;spoolv1b\x06proto3"
+	"\vResumeQueue\x12\x1c.spool.v1.ResumeQueueRequest\x1a\x1d.spool.v1.ResumeQueueResponse\x12S\n" +
+	"\x0eConfigureQueue\x12\x1f.spool.v1.ConfigureQueueRequest\x1a .spool.v1.ConfigureQueueResponseB1Z/github.com/spool-run/spool/gen/spool/v1;spoolv1b\x06proto3"
 
 var (
 	file_spool_v1_queues_proto_rawDescOnce sync.Once
@@ -558,37 +687,42 @@ func file_spool_v1_queues_proto_rawDescGZIP() []byte {
 	return file_spool_v1_queues_proto_rawDescData
 }
 
-var file_spool_v1_queues_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_spool_v1_queues_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_spool_v1_queues_proto_goTypes = []any{
-	(*Queue)(nil),                 // 0: spool.v1.Queue
-	(*EndedMinute)(nil),           // 1: spool.v1.EndedMinute
-	(*ListQueuesRequest)(nil),     // 2: spool.v1.ListQueuesRequest
-	(*ListQueuesResponse)(nil),    // 3: spool.v1.ListQueuesResponse
-	(*PauseQueueRequest)(nil),     // 4: spool.v1.PauseQueueRequest
-	(*PauseQueueResponse)(nil),    // 5: spool.v1.PauseQueueResponse
-	(*ResumeQueueRequest)(nil),    // 6: spool.v1.ResumeQueueRequest
-	(*ResumeQueueResponse)(nil),   // 7: spool.v1.ResumeQueueResponse
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*Queue)(nil),                  // 0: spool.v1.Queue
+	(*EndedMinute)(nil),            // 1: spool.v1.EndedMinute
+	(*ListQueuesRequest)(nil),      // 2: spool.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),     // 3: spool.v1.ListQueuesResponse
+	(*PauseQueueRequest)(nil),      // 4: spool.v1.PauseQueueRequest
+	(*PauseQueueResponse)(nil),     // 5: spool.v1.PauseQueueResponse
+	(*ResumeQueueRequest)(nil),     // 6: spool.v1.ResumeQueueRequest
+	(*ResumeQueueResponse)(nil),    // 7: spool.v1.ResumeQueueResponse
+	(*ConfigureQueueRequest)(nil),  // 8: spool.v1.ConfigureQueueRequest
+	(*ConfigureQueueResponse)(nil), // 9: spool.v1.ConfigureQueueResponse
+	(*timestamppb.Timestamp)(nil),  // 10: google.protobuf.Timestamp
 }
 var file_spool_v1_queues_proto_depIdxs = []int32{
-	8,  // 0: spool.v1.Queue.paused_at:type_name -> google.protobuf.Timestamp
-	8,  // 1: spool.v1.Queue.oldest_queued_at:type_name -> google.protobuf.Timestamp
+	10, // 0: spool.v1.Queue.paused_at:type_name -> google.protobuf.Timestamp
+	10, // 1: spool.v1.Queue.oldest_queued_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: spool.v1.Queue.ended_per_minute:type_name -> spool.v1.EndedMinute
-	8,  // 3: spool.v1.EndedMinute.minute:type_name -> google.protobuf.Timestamp
+	10, // 3: spool.v1.EndedMinute.minute:type_name -> google.protobuf.Timestamp
 	0,  // 4: spool.v1.ListQueuesResponse.queues:type_name -> spool.v1.Queue
 	0,  // 5: spool.v1.PauseQueueResponse.queue:type_name -> spool.v1.Queue
 	0,  // 6: spool.v1.ResumeQueueResponse.queue:type_name -> spool.v1.Queue
-	2,  // 7: spool.v1.QueueService.ListQueues:input_type -> spool.v1.ListQueuesRequest
-	4,  // 8: spool.v1.QueueService.PauseQueue:input_type -> spool.v1.PauseQueueRequest
-	6,  // 9: spool.v1.QueueService.ResumeQueue:input_type -> spool.v1.ResumeQueueRequest
-	3,  // 10: spool.v1.QueueService.ListQueues:output_type -> spool.v1.ListQueuesResponse
-	5,  // 11: spool.v1.QueueService.PauseQueue:output_type -> spool.v1.PauseQueueResponse
-	7,  // 12: spool.v1.QueueService.ResumeQueue:output_type -> spool.v1.ResumeQueueResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	0,  // 7: spool.v1.ConfigureQueueResponse.queue:type_name -> spool.v1.Queue
+	2,  // 8: spool.v1.QueueService.ListQueues:input_type -> spool.v1.ListQueuesRequest
+	4,  // 9: spool.v1.QueueService.PauseQueue:input_type -> spool.v1.PauseQueueRequest
+	6,  // 10: spool.v1.QueueService.ResumeQueue:input_type -> spool.v1.ResumeQueueRequest
+	8,  // 11: spool.v1.QueueService.ConfigureQueue:input_type -> spool.v1.ConfigureQueueRequest
+	3,  // 12: spool.v1.QueueService.ListQueues:output_type -> spool.v1.ListQueuesResponse
+	5,  // 13: spool.v1.QueueService.PauseQueue:output_type -> spool.v1.PauseQueueResponse
+	7,  // 14: spool.v1.QueueService.ResumeQueue:output_type -> spool.v1.ResumeQueueResponse
+	9,  // 15: spool.v1.QueueService.ConfigureQueue:output_type -> spool.v1.ConfigureQueueResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_queues_proto_init() }
@@ -596,13 +730,14 @@ func file_spool_v1_queues_proto_init() {
 	if File_spool_v1_queues_proto != nil {
 		return
 	}
+	file_spool_v1_queues_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_queues_proto_rawDesc), len(file_spool_v1_queues_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

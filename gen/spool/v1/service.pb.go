@@ -9,6 +9,7 @@ package spoolv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -51,7 +52,23 @@ type EnqueueJobRequest struct {
 	// lines empty or at least 4 bytes), 64 KiB of names and values in all.
 	// A repeat with the same request_id compares the secrets' names, not
 	// their values.
-	Secrets       map[string]string `protobuf:"bytes,7,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Secrets map[string]string `protobuf:"bytes,7,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Queue the job at this time, not before: until then it is SCHEDULED.
+	// A time past is now. At most a year ahead.
+	RunAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=run_at,json=runAt,proto3" json:"run_at,omitempty"`
+	// Queue the job this long after the server receives the request (the
+	// server's clock decides, not the caller's). Not with run_at.
+	RunIn *durationpb.Duration `protobuf:"bytes,9,opt,name=run_in,json=runIn,proto3" json:"run_in,omitempty"`
+	// 1 (first) to 4 (0: 2). Within a queue, workers are handed the
+	// highest priority first.
+	Priority int32 `protobuf:"varint,10,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Jobs that must succeed before this one is queued (at most 100, each
+	// existing). Until then the job is SCHEDULED; when one of them fails
+	// or is cancelled, so is this one.
+	After []string `protobuf:"bytes,11,rep,name=after,proto3" json:"after,omitempty"`
+	// URLs POSTed a signed JSON document when the job ends (http or
+	// https, at most 5), besides the queue's own (queues.NAME.notify).
+	Notify        []string `protobuf:"bytes,12,rep,name=notify,proto3" json:"notify,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -131,6 +148,41 @@ func (x *EnqueueJobRequest) GetRejectReason() string {
 func (x *EnqueueJobRequest) GetSecrets() map[string]string {
 	if x != nil {
 		return x.Secrets
+	}
+	return nil
+}
+
+func (x *EnqueueJobRequest) GetRunAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RunAt
+	}
+	return nil
+}
+
+func (x *EnqueueJobRequest) GetRunIn() *durationpb.Duration {
+	if x != nil {
+		return x.RunIn
+	}
+	return nil
+}
+
+func (x *EnqueueJobRequest) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *EnqueueJobRequest) GetAfter() []string {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *EnqueueJobRequest) GetNotify() []string {
+	if x != nil {
+		return x.Notify
 	}
 	return nil
 }
@@ -2195,7 +2247,7 @@ var File_spool_v1_service_proto protoreflect.FileDescriptor
 
 const file_spool_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x16spool/v1/service.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14spool/v1/event.proto\x1a\x12spool/v1/job.proto\"\xd7\x02\n" +
+	"\x16spool/v1/service.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14spool/v1/event.proto\x1a\x12spool/v1/job.proto\"\x86\x04\n" +
 	"\x11EnqueueJobRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12+\n" +
 	"\x06params\x18\x02 \x01(\v2\x13.spool.v1.JobParamsR\x06params\x12\x1d\n" +
@@ -2204,7 +2256,13 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x04 \x01(\x05R\vmaxAttempts\x12\x18\n" +
 	"\aretries\x18\x05 \x01(\x05R\aretries\x12#\n" +
 	"\rreject_reason\x18\x06 \x01(\tR\frejectReason\x12B\n" +
-	"\asecrets\x18\a \x03(\v2(.spool.v1.EnqueueJobRequest.SecretsEntryR\asecrets\x1a:\n" +
+	"\asecrets\x18\a \x03(\v2(.spool.v1.EnqueueJobRequest.SecretsEntryR\asecrets\x121\n" +
+	"\x06run_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x05runAt\x120\n" +
+	"\x06run_in\x18\t \x01(\v2\x19.google.protobuf.DurationR\x05runIn\x12\x1a\n" +
+	"\bpriority\x18\n" +
+	" \x01(\x05R\bpriority\x12\x14\n" +
+	"\x05after\x18\v \x03(\tR\x05after\x12\x16\n" +
+	"\x06notify\x18\f \x03(\tR\x06notify\x1a:\n" +
 	"\fSecretsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
@@ -2419,81 +2477,84 @@ var file_spool_v1_service_proto_goTypes = []any{
 	nil,                                 // 35: spool.v1.EnqueueJobRequest.SecretsEntry
 	nil,                                 // 36: spool.v1.JobLease.SecretsEntry
 	(*JobParams)(nil),                   // 37: spool.v1.JobParams
-	(*Job)(nil),                         // 38: spool.v1.Job
-	(JobState)(0),                       // 39: spool.v1.JobState
-	(*timestamppb.Timestamp)(nil),       // 40: google.protobuf.Timestamp
-	(*JobResult)(nil),                   // 41: spool.v1.JobResult
-	(*JobEvent)(nil),                    // 42: spool.v1.JobEvent
-	(EventType)(0),                      // 43: spool.v1.EventType
+	(*timestamppb.Timestamp)(nil),       // 38: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 39: google.protobuf.Duration
+	(*Job)(nil),                         // 40: spool.v1.Job
+	(JobState)(0),                       // 41: spool.v1.JobState
+	(*JobResult)(nil),                   // 42: spool.v1.JobResult
+	(*JobEvent)(nil),                    // 43: spool.v1.JobEvent
+	(EventType)(0),                      // 44: spool.v1.EventType
 }
 var file_spool_v1_service_proto_depIdxs = []int32{
 	37, // 0: spool.v1.EnqueueJobRequest.params:type_name -> spool.v1.JobParams
 	35, // 1: spool.v1.EnqueueJobRequest.secrets:type_name -> spool.v1.EnqueueJobRequest.SecretsEntry
-	38, // 2: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
-	0,  // 3: spool.v1.EnqueueJobsRequest.jobs:type_name -> spool.v1.EnqueueJobRequest
-	4,  // 4: spool.v1.EnqueueJobsResponse.results:type_name -> spool.v1.EnqueueResult
-	38, // 5: spool.v1.EnqueueResult.job:type_name -> spool.v1.Job
-	38, // 6: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
-	39, // 7: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
-	38, // 8: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
-	38, // 9: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
-	38, // 10: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
-	38, // 11: spool.v1.JobLease.job:type_name -> spool.v1.Job
-	40, // 12: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
-	36, // 13: spool.v1.JobLease.secrets:type_name -> spool.v1.JobLease.SecretsEntry
-	16, // 14: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
-	40, // 15: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	41, // 16: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
-	42, // 17: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
-	38, // 18: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
-	20, // 19: spool.v1.CompleteJobsRequest.completions:type_name -> spool.v1.CompleteJobRequest
-	24, // 20: spool.v1.CompleteJobsResponse.results:type_name -> spool.v1.CompletionResult
-	38, // 21: spool.v1.CompletionResult.job:type_name -> spool.v1.Job
-	38, // 22: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
-	38, // 23: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
-	42, // 24: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
-	40, // 25: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
-	43, // 26: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
-	40, // 27: spool.v1.StreamEventsRequest.until_timestamp:type_name -> google.protobuf.Timestamp
-	42, // 28: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
-	38, // 29: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
-	0,  // 30: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
-	2,  // 31: spool.v1.JobService.EnqueueJobs:input_type -> spool.v1.EnqueueJobsRequest
-	5,  // 32: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
-	7,  // 33: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
-	9,  // 34: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
-	11, // 35: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
-	13, // 36: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
-	15, // 37: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
-	18, // 38: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
-	20, // 39: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
-	22, // 40: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
-	25, // 41: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
-	27, // 42: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
-	29, // 43: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
-	33, // 44: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
-	31, // 45: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
-	1,  // 46: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
-	3,  // 47: spool.v1.JobService.EnqueueJobs:output_type -> spool.v1.EnqueueJobsResponse
-	6,  // 48: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
-	8,  // 49: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
-	10, // 50: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
-	12, // 51: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
-	14, // 52: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
-	17, // 53: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
-	19, // 54: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
-	21, // 55: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
-	23, // 56: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
-	26, // 57: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
-	28, // 58: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
-	30, // 59: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
-	34, // 60: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
-	32, // 61: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
-	46, // [46:62] is the sub-list for method output_type
-	30, // [30:46] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	38, // 2: spool.v1.EnqueueJobRequest.run_at:type_name -> google.protobuf.Timestamp
+	39, // 3: spool.v1.EnqueueJobRequest.run_in:type_name -> google.protobuf.Duration
+	40, // 4: spool.v1.EnqueueJobResponse.job:type_name -> spool.v1.Job
+	0,  // 5: spool.v1.EnqueueJobsRequest.jobs:type_name -> spool.v1.EnqueueJobRequest
+	4,  // 6: spool.v1.EnqueueJobsResponse.results:type_name -> spool.v1.EnqueueResult
+	40, // 7: spool.v1.EnqueueResult.job:type_name -> spool.v1.Job
+	40, // 8: spool.v1.GetJobResponse.job:type_name -> spool.v1.Job
+	41, // 9: spool.v1.ListJobsRequest.states:type_name -> spool.v1.JobState
+	40, // 10: spool.v1.ListJobsResponse.jobs:type_name -> spool.v1.Job
+	40, // 11: spool.v1.CancelJobResponse.job:type_name -> spool.v1.Job
+	40, // 12: spool.v1.RerunJobResponse.job:type_name -> spool.v1.Job
+	40, // 13: spool.v1.JobLease.job:type_name -> spool.v1.Job
+	38, // 14: spool.v1.JobLease.lease_expires_at:type_name -> google.protobuf.Timestamp
+	36, // 15: spool.v1.JobLease.secrets:type_name -> spool.v1.JobLease.SecretsEntry
+	16, // 16: spool.v1.DequeueJobsResponse.leases:type_name -> spool.v1.JobLease
+	38, // 17: spool.v1.UpdateJobVisibilityResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	42, // 18: spool.v1.CompleteJobRequest.result:type_name -> spool.v1.JobResult
+	43, // 19: spool.v1.CompleteJobRequest.events:type_name -> spool.v1.JobEvent
+	40, // 20: spool.v1.CompleteJobResponse.job:type_name -> spool.v1.Job
+	20, // 21: spool.v1.CompleteJobsRequest.completions:type_name -> spool.v1.CompleteJobRequest
+	24, // 22: spool.v1.CompleteJobsResponse.results:type_name -> spool.v1.CompletionResult
+	40, // 23: spool.v1.CompletionResult.job:type_name -> spool.v1.Job
+	40, // 24: spool.v1.ReleaseJobResponse.job:type_name -> spool.v1.Job
+	40, // 25: spool.v1.ReportUndeliveredResponse.job:type_name -> spool.v1.Job
+	43, // 26: spool.v1.PublishEventsRequest.events:type_name -> spool.v1.JobEvent
+	38, // 27: spool.v1.StreamEventsRequest.from_timestamp:type_name -> google.protobuf.Timestamp
+	44, // 28: spool.v1.StreamEventsRequest.event_types:type_name -> spool.v1.EventType
+	38, // 29: spool.v1.StreamEventsRequest.until_timestamp:type_name -> google.protobuf.Timestamp
+	43, // 30: spool.v1.StreamEventsResponse.event:type_name -> spool.v1.JobEvent
+	40, // 31: spool.v1.StreamEventsResponse.finished_job:type_name -> spool.v1.Job
+	0,  // 32: spool.v1.JobService.EnqueueJob:input_type -> spool.v1.EnqueueJobRequest
+	2,  // 33: spool.v1.JobService.EnqueueJobs:input_type -> spool.v1.EnqueueJobsRequest
+	5,  // 34: spool.v1.JobService.GetJob:input_type -> spool.v1.GetJobRequest
+	7,  // 35: spool.v1.JobService.ListJobs:input_type -> spool.v1.ListJobsRequest
+	9,  // 36: spool.v1.JobService.CancelJob:input_type -> spool.v1.CancelJobRequest
+	11, // 37: spool.v1.JobService.RerunJob:input_type -> spool.v1.RerunJobRequest
+	13, // 38: spool.v1.JobService.DeleteJob:input_type -> spool.v1.DeleteJobRequest
+	15, // 39: spool.v1.JobService.DequeueJobs:input_type -> spool.v1.DequeueJobsRequest
+	18, // 40: spool.v1.JobService.UpdateJobVisibility:input_type -> spool.v1.UpdateJobVisibilityRequest
+	20, // 41: spool.v1.JobService.CompleteJob:input_type -> spool.v1.CompleteJobRequest
+	22, // 42: spool.v1.JobService.CompleteJobs:input_type -> spool.v1.CompleteJobsRequest
+	25, // 43: spool.v1.JobService.ReleaseJob:input_type -> spool.v1.ReleaseJobRequest
+	27, // 44: spool.v1.JobService.ReportUndelivered:input_type -> spool.v1.ReportUndeliveredRequest
+	29, // 45: spool.v1.JobService.PublishEvents:input_type -> spool.v1.PublishEventsRequest
+	33, // 46: spool.v1.JobService.GetJobInput:input_type -> spool.v1.GetJobInputRequest
+	31, // 47: spool.v1.JobService.StreamEvents:input_type -> spool.v1.StreamEventsRequest
+	1,  // 48: spool.v1.JobService.EnqueueJob:output_type -> spool.v1.EnqueueJobResponse
+	3,  // 49: spool.v1.JobService.EnqueueJobs:output_type -> spool.v1.EnqueueJobsResponse
+	6,  // 50: spool.v1.JobService.GetJob:output_type -> spool.v1.GetJobResponse
+	8,  // 51: spool.v1.JobService.ListJobs:output_type -> spool.v1.ListJobsResponse
+	10, // 52: spool.v1.JobService.CancelJob:output_type -> spool.v1.CancelJobResponse
+	12, // 53: spool.v1.JobService.RerunJob:output_type -> spool.v1.RerunJobResponse
+	14, // 54: spool.v1.JobService.DeleteJob:output_type -> spool.v1.DeleteJobResponse
+	17, // 55: spool.v1.JobService.DequeueJobs:output_type -> spool.v1.DequeueJobsResponse
+	19, // 56: spool.v1.JobService.UpdateJobVisibility:output_type -> spool.v1.UpdateJobVisibilityResponse
+	21, // 57: spool.v1.JobService.CompleteJob:output_type -> spool.v1.CompleteJobResponse
+	23, // 58: spool.v1.JobService.CompleteJobs:output_type -> spool.v1.CompleteJobsResponse
+	26, // 59: spool.v1.JobService.ReleaseJob:output_type -> spool.v1.ReleaseJobResponse
+	28, // 60: spool.v1.JobService.ReportUndelivered:output_type -> spool.v1.ReportUndeliveredResponse
+	30, // 61: spool.v1.JobService.PublishEvents:output_type -> spool.v1.PublishEventsResponse
+	34, // 62: spool.v1.JobService.GetJobInput:output_type -> spool.v1.GetJobInputResponse
+	32, // 63: spool.v1.JobService.StreamEvents:output_type -> spool.v1.StreamEventsResponse
+	48, // [48:64] is the sub-list for method output_type
+	32, // [32:48] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_service_proto_init() }

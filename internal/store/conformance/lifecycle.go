@@ -86,7 +86,8 @@ func testRetries(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, j, spoolv1.JobState_JOB_STATE_QUEUED)
+	// The retry waits SCHEDULED, holding no worker.
+	wantState(t, j, spoolv1.JobState_JOB_STATE_SCHEDULED)
 	if j.GetRetriedAttempts() != 1 || j.GetRunAfter() == nil || len(j.GetNotes()) != 1 || !strings.Contains(j.GetNotes()[0], "exit code 3") {
 		t.Fatalf("after a failure with a retry left: retried %d, run_after %v, notes %q", j.GetRetriedAttempts(), j.GetRunAfter(), j.GetNotes())
 	}
@@ -98,7 +99,12 @@ func testRetries(t *testing.T, b Backend) {
 	if err != nil || len(ls) != 0 {
 		t.Fatalf("a retry was leased before its backoff: %v %v", ls, err)
 	}
-	l2 := leaseOne(t, s, q, time.Minute) // waits up to 5 s
+	promote(t, s, j.GetRunAfter().AsTime().Add(-time.Millisecond))
+	wantJobState(t, s, j.JobId, spoolv1.JobState_JOB_STATE_SCHEDULED)
+	time.Sleep(time.Until(j.GetRunAfter().AsTime()))
+	promote(t, s, j.GetRunAfter().AsTime())
+	wantJobState(t, s, j.JobId, spoolv1.JobState_JOB_STATE_QUEUED)
+	l2 := leaseOne(t, s, q, time.Minute)
 	if l2.JobID != l1.JobID || l2.Attempt != 2 {
 		t.Fatalf("retry leased as %s attempt %d", l2.JobID, l2.Attempt)
 	}

@@ -127,6 +127,7 @@ func Run(t *testing.T, b Backend) {
 	if b.Watching != nil {
 		tests = append(tests, named{"WaitsLeaveNothing", testWaitsLeaveNothing})
 	}
+	tests = append(tests, timingCases()...)
 	tests = append(tests, capabilityCases(t, b)...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package storekit
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,10 @@ func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 		MaxAttempts:     nj.MaxAttempts,
 		Retries:         nj.Retries,
 		RerunOf:         nj.RerunOf,
+		Priority:        cmp.Or(nj.Priority, store.DefaultPriority),
+		After:           nj.After,
+		Notify:          nj.Notify,
+		Schedule:        nj.Schedule,
 	}
 	switch {
 	case nj.Params.GetExternal() != nil:
@@ -52,8 +57,22 @@ func NewJobRecord(nj store.NewJob, now time.Time) *spoolv1.Job {
 	case nj.RejectReason != "":
 		j.State = spoolv1.JobState_JOB_STATE_FAILED
 		j.Result = &spoolv1.JobResult{ExitCode: -1, Error: nj.RejectReason, FinishedAt: ts}
+		setNotifyDue(j, now)
+	case nj.RunAfter.After(now) || len(nj.After) > 0:
+		j.State = spoolv1.JobState_JOB_STATE_SCHEDULED
+		if nj.RunAfter.After(now) {
+			j.RunAfter = timestamppb.New(nj.RunAfter.UTC().Truncate(time.Microsecond))
+		}
 	}
 	return j
+}
+
+// setNotifyDue makes a job that became final at now owe its webhooks, if
+// it has any.
+func setNotifyDue(j *spoolv1.Job, now time.Time) {
+	if len(j.GetNotify()) > 0 {
+		j.NotifyDue = timestamppb.New(now)
+	}
 }
 
 // NamedRepeat decides an enqueue of j that met a job id in use, stored:
@@ -141,6 +160,9 @@ func (o Outcome) Apply(j *spoolv1.Job, now time.Time) {
 	if o.State != spoolv1.JobState_JOB_STATE_RUNNING {
 		j.LeaseExpiresAt = nil
 	}
+	if convert.State(o.State).IsFinal() {
+		setNotifyDue(j, now)
+	}
 }
 
 // Retry backoff: the first retry waits RetryBase, each next one twice as
@@ -162,8 +184,8 @@ func RetryDelay(n int32) time.Duration {
 // Completed decides what an attempt's result does to its job (j as stored,
 // still running that attempt). A success succeeds. A job whose cancellation
 // was requested ends CANCELLED unless it managed to succeed anyway. A
-// failure is retried while the job has retries left, after RetryDelay;
-// otherwise it fails.
+// failure is retried while the job has retries left, after RetryDelay
+// (SCHEDULED until then, holding no worker); otherwise it fails.
 func Completed(j *spoolv1.Job, res *spoolv1.JobResult, attempt int32, now time.Time) Outcome {
 	ok := res.GetExitCode() == 0 && res.GetError() == ""
 	out := completedResult(res, attempt, now)
@@ -176,7 +198,7 @@ func Completed(j *spoolv1.Job, res *spoolv1.JobResult, attempt int32, now time.T
 	case j.GetRetriedAttempts() < j.GetRetries():
 		n := j.GetRetriedAttempts() + 1
 		delay := RetryDelay(n)
-		return Outcome{State: spoolv1.JobState_JOB_STATE_QUEUED, RunAfter: now.Add(delay), Retried: true,
+		return Outcome{State: spoolv1.JobState_JOB_STATE_SCHEDULED, RunAfter: now.Add(delay), Retried: true,
 			Note: fmt.Sprintf("attempt %d failed (%s); retry %d of %d in %s", attempt, failure(res), n, j.GetRetries(), delay)}
 	}
 	return Outcome{State: spoolv1.JobState_JOB_STATE_FAILED, Result: out}
@@ -305,27 +327,43 @@ func AddNote(j *spoolv1.Job, note string) {
 	}
 }
 
-// Ready reports whether a queued job may be leased at now: not before the
-// retry backoff of its last failure has passed.
+// Ready reports whether a job may be leased at now: it is queued, and not
+// before its run_after (a job queued with a retry's backoff by an older
+// version of spool, which did not schedule retries).
 func Ready(j *spoolv1.Job, now time.Time) bool {
 	return j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED && (j.GetRunAfter() == nil || !j.GetRunAfter().AsTime().After(now))
 }
 
-// Bookkeeping is the part of a job its lease endings and notes change
-// beyond state and result: the counters, the retry time, the cancel
-// reason, the notes and the rerun links. Stores that keep these fields
-// together store this message.
+// Bookkeeping is the part of a job beyond its spec, state and result: the
+// counters, the retry time, the cancel reason, the notes and the rerun
+// links its lease endings and notes change, and the timing and webhook
+// fields (priority, after and followers, schedule, notify, deliveries,
+// notify_due). Stores that keep these fields together store this message;
+// for most jobs it is empty.
 func Bookkeeping(j *spoolv1.Job) *spoolv1.Job {
 	return &spoolv1.Job{RetriedAttempts: j.GetRetriedAttempts(), ReleasedAttempts: j.GetReleasedAttempts(),
 		RunAfter: j.GetRunAfter(), CancelReason: j.GetCancelReason(), Notes: j.GetNotes(),
-		RerunOf: j.GetRerunOf(), Reruns: j.GetReruns()}
+		RerunOf: j.GetRerunOf(), Reruns: j.GetReruns(),
+		Priority: storedPriority(j.GetPriority()), After: j.GetAfter(), Followers: j.GetFollowers(), Schedule: j.GetSchedule(),
+		Notify: j.GetNotify(), Deliveries: j.GetDeliveries(), NotifyDue: j.GetNotifyDue()}
 }
 
-// SetBookkeeping copies the fields Bookkeeping holds from b into j.
+// storedPriority leaves the default priority out of what is stored.
+func storedPriority(p int32) int32 {
+	if p == store.DefaultPriority {
+		return 0
+	}
+	return p
+}
+
+// SetBookkeeping copies the fields Bookkeeping holds from b into j. A job
+// stored before priorities existed reads as DefaultPriority.
 func SetBookkeeping(j, b *spoolv1.Job) {
 	j.RetriedAttempts, j.ReleasedAttempts, j.RunAfter, j.CancelReason, j.Notes =
 		b.GetRetriedAttempts(), b.GetReleasedAttempts(), b.GetRunAfter(), b.GetCancelReason(), b.GetNotes()
 	j.RerunOf, j.Reruns = b.GetRerunOf(), b.GetReruns()
+	j.Priority, j.After, j.Followers, j.Schedule = cmp.Or(b.GetPriority(), store.DefaultPriority), b.GetAfter(), b.GetFollowers(), b.GetSchedule()
+	j.Notify, j.Deliveries, j.NotifyDue = b.GetNotify(), b.GetDeliveries(), b.GetNotifyDue()
 }
 
 // MaxReruns is how many rerun links a job keeps: the newest.

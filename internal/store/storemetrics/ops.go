@@ -46,6 +46,15 @@ const (
 	opPing
 	opSharePollers
 	opSharedPollers
+	opPromoteScheduled
+	opSetQueueMaxRunning
+	opCreateSchedule
+	opGetSchedule
+	opListSchedules
+	opUpdateSchedule
+	opDeleteSchedule
+	opClaimNotifications
+	opRecordDeliveries
 	numOps
 )
 
@@ -94,4 +103,14 @@ var opNames = [numOps]string{
 	opPing:            "ping",
 	opSharePollers:    "share_pollers",
 	opSharedPollers:   "shared_pollers",
+
+	opPromoteScheduled:   "promote_scheduled",
+	opSetQueueMaxRunning: "set_queue_max_running",
+	opCreateSchedule:     "create_schedule",
+	opGetSchedule:        "get_schedule",
+	opListSchedules:      "list_schedules",
+	opUpdateSchedule:     "update_schedule",
+	opDeleteSchedule:     "delete_schedule",
+	opClaimNotifications: "claim_notifications",
+	opRecordDeliveries:   "record_deliveries",
 }

@@ -40,6 +40,9 @@ const (
 	// QueueServiceResumeQueueProcedure is the fully-qualified name of the QueueService's ResumeQueue
 	// RPC.
 	QueueServiceResumeQueueProcedure = "/spool.v1.QueueService/ResumeQueue"
+	// QueueServiceConfigureQueueProcedure is the fully-qualified name of the QueueService's
+	// ConfigureQueue RPC.
+	QueueServiceConfigureQueueProcedure = "/spool.v1.QueueService/ConfigureQueue"
 )
 
 // QueueServiceClient is a client for the spool.v1.QueueService service.
@@ -55,6 +58,9 @@ type QueueServiceClient interface {
 	// ResumeQueue lets workers take the queue's jobs again; NotFound as
 	// PauseQueue.
 	ResumeQueue(context.Context, *connect.Request[v1.ResumeQueueRequest]) (*connect.Response[v1.ResumeQueueResponse], error)
+	// ConfigureQueue sets a queue's limits, for every server sharing the
+	// store. A queue no job names yet may be configured.
+	ConfigureQueue(context.Context, *connect.Request[v1.ConfigureQueueRequest]) (*connect.Response[v1.ConfigureQueueResponse], error)
 }
 
 // NewQueueServiceClient constructs a client for the spool.v1.QueueService service. By default, it
@@ -87,14 +93,21 @@ func NewQueueServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(queueServiceMethods.ByName("ResumeQueue")),
 			connect.WithClientOptions(opts...),
 		),
+		configureQueue: connect.NewClient[v1.ConfigureQueueRequest, v1.ConfigureQueueResponse](
+			httpClient,
+			baseURL+QueueServiceConfigureQueueProcedure,
+			connect.WithSchema(queueServiceMethods.ByName("ConfigureQueue")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // queueServiceClient implements QueueServiceClient.
 type queueServiceClient struct {
-	listQueues  *connect.Client[v1.ListQueuesRequest, v1.ListQueuesResponse]
-	pauseQueue  *connect.Client[v1.PauseQueueRequest, v1.PauseQueueResponse]
-	resumeQueue *connect.Client[v1.ResumeQueueRequest, v1.ResumeQueueResponse]
+	listQueues     *connect.Client[v1.ListQueuesRequest, v1.ListQueuesResponse]
+	pauseQueue     *connect.Client[v1.PauseQueueRequest, v1.PauseQueueResponse]
+	resumeQueue    *connect.Client[v1.ResumeQueueRequest, v1.ResumeQueueResponse]
+	configureQueue *connect.Client[v1.ConfigureQueueRequest, v1.ConfigureQueueResponse]
 }
 
 // ListQueues calls spool.v1.QueueService.ListQueues.
@@ -112,6 +125,11 @@ func (c *queueServiceClient) ResumeQueue(ctx context.Context, req *connect.Reque
 	return c.resumeQueue.CallUnary(ctx, req)
 }
 
+// ConfigureQueue calls spool.v1.QueueService.ConfigureQueue.
+func (c *queueServiceClient) ConfigureQueue(ctx context.Context, req *connect.Request[v1.ConfigureQueueRequest]) (*connect.Response[v1.ConfigureQueueResponse], error) {
+	return c.configureQueue.CallUnary(ctx, req)
+}
+
 // QueueServiceHandler is an implementation of the spool.v1.QueueService service.
 type QueueServiceHandler interface {
 	// ListQueues returns every queue, by name, with what waits and runs in it.
@@ -125,6 +143,9 @@ type QueueServiceHandler interface {
 	// ResumeQueue lets workers take the queue's jobs again; NotFound as
 	// PauseQueue.
 	ResumeQueue(context.Context, *connect.Request[v1.ResumeQueueRequest]) (*connect.Response[v1.ResumeQueueResponse], error)
+	// ConfigureQueue sets a queue's limits, for every server sharing the
+	// store. A queue no job names yet may be configured.
+	ConfigureQueue(context.Context, *connect.Request[v1.ConfigureQueueRequest]) (*connect.Response[v1.ConfigureQueueResponse], error)
 }
 
 // NewQueueServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -153,6 +174,12 @@ func NewQueueServiceHandler(svc QueueServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(queueServiceMethods.ByName("ResumeQueue")),
 		connect.WithHandlerOptions(opts...),
 	)
+	queueServiceConfigureQueueHandler := connect.NewUnaryHandler(
+		QueueServiceConfigureQueueProcedure,
+		svc.ConfigureQueue,
+		connect.WithSchema(queueServiceMethods.ByName("ConfigureQueue")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/spool.v1.QueueService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueueServiceListQueuesProcedure:
@@ -161,6 +188,8 @@ func NewQueueServiceHandler(svc QueueServiceHandler, opts ...connect.HandlerOpti
 			queueServicePauseQueueHandler.ServeHTTP(w, r)
 		case QueueServiceResumeQueueProcedure:
 			queueServiceResumeQueueHandler.ServeHTTP(w, r)
+		case QueueServiceConfigureQueueProcedure:
+			queueServiceConfigureQueueHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -180,4 +209,8 @@ func (UnimplementedQueueServiceHandler) PauseQueue(context.Context, *connect.Req
 
 func (UnimplementedQueueServiceHandler) ResumeQueue(context.Context, *connect.Request[v1.ResumeQueueRequest]) (*connect.Response[v1.ResumeQueueResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.QueueService.ResumeQueue is not implemented"))
+}
+
+func (UnimplementedQueueServiceHandler) ConfigureQueue(context.Context, *connect.Request[v1.ConfigureQueueRequest]) (*connect.Response[v1.ConfigureQueueResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("spool.v1.QueueService.ConfigureQueue is not implemented"))
 }

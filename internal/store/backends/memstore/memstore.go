@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/events"
 	"github.com/spool-run/spool/internal/notify"
 	"github.com/spool-run/spool/internal/store"
@@ -43,6 +44,10 @@ type Store struct {
 	polls   storekit.Polls
 	// paused holds the paused queues and when each was paused.
 	paused map[string]time.Time
+	// maxRunning holds the queues' limits on running jobs.
+	maxRunning map[string]int32
+	// schedules holds the schedules by name.
+	schedules map[string]*spoolv1.Schedule
 	// swept is when leases were last swept (store.Sweep).
 	swept time.Time
 }
@@ -105,8 +110,18 @@ func (s *Store) Enqueue(_ context.Context, nj store.NewJob) (*spoolv1.Job, bool,
 			return s.view(s.jobs[id]), false, nil
 		}
 	}
+	for _, id := range nj.After {
+		if _, ok := s.jobs[id]; !ok {
+			return nil, false, store.AfterNotFound(id)
+		}
+	}
 	rec := s.insert(storekit.NewJobRecord(nj, storekit.Now()))
 	rec.secrets = bytes.Clone(nj.Secrets)
+	for _, id := range nj.After {
+		if storekit.AddFollower(s.jobs[id].job, rec.job.JobId) {
+			s.hub.Notify(jobKey(id))
+		}
+	}
 	if nj.RequestID != "" {
 		s.byReq[nj.RequestID] = rec.job.JobId
 	}
@@ -211,8 +226,8 @@ func (s *Store) Cancel(_ context.Context, id, reason string) (*spoolv1.Job, erro
 	}
 	now := storekit.Now()
 	switch r.job.State {
-	case spoolv1.JobState_JOB_STATE_QUEUED:
-		s.finish(r, spoolv1.JobState_JOB_STATE_CANCELLED, storekit.CancelledResult(reason, now), now)
+	case spoolv1.JobState_JOB_STATE_QUEUED, spoolv1.JobState_JOB_STATE_SCHEDULED:
+		s.settle(r, storekit.CancelBeforeStart(reason, now), now)
 	case spoolv1.JobState_JOB_STATE_RUNNING:
 		if !r.job.CancelRequested {
 			r.job.CancelRequested = true
@@ -253,12 +268,6 @@ func (s *Store) edit(id string, fn func(*spoolv1.Job) bool) (*spoolv1.Job, error
 	return s.view(r), nil
 }
 
-// finish makes a job final. Callers decide about the lease handle: kept
-// after Complete so a repeat is recognised, cleared otherwise.
-func (s *Store) finish(r *record, st spoolv1.JobState, res *spoolv1.JobResult, now time.Time) {
-	s.settle(r, storekit.Outcome{State: st, Result: res}, now)
-}
-
 // settle applies a lease's outcome; a job queued again wakes the queue.
 func (s *Store) settle(r *record, o storekit.Outcome, now time.Time) {
 	o.Apply(r.job, now)
@@ -275,25 +284,35 @@ func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.
 	})
 }
 
-// lease takes up to req.Max ready jobs, oldest first.
+// lease takes up to req.Max ready jobs, highest priority first, then
+// oldest first, as many as the queue's max_running leaves room for.
 func (s *Store) lease(req store.DequeueRequest) []store.Lease {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := storekit.Now()
 	var ready []*record
+	running := 0
 	for _, r := range s.jobs {
 		if r.job.Queue != req.Queue {
 			continue
 		}
-		if r.job.State == spoolv1.JobState_JOB_STATE_QUEUED && storekit.Ready(r.job, now) {
+		if storekit.Ready(r.job, now) {
 			ready = append(ready, r)
 		}
+		if r.job.State == spoolv1.JobState_JOB_STATE_RUNNING {
+			running++
+		}
+	}
+	n := store.DequeueLimit(req.Max)
+	if limit := int(s.maxRunning[req.Queue]); limit > 0 {
+		n = max(0, min(n, limit-running))
 	}
 	slices.SortFunc(ready, func(a, b *record) int {
-		return cmp.Or(a.job.CreatedAt.AsTime().Compare(b.job.CreatedAt.AsTime()), cmp.Compare(a.job.JobId, b.job.JobId))
+		return cmp.Or(cmp.Compare(a.job.Priority, b.job.Priority),
+			a.job.CreatedAt.AsTime().Compare(b.job.CreatedAt.AsTime()), cmp.Compare(a.job.JobId, b.job.JobId))
 	})
 	var out []store.Lease
-	for _, r := range ready[:min(len(ready), store.DequeueLimit(req.Max))] {
+	for _, r := range ready[:min(len(ready), n)] {
 		r.job.State = spoolv1.JobState_JOB_STATE_RUNNING
 		r.job.Attempt++
 		r.job.UpdatedAt = timestamppb.New(now)
@@ -371,7 +390,7 @@ func (s *Store) Complete(_ context.Context, ref store.LeaseRef, res *spoolv1.Job
 	}
 	now := storekit.Now()
 	o := storekit.Completed(r.job, res, ref.Attempt, now)
-	if o.State == spoolv1.JobState_JOB_STATE_QUEUED {
+	if !convert.State(o.State).IsFinal() {
 		r.leaseID = "" // a retry: the next attempt gets a lease of its own
 	}
 	s.settle(r, o, now)

@@ -29,11 +29,16 @@ func (s *Store) QueueStats(_ context.Context, since time.Time) ([]store.QueueSta
 		q := get(name)
 		q.Paused, q.PausedAt = true, at
 	}
+	for name, n := range s.maxRunning {
+		get(name).MaxRunning = n
+	}
 	for _, r := range s.created {
 		j := r.job
 		q := get(j.Queue)
 		ended := !endedAt(j).Before(since)
 		switch j.State {
+		case spoolv1.JobState_JOB_STATE_SCHEDULED:
+			q.Scheduled++
 		case spoolv1.JobState_JOB_STATE_QUEUED:
 			q.Queued++
 			if c := j.CreatedAt.AsTime(); q.OldestQueued.IsZero() || c.Before(q.OldestQueued) {
