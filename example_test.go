@@ -27,7 +27,29 @@ func ExampleParseStates() {
 
 func ExampleStates() {
 	fmt.Println(spool.States())
-	// Output: [queued running succeeded failed cancelled]
+	// Output: [scheduled queued running succeeded failed cancelled]
+}
+
+// A delayed job, or one waiting for others, is scheduled: live, not
+// final.
+func ExampleState_IsFinal() {
+	fmt.Println(spool.Scheduled, spool.Scheduled.IsFinal(), spool.Cancelled.IsFinal())
+	// Output: scheduled false true
+}
+
+// A schedule's policies are named as the command line names them, and
+// the wire's names are read too.
+func ExampleParseMissed() {
+	m, err := spool.ParseMissed("MISSED_RUN_ONCE")
+	fmt.Println(m, m == spool.MissedRunOnce, err)
+	o, _ := spool.ParseOverlap("Skip")
+	fmt.Println(o)
+	_, err = spool.ParseOverlap("never")
+	fmt.Println(err)
+	// Output:
+	// run-once true <nil>
+	// skip
+	// invalid argument: "never" is not an overlap policy; use allow, skip
 }
 
 func ExampleParseRole() {

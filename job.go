@@ -51,9 +51,33 @@ type Job struct {
 	// LeaseExpiresAt is, while the job runs, when its lease runs out unless
 	// its worker extends it.
 	LeaseExpiresAt time.Time
-	// RunAfter is, while the job waits after a retried failure, the time
-	// before which no worker gets it.
+	// RunAfter is, while the job is Scheduled, the time it is queued at:
+	// the time a delayed job was submitted for, or the end of a retry's
+	// backoff.
 	RunAfter time.Time
+	// Priority is 1 (first) to 4: of a queue's queued jobs, workers are
+	// handed the highest priority first, the oldest first within one. 2
+	// unless the job asked for another.
+	Priority int
+	// After are the jobs this one runs after: it stays Scheduled until
+	// every one of them succeeded, and is cancelled when one fails or is
+	// cancelled.
+	After []string
+	// Followers are the jobs that run after this one (their After names
+	// it), oldest first.
+	Followers []string
+	// Schedule is the schedule whose tick created the job, if any.
+	Schedule string
+	// Notify are the URLs told when the job ends, its own and its
+	// queue's: each is POSTed a signed JSON document.
+	Notify []string
+	// Deliveries are the POSTs made to Notify's URLs for the job's end,
+	// oldest first (the newest 50 are kept).
+	Deliveries []Delivery
+	// NotifyDue is, while a delivery is owed, when it is next tried; zero
+	// when none is (no Notify URLs, not final yet, or every URL answered
+	// or was given up on).
+	NotifyDue time.Time
 	// LastSequence is the sequence of the last stored event (0: none).
 	LastSequence int64
 	// LineCount is the number of output lines stored so far.
@@ -168,4 +192,28 @@ type Result struct {
 	// Output is the JSON document the job left in $SPOOL_RESULT (a scatter
 	// batch's result), or nil.
 	Output json.RawMessage
+}
+
+// Delivery is one POST of a job's end to one of its Notify URLs.
+type Delivery struct {
+	// ID is the same for every try of one URL for one end (the
+	// Spool-Delivery header): a receiver drops a repeat by it.
+	ID  string
+	URL string
+	// Try counts the tries of the URL, from 1.
+	Try int
+	At  time.Time
+	// Status is the HTTP status the receiver answered (0 when it gave
+	// none: Error says why).
+	Status int
+	// Error says what went wrong: a refused connection, a timeout, a
+	// status other than 2xx. Empty when it was delivered.
+	Error string
+	// Took is how long the receiver took to answer.
+	Took time.Duration
+	// Delivered: it answered 2xx, so the URL is told.
+	Delivered bool
+	// GivenUp: the last try; the URL failed for a day and is told no
+	// more.
+	GivenUp bool
 }

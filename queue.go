@@ -9,10 +9,15 @@ type Queue struct {
 	// Paused: workers take none of its jobs; PausedAt says since when.
 	Paused   bool
 	PausedAt time.Time
-	// Queued counts the jobs waiting, including those waiting out a retry's
-	// backoff; Running those leased.
-	Queued  int
-	Running int
+	// Scheduled counts the jobs waiting for their time (a delay, a
+	// retry's backoff) or for other jobs; Queued those waiting for a
+	// worker; Running those leased.
+	Scheduled int
+	Queued    int
+	Running   int
+	// MaxRunning is the most of its jobs that run at once, across every
+	// worker and server (0: no limit).
+	MaxRunning int
 	// Succeeded, Failed and Cancelled count the jobs that ended within the
 	// recent window the listing names.
 	Succeeded int

@@ -5,14 +5,15 @@ import (
 	"strings"
 )
 
-// State is where a job is in its life. Queued and Running are live; the
-// other three are final. The zero State is no state at all ("unspecified").
+// State is where a job is in its life. Scheduled, Queued and Running are
+// live; the other three are final. The zero State is no state at all
+// ("unspecified").
 type State uint8
 
-// The job states, in the order of a job's life.
+// The job states. Their values are the wire's, which added Scheduled
+// last; States lists them in the order of a job's life.
 const (
-	// Queued: waiting for a worker to lease it (also after a lost lease,
-	// or while waiting out a retry's backoff).
+	// Queued: waiting for a worker to lease it (also after a lost lease).
 	Queued State = iota + 1
 	// Running: leased by a worker, which keeps the lease alive with
 	// heartbeats.
@@ -22,15 +23,22 @@ const (
 	// Failed: the command exited non-zero, could not start, timed out, or
 	// every attempt lost its lease. The job's result says which.
 	Failed
-	// Cancelled: cancelled before or while it ran.
+	// Cancelled: cancelled before or while it ran, or because a job it
+	// runs after (Job.After) failed or was cancelled.
 	Cancelled
+	// Scheduled: waiting for its time (Job.RunAfter: a delayed job, or a
+	// retry's backoff) or for the jobs it runs after (Job.After) to
+	// succeed. No worker is handed it; it becomes Queued once both are
+	// done.
+	Scheduled
 )
 
-var stateNames = [...]string{"unspecified", "queued", "running", "succeeded", "failed", "cancelled"}
+var stateNames = [...]string{"unspecified", "queued", "running", "succeeded", "failed", "cancelled", "scheduled"}
 
-// States returns the job states in the order of a job's life: queued and
-// running are live, the other three final. The slice is the caller's.
-func States() []State { return []State{Queued, Running, Succeeded, Failed, Cancelled} }
+// States returns the job states in the order of a job's life: scheduled,
+// queued and running are live, the other three final. The slice is the
+// caller's.
+func States() []State { return []State{Scheduled, Queued, Running, Succeeded, Failed, Cancelled} }
 
 // String is the state's short lower-case name ("running"), the one the
 // command line, the REST API and the logs use.

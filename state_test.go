@@ -40,7 +40,7 @@ func TestNamesRoundTrip(t *testing.T) {
 // A name that is no state is an invalid argument that names the choices.
 func TestParseStateRefuses(t *testing.T) {
 	_, err := ParseStates("queued,done")
-	if !errors.Is(err, ErrInvalidArgument) || err.Error() != `invalid argument: "done" is not a job state; use queued, running, succeeded, failed, cancelled` {
+	if !errors.Is(err, ErrInvalidArgument) || err.Error() != `invalid argument: "done" is not a job state; use scheduled, queued, running, succeeded, failed, cancelled` {
 		t.Fatalf("err = %v", err)
 	}
 	var s State
@@ -54,7 +54,7 @@ func TestListsAreFresh(t *testing.T) {
 	States()[0] = Cancelled
 	Roles()[0] = RoleIngest
 	Kinds()[0] = nil
-	if States()[0] != Queued || Roles()[0] != RoleAdmin || Kinds()[0] != ErrInvalidArgument {
+	if States()[0] != Scheduled || Roles()[0] != RoleAdmin || Kinds()[0] != ErrInvalidArgument {
 		t.Fatal("a caller changed a list for everyone")
 	}
 }

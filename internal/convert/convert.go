@@ -71,6 +71,8 @@ func Job(j *spoolv1.Job) *spool.Job {
 		LeaseExpiresAt: timeOf(j.GetLeaseExpiresAt()), RunAfter: timeOf(j.GetRunAfter()),
 		LastSequence: j.GetLastSequence(), LineCount: j.GetLineCount(), Notes: j.GetNotes(),
 		RerunOf: j.GetRerunOf(), Reruns: j.GetReruns(),
+		Priority: int(j.GetPriority()), After: j.GetAfter(), Followers: j.GetFollowers(), Schedule: j.GetSchedule(),
+		Notify: j.GetNotify(), Deliveries: deliveries(j.GetDeliveries()), NotifyDue: timeOf(j.GetNotifyDue()),
 	}
 }
 
@@ -98,7 +100,33 @@ func JobProto(j *spool.Job) *spoolv1.Job {
 		LeaseExpiresAt: stamp(j.LeaseExpiresAt), RunAfter: stamp(j.RunAfter),
 		LastSequence: j.LastSequence, LineCount: j.LineCount, Notes: j.Notes,
 		RerunOf: j.RerunOf, Reruns: j.Reruns,
+		Priority: int32(j.Priority), After: j.After, Followers: j.Followers, Schedule: j.Schedule,
+		Notify: j.Notify, Deliveries: deliveriesProto(j.Deliveries), NotifyDue: stamp(j.NotifyDue),
 	}
+}
+
+func deliveries(ds []*spoolv1.Delivery) []spool.Delivery {
+	if ds == nil {
+		return nil
+	}
+	out := make([]spool.Delivery, len(ds))
+	for i, d := range ds {
+		out[i] = spool.Delivery{ID: d.GetDeliveryId(), URL: d.GetUrl(), Try: int(d.GetTry()), At: timeOf(d.GetAt()),
+			Status: int(d.GetStatus()), Error: d.GetError(), Took: durationOf(d.GetTook()), Delivered: d.GetDelivered(), GivenUp: d.GetGivenUp()}
+	}
+	return out
+}
+
+func deliveriesProto(ds []spool.Delivery) []*spoolv1.Delivery {
+	if ds == nil {
+		return nil
+	}
+	out := make([]*spoolv1.Delivery, len(ds))
+	for i, d := range ds {
+		out[i] = &spoolv1.Delivery{DeliveryId: d.ID, Url: d.URL, Try: int32(d.Try), At: stamp(d.At),
+			Status: int32(d.Status), Error: d.Error, Took: durationProto(d.Took), Delivered: d.Delivered, GivenUp: d.GivenUp}
+	}
+	return out
 }
 
 // Params is what a job runs, p.
@@ -206,7 +234,7 @@ func Queue(q *spoolv1.Queue) *spool.Queue {
 		return nil
 	}
 	out := &spool.Queue{Name: q.GetName(), Paused: q.GetPaused(), PausedAt: timeOf(q.GetPausedAt()),
-		Queued: int(q.GetQueued()), Running: int(q.GetRunning()), Succeeded: int(q.GetSucceeded()), Failed: int(q.GetFailed()),
+		Scheduled: int(q.GetScheduled()), MaxRunning: int(q.GetMaxRunning()), Queued: int(q.GetQueued()), Running: int(q.GetRunning()), Succeeded: int(q.GetSucceeded()), Failed: int(q.GetFailed()),
 		Cancelled: int(q.GetCancelled()), OldestQueuedAt: timeOf(q.GetOldestQueuedAt()), Workers: int(q.GetWorkers())}
 	for _, m := range q.GetEndedPerMinute() {
 		out.EndedPerMinute = append(out.EndedPerMinute, spool.EndedMinute{Minute: timeOf(m.GetMinute()),
@@ -230,7 +258,7 @@ func QueueProto(q *spool.Queue) *spoolv1.Queue {
 		return nil
 	}
 	out := &spoolv1.Queue{Name: q.Name, Paused: q.Paused, PausedAt: stamp(q.PausedAt),
-		Queued: int64(q.Queued), Running: int64(q.Running), Succeeded: int64(q.Succeeded), Failed: int64(q.Failed),
+		Scheduled: int64(q.Scheduled), MaxRunning: int32(q.MaxRunning), Queued: int64(q.Queued), Running: int64(q.Running), Succeeded: int64(q.Succeeded), Failed: int64(q.Failed),
 		Cancelled: int64(q.Cancelled), OldestQueuedAt: stamp(q.OldestQueuedAt), Workers: int32(q.Workers)}
 	for _, m := range q.EndedPerMinute {
 		out.EndedPerMinute = append(out.EndedPerMinute, &spoolv1.EndedMinute{Minute: stamp(m.Minute),
@@ -271,6 +299,14 @@ func stamp(t time.Time) *timestamppb.Timestamp {
 		return nil
 	}
 	return timestamppb.New(t)
+}
+
+// durationProto is d, or unset for 0.
+func durationProto(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
 }
 
 // durationOf is d, or 0 when d is unset.

@@ -32,6 +32,10 @@ func TestEnumsMatchTheWire(t *testing.T) {
 	}
 	check("job state", spoolv1.JobState_name, "JOB_STATE_", func(n int32) string { return State(spoolv1.JobState(n)).String() })
 	check("role", spoolv1.KeyRole_name, "KEY_ROLE_", func(n int32) string { return Role(spoolv1.KeyRole(n)).String() })
+	check("overlap", spoolv1.Overlap_name, "OVERLAP_", func(n int32) string { return Overlap(spoolv1.Overlap(n)).String() })
+	check("missed", spoolv1.Missed_name, "MISSED_", func(n int32) string {
+		return strings.ReplaceAll(Missed(spoolv1.Missed(n)).String(), "-", "_")
+	})
 	check("scatter state", spoolv1.ScatterState_name, "SCATTER_STATE_", func(n int32) string { return ScatterState(spoolv1.ScatterState(n)).String() })
 	check("stream", spoolv1.StreamType_name, "STREAM_TYPE_", func(n int32) string {
 		if n == 0 {
@@ -80,6 +84,10 @@ func fullJob() *spoolv1.Job {
 		Result:       &spoolv1.JobResult{ExitCode: -1, Error: "e", StartedAt: ts(6), FinishedAt: ts(7), Attempt: 2, Output: `[1]`},
 		LastSequence: 10, LineCount: 8, Retries: 3, RetriedAttempts: 1, ReleasedAttempts: 4, CancelReason: "c",
 		Notes: []string{"n"}, RerunOf: "j0", Reruns: []string{"j2", "j3"},
+		Priority: 1, After: []string{"a1", "a2"}, Followers: []string{"f1"}, Schedule: "nightly",
+		Notify: []string{"https://example.com/hook"}, NotifyDue: ts(8),
+		Deliveries: []*spoolv1.Delivery{{DeliveryId: "d1", Url: "https://example.com/hook", Try: 2, At: ts(9), Status: 500,
+			Error: "500 Internal Server Error", Took: durationpb.New(30 * time.Millisecond), Delivered: true, GivenUp: true}},
 	}
 }
 
@@ -94,7 +102,7 @@ func TestRoundTrip(t *testing.T) {
 			MaxConcurrency: 4, ToleratedFailureCount: &count, ToleratedFailurePercentage: &pct, Gather: fullJob().GetParams()},
 	}
 	batches := []*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1, ItemCount: 2}}
-	q := &spoolv1.Queue{Name: "q", Paused: true, PausedAt: ts(1), Queued: 1, Running: 2, Succeeded: 3, Failed: 4, Cancelled: 5, OldestQueuedAt: ts(2), Workers: 6,
+	q := &spoolv1.Queue{Name: "q", Paused: true, PausedAt: ts(1), Scheduled: 7, MaxRunning: 8, Queued: 1, Running: 2, Succeeded: 3, Failed: 4, Cancelled: 5, OldestQueuedAt: ts(2), Workers: 6,
 		EndedPerMinute: []*spoolv1.EndedMinute{{Minute: ts(60), Succeeded: 3, Failed: 1, Cancelled: 2}, {Minute: ts(120)}}}
 	k := &spoolv1.Key{Name: "k", Role: spoolv1.KeyRole_KEY_ROLE_WORKER, Queues: []string{"q"}, CreatedAt: ts(1), LastUsedAt: ts(2), RevokedAt: ts(3)}
 	pairs := []struct {
@@ -107,6 +115,7 @@ func TestRoundTrip(t *testing.T) {
 		{"scatter", sc, ScatterProto(Scatter(sc)), true},
 		{"queue", q, QueueProto(Queue(q)), true},
 		{"key", k, KeyProto(Key(k)), true},
+		{"schedule", fullSchedule(), ScheduleProto(Schedule(fullSchedule())), false},
 	}
 	for _, p := range pairs {
 		if !proto.Equal(p.in, p.out) {
@@ -121,6 +130,33 @@ func TestRoundTrip(t *testing.T) {
 		if !proto.Equal(batches[i], back[i]) {
 			t.Errorf("batch %d changed on a round trip:\nsent %s\nback %s", i, prototext.Format(batches[i]), prototext.Format(back[i]))
 		}
+	}
+}
+
+// fullSchedule sets every field of a schedule, and of its job template
+// what a tick uses.
+func fullSchedule() *spoolv1.Schedule {
+	return &spoolv1.Schedule{
+		Name: "nightly", Cron: "0 3 * * *", Timezone: "Europe/Paris",
+		Job: &spoolv1.EnqueueJobRequest{Queue: "q", Params: fullJob().GetParams(), Priority: 3, Retries: 2, MaxAttempts: 4,
+			Notify: []string{"https://example.com/hook"}},
+		Overlap: spoolv1.Overlap_OVERLAP_SKIP, Missed: spoolv1.Missed_MISSED_SKIP, Paused: true,
+		CreatedAt: ts(1), UpdatedAt: ts(2), LastTickAt: ts(3), LastJobId: "j9", NextTickAt: ts(4), Revision: 5,
+	}
+}
+
+// Every field of a schedule is converted, its job template apart (the
+// round trip compares what of it a tick uses).
+func TestSchedulePopulated(t *testing.T) {
+	m := fullSchedule().ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		if fd := fields.Get(i); !m.Has(fd) {
+			t.Errorf("the schedule fixture leaves %s unset", fd.FullName())
+		}
+	}
+	if Schedule(nil) != nil || ScheduleProto(nil) != nil {
+		t.Fatal("a nil schedule does not stay nil")
 	}
 }
 

@@ -44,6 +44,10 @@ func fullJob() *spoolv1.Job {
 		LastSequence: 120, LineCount: 117, Retries: 2, RetriedAttempts: 1, ReleasedAttempts: 1,
 		CancelReason: "enough", Notes: []string{"retried after exit 1", "output lost"},
 		RerunOf: "0199aaaa-0000-7000-8000-000000000000", Reruns: []string{"0199aaaa-0000-7000-8000-000000000002"},
+		Priority: 1, After: []string{"0199aaaa-0000-7000-8000-00000000000a"}, Followers: []string{"0199aaaa-0000-7000-8000-00000000000b"},
+		Schedule: "nightly", Notify: []string{"https://example.com/hook"}, NotifyDue: at(70),
+		Deliveries: []*spoolv1.Delivery{{DeliveryId: "d-1", Url: "https://example.com/hook", Try: 1, At: at(10), Status: 503,
+			Error: "503 Service Unavailable", Took: durationpb.New(120 * time.Millisecond)}},
 	}
 }
 
@@ -71,13 +75,14 @@ func fullScatter() *spoolv1.Scatter {
 // goldenViews are what the REST API and --json print for the jobs, scatters
 // and queues above, as they come from the wire, keyed by their golden file.
 // The files were written when the views still read the wire's messages
-// themselves: these views of spool's types must print them byte for byte.
+// themselves: these views of spool's types must print them byte for byte
+// (fields added since are added to the files).
 func goldenViews() map[string]any {
 	plainScatter := proto.Clone(fullScatter()).(*spoolv1.Scatter)
 	plainScatter.Spec.BatchInput, plainScatter.Spec.Gather = "", nil
 	plainScatter.Spec.ToleratedFailureCount, plainScatter.Spec.ToleratedFailurePercentage = nil, nil
 	queues := []*spool.Queue{
-		convert.Queue(&spoolv1.Queue{Name: "builds", Paused: true, PausedAt: at(4), Queued: 7, Running: 2, Succeeded: 30, Failed: 3, Cancelled: 1, OldestQueuedAt: at(1), Workers: 4}),
+		convert.Queue(&spoolv1.Queue{Name: "builds", Paused: true, PausedAt: at(4), Scheduled: 5, MaxRunning: 3, Queued: 7, Running: 2, Succeeded: 30, Failed: 3, Cancelled: 1, OldestQueuedAt: at(1), Workers: 4}),
 		convert.Queue(&spoolv1.Queue{Name: "default"}),
 	}
 	return map[string]any{
@@ -86,6 +91,10 @@ func goldenViews() map[string]any {
 		"scatter.json": ScatterListView(convert.Scatters([]*spoolv1.Scatter{fullScatter(), plainScatter}), "next"),
 		"batches.json": ScatterBatchesView(convert.ScatterBatches([]*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1}}), 2),
 		"queues.json":  QueueListView(queues, time.Hour),
+		"schedules.json": ScheduleListView(convert.Schedules([]*spoolv1.Schedule{{Name: "nightly", Cron: "0 3 * * *", Timezone: "Europe/Paris",
+			Job:     &spoolv1.EnqueueJobRequest{Queue: "builds", Params: &spoolv1.JobParams{Argv: []string{"make", "nightly"}}, Priority: 3, Notify: []string{"https://example.com/hook"}},
+			Overlap: spoolv1.Overlap_OVERLAP_SKIP, CreatedAt: at(0), UpdatedAt: at(5), LastTickAt: at(4), LastJobId: "0199aaaa-0000-7000-8000-000000000001",
+			NextTickAt: at(86404), Revision: 3}})),
 	}
 }
 

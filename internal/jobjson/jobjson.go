@@ -28,23 +28,50 @@ type Job struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// RerunOf is the job this one runs again; Reruns the jobs that run
 	// this one again, oldest first.
-	RerunOf          string     `json:"rerun_of,omitempty"`
-	Reruns           []string   `json:"reruns,omitempty"`
-	Attempt          int32      `json:"attempt"`
-	MaxAttempts      int32      `json:"max_attempts"`
-	CancelRequested  bool       `json:"cancel_requested"`
-	LineCount        int64      `json:"line_count"`
-	LastSequence     int64      `json:"last_sequence"`
-	RequestID        string     `json:"request_id,omitempty"`
-	LeaseExpiresAt   time.Time  `json:"lease_expires_at,omitzero"`
-	Retries          int32      `json:"retries"`
-	RetriedAttempts  int32      `json:"retried_attempts"`
-	ReleasedAttempts int32      `json:"released_attempts"`
-	RunAfter         time.Time  `json:"run_after,omitzero"`
-	CancelReason     string     `json:"cancel_reason,omitempty"`
-	Notes            []string   `json:"notes,omitempty"`
-	Params           JobParams  `json:"params"`
-	Result           *JobResult `json:"result,omitempty"`
+	RerunOf          string    `json:"rerun_of,omitempty"`
+	Reruns           []string  `json:"reruns,omitempty"`
+	Attempt          int32     `json:"attempt"`
+	MaxAttempts      int32     `json:"max_attempts"`
+	CancelRequested  bool      `json:"cancel_requested"`
+	LineCount        int64     `json:"line_count"`
+	LastSequence     int64     `json:"last_sequence"`
+	RequestID        string    `json:"request_id,omitempty"`
+	LeaseExpiresAt   time.Time `json:"lease_expires_at,omitzero"`
+	Retries          int32     `json:"retries"`
+	RetriedAttempts  int32     `json:"retried_attempts"`
+	ReleasedAttempts int32     `json:"released_attempts"`
+	// RunAfter is, while the job is scheduled, when it is queued.
+	RunAfter time.Time `json:"run_after,omitzero"`
+	// Priority is 1 (first) to 4.
+	Priority int32 `json:"priority,omitempty"`
+	// After are the jobs this one runs after; Followers those that run
+	// after it.
+	After     []string `json:"after,omitempty"`
+	Followers []string `json:"followers,omitempty"`
+	// Schedule is the schedule whose tick made the job.
+	Schedule string `json:"schedule,omitempty"`
+	// Notify are the URLs told of the job's end; Deliveries each try to
+	// tell them, oldest first; NotifyDue when the next is due.
+	Notify       []string   `json:"notify,omitempty"`
+	Deliveries   []Delivery `json:"deliveries,omitempty"`
+	NotifyDue    time.Time  `json:"notify_due,omitzero"`
+	CancelReason string     `json:"cancel_reason,omitempty"`
+	Notes        []string   `json:"notes,omitempty"`
+	Params       JobParams  `json:"params"`
+	Result       *JobResult `json:"result,omitempty"`
+}
+
+// Delivery is one POST of a job's end to one of its notify URLs.
+type Delivery struct {
+	DeliveryID  string    `json:"delivery_id"`
+	URL         string    `json:"url"`
+	Try         int32     `json:"try"`
+	At          time.Time `json:"at"`
+	Status      int32     `json:"status"`
+	Error       string    `json:"error,omitempty"`
+	TookSeconds float64   `json:"took_seconds"`
+	Delivered   bool      `json:"delivered"`
+	GivenUp     bool      `json:"given_up,omitempty"`
 }
 
 // JobParams is what a job runs.
@@ -133,6 +160,12 @@ func View(j *spool.Job) Job {
 		RetriedAttempts:  int32(j.RetriedAttempts),
 		ReleasedAttempts: int32(j.ReleasedAttempts),
 		RunAfter:         utc(j.RunAfter),
+		Priority:         int32(j.Priority),
+		After:            j.After,
+		Followers:        j.Followers,
+		Schedule:         j.Schedule,
+		Notify:           j.Notify,
+		NotifyDue:        utc(j.NotifyDue),
 		CancelReason:     j.CancelReason,
 		Notes:            j.Notes,
 		MaxAttempts:      int32(j.MaxAttempts),
@@ -145,6 +178,10 @@ func View(j *spool.Job) Job {
 	}
 	if p.External != nil {
 		v.Source = p.External.Source
+	}
+	for _, d := range j.Deliveries {
+		v.Deliveries = append(v.Deliveries, Delivery{DeliveryID: d.ID, URL: d.URL, Try: int32(d.Try), At: utc(d.At),
+			Status: int32(d.Status), Error: d.Error, TookSeconds: d.Took.Seconds(), Delivered: d.Delivered, GivenUp: d.GivenUp})
 	}
 	if r := j.Result; r != nil {
 		v.Result = &JobResult{

@@ -11,6 +11,7 @@ type Queue struct {
 	Name           string    `json:"name"`
 	Paused         bool      `json:"paused"`
 	PausedAt       time.Time `json:"paused_at,omitzero"`
+	Scheduled      int64     `json:"scheduled"`
 	Queued         int64     `json:"queued"`
 	Running        int64     `json:"running"`
 	Succeeded      int64     `json:"succeeded"`
@@ -18,6 +19,8 @@ type Queue struct {
 	Cancelled      int64     `json:"cancelled"`
 	OldestQueuedAt time.Time `json:"oldest_queued_at,omitzero"`
 	Workers        int32     `json:"workers"`
+	// MaxRunning is the most of its jobs that run at once (0: no limit).
+	MaxRunning int32 `json:"max_running"`
 	// EndedPerMinute is there only when the listing asked for it
 	// (?ended_per_minute=true): the last 60 minutes, oldest first.
 	EndedPerMinute []EndedMinute `json:"ended_per_minute,omitempty"`
@@ -41,7 +44,7 @@ type QueueList struct {
 // QueueView is queue q as JSON shows it.
 func QueueView(q *spool.Queue) Queue {
 	v := Queue{Name: q.Name, Paused: q.Paused, PausedAt: utc(q.PausedAt),
-		Queued: int64(q.Queued), Running: int64(q.Running), Succeeded: int64(q.Succeeded), Failed: int64(q.Failed),
+		Scheduled: int64(q.Scheduled), MaxRunning: int32(q.MaxRunning), Queued: int64(q.Queued), Running: int64(q.Running), Succeeded: int64(q.Succeeded), Failed: int64(q.Failed),
 		Cancelled: int64(q.Cancelled), OldestQueuedAt: utc(q.OldestQueuedAt), Workers: int32(q.Workers)}
 	for _, m := range q.EndedPerMinute {
 		v.EndedPerMinute = append(v.EndedPerMinute, EndedMinute{Minute: utc(m.Minute),
