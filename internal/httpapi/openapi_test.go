@@ -108,7 +108,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"ScatterBatches": jobjson.ScatterBatches{}, "CreateScatterRequest": httpapi.CreateScatterRequest{},
 		"EnqueueJobsRequest": httpapi.EnqueueJobsRequest{}, "EnqueueJob": httpapi.EnqueueJob{},
 		"EnqueueJobsResponse": httpapi.EnqueueJobsResponse{}, "EnqueueResult": httpapi.EnqueueResult{},
-		"Queue": jobjson.Queue{}, "QueueList": jobjson.QueueList{},
+		"Queue": jobjson.Queue{}, "QueueList": jobjson.QueueList{}, "Delivery": jobjson.Delivery{},
 		"IngestSummary": httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
 	} {
 		s, ok := doc.Comps.Schemas[name]
