@@ -7,8 +7,9 @@
 //	for line, err := range c.Lines(ctx, job.ID, client.StreamOptions{Follow: true}) { ... }
 //
 // Calls take parameters as structs (SubmitParams, ListParams,
-// ScatterParams, KeyParams) and return package spool's types: spool.Job,
-// spool.Event and spool.Line, spool.Queue, spool.Key, spool.Scatter.
+// ScatterParams, KeyParams, QueueConfig) and return package spool's types:
+// spool.Job, spool.Event and spool.Line, spool.Queue, spool.Key,
+// spool.Scatter, spool.Schedule.
 //
 // Every error a Client returns wraps one of package spool's error kinds, so
 // callers branch with errors.Is(err, spool.ErrNotFound) and friends.
@@ -36,6 +37,8 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/otelconnect"
 	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -65,6 +68,7 @@ type Client struct {
 	sc      spoolv1connect.ScatterServiceClient
 	ing     spoolv1connect.IngestServiceClient
 	qs      spoolv1connect.QueueServiceClient
+	sched   spoolv1connect.ScheduleServiceClient
 	url     string
 	log     *slog.Logger
 }
@@ -162,8 +166,9 @@ func New(cfg Config) (*Client, error) {
 	sc, _ := wire.DialScatters(cfg.URL, o)
 	ing, _ := wire.DialIngest(cfg.URL, o)
 	qs, _ := wire.DialQueues(cfg.URL, o)
+	sched, _ := wire.DialSchedules(cfg.URL, o)
 	base, _ := wire.BaseURL(cfg.URL)
-	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, url: base, log: log}, nil
+	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, url: base, log: log}, nil
 }
 
 // URL is the server's address.
@@ -224,6 +229,23 @@ type SubmitParams struct {
 	// only their names. Values are UTF-8 text of 4 bytes to 32 KiB; at
 	// most 100 secrets, 64 KiB in all. A job of a scatter has none.
 	Secrets map[string]string
+
+	// RunAt queues the job at this time, not before: until then it is
+	// spool.Scheduled. A time past is now; at most a year ahead.
+	RunAt time.Time
+	// RunIn queues the job this long after the server receives it (the
+	// server's clock decides, not the caller's). Not with RunAt.
+	RunIn time.Duration
+	// Priority is 1 (first) to 4 (0: 2): of a queue's queued jobs,
+	// workers are handed the highest priority first.
+	Priority int
+	// After are jobs that must succeed before this one is queued (at
+	// most 100, each existing): until then it is spool.Scheduled, and when
+	// one of them fails or is cancelled, so is this one.
+	After []string
+	// Notify are URLs (http or https, at most 5) POSTed a signed JSON
+	// document when the job ends, besides its queue's own.
+	Notify []string
 }
 
 // params is what the job runs, with the names of its secrets (their
@@ -250,8 +272,11 @@ func (c *Client) Submit(ctx context.Context, s SubmitParams) (job *spool.Job, de
 // request is the job's enqueue request, once what the wire cannot carry
 // is refused.
 func (s SubmitParams) request() (*spoolv1.EnqueueJobRequest, error) {
-	if err := errors.Join(fits("MaxAttempts", s.MaxAttempts), fits("Retries", s.Retries)); err != nil {
+	if err := errors.Join(fits("MaxAttempts", s.MaxAttempts), fits("Retries", s.Retries), fits("Priority", s.Priority)); err != nil {
 		return nil, err
+	}
+	if !s.RunAt.IsZero() && s.RunIn != 0 {
+		return nil, apierr.Invalid("give RunAt or RunIn, not both: RunAt is a time, RunIn a delay from when the server receives the job")
 	}
 	for name, v := range s.Secrets {
 		if !utf8.ValidString(v) {
@@ -262,6 +287,7 @@ func (s SubmitParams) request() (*spoolv1.EnqueueJobRequest, error) {
 	return &spoolv1.EnqueueJobRequest{
 		Queue: s.Queue, Params: convert.ParamsProto(s.params()), RequestId: s.RequestID, MaxAttempts: int32(s.MaxAttempts), Retries: int32(s.Retries),
 		RejectReason: s.RejectReason, Secrets: s.Secrets,
+		RunAt: stamp(s.RunAt), RunIn: delay(s.RunIn), Priority: int32(s.Priority), After: s.After, Notify: s.Notify,
 	}, nil
 }
 
@@ -358,6 +384,23 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) iter.Seq2[*spool.Job, e
 			}
 		}
 	}
+}
+
+// stamp is t on the wire, unset for the zero time.
+func stamp(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+// delay is d on the wire, unset for 0; a negative delay is sent for the
+// server to refuse.
+func delay(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
 }
 
 // fits refuses a number the wire carries in 32 bits and v does not fit

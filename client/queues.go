@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
@@ -53,4 +54,37 @@ func (c *Client) ResumeQueue(ctx context.Context, name string) (*spool.Queue, er
 		return nil, wrap(err)
 	}
 	return convert.Queue(resp.Msg.GetQueue()), nil
+}
+
+// QueueConfig is what ConfigureQueue changes of a queue. A nil field is
+// left as it is.
+type QueueConfig struct {
+	// MaxRunning is the most of the queue's jobs that run at once, across
+	// every worker and server (0: no limit; at most 10000). Lowering it
+	// stops no running job: no more start until fewer than it run.
+	MaxRunning *int
+}
+
+// ConfigureQueue changes a queue's settings for every server sharing the
+// store, and returns the queue as it is then. A queue no job names yet
+// may be configured. Needs a key that may pause the queue.
+func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg QueueConfig) (*spool.Queue, error) {
+	req := &spoolv1.ConfigureQueueRequest{Name: name}
+	if n := cfg.MaxRunning; n != nil {
+		if err := fits("MaxRunning", *n); err != nil {
+			return nil, err
+		}
+		req.MaxRunning = proto.Int32(int32(*n))
+	}
+	resp, err := c.qs.ConfigureQueue(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return convert.Queue(resp.Msg.GetQueue()), nil
+}
+
+// SetMaxRunning is ConfigureQueue of the queue's MaxRunning alone: at
+// most n of its jobs run at once (0: no limit).
+func (c *Client) SetMaxRunning(ctx context.Context, name string, n int) (*spool.Queue, error) {
+	return c.ConfigureQueue(ctx, name, QueueConfig{MaxRunning: &n})
 }

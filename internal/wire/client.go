@@ -93,6 +93,11 @@ func DialQueues(baseURL string, o Options) (spoolv1connect.QueueServiceClient, e
 	return dial(baseURL, o, spoolv1connect.NewQueueServiceClient)
 }
 
+// DialSchedules returns a ScheduleService client for baseURL.
+func DialSchedules(baseURL string, o Options) (spoolv1connect.ScheduleServiceClient, error) {
+	return dial(baseURL, o, spoolv1connect.NewScheduleServiceClient)
+}
+
 // dial makes a client of one of spool's services with newClient.
 func dial[T any](baseURL string, o Options, newClient func(connect.HTTPClient, string, ...connect.ClientOption) T) (T, error) {
 	hc, base, opts, err := connection(baseURL, o)
