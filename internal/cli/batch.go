@@ -34,7 +34,7 @@ const (
 
 // batchFlags are the flags of `spool submit` that say what a job runs:
 // with --batch, each job's line says it instead.
-var batchFlags = []string{"shell", "env", "workdir", "timeout", "repo", "ref", "retries", "max-attempts", "stdin", "pty", "follow", "flush-interval", "batch-lines"}
+var batchFlags = []string{"shell", "env", "workdir", "timeout", "repo", "ref", "retries", "max-attempts", "stdin", "pty", "follow", "flush-interval", "batch-lines", "at", "in", "after", "priority", "notify"}
 
 // batchLine is one line of a --batch file and what became of it.
 type batchLine struct {

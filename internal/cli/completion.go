@@ -83,7 +83,7 @@ const (
 
 // activeStates are the states a job can still be cancelled or waited for
 // in: Tab offers those jobs only, where a finished one would be useless.
-var activeStates = []spool.State{spool.Queued, spool.Running}
+var activeStates = []spool.State{spool.Scheduled, spool.Queued, spool.Running}
 
 // finalStates are the states a job can be rerun or deleted in.
 var finalStates = []spool.State{spool.Succeeded, spool.Failed, spool.Cancelled}

@@ -203,7 +203,7 @@ func (n *waitNotices) run(ctx context.Context) {
 			return
 		case f := <-n.failed:
 			job := n.settled(ctx, f.attempt)
-			if job == nil || job.State != spool.Queued || job.Attempt != f.attempt {
+			if job == nil || !waiting(job.State) || job.Attempt != f.attempt {
 				continue // it failed for good, or the next attempt has begun
 			}
 			wait := max(time.Until(job.RunAfter), 0)
@@ -215,12 +215,18 @@ func (n *waitNotices) run(ctx context.Context) {
 			told = false
 		case <-t.C:
 			job, err := n.c.Job(ctx, n.jobID)
-			if err != nil || job.State != spool.Queued {
+			if err != nil || !waiting(job.State) {
 				continue
 			}
 			if wait := time.Until(job.RunAfter); wait > 0 {
-				// Waiting out a retry's pause, not for a worker.
+				// Waiting for its time (a retry's pause, a delay), not
+				// for a worker.
 				t.Reset(wait + queuedNotice)
+				continue
+			}
+			if job.State == spool.Scheduled {
+				// Waiting for the jobs it runs after: look again later.
+				t.Reset(queuedNotice)
 				continue
 			}
 			if !told {
@@ -256,6 +262,9 @@ func (n *waitNotices) waiting(ctx context.Context, queue string) string {
 			case q.Name != queue:
 			case q.Paused:
 				return fmt.Sprintf("queue %s is paused: no worker takes its jobs until spool queues resume %s", queue, queue)
+			case q.MaxRunning > 0 && q.Running >= q.MaxRunning:
+				return fmt.Sprintf("waiting in queue %s: it runs at most %d at once, and %d run (spool queues set %s --max-running N changes it)",
+					queue, q.MaxRunning, q.Running, queue)
 			case q.Workers == 1:
 				return fmt.Sprintf("waiting in queue %s: its worker is busy (%s queued)", queue, count(int64(q.Queued), "job"))
 			case q.Workers > 1:
@@ -269,6 +278,10 @@ func (n *waitNotices) waiting(ctx context.Context, queue string) string {
 	}
 	return fmt.Sprintf("waiting for a worker on queue %s; start one with: %s", queue, start)
 }
+
+// waiting reports whether a job in state s waits to run: for a worker, or
+// for its time or other jobs first.
+func waiting(s spool.State) bool { return s == spool.Queued || s == spool.Scheduled }
 
 // in says when something d from now happens: "in 4s", "now".
 func in(d time.Duration) string {

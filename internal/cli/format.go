@@ -48,7 +48,7 @@ func ago(t time.Time, now time.Time) string {
 // now while it runs, to its end once final; "-" before it starts.
 func elapsed(j *spool.Job, now time.Time) string {
 	start := j.StartedAt
-	if start.IsZero() || j.State == spool.Queued {
+	if start.IsZero() || waiting(j.State) {
 		return "-"
 	}
 	end := now

@@ -34,6 +34,7 @@ func newJobsListCmd(e *env) *cobra.Command {
 		Short: "List jobs, newest first",
 		Example: `  spool jobs list
   spool jobs list -q builds --state running,queued
+  spool jobs list --state scheduled   # delayed, retrying after a pause, or waiting for other jobs
   spool jobs list --source '/aws/lambda/resize:2026/11/25/[$LATEST]0a1b'
   spool jobs list --limit 100 --json`,
 		Args: cobra.NoArgs,
@@ -43,7 +44,7 @@ func newJobsListCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&cfg.queue, "queue", "q", "", "only this queue")
 	cmd.Flags().StringVar(&cfg.source, "source", "", "only the external jobs of this source (a CloudWatch log group:stream, a shipper's source)")
-	stateFlag(cmd.Flags(), &cfg.states, "only these states (queued, running, succeeded, failed, cancelled)")
+	stateFlag(cmd.Flags(), &cfg.states, "only these states (scheduled, queued, running, succeeded, failed, cancelled)")
 	cmd.Flags().Int32Var(&cfg.limit, "limit", 20, "at most this many jobs (up to 1000)")
 	cmd.Flags().StringVar(&cfg.cursor, "cursor", "", "continue from a previous listing")
 	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print JSON")
@@ -126,7 +127,10 @@ func newJobsGetCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get JOB_ID",
 		Short: "Show one job (or, given a scatter's id, the scatter and its progress)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show one job: its state and command, what a scheduled job waits for (its
+time, the jobs it runs after), the jobs that run after it, its priority, the URLs
+told of its end and each delivery to them, and how it ended.`,
+		Args: cobra.ExactArgs(1),
 		// Tab offers jobs only: the scatters are in spool scatters list.
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -246,8 +250,26 @@ func printJob(e *env, j *spool.Job) {
 		row("Attempt", "%d (lost workers allowed: %d; retries: %d of %d used; handed back: %d)", j.Attempt, j.MaxAttempts,
 			j.RetriedAttempts, j.Retries, j.ReleasedAttempts)
 	}
-	if ra := j.RunAfter; !ra.IsZero() && j.State == spool.Queued {
-		row("Retry at", "%s", ra.Local().Format(time.TimeOnly))
+	if j.State == spool.Scheduled {
+		row("Waits", "%s", waitsFor(j, now))
+	}
+	if j.Priority != 0 {
+		row("Priority", "%d", j.Priority)
+	}
+	if len(j.After) > 0 {
+		row("Runs after", "%s", strings.Join(j.After, ", "))
+	}
+	if len(j.Followers) > 0 {
+		row("Followed by", "%s", strings.Join(j.Followers, ", "))
+	}
+	if j.Schedule != "" {
+		row("Schedule", "%s", j.Schedule)
+	}
+	if len(j.Notify) > 0 {
+		row("Notify", "%s", strings.Join(j.Notify, ", "))
+	}
+	if t := j.NotifyDue; !t.IsZero() {
+		row("Next delivery", "%s (%s)", when(t, now), in(t.Sub(now)))
 	}
 	row("Created", "%s (%s)", j.CreatedAt.Local().Format(time.DateTime), ago(j.CreatedAt, now))
 	if st := j.StartedAt; !st.IsZero() {
@@ -284,6 +306,34 @@ func printJob(e *env, j *spool.Job) {
 	for _, n := range j.Notes {
 		fmt.Fprintf(e.out, "Note: %s\n", n)
 	}
+	printDeliveries(e, j.Deliveries)
+}
+
+// printDeliveries lists each POST of a job's end to its notify URLs, as a
+// table under the job.
+func printDeliveries(e *env, ds []spool.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	fmt.Fprintln(e.out, "\nDeliveries:")
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tURL\tTRY\tSTATUS\tTOOK\tRESULT")
+	for _, d := range ds {
+		status, result := "-", "delivered"
+		if d.Status != 0 {
+			status = strconv.Itoa(d.Status)
+		}
+		switch {
+		case d.Delivered:
+		case d.GivenUp:
+			result = "given up: " + d.Error
+		default:
+			result = "failed: " + d.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", d.At.Local().Format(time.DateTime), d.URL, d.Try, status, duration(d.Took),
+			termview.Truncate(result, 120))
+	}
+	tw.Flush()
 }
 
 func newJobsRerunCmd(e *env) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/jobjson"
 )
@@ -80,6 +81,11 @@ func newSubmitCmd(e *env) *cobra.Command {
   spool submit --secret DEPLOY_TOKEN -- ./deploy.sh   # $DEPLOY_TOKEN, never shown
   spool submit --flush-interval 200ms -f -- ./build.sh   # output seen within 200ms
   spool submit --batch jobs.jsonl   # a job a line: {"argv": ["./resize.sh", "a.png"], "queue": "images"}
+  spool submit --in 10m -- ./cleanup.sh          # scheduled: queued in ten minutes
+  spool submit --at 2026-11-28T02:00:00Z -- ./backup.sh
+  spool submit --priority 1 -q builds -- make release   # ahead of the queue's priority-2 jobs
+  DEPLOY=$(spool submit --after "$BUILD" -- ./deploy.sh)   # waits for $BUILD to succeed
+  spool submit --notify https://ci.example.com/hooks/spool -- make test
 
 Two budgets: --retries runs a command that fails (non-zero exit, timeout)
 again, after 2 s, 4 s, 8 s...; --max-attempts bounds how often a job may
@@ -94,6 +100,8 @@ that stops gracefully hands its jobs back without using either.`,
 		},
 	}
 	cfg.spec.register(cmd)
+	cfg.extra.register(cmd)
+	cfg.when.register(cmd)
 	cmd.Flags().StringVar(&cfg.batch, "batch", "", batchHelp)
 	cfg.secrets.register(cmd)
 	cmd.Flags().StringVar(&cfg.stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
@@ -111,6 +119,8 @@ that stops gracefully hands its jobs back without using either.`,
 type submitConfig struct {
 	argv           []string
 	spec           submitFlags
+	extra          jobExtraFlags
+	when           whenFlags
 	secrets        secretFlags
 	asJSON, follow bool
 	pty            bool
@@ -135,6 +145,12 @@ func runSubmit(ctx context.Context, cfg submitConfig, e *env) error {
 	if s.Batching, err = cfg.batching.batching(); err != nil {
 		return err
 	}
+	if err := cfg.extra.apply(&s); err != nil {
+		return err
+	}
+	if err := cfg.when.apply(&s, time.Now(), func(msg string) { fmt.Fprintln(e.errOut, "spool: "+msg) }); err != nil {
+		return err
+	}
 	// The client tries a submit again when it finds the server
 	// away; a request id makes the repeat find the job the first
 	// try made. The user's, or one of our own.
@@ -157,6 +173,9 @@ func runSubmit(ctx context.Context, cfg submitConfig, e *env) error {
 		// stdout is the job's own output; its id goes with the
 		// other messages.
 		fmt.Fprintf(e.errOut, "spool: job %s; following its output (Ctrl-C stops following, not the job)\n", job.ID)
+		if job.State == spool.Scheduled {
+			fmt.Fprintf(e.errOut, "spool: job %s is scheduled: it waits %s\n", job.ID, waitsFor(job, time.Now()))
+		}
 		return followJob(ctx, e, c, job.ID)
 	}
 	if cfg.asJSON {

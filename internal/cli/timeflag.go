@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,16 @@ func parsePointInTime(s string, now time.Time, loc *time.Location) (time.Time, e
 	if d, ok := durationAgo(s); ok {
 		return now.Add(-d), nil
 	}
+	if t, err := parseTime(s, loc); err == nil {
+		return t, nil
+	}
+	return time.Time{}, errPointInTime
+}
+
+// parseTime reads an RFC 3339 time, or a time or date without a zone, in
+// loc.
+func parseTime(s string, loc *time.Location) (time.Time, error) {
+	s = strings.TrimSpace(s)
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
@@ -55,7 +66,7 @@ func parsePointInTime(s string, now time.Time, loc *time.Location) (time.Time, e
 			return t, nil
 		}
 	}
-	return time.Time{}, errPointInTime
+	return time.Time{}, fmt.Errorf("%q is not a time", s)
 }
 
 // maxAgo bounds a duration before now, far past any log, so that the time
