@@ -215,9 +215,12 @@ type Queue struct {
 // Notify is how webhooks are sent.
 type Notify struct {
 	// Secret signs every webhook (the Spool-Signature header) whose queue
-	// has no notify_secret. Empty: the webhooks are sent unsigned, and a
-	// warning says so at start.
+	// has no notify_secret. Empty: such webhooks are sent unsigned, and
+	// the log says so at the first.
 	Secret string `yaml:"secret"`
+	// BaseURL is where people reach the server (https://spool.example.com),
+	// for the links in webhooks. Empty: http(s)://server.addr.
+	BaseURL string `yaml:"base_url"`
 	// AllowPrivateAddresses lets webhooks go to loopback, private and
 	// link-local addresses. Off by default: whoever may submit a job
 	// names the URL, and the server is often placed where it can reach
@@ -226,6 +229,29 @@ type Notify struct {
 	AllowPrivateAddresses bool `yaml:"allow_private_addresses"`
 	// TimeoutSeconds is how long one POST may take.
 	TimeoutSeconds int `yaml:"timeout_seconds"`
+}
+
+// NotifySecret is the key that signs the webhooks of queue's jobs (nil: none).
+func (c *Config) NotifySecret(queue string) []byte {
+	if s := c.Queues[queue].NotifySecret; s != "" {
+		return []byte(s)
+	}
+	if c.Notify.Secret != "" {
+		return []byte(c.Notify.Secret)
+	}
+	return nil
+}
+
+// NotifyBaseURL is notify.base_url, or the server's own address.
+func (c *Config) NotifyBaseURL() string {
+	if c.Notify.BaseURL != "" {
+		return c.Notify.BaseURL
+	}
+	scheme := "http://"
+	if c.Server.TLS.Enabled() {
+		scheme = "https://"
+	}
+	return scheme + c.Server.Addr
 }
 
 // Timeout is notify.timeout_seconds.

@@ -137,6 +137,11 @@ func (c *Config) Validate() error {
 	if c.Notify.Secret != "" && len(c.Notify.Secret) < 16 {
 		bad("notify.secret", "is %d characters; use at least 16 random ones (for example: openssl rand -base64 32)", len(c.Notify.Secret))
 	}
+	if b := c.Notify.BaseURL; b != "" {
+		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("notify.base_url", "%q is not where people reach the server (like https://spool.example.com)", b)
+		}
+	}
 	oneOf("schedules.missed", c.Schedules.Missed, "run_once", "skip")
 	for _, name := range slices.Sorted(maps.Keys(c.Queues)) {
 		q, at := c.Queues[name], "queues."+name
