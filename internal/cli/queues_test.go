@@ -34,10 +34,10 @@ func TestQueuesListPauseResume(t *testing.T) {
 	if !strings.Contains(lines[0], "  SUCCEEDED 24H  FAILED 24H  ") {
 		t.Errorf("the header does not say the counts are of the last 24 hours as the web UI does: %q", lines[0])
 	}
-	if f := strings.Fields(lines[1]); f[0] != "builds" || f[1] != "active" || f[2] != "2" || f[3] != "0" || f[4] != "0" {
-		t.Errorf("builds row %q: want active, 2 queued, 0 running, 0 succeeded", lines[1])
+	if f := strings.Fields(lines[1]); f[0] != "builds" || f[1] != "active" || f[2] != "0" || f[3] != "2" || f[4] != "0" || f[5] != "-" || f[6] != "0" {
+		t.Errorf("builds row %q: want active, 0 scheduled, 2 queued, 0 running, no limit, 0 succeeded", lines[1])
 	}
-	if f := strings.Fields(lines[2]); f[0] != "default" || f[2] != "0" || f[4] != "1" || f[len(f)-1] != "1" {
+	if f := strings.Fields(lines[2]); f[0] != "default" || f[3] != "0" || f[6] != "1" || f[len(f)-1] != "1" {
 		t.Errorf("default row %q: want 0 queued, 1 succeeded, 1 worker", lines[2])
 	}
 

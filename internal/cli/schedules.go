@@ -58,7 +58,7 @@ seconds first, a descriptor (@hourly, @daily, @weekly, @monthly) or @every D.`,
 	_ = fl.MarkHidden("request-id")
 	fl.BoolVar(&cfg.asJSON, "json", false, "print the schedule as JSON")
 	_ = cmd.MarkFlagRequired("cron")
-	fl.SetInterspersed(false)
+	// Flags may follow NAME; the command starts after "--".
 	return cmd
 }
 
