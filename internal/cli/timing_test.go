@@ -46,8 +46,8 @@ func TestSubmitLaterAndAfter(t *testing.T) {
 		t.Fatalf("submit --at --after: %+v", r)
 	}
 	r = run(srv, "jobs", "get", next)
-	if !regexp.MustCompile(`(?m)^Waits:\s+until .+ \(in (1h59m5\d|2h0m0)s\), then for job ` + delayed + ` to succeed$`).MatchString(r.stdout) ||
-		!regexp.MustCompile(`(?m)^Runs after:\s+` + delayed + `$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`(?m)^Waits:\s+until .+ \(in (1h59m5\d|2h0m0)s\), then for job `+delayed+` to succeed$`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`(?m)^Runs after:\s+`+delayed+`$`).MatchString(r.stdout) {
 		t.Errorf("jobs get of the job after it:\n%s", r.stdout)
 	}
 	if r := run(srv, "jobs", "get", delayed); !regexp.MustCompile(`(?m)^Followed by:\s+` + next + `$`).MatchString(r.stdout) {
