@@ -39,7 +39,7 @@ func TestMistypedSubcommand(t *testing.T) {
 		"wait":                        `unknown command "wait" for "spool"; did you mean spool jobs wait?`,
 		"logs rebuld":                 `unknown command "rebuld" for "spool logs"; did you mean rebuild?`,
 		"jobs lst --state running":    `unknown command "lst" for "spool jobs"; did you mean list?`,
-		"queues frob":                 `unknown command "frob" for "spool queues"; its commands are pause and resume (spool queues --help says what each does)`,
+		"queues frob":                 `unknown command "frob" for "spool queues"; its commands are pause, resume and set (spool queues --help says what each does)`,
 		"scatters frobnicate --limit": `unknown command "frobnicate" for "spool scatters"; its commands are cancel, get, list and redrive (spool scatters --help says what each does)`,
 	} {
 		wantRefusal(t, args, runLocal(strings.Fields(args)...), want)
@@ -104,9 +104,9 @@ func TestMissingArguments(t *testing.T) {
 func TestEnumFlags(t *testing.T) {
 	t.Parallel()
 	wantRefusal(t, "--state runing", runLocal("jobs", "list", "--state", "runing"),
-		`invalid argument "runing" for "--state" flag: "runing" is not one of queued, running, succeeded, failed or cancelled; did you mean running?`)
+		`invalid argument "runing" for "--state" flag: "runing" is not one of scheduled, queued, running, succeeded, failed or cancelled; did you mean running?`)
 	wantRefusal(t, "--state queued,runing", runLocal("jobs", "list", "--state", "queued,runing"),
-		`invalid argument "queued,runing" for "--state" flag: "runing" is not one of queued, running, succeeded, failed or cancelled; did you mean running?`)
+		`invalid argument "queued,runing" for "--state" flag: "runing" is not one of scheduled, queued, running, succeeded, failed or cancelled; did you mean running?`)
 	found := 0
 	for _, c := range allCommands() {
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {

@@ -1,6 +1,7 @@
 // Package webui is spool's web UI: a jobs page, a job page with the live
 // log, a scatters page and a scatter page with its progress and batches, a
-// queues page with their counts and pause buttons,
+// queues page with their counts and pause buttons, a schedules page with
+// their next and last runs and pause buttons,
 // served from plain HTML, CSS and JavaScript files embedded in the binary
 // (no build step). The job pages talk to the REST API and the WebSocket log
 // stream of package httpapi; the scatter pages call the ScatterService over
@@ -42,8 +43,8 @@ type asset struct {
 }
 
 // Handler serves the UI: / (jobs), /jobs/{job_id} (one job), /scatters,
-// /scatters/{scatter_id} (one scatter), /queues and /assets/... (the files
-// they load). Anything else is 404.
+// /scatters/{scatter_id} (one scatter), /queues, /schedules and
+// /assets/... (the files they load). Anything else is 404.
 func Handler() http.Handler {
 	assets := load()
 	mux := http.NewServeMux()
@@ -56,6 +57,7 @@ func Handler() http.Handler {
 	mux.HandleFunc("GET /scatters", page("scatters.html"))
 	mux.HandleFunc("GET /scatters/{scatter_id}", page("scatter.html"))
 	mux.HandleFunc("GET /queues", page("queues.html"))
+	mux.HandleFunc("GET /schedules", page("schedules.html"))
 	mux.HandleFunc("GET /assets/{file...}", func(w http.ResponseWriter, r *http.Request) {
 		a, ok := assets[r.PathValue("file")]
 		if !ok {

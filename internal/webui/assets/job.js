@@ -6,7 +6,7 @@
 // a link to the line. Keys: End goes to the tail and follows it, Home to
 // the top of what is loaded, / to the search box.
 import { plainText } from "./ansi.js";
-import { api, confirmButton, jobTitle, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
+import { api, confirmButton, jobTitle, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whenTime, whoami } from "./util.js";
 import { LogView } from "./logview.js";
 import { LogStream } from "./stream.js";
 import { signIn } from "./auth.js";
@@ -69,11 +69,17 @@ function renderJob() {
     facts.push(["lease until", `<span title="${escapeHtml(localTime(job.lease_expires_at))}">${new Date(job.lease_expires_at).toLocaleTimeString()}</span>`]);
   }
   if (job.retries) facts.push(["retries", `${job.retried_attempts} of ${job.retries} used`]);
-  if (job.state === "queued" && job.run_after) facts.push(["retry at", new Date(job.run_after).toLocaleTimeString()]);
+  if (job.state === "scheduled" && job.run_after) {
+    facts.push([job.retried_attempts ? "retry at" : "queued at", `<span id="fact-run-after" title="${escapeHtml(whenTime(job.run_after))}">${escapeHtml(localTime(job.run_after))}</span>`]);
+  }
+  if (job.priority) facts.push(["priority", `<span id="fact-priority">${job.priority}</span>`]);
+  if (job.schedule) facts.push(["schedule", `<a id="fact-schedule" href="/schedules#${encodeURIComponent(job.schedule)}">${escapeHtml(job.schedule)}</a>`]);
   facts.push(["lines", `<span id="fact-lines">${Math.max(job.line_count, view.last).toLocaleString()}</span>`]);
   $("#facts").innerHTML = facts.map(([k, v]) => `<div><span>${k}</span><span>${v}</span></div>`).join("");
   renderScatter();
   renderReruns();
+  renderChain();
+  renderDeliveries();
   $("#result-error").textContent = r && r.error ? r.error : "";
   $("#notes").innerHTML = (job.notes || []).map((n) => `<li>${escapeHtml(n)}</li>`).join("");
   renderParams();
@@ -90,13 +96,53 @@ setInterval(() => {
 // renderReruns links the job this one runs again and the jobs that run it
 // again.
 function renderReruns() {
-  const link = (id) => `<a class="mono" href="/jobs/${encodeURIComponent(id)}">${escapeHtml(id)}</a>`;
   const parts = [];
-  if (job.rerun_of) parts.push(`Rerun of ${link(job.rerun_of)}.`);
-  if (job.reruns && job.reruns.length) parts.push(`Rerun as ${job.reruns.map(link).join(", ")}.`);
+  if (job.rerun_of) parts.push(`Rerun of ${jobLink(job.rerun_of)}.`);
+  if (job.reruns && job.reruns.length) parts.push(`Rerun as ${job.reruns.map(jobLink).join(", ")}.`);
   const el = $("#rerun-line");
   el.hidden = !parts.length;
   el.innerHTML = parts.join(" ");
+}
+
+// jobLink is a link to a job's page.
+const jobLink = (id) => `<a class="mono" href="/jobs/${encodeURIComponent(id)}">${escapeHtml(id)}</a>`;
+
+// renderChain links the jobs this one runs after (and, while it is
+// scheduled, says it waits for them) and the jobs that run after it.
+function renderChain() {
+  const after = job.after || [];
+  const followers = job.followers || [];
+  const a = $("#after-line");
+  a.hidden = !after.length;
+  const waiting = job.state === "scheduled" ? "Waits for" : "Ran after";
+  a.innerHTML = after.length ? `${waiting} ${after.map(jobLink).join(", ")}${job.state === "scheduled" ? " to succeed" : ""}.` : "";
+  const f = $("#followers-line");
+  f.hidden = !followers.length;
+  f.innerHTML = followers.length ? `Followed by ${followers.map(jobLink).join(", ")}.` : "";
+}
+
+// renderDeliveries shows the URLs told of the job's end and each POST to
+// them: when, the answer, how long it took, and what went wrong.
+function renderDeliveries() {
+  const urls = job.notify || [];
+  const ds = job.deliveries || [];
+  $("#deliveries").hidden = !urls.length && !ds.length;
+  let line = urls.length ? `Told of its end: ${urls.map(escapeHtml).join(", ")}.` : "";
+  if (job.notify_due) line += ` Next try ${whenTime(job.notify_due)}.`;
+  else if (urls.length && !isFinal(job.state)) line += " Nothing is sent before it ends.";
+  $("#notify-line").innerHTML = line;
+  $("#delivery-rows").innerHTML = ds.map((d) => {
+    const result = d.delivered ? '<span class="ok">delivered</span>'
+      : `<span class="bad">${d.given_up ? "given up: " : "failed: "}${escapeHtml(d.error || "")}</span>`;
+    return `<tr>
+      <td title="${escapeHtml(localTime(d.at))}">${relTime(d.at)}</td>
+      <td class="cmd" title="${escapeHtml(d.url)}">${escapeHtml(d.url)}</td>
+      <td class="num">${d.try}</td>
+      <td class="num">${d.status || "-"}</td>
+      <td class="num">${duration(d.took_seconds * 1000)}</td>
+      <td>${result}</td>
+    </tr>`;
+  }).join("");
 }
 
 // rerunnable says whether the server would run the job again: a finished
@@ -191,7 +237,9 @@ async function refreshJob() {
     refreshFailed = e.message;
     showError(e.message);
   }
-  if (!isFinal(job.state)) refreshTimer = setTimeout(refreshJob, REFRESH_MS);
+  // A finished job's webhooks may still be owed: their tries show as they
+  // are made.
+  if (!isFinal(job.state) || job.notify_due) refreshTimer = setTimeout(refreshJob, REFRESH_MS);
 }
 
 function showError(msg) {
@@ -557,7 +605,9 @@ async function main() {
     return;
   }
   renderJob();
-  if (!isFinal(job.state)) refreshTimer = setTimeout(refreshJob, REFRESH_MS);
+  // A finished job's webhooks may still be owed: their tries show as they
+  // are made.
+  if (!isFinal(job.state) || job.notify_due) refreshTimer = setTimeout(refreshJob, REFRESH_MS);
   await openLog(hashLine());
 }
 

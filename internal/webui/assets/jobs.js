@@ -1,6 +1,6 @@
 // The jobs page: newest first, filtered by queue and state (kept in the
 // URL so a filtered view can be shared), refreshed every 2 seconds.
-import { api, jobTitle, duration, ended, escapeHtml, lineCount, livePages, localTime, relTime, stateBadge } from "./util.js";
+import { api, jobTitle, duration, ended, escapeHtml, lineCount, livePages, localTime, relTime, stateBadge, whenTime } from "./util.js";
 import { memberTag } from "./scatterview.js";
 
 const PAGE = 100;
@@ -33,7 +33,7 @@ function row(j, now) {
   return `<tr>
     <td><a class="id" href="${href}" title="${escapeHtml(j.job_id)}">${shortId(j.job_id)}</a></td>
     <td class="queue" title="${escapeHtml(j.queue)}">${escapeHtml(j.queue)}</td>
-    <td>${stateBadge(j.state)}${j.cancel_requested && !fin ? ' <span class="muted">cancelling</span>' : ""}</td>
+    <td>${stateBadge(j.state)}${j.cancel_requested && !fin ? ' <span class="muted">cancelling</span>' : ""}${waits(j, now)}</td>
     <td class="num">${j.kind === "external" ? '<span class="muted">external</span>' : `${j.attempt}/${j.max_attempts}`}</td>
     ${commandCell(j, href)}
     <td title="${escapeHtml(localTime(j.created_at))}">${relTime(j.created_at, now)}</td>
@@ -41,6 +41,16 @@ function row(j, now) {
     <td title="${escapeHtml(localTime(fin))}">${fin ? relTime(fin, now) : ""}</td>
     <td class="num" title="${j.line_count.toLocaleString()} lines">${lineCount(j.line_count)}</td>
   </tr>`;
+}
+
+// waits says, beside a scheduled job's state, what it waits for: its
+// time, or the jobs it runs after.
+function waits(j, now) {
+  if (j.state !== "scheduled") return "";
+  const parts = [];
+  if (j.run_after && Date.parse(j.run_after) > now) parts.push(`<span title="${escapeHtml(localTime(j.run_after))}">${whenTime(j.run_after, now)}</span>`);
+  if (j.after && j.after.length) parts.push(`after ${j.after.length === 1 ? "1 job" : `${j.after.length} jobs`}`);
+  return parts.length ? ` <span class="muted waits">${parts.join(", ")}</span>` : "";
 }
 
 // shortId shows the end of a job's id: the ids of jobs made close together

@@ -1,9 +1,10 @@
-// The queues page: each queue with what waits, runs and ended in it
-// recently (and, minute by minute, in the last hour: endedChart), how long
+// The queues page: each queue with what is scheduled, waits, runs (and
+// the most that may) and ended in it recently (and, minute by minute, in
+// the last hour: endedChart), how long
 // its oldest job has waited and how many workers poll it, refreshed every
 // 2 seconds. Pause and Resume act at once; pausing asks
-// for a second click (confirmButton), since it stops work.
-import { api, autoRefresh, confirmButton, duration, escapeHtml, localTime } from "./util.js";
+// for a second click (pauseButton), since it stops work.
+import { api, autoRefresh, duration, escapeHtml, localTime, pauseButton } from "./util.js";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -15,12 +16,14 @@ function render(list) {
   $("#succeeded-head").textContent = `Succeeded ${hours}h`;
   $("#failed-head").textContent = `Failed ${hours}h`;
   if (!list.queues.length) {
-    $("#queues").innerHTML = `<tr><td colspan="11" class="empty">No queues yet: a queue appears with its first job (<code>spool submit -q NAME -- CMD</code>).</td></tr>`;
+    $("#queues").innerHTML = `<tr><td colspan="13" class="empty">No queues yet: a queue appears with its first job (<code>spool submit -q NAME -- CMD</code>).</td></tr>`;
     return;
   }
   const now = Date.now();
   $("#queues").innerHTML = list.queues.map((q) => row(q, now)).join("");
-  for (const btn of document.querySelectorAll("button[data-queue]")) wire(btn);
+  for (const btn of document.querySelectorAll("button[data-queue]")) {
+    pauseButton(btn, `/api/v1/queues/${encodeURIComponent(btn.dataset.queue)}`, refresh);
+  }
 }
 
 function row(q, now) {
@@ -35,8 +38,10 @@ function row(q, now) {
   return `<tr>
     <td><a class="id" href="${jobs}">${name}</a></td>
     <td>${state}</td>
+    <td class="num"><a href="${jobs}&state=scheduled">${(q.scheduled || 0).toLocaleString()}</a></td>
     <td class="num"><a href="${jobs}&state=queued">${q.queued.toLocaleString()}</a></td>
     <td class="num"><a href="${jobs}&state=running">${q.running.toLocaleString()}</a></td>
+    <td class="num max-running">${q.max_running ? q.max_running.toLocaleString() : '<span class="muted" title="no limit">-</span>'}</td>
     <td class="num">${q.succeeded.toLocaleString()}</td>
     <td class="num${q.failed ? " bad" : ""}">${q.failed.toLocaleString()}</td>
     <td class="num">${q.cancelled.toLocaleString()}</td>
@@ -79,23 +84,6 @@ function endedChart(minutes) {
   }).join("");
   const width = minutes.length * (BAR + GAP) - GAP;
   return `<svg class="ended-chart" width="${width}" height="${HEIGHT}" viewBox="0 0 ${width} ${HEIGHT}" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>${bars}</svg>`;
-}
-
-// wire makes a row's button pause (after a second click) or resume its
-// queue, then redraws the page.
-function wire(btn) {
-  const act = async () => {
-    await api(`/api/v1/queues/${encodeURIComponent(btn.dataset.queue)}/${btn.dataset.action}`, { method: "POST" });
-    await refresh();
-  };
-  const failed = (e) => {
-    $("#error").textContent = `${btn.textContent} failed: ${e.message}`;
-  };
-  if (btn.dataset.action === "pause") {
-    confirmButton(btn, "Pause", act, failed, "Click again to pause");
-    return;
-  }
-  btn.addEventListener("click", () => act().catch(failed));
 }
 
 const refresh = autoRefresh(async () => render(await api("/api/v1/queues?ended_per_minute=true")));

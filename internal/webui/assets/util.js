@@ -69,6 +69,19 @@ export function relTime(iso, now = Date.now()) {
   return `${Math.floor(s / 86400)}d ago`;
 }
 
+// whenTime says when an RFC 3339 time is, from now: "in 5m" ahead, "12s
+// ago" past (a scheduled job's time, a schedule's next run).
+export function whenTime(iso, now = Date.now()) {
+  if (!iso) return "";
+  const ahead = Date.parse(iso) - now;
+  if (ahead < 1000) return relTime(iso, now);
+  const s = Math.round(ahead / 1000);
+  if (s < 60) return `in ${s}s`;
+  if (s < 3600) return `in ${Math.floor(s / 60)}m`;
+  if (s < 48 * 3600) return `in ${Math.floor(s / 3600)}h ${Math.floor(s / 60) % 60}m`;
+  return `in ${Math.floor(s / 86400)}d`;
+}
+
 // duration formats milliseconds as "850ms", "42s", "3m 07s", "2h 05m".
 export function duration(ms) {
   if (!(ms >= 0)) return "";
@@ -153,6 +166,24 @@ export function confirmButton(btn, label, action, onError, ask = "Click again to
     }
   });
   return disarm;
+}
+
+// pauseButton makes btn (data-action "pause" or "resume") POST to
+// base + "/" + its action, then call refresh(); pausing stops work, so it
+// asks for a second click (confirmButton). A failure shows in #error.
+export function pauseButton(btn, base, refresh) {
+  const act = async () => {
+    await api(`${base}/${btn.dataset.action}`, { method: "POST" });
+    await refresh();
+  };
+  const failed = (e) => {
+    document.querySelector("#error").textContent = `${btn.textContent} failed: ${e.message}`;
+  };
+  if (btn.dataset.action === "pause") {
+    confirmButton(btn, "Pause", act, failed, "Click again to pause");
+    return;
+  }
+  btn.addEventListener("click", () => act().catch(failed));
 }
 
 // autoRefresh runs load() now and again every 2 s (every 10 s while the tab
