@@ -7,6 +7,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"time"
@@ -227,7 +228,7 @@ type Notify struct {
 	// what the submitter cannot (a cloud's metadata service, an admin
 	// port on localhost).
 	AllowPrivateAddresses bool `yaml:"allow_private_addresses"`
-	// TimeoutSeconds is how long one POST may take.
+	// TimeoutSeconds is how long one POST may take (0: 10).
 	TimeoutSeconds int `yaml:"timeout_seconds"`
 }
 
@@ -255,13 +256,13 @@ func (c *Config) NotifyBaseURL() string {
 }
 
 // Timeout is notify.timeout_seconds.
-func (n Notify) Timeout() time.Duration { return seconds(n.TimeoutSeconds) }
+func (n Notify) Timeout() time.Duration { return seconds(cmp.Or(n.TimeoutSeconds, 10)) }
 
 // Schedules are the defaults of periodic jobs.
 type Schedules struct {
 	// Missed is what a schedule that does not say does with the ticks
-	// that passed while no server ran: run_once (the latest of them) or
-	// skip.
+	// that passed while no server ran: run_once (the latest of them; also
+	// when empty) or skip.
 	Missed string `yaml:"missed"`
 }
 

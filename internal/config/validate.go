@@ -133,7 +133,7 @@ func (c *Config) Validate() error {
 		between("ingest.max_decoding_bytes", i.MaxDecodingBytes, 1024, MaxIngestDecodingBytes)
 	}
 
-	between("notify.timeout_seconds", int64(c.Notify.TimeoutSeconds), 1, 60)
+	between("notify.timeout_seconds", int64(c.Notify.TimeoutSeconds), 0, 60)
 	if c.Notify.Secret != "" && len(c.Notify.Secret) < 16 {
 		bad("notify.secret", "is %d characters; use at least 16 random ones (for example: openssl rand -base64 32)", len(c.Notify.Secret))
 	}
@@ -142,7 +142,7 @@ func (c *Config) Validate() error {
 			bad("notify.base_url", "%q is not where people reach the server (like https://spool.example.com)", b)
 		}
 	}
-	oneOf("schedules.missed", c.Schedules.Missed, "run_once", "skip")
+	oneOf("schedules.missed", c.Schedules.Missed, "", "run_once", "skip")
 	for _, name := range slices.Sorted(maps.Keys(c.Queues)) {
 		q, at := c.Queues[name], "queues."+name
 		if !queueName.MatchString(name) {

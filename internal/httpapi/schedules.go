@@ -26,6 +26,12 @@ type scheduleBody struct {
 	Missed  string `json:"missed,omitempty"`
 }
 
+// scheduleList is the answer to GET /api/v1/schedules (schema
+// ScheduleList).
+type scheduleList struct {
+	Schedules []scheduleView `json:"schedules"`
+}
+
 // scheduleView is a schedule as the API shows it (schema Schedule).
 type scheduleView struct {
 	Name       string     `json:"name"`
@@ -98,9 +104,7 @@ func (a *api) listSchedules(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	out := struct {
-		Schedules []scheduleView `json:"schedules"`
-	}{Schedules: []scheduleView{}}
+	out := scheduleList{Schedules: []scheduleView{}}
 	for _, sc := range resp.GetSchedules() {
 		out.Schedules = append(out.Schedules, viewSchedule(sc))
 	}

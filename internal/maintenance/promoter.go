@@ -48,7 +48,10 @@ type PromoterOptions struct {
 // once.
 type ScheduledPromoter struct {
 	runner
-	o                 PromoterOptions
+	o PromoterOptions
+	// interval is the longest it sleeps (promoteInterval; longer in
+	// tests, to show that the alarm wakes it).
+	interval          time.Duration
 	queued, cancelled metric.Int64Counter
 }
 
@@ -56,7 +59,7 @@ type ScheduledPromoter struct {
 func NewPromoter(o PromoterOptions) *ScheduledPromoter {
 	o.Log = orDiscard(o.Log)
 	m := orNoop(o.Meter)
-	return &ScheduledPromoter{o: o,
+	return &ScheduledPromoter{o: o, interval: promoteInterval,
 		queued: telemetry.Must(m.Int64Counter("spool.scheduled.queued",
 			metric.WithDescription("Scheduled jobs queued by this server's promoter (their time came, their after jobs succeeded)."))),
 		cancelled: telemetry.Must(m.Int64Counter("spool.scheduled.cancelled",
@@ -92,7 +95,7 @@ func (p *ScheduledPromoter) loop(ctx context.Context) {
 // round promotes what is due now and returns when to look again.
 func (p *ScheduledPromoter) round(ctx context.Context) time.Time {
 	now := storekit.Now()
-	wake := now.Add(promoteInterval)
+	wake := now.Add(p.interval)
 	res, err := p.Promote(ctx, now)
 	if err != nil {
 		if ctx.Err() == nil {

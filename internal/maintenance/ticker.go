@@ -31,8 +31,6 @@ type TickerOptions struct {
 type Ticker struct {
 	runner
 	o TickerOptions
-	// ticked, when set (by tests), hears of each round.
-	ticked func()
 }
 
 // NewTicker returns a ticker over o.Ticks.
@@ -54,9 +52,6 @@ func (t *Ticker) loop(ctx context.Context) {
 		}
 		if !next.IsZero() && next.Before(wake) {
 			wake = next
-		}
-		if t.ticked != nil {
-			t.ticked()
 		}
 		timer := time.NewTimer(time.Until(wake))
 		select {

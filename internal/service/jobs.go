@@ -263,5 +263,5 @@ func (s *Service) checkBudget(maxAttempts, retries int32) (int32, error) {
 func sameRequest(job *spoolv1.Job, nj store.NewJob) bool {
 	return job.GetQueue() == nj.Queue && proto.Equal(job.GetParams(), nj.Params) &&
 		job.GetMaxAttempts() == nj.MaxAttempts && job.GetRetries() == nj.Retries &&
-		job.GetPriority() == cmp.Or(nj.Priority, store.DefaultPriority) && slices.Equal(job.GetAfter(), nj.After)
+		cmp.Or(job.GetPriority(), store.DefaultPriority) == cmp.Or(nj.Priority, store.DefaultPriority) && slices.Equal(job.GetAfter(), nj.After)
 }

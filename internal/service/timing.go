@@ -136,7 +136,9 @@ func (a *alarm) C() <-chan struct{} { return a.ring }
 // promoter would look by itself.
 func (a *alarm) due(t time.Time) {
 	a.mu.Lock()
-	sooner := a.next.IsZero() || t.Before(a.next)
+	// A wake time past means the promoter is in a round, which may have
+	// read the store before this job was there.
+	sooner := a.next.IsZero() || t.Before(a.next) || !a.next.After(time.Now())
 	if sooner {
 		a.next = t
 	}
