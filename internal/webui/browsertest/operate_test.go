@@ -62,13 +62,15 @@ func TestQueuesPagePausesAndResumes(t *testing.T) {
 	b.do(t, "open the queues page", chromedp.Navigate(srv.URL+"/queues"))
 	b.waitFor(t, "the builds row", queueRow("builds")+` !== ""`)
 	cells := strings.Split(eval[string](t, b, queueRow("builds")), "|")
-	// Queue, state, queued, running, succeeded, failed, cancelled, the
-	// last hour's chart (its text: the titles), oldest, workers, button.
-	if len(cells) != 11 || cells[1] != "active" || cells[2] != "1" || cells[3] != "1" || cells[4] != "1" || cells[5] != "0" || cells[10] != "Pause" {
+	// Queue, state, scheduled, queued, running, max running, succeeded,
+	// failed, cancelled, the last hour's chart (its text: the titles),
+	// oldest, workers, button.
+	if len(cells) != 13 || cells[1] != "active" || cells[2] != "0" || cells[3] != "1" || cells[4] != "1" || cells[5] != "-" ||
+		cells[6] != "1" || cells[7] != "0" || cells[12] != "Pause" {
 		t.Fatalf("builds row: %q", cells)
 	}
-	if cells[8] == "" || cells[9] != "1" {
-		t.Errorf("oldest waiting %q, workers %q; want an age and the worker that polled", cells[8], cells[9])
+	if cells[10] == "" || cells[11] != "1" {
+		t.Errorf("oldest waiting %q, workers %q; want an age and the worker that polled", cells[10], cells[11])
 	}
 	t.Logf("screenshot of the queues page: %s", artifact(t, "queues-page.png", b.screenshot(t)))
 	// The one job that ended is a bar of the last hour's 60, titled with
