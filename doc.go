@@ -1,8 +1,10 @@
 // Package spool holds what every user of spool's Go packages shares: the
 // errors that calls return, which callers test with errors.Is, and spool's
 // own types of what the calls hand back: a Job with its State, Params and
-// Result; a job's log as Events and Lines; Queues, Keys with their Role,
-// and Scatters with their ScatterState.
+// Result (and, for a job that waits, its RunAfter and After; for one that
+// tells URLs of its end, its Deliveries); a job's log as Events and Lines;
+// Queues, Keys with their Role, Scatters with their ScatterState, and
+// Schedules (periodic jobs) with their Overlap and Missed policies.
 //
 // spool is a job runner with cheap, replayable, live output. The packages
 // around this one are:
