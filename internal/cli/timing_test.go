@@ -237,3 +237,34 @@ func TestSchedulesCommands(t *testing.T) {
 		t.Errorf("a typo of a command: %+v", r)
 	}
 }
+
+// TestJobsGetDeliveries: jobs get lists each try of a job's webhooks
+// under the job, with its time, URL, try, status, duration and what went
+// wrong, and says when the next try is due.
+func TestJobsGetDeliveries(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 28, 9, 30, 0, 0, time.Local)
+	j := &spool.Job{ID: "j1", Queue: "default", State: spool.Succeeded, CreatedAt: at, Params: spool.JobParams{Argv: []string{"make"}},
+		Notify: []string{"https://example.com/hook", "https://ops.example.com/x"}, NotifyDue: time.Now().Add(40 * time.Second),
+		Deliveries: []spool.Delivery{
+			{ID: "d1", URL: "https://example.com/hook", Try: 1, At: at, Status: 503, Error: "503 Service Unavailable", Took: 120 * time.Millisecond},
+			{ID: "d1", URL: "https://example.com/hook", Try: 2, At: at.Add(10 * time.Second), Status: 200, Took: 80 * time.Millisecond, Delivered: true},
+			{ID: "d2", URL: "https://ops.example.com/x", Try: 1, At: at, Error: "connection refused", Took: 2 * time.Millisecond},
+		}}
+	var out strings.Builder
+	printJob(&env{out: &out}, j)
+	got := out.String()
+	for _, want := range []string{
+		`(?m)^Notify:\s+https://example.com/hook, https://ops.example.com/x$`,
+		`(?m)^Next delivery:\s+.+ \(in (39|40)s\)$`,
+		`(?m)^Deliveries:$`,
+		`(?m)^TIME\s+URL\s+TRY\s+STATUS\s+TOOK\s+RESULT$`,
+		`(?m)^2026-11-28 09:30:00\s+https://example.com/hook\s+1\s+503\s+120ms\s+failed: 503 Service Unavailable$`,
+		`(?m)^2026-11-28 09:30:10\s+https://example.com/hook\s+2\s+200\s+80ms\s+delivered$`,
+		`(?m)^2026-11-28 09:30:00\s+https://ops.example.com/x\s+1\s+-\s+2ms\s+failed: connection refused$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("jobs get does not match %s:\n%s", want, got)
+		}
+	}
+}
