@@ -15,7 +15,9 @@ import (
 func ExampleSubmitParams_after() {
 	c, stop := exampleClient()
 	defer stop()
-	ctx := context.Background()
+	// Bound the wait: a deploy whose build never ends would wait as long.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	build, _, err := c.Submit(ctx, client.SubmitParams{Script: "sleep 0.2; echo built"})
 	if err != nil {
 		log.Fatal(err)
