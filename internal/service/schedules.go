@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/robfig/cron/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -392,13 +393,21 @@ func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Ti
 		m := proto.CloneOf(sc.GetJob())
 		m.RequestId = TickRequestID(sc.GetName(), tick)
 		e, err := s.enqueueFor(ctx, scheduleCaller, m, sc.GetName())
-		if err != nil {
+		switch {
+		case refused(err):
+			// The tick's request will not do (the queue's webhooks grew
+			// past the limit, its request id names another job): trying
+			// again each second would hold the schedule at this tick for
+			// ever, so the tick is recorded without a job.
+			s.log.WarnContext(ctx, "schedule tick made no job: its job was refused", "schedule", sc.GetName(), "tick", tick, "error", err)
+		case err != nil:
 			return time.Time{}, err
-		}
-		sc.LastJobId = e.job.GetJobId()
-		if e.created {
-			s.metrics.jobsEnqueued(ctx, e.job.GetQueue(), e.tally())
-			s.log.InfoContext(ctx, "schedule ticked", "schedule", sc.GetName(), "tick", tick, "job_id", e.job.GetJobId())
+		default:
+			sc.LastJobId = e.job.GetJobId()
+			if e.created {
+				s.metrics.jobsEnqueued(ctx, e.job.GetQueue(), e.tally())
+				s.log.InfoContext(ctx, "schedule ticked", "schedule", sc.GetName(), "tick", tick, "job_id", e.job.GetJobId())
+			}
 		}
 	} else {
 		s.log.InfoContext(ctx, "schedule tick skipped", "schedule", sc.GetName(), "tick", tick, "why", skip)
@@ -409,6 +418,16 @@ func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Ti
 		return time.Time{}, err
 	}
 	return cs.Next(tick), nil
+}
+
+// refused reports whether err says a request itself will not do, as
+// opposed to the store being away: asking again brings the same answer.
+func refused(err error) bool {
+	switch apierr.Code(err) {
+	case connect.CodeInvalidArgument, connect.CodeAlreadyExists, connect.CodeFailedPrecondition, connect.CodePermissionDenied, connect.CodeNotFound:
+		return true
+	}
+	return false
 }
 
 // missedGrace is how late a tick may be run and still count as on time:
