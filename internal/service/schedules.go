@@ -167,7 +167,7 @@ func (s *Service) schedule(ctx context.Context, op string, perm Permission, name
 // setSchedulePaused pauses or resumes a schedule, rereading it when
 // another change (a tick) came between.
 func (s *Service) setSchedulePaused(ctx context.Context, op, name string, paused bool) (*spoolv1.Schedule, error) {
-	for {
+	for range maxScheduleRetries {
 		caller, sc, err := s.schedule(ctx, op, PermSubmit, name)
 		if err != nil {
 			return nil, err
@@ -196,7 +196,12 @@ func (s *Service) setSchedulePaused(ctx context.Context, op, name string, paused
 		s.audit(ctx, caller, what, "schedule", name)
 		return withNextTick(sc), nil
 	}
+	return nil, apierr.Errorf(spool.ErrConflict, "schedule %q kept changing while it was being paused or resumed; try again", name)
 }
+
+// maxScheduleRetries bounds the rereads of a schedule that changed under
+// a pause or resume: ticks change it at most each second, so a few do.
+const maxScheduleRetries = 10
 
 // checkScheduleName refuses a name no schedule may have.
 func checkScheduleName(name string) error {
