@@ -285,11 +285,11 @@ func Default() *Config {
 			},
 			HeartbeatIntervalSeconds: 30,
 		},
-		Auth:      Auth{SessionHours: 12},
-		Ingest:    Ingest{Queue: "external", IdleTimeoutSeconds: 600, MaxBodyBytes: 16 << 20, MaxDecodedBytes: 64 << 20, MaxDecodingBytes: 128 << 20},
-		Log:       Log{Level: "info", Format: "text"},
-		Notify:    Notify{TimeoutSeconds: 10},
-		Schedules: Schedules{Missed: "run_once"},
+		Auth:   Auth{SessionHours: 12},
+		Ingest: Ingest{Queue: "external", IdleTimeoutSeconds: 600, MaxBodyBytes: 16 << 20, MaxDecodedBytes: 64 << 20, MaxDecodingBytes: 128 << 20},
+		// Notify and Schedules are left zero: their zero values are their
+		// defaults (a 10 s timeout, run_once).
+		Log: Log{Level: "info", Format: "text"},
 	}
 }
 

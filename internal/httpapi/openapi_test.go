@@ -111,7 +111,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"Queue": jobjson.Queue{}, "QueueList": jobjson.QueueList{}, "Delivery": jobjson.Delivery{},
 		"CreateScheduleRequest": httpapi.CreateScheduleRequest{}, "Schedule": httpapi.Schedule{}, "ScheduleList": httpapi.ScheduleList{},
 		"ConfigureQueueRequest": httpapi.ConfigureQueueRequest{},
-		"IngestSummary": httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
+		"IngestSummary":         httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
 	} {
 		s, ok := doc.Comps.Schemas[name]
 		if !ok {

@@ -113,7 +113,7 @@ func (a *api) listSchedules(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) createSchedule(w http.ResponseWriter, r *http.Request) {
 	var body scheduleBody
-	err := sameSite(r, "create schedules with spool schedule create or a script")
+	err := sameSite(r, "create schedules with spool schedules create or a script")
 	if err == nil {
 		err = readJSON(w, r, &body, service.MaxEnqueueRequestBytes)
 	}
@@ -143,7 +143,7 @@ func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) deleteSchedule(w http.ResponseWriter, r *http.Request) {
-	err := sameSite(r, "delete schedules with spool schedule delete")
+	err := sameSite(r, "delete schedules with spool schedules delete")
 	if err == nil {
 		_, err = a.Service.DeleteSchedule(r.Context(), &spoolv1.DeleteScheduleRequest{Name: r.PathValue("name")})
 	}
@@ -198,7 +198,7 @@ type configureQueueBody struct {
 
 func (a *api) configureQueue(w http.ResponseWriter, r *http.Request) {
 	var body configureQueueBody
-	err := sameSite(r, "configure queues with spool queues configure")
+	err := sameSite(r, "set a queue's limits with spool queues set")
 	if err == nil {
 		err = readJSON(w, r, &body, service.MaxRequestBytes)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/robfig/cron/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -166,7 +167,7 @@ func (s *Service) schedule(ctx context.Context, op string, perm Permission, name
 // setSchedulePaused pauses or resumes a schedule, rereading it when
 // another change (a tick) came between.
 func (s *Service) setSchedulePaused(ctx context.Context, op, name string, paused bool) (*spoolv1.Schedule, error) {
-	for {
+	for range maxScheduleRetries {
 		caller, sc, err := s.schedule(ctx, op, PermSubmit, name)
 		if err != nil {
 			return nil, err
@@ -195,7 +196,12 @@ func (s *Service) setSchedulePaused(ctx context.Context, op, name string, paused
 		s.audit(ctx, caller, what, "schedule", name)
 		return withNextTick(sc), nil
 	}
+	return nil, apierr.Errorf(spool.ErrConflict, "schedule %q kept changing while it was being paused or resumed; try again", name)
 }
+
+// maxScheduleRetries bounds the rereads of a schedule that changed under
+// a pause or resume: ticks change it at most each second, so a few do.
+const maxScheduleRetries = 10
 
 // checkScheduleName refuses a name no schedule may have.
 func checkScheduleName(name string) error {
@@ -392,13 +398,21 @@ func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Ti
 		m := proto.CloneOf(sc.GetJob())
 		m.RequestId = TickRequestID(sc.GetName(), tick)
 		e, err := s.enqueueFor(ctx, scheduleCaller, m, sc.GetName())
-		if err != nil {
+		switch {
+		case refused(err):
+			// The tick's request will not do (the queue's webhooks grew
+			// past the limit, its request id names another job): trying
+			// again each second would hold the schedule at this tick for
+			// ever, so the tick is recorded without a job.
+			s.log.WarnContext(ctx, "schedule tick made no job: its job was refused", "schedule", sc.GetName(), "tick", tick, "error", err)
+		case err != nil:
 			return time.Time{}, err
-		}
-		sc.LastJobId = e.job.GetJobId()
-		if e.created {
-			s.metrics.jobsEnqueued(ctx, e.job.GetQueue(), e.tally())
-			s.log.InfoContext(ctx, "schedule ticked", "schedule", sc.GetName(), "tick", tick, "job_id", e.job.GetJobId())
+		default:
+			sc.LastJobId = e.job.GetJobId()
+			if e.created {
+				s.metrics.jobsEnqueued(ctx, e.job.GetQueue(), e.tally())
+				s.log.InfoContext(ctx, "schedule ticked", "schedule", sc.GetName(), "tick", tick, "job_id", e.job.GetJobId())
+			}
 		}
 	} else {
 		s.log.InfoContext(ctx, "schedule tick skipped", "schedule", sc.GetName(), "tick", tick, "why", skip)
@@ -409,6 +423,16 @@ func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Ti
 		return time.Time{}, err
 	}
 	return cs.Next(tick), nil
+}
+
+// refused reports whether err says a request itself will not do, as
+// opposed to the store being away: asking again brings the same answer.
+func refused(err error) bool {
+	switch apierr.Code(err) {
+	case connect.CodeInvalidArgument, connect.CodeAlreadyExists, connect.CodeFailedPrecondition, connect.CodePermissionDenied, connect.CodeNotFound:
+		return true
+	}
+	return false
 }
 
 // missedGrace is how late a tick may be run and still count as on time:

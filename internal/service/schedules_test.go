@@ -276,3 +276,21 @@ func TestPausedScheduleSkipsTicks(t *testing.T) {
 		t.Fatalf("the first tick after the resume: %d jobs, want one of %v", len(jobs), next)
 	}
 }
+
+// A tick whose job is refused (its request id names another job) is
+// recorded without one, so the schedule goes on to its next tick.
+func TestRefusedTickIsPassed(t *testing.T) {
+	tk := newTicking(t, 1, newSchedule("taken", "@every 1m"))
+	first := tk.created.Add(time.Minute)
+	if _, err := tk.o.s.EnqueueJob(tk.o.ctx, &spoolv1.EnqueueJobRequest{Queue: "nightly", Params: argv("other"), RequestId: TickRequestID("taken", first)}); err != nil {
+		t.Fatal(err)
+	}
+	tk.tick(t, first.Add(time.Second))
+	if sc := tk.schedule(t, "taken"); !sc.GetLastTickAt().AsTime().Equal(first) || sc.GetLastJobId() != "" {
+		t.Fatalf("the refused tick: last tick %v, job %q; want %v and none", sc.GetLastTickAt().AsTime(), sc.GetLastJobId(), first)
+	}
+	tk.tick(t, first.Add(time.Minute+time.Second))
+	if jobs := tk.jobs(t); len(jobs) != 1 || jobs[0].GetRequestId() != TickRequestID("taken", first.Add(time.Minute)) {
+		t.Errorf("the next tick: %d jobs, want one of %v", len(jobs), first.Add(time.Minute))
+	}
+}

@@ -27,7 +27,13 @@
 //   - draining: on shutdown, long polls and follows end at once so clients
 //     resume elsewhere or later;
 //   - readiness: whether the store answers, for the server's /readyz
-//     (ready.go).
+//     (ready.go);
+//   - when jobs run: a job's time, priority, the jobs it runs after and
+//     its webhook URLs as it is enqueued, and the alarm that wakes the
+//     promoter early (timing.go); queues' limits (ConfigureQueue in
+//     queues.go);
+//   - periodic jobs: schedules, their checks and roles, and the ticks
+//     the ticker has the core run, one job per tick (schedules.go).
 package service
 
 import (

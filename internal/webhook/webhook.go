@@ -439,10 +439,24 @@ func newClient(timeout time.Duration, allowPrivate bool) *http.Client {
 // notify.allow_private_addresses.
 func Public(addr netip.Addr) bool {
 	addr = addr.Unmap()
+	if nat64.Contains(addr) {
+		// An IPv4 address reached through a NAT64 gateway is judged as
+		// that address.
+		b := addr.As16()
+		addr = netip.AddrFrom4([4]byte(b[12:]))
+	}
 	if addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
 		addr.IsMulticast() || addr.IsUnspecified() || addr.IsInterfaceLocalMulticast() {
 		return false
 	}
-	// Carrier-grade NAT space, often a provider's internal network.
-	return !netip.MustParsePrefix("100.64.0.0/10").Contains(addr)
+	return !cgnat.Contains(addr)
 }
+
+var (
+	// cgnat is carrier-grade NAT space, often a provider's internal
+	// network.
+	cgnat = netip.MustParsePrefix("100.64.0.0/10")
+	// nat64 is the well-known prefix of IPv4 addresses translated by
+	// NAT64.
+	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+)

@@ -259,7 +259,7 @@ func TestPrivateAddressesRefused(t *testing.T) {
 		}
 	}
 	for addr, public := range map[string]bool{"169.254.169.254": false, "10.1.2.3": false, "::1": false, "100.64.0.1": false,
-		"::ffff:127.0.0.1": false, "fd00::1": false, "0.0.0.0": false, "8.8.8.8": true, "2606:4700::1111": true} {
+		"::ffff:127.0.0.1": false, "fd00::1": false, "0.0.0.0": false, "64:ff9b::a9fe:a9fe": false, "64:ff9b::808:808": true, "8.8.8.8": true, "2606:4700::1111": true} {
 		if got := Public(netip.MustParseAddr(addr)); got != public {
 			t.Errorf("Public(%s) = %v, want %v", addr, got, public)
 		}
