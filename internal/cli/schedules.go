@@ -220,7 +220,6 @@ func runSchedulesGet(ctx context.Context, name string, asJSON bool, e *env) erro
 		return printJSON(e.out, jobjson.ScheduleView(s))
 	}
 	now := time.Now()
-	v := jobjson.ScheduleView(s) // its policies with the defaults filled in
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s:\t"+f+"\n", append([]any{k}, a...)...) }
 	row("Schedule", "%s", s.Name)
@@ -238,8 +237,8 @@ func runSchedulesGet(ctx context.Context, name string, asJSON bool, e *env) erro
 	if len(s.Job.Notify) > 0 {
 		row("Notify", "%s", listOf(s.Job.Notify, "and"))
 	}
-	row("Overlap", "%s", v.Overlap)
-	row("Missed ticks", "%s", v.Missed)
+	row("Overlap", "%s", s.Overlap)
+	row("Missed ticks", "%s", s.Missed)
 	row("Next run", "%s", nextRun(s, now))
 	if !s.LastTickAt.IsZero() {
 		row("Last run", "%s (%s)", when(s.LastTickAt, now), ago(s.LastTickAt, now))

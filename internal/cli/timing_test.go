@@ -203,7 +203,7 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	r = run(srv, "schedules", "get", "poll", "--json")
 	var s jobjson.Schedule
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil || s.Missed != "skip" || s.Overlap != "allow" || s.Job.Params.Script == "" || s.NextTickAt.IsZero() {
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil || s.Missed != "skip" || s.Overlap != "allow" || s.Job.Script == "" || s.NextTickAt.IsZero() {
 		t.Fatalf("schedules get --json: %v %+v", err, r)
 	}
 

@@ -93,7 +93,7 @@ func goldenViews() map[string]any {
 		"queues.json":  QueueListView(queues, time.Hour),
 		"schedules.json": ScheduleListView(convert.Schedules([]*spoolv1.Schedule{{Name: "nightly", Cron: "0 3 * * *", Timezone: "Europe/Paris",
 			Job:     &spoolv1.EnqueueJobRequest{Queue: "builds", Params: &spoolv1.JobParams{Argv: []string{"make", "nightly"}}, Priority: 3, Notify: []string{"https://example.com/hook"}},
-			Overlap: spoolv1.Overlap_OVERLAP_SKIP, CreatedAt: at(0), UpdatedAt: at(5), LastTickAt: at(4), LastJobId: "0199aaaa-0000-7000-8000-000000000001",
+			Overlap: spoolv1.Overlap_OVERLAP_SKIP, Missed: spoolv1.Missed_MISSED_RUN_ONCE, CreatedAt: at(0), UpdatedAt: at(5), LastTickAt: at(4), LastJobId: "0199aaaa-0000-7000-8000-000000000001",
 			NextTickAt: at(86404), Revision: 3}})),
 	}
 }

@@ -1,6 +1,7 @@
 package jobjson
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spool-run/spool"
@@ -12,7 +13,8 @@ type Schedule struct {
 	Cron     string      `json:"cron"`
 	Timezone string      `json:"timezone,omitempty"`
 	Job      ScheduleJob `json:"job"`
-	// Overlap is "allow" or "skip"; Missed "run-once" or "skip".
+	// Overlap is "allow" or "skip"; Missed "run_once" or "skip", as the
+	// setting schedules.missed spells them.
 	Overlap    string    `json:"overlap"`
 	Missed     string    `json:"missed"`
 	Paused     bool      `json:"paused"`
@@ -24,14 +26,25 @@ type Schedule struct {
 	Revision   int64     `json:"revision"`
 }
 
-// ScheduleJob is the job a schedule's ticks enqueue.
+// ScheduleJob is the job a schedule's ticks enqueue, in the fields a job
+// is submitted with over REST (POST /api/v1/jobs/batch), so a schedule's
+// job reads as the body that would submit it.
 type ScheduleJob struct {
-	Queue       string    `json:"queue"`
-	Params      JobParams `json:"params"`
-	Priority    int32     `json:"priority,omitempty"`
-	Retries     int32     `json:"retries,omitempty"`
-	MaxAttempts int32     `json:"max_attempts,omitempty"`
-	Notify      []string  `json:"notify,omitempty"`
+	Queue          string            `json:"queue,omitempty"`
+	Argv           []string          `json:"argv,omitempty"`
+	Script         string            `json:"script,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	WorkingDir     string            `json:"working_dir,omitempty"`
+	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
+	MaxAttempts    int32             `json:"max_attempts,omitempty"`
+	Retries        int32             `json:"retries,omitempty"`
+	RepositoryURL  string            `json:"repository_url,omitempty"`
+	Ref            string            `json:"ref,omitempty"`
+	Stdin          []byte            `json:"stdin,omitempty"`
+	PTY            bool              `json:"pty,omitempty"`
+	Batching       *Batching         `json:"batching,omitempty"`
+	Priority       int32             `json:"priority,omitempty"`
+	Notify         []string          `json:"notify,omitempty"`
 }
 
 // ScheduleList is a list of schedules, by name.
@@ -39,21 +52,14 @@ type ScheduleList struct {
 	Schedules []Schedule `json:"schedules"`
 }
 
-// ScheduleView is schedule s as JSON shows it. An unset policy shows the
-// server's default, which is what it does.
+// ScheduleView is schedule s as JSON shows it.
 func ScheduleView(s *spool.Schedule) Schedule {
-	overlap, missed := s.Overlap, s.Missed
-	if overlap == 0 {
-		overlap = spool.OverlapAllow
-	}
-	if missed == 0 {
-		missed = spool.MissedRunOnce
-	}
-	j := s.Job
+	j, p := s.Job, paramsView(s.Job.Params)
 	return Schedule{Name: s.Name, Cron: s.Cron, Timezone: s.Timezone,
-		Job: ScheduleJob{Queue: j.Queue, Params: paramsView(j.Params), Priority: int32(j.Priority), Retries: int32(j.Retries),
-			MaxAttempts: int32(j.MaxAttempts), Notify: j.Notify},
-		Overlap: overlap.String(), Missed: missed.String(), Paused: s.Paused,
+		Job: ScheduleJob{Queue: j.Queue, Argv: p.Argv, Script: p.Script, Env: p.Env, WorkingDir: p.WorkingDir, TimeoutSeconds: p.TimeoutSeconds,
+			MaxAttempts: int32(j.MaxAttempts), Retries: int32(j.Retries), RepositoryURL: p.RepositoryURL, Ref: p.Ref, Stdin: p.Stdin,
+			PTY: p.PTY, Batching: p.Batching, Priority: int32(j.Priority), Notify: j.Notify},
+		Overlap: s.Overlap.String(), Missed: strings.ReplaceAll(s.Missed.String(), "-", "_"), Paused: s.Paused,
 		CreatedAt: utc(s.CreatedAt), UpdatedAt: utc(s.UpdatedAt), LastTickAt: utc(s.LastTickAt), LastJobID: s.LastJobID,
 		NextTickAt: utc(s.NextTickAt), Revision: s.Revision}
 }
