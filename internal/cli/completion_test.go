@@ -87,6 +87,7 @@ func TestJobIDCompletion(t *testing.T) {
 		{[]string{"logs", "rebuild", ""}, []string{queued.ID, running, done}},
 		{[]string{"jobs", "get", done[:len(done)-1]}, []string{done}},
 		{[]string{"jobs", "cancel", ""}, []string{queued.ID, running}},
+		{[]string{"submit", "--after", ""}, []string{queued.ID, running}},
 		{[]string{"jobs", "wait", queued.ID, ""}, []string{running}},
 		{[]string{"ingest", "complete", "--job", ""}, []string{running}},
 		{[]string{"logs", done, ""}, nil},

@@ -102,6 +102,8 @@ that stops gracefully hands its jobs back without using either.`,
 	cfg.spec.register(cmd)
 	cfg.extra.register(cmd)
 	cfg.when.register(cmd)
+	// Tab offers the jobs a new one may wait for: those not ended yet.
+	_ = cmd.RegisterFlagCompletionFunc("after", completeJobArg(e, true, activeStates...))
 	cmd.Flags().StringVar(&cfg.batch, "batch", "", batchHelp)
 	cfg.secrets.register(cmd)
 	cmd.Flags().StringVar(&cfg.stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
