@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,6 +73,9 @@ type shellCommand struct {
 // shellCommands are the spool commands of page's sh blocks: lines that run
 // `spool` or `bin/spool` (after any VAR=value), joined where they end in a
 // backslash, cut at a comment or a pipe or redirection.
+// errUnclosedQuote is a line that ends inside a quoted argument.
+var errUnclosedQuote = errors.New("unclosed quote")
+
 func shellCommands(t *testing.T, page string) []shellCommand {
 	t.Helper()
 	f, err := os.Open(page)
@@ -89,6 +93,10 @@ func shellCommands(t *testing.T, page string) []shellCommand {
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		if strings.HasPrefix(line, "```") {
+			if inShell && pending != "" {
+				t.Errorf("%s:%d: the block ends inside a command: %s", page, start, pending)
+				pending = ""
+			}
 			inShell = line == "```sh" || line == "```bash"
 			continue
 		}
@@ -103,6 +111,11 @@ func shellCommands(t *testing.T, page string) []shellCommand {
 			continue
 		}
 		words, err := shellWords(pending + line)
+		if errors.Is(err, errUnclosedQuote) {
+			// A quoted argument (a JSON body) goes on to the next line.
+			pending += line + "\n"
+			continue
+		}
 		pending = ""
 		if err != nil {
 			t.Errorf("%s:%d: %v", page, start, err)
@@ -164,7 +177,7 @@ func shellWords(line string) ([]string, error) {
 		}
 	}
 	if quote != 0 {
-		return nil, fmt.Errorf("unclosed quote in %s", line)
+		return nil, fmt.Errorf("%w in %s", errUnclosedQuote, line)
 	}
 	flush()
 	return words, nil
