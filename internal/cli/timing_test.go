@@ -12,6 +12,7 @@ import (
 	"github.com/spool-run/spool/internal/jobjson"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
+	"github.com/spool-run/spool/worker"
 )
 
 // timingServer is a server whose store keeps scheduled jobs and schedules
@@ -135,6 +136,23 @@ func TestSubmitFollowScheduled(t *testing.T) {
 	j, err := c.Job(ctx, follower)
 	if err != nil || j.State != spool.Cancelled {
 		t.Fatalf("the follower of a cancelled job: %+v, %v", j, err)
+	}
+}
+
+// TestSubmitFollowDelayed: submit -f of a delayed job says until when it
+// waits, then prints its output once a worker ran it at its time, and
+// exits as it did.
+func TestSubmitFollowDelayed(t *testing.T) {
+	t.Parallel()
+	srv := timingServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{})
+	begun := time.Now()
+	r := await(t, start(srv, "submit", "-f", "--in", "1s", "--shell", "echo on time"))
+	if r.code != 0 || r.stdout != "on time\n" || !regexp.MustCompile(`spool: job \S+ is scheduled: it waits until \d\d:\d\d:\d\d \(in 1s\)\n`).MatchString(r.stderr) {
+		t.Fatalf("submit -f --in 1s: %+v", r)
+	}
+	if took := time.Since(begun); took < time.Second {
+		t.Errorf("the job ran %v after it was submitted, before its time", took)
 	}
 }
 
