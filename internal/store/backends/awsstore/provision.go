@@ -94,7 +94,7 @@ func Provision(ctx context.Context, cfg Config) (Report, error) {
 			continue // configured by URL: managed elsewhere
 		}
 		name, _ := cfg.sqsName(q) // checked by Validate
-		made, err := s.createQueue(ctx, name)
+		made, err := s.createQueue(ctx, name, name+DeadLetterSuffix)
 		if err != nil {
 			return rep, err
 		}
