@@ -103,11 +103,15 @@ func (s *Store) readLimit(ctx context.Context, queue string) (limitRec, error) {
 func (s *Store) writeLimit(ctx context.Context, queue string, lr limitRec, limit int32, holders map[string]int32) (bool, error) {
 	it := limitKey(queue)
 	it[aKind], it[aQueue], it[aMax], it[aVersion] = str(kindLimit), str(queue), num(limit), num(lr.version+1)
-	it[aHolders] = bin(encodeHolders(holders))
+	if len(holders) > 0 { // DynamoDB refuses an empty binary value
+		it[aHolders] = bin(encodeHolders(holders))
+	}
 	e := newExpr()
-	cond := "attribute_not_exists(" + e.n(aJobID) + ")"
+	var cond string
 	if lr.version > 0 {
 		cond = e.eq(aVersion, num(lr.version))
+	} else {
+		cond = "attribute_not_exists(" + e.n(aJobID) + ")"
 	}
 	_, err := s.clients.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(s.cfg.JobsTable),

@@ -40,10 +40,10 @@ type Store struct {
 	// promoting lets one PromoteScheduled of this Store run at a time:
 	// two at once would both send the messages of the same due jobs.
 	promoting sync.Mutex
-	watch  *watcher
-	shares *shares
-	dlq    deadLetterClock
-	hooks  hooks
+	watch     *watcher
+	shares    *shares
+	dlq       deadLetterClock
+	hooks     hooks
 	// rollForwardAfter is the const of that name; tests shorten it.
 	rollForwardAfter time.Duration
 	// listScan and listRounds are the consts of those names; tests
