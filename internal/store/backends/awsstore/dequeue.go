@@ -50,11 +50,15 @@ func (s *Store) Dequeue(ctx context.Context, r store.DequeueRequest) ([]store.Le
 	vis := clampVisibility(r.LeaseDuration)
 	deadline := time.Now().Add(r.Wait)
 	for {
-		urls, def, err := s.pollURLs(ctx, r.Queue)
+		lr, err := s.settings(ctx, r.Queue)
 		if err != nil {
 			return nil, err
 		}
-		room, err := s.room(ctx, r.Queue)
+		urls, def, err := s.pollURLs(ctx, r.Queue, lr.prios)
+		if err != nil {
+			return nil, err
+		}
+		room, err := s.room(ctx, r.Queue, lr)
 		if err != nil {
 			return nil, err
 		}

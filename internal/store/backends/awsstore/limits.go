@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/spool-run/spool"
@@ -34,8 +36,8 @@ import (
 
 const (
 	// limitFresh is how long a Store takes a queue it found without a
-	// limit as such, reading nothing: a limit set on another server
-	// holds here within it.
+	// limit as such, reading nothing: a limit set on another server, or
+	// a priority first used there, holds here within it.
 	limitFresh = time.Second
 	// limitRetry hides a message that found its queue's slots taken.
 	limitRetry = time.Second
@@ -44,41 +46,54 @@ const (
 	holdRounds = 10
 )
 
-// limitCache remembers the queues found without a limit, and serialises
-// this Store's changes of limit items (they would only race each other).
+// limitCache remembers each queue's settings item as last read (its
+// limit and the priorities in use), and serialises this Store's changes
+// of limit items (they would only race each other).
 type limitCache struct {
 	mu   sync.Mutex
-	none map[string]time.Time
+	read map[string]cachedLimit
 	hold sync.Mutex
 }
 
-func (c *limitCache) unlimited(queue string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	at, ok := c.none[queue]
-	return ok && time.Since(at) < limitFresh
+type cachedLimit struct {
+	at time.Time
+	lr limitRec
 }
 
-func (c *limitCache) set(queue string, limited bool) {
+// fresh returns a queue's settings read within limitFresh.
+func (c *limitCache) fresh(queue string) (limitRec, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if limited {
-		delete(c.none, queue)
-		return
+	cl, ok := c.read[queue]
+	return cl.lr, ok && time.Since(cl.at) < limitFresh
+}
+
+func (c *limitCache) put(queue string, lr limitRec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read == nil {
+		c.read = map[string]cachedLimit{}
 	}
-	if c.none == nil {
-		c.none = map[string]time.Time{}
-	}
-	c.none[queue] = time.Now()
+	c.read[queue] = cachedLimit{at: time.Now(), lr: lr}
+}
+
+// forget makes the next look at a queue's settings read them.
+func (c *limitCache) forget(queue string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.read, queue)
 }
 
 func limitKey(queue string) item { return jobKey(limitKeyPrefix + queue) }
 
-// limitRec is a queue's limit item as read (version 0: none).
+// limitRec is a queue's settings item as read (version 0: no limit was
+// ever set): its max_running, the holders of its slots, and the
+// priorities other than the default its jobs have used (see priority.go).
 type limitRec struct {
 	max     int32
 	holders map[string]int32
 	version int64
+	prios   []int32
 }
 
 func (s *Store) readLimit(ctx context.Context, queue string) (limitRec, error) {
@@ -95,38 +110,56 @@ func (s *Store) readLimit(ctx context.Context, queue string) (limitRec, error) {
 	if err != nil {
 		return lr, fmt.Errorf("the limit of queue %q: %w", queue, err)
 	}
+	if ns, ok := it[aPriorities].(*types.AttributeValueMemberNS); ok {
+		for _, v := range ns.Value {
+			p, err := strconv.ParseInt(v, 10, 32)
+			if err != nil {
+				return lr, fmt.Errorf("the priorities of queue %q: %w", queue, err)
+			}
+			lr.prios = append(lr.prios, int32(p))
+		}
+	}
 	return lr, nil
 }
 
-// writeLimit replaces the limit item read as lr, on condition that it did
-// not change since; ok is false when it did.
+// writeLimit sets the limit and holders of the settings item read as lr,
+// on condition that they did not change since; ok is false when they did.
+// (The priorities in use are added apart, and left as they are.)
 func (s *Store) writeLimit(ctx context.Context, queue string, lr limitRec, limit int32, holders map[string]int32) (bool, error) {
-	it := limitKey(queue)
-	it[aKind], it[aQueue], it[aMax], it[aVersion] = str(kindLimit), str(queue), num(limit), num(lr.version+1)
-	if len(holders) > 0 { // DynamoDB refuses an empty binary value
-		it[aHolders] = bin(encodeHolders(holders))
-	}
 	e := newExpr()
-	var cond string
+	u := newUpdate(e).Set(aKind, str(kindLimit)).Set(aQueue, str(queue)).Set(aMax, num(limit)).Set(aVersion, num(lr.version+1))
+	if len(holders) > 0 {
+		u.Set(aHolders, bin(encodeHolders(holders)))
+	} else {
+		u.Remove(aHolders) // DynamoDB refuses an empty binary value
+	}
+	cond := "attribute_not_exists(" + e.n(aVersion) + ")"
 	if lr.version > 0 {
 		cond = e.eq(aVersion, num(lr.version))
-	} else {
-		cond = "attribute_not_exists(" + e.n(aJobID) + ")"
 	}
-	_, err := s.clients.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.cfg.JobsTable),
-		Item:                      it,
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.valuesOrNil(),
-	})
-	if conditionFailed(err) {
-		return false, nil
-	}
+	ok, err := s.updateItem(ctx, limitKey(queue), u, cond)
 	if err != nil {
 		return false, awsErr(err, "write the limit of queue %q", queue)
 	}
-	return true, nil
+	return ok, nil
+}
+
+// usePriority records that queue has jobs of priority p (not the
+// default), so every server's Dequeue polls its SQS queue.
+func (s *Store) usePriority(ctx context.Context, queue string, p int32) error {
+	key := queue + prioritySuffix(p)
+	if !s.prio.record(key, false) {
+		return nil
+	}
+	e := newExpr()
+	u := newUpdate(e).Set(aKind, str(kindLimit)).Set(aQueue, str(queue)).
+		Add(aPriorities, &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(int(p))}})
+	if _, err := s.updateItem(ctx, limitKey(queue), u, ""); err != nil {
+		return awsErr(err, "record priority %d of queue %q", p, queue)
+	}
+	s.prio.record(key, true)
+	s.limits.forget(queue)
+	return nil
 }
 
 // SetQueueMaxRunning implements store.TimingStore. A queue that had no
@@ -163,7 +196,7 @@ func (s *Store) SetQueueMaxRunning(ctx context.Context, name string, limit int32
 			return err
 		}
 		if ok {
-			s.limits.set(name, limit > 0)
+			s.limits.forget(name)
 			return nil
 		}
 	}
@@ -213,21 +246,27 @@ func (s *Store) runningJobs(ctx context.Context, queue string) (map[string]int32
 	return out, nil
 }
 
-// room is how many jobs of a queue a Dequeue may lease now (-1: no
-// limit). Full-looking slots are checked, and the dead holders pruned.
-func (s *Store) room(ctx context.Context, queue string) (int, error) {
-	if s.limits.unlimited(queue) {
-		return -1, nil
+// settings returns a queue's settings item, as read within limitFresh
+// unless the queue is limited (a limit is always read afresh).
+func (s *Store) settings(ctx context.Context, queue string) (limitRec, error) {
+	if lr, ok := s.limits.fresh(queue); ok && lr.max == 0 {
+		return lr, nil
 	}
 	lr, err := s.readLimit(ctx, queue)
 	if err != nil {
-		return 0, err
+		return lr, err
 	}
+	s.limits.put(queue, lr)
+	return lr, nil
+}
+
+// room is how many jobs of a queue with settings lr a Dequeue may lease
+// now (-1: no limit). Full-looking slots are checked, and the dead
+// holders pruned.
+func (s *Store) room(ctx context.Context, queue string, lr limitRec) (int, error) {
 	if lr.max == 0 {
-		s.limits.set(queue, false)
 		return -1, nil
 	}
-	s.limits.set(queue, true)
 	if len(lr.holders) < int(lr.max) {
 		return int(lr.max) - len(lr.holders), nil
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,12 +25,14 @@ import (
 // queue configured by URL, its URL) plus prioritySuffix. They share the
 // default queue's dead-letter queue, so the reaper's look into it covers
 // them. A priority queue is made by the first enqueue of its priority
-// (with AutoCreateQueues); Dequeue polls only those that exist.
+// (with AutoCreateQueues), which records the priority in the queue's
+// settings item (see limits.go); Dequeue, which reads that item anyway
+// (at most once a second per queue), polls only those.
 
 // priorityRecheck is how long Dequeue takes a priority queue it did not
-// find as missing: another server's first enqueue of that priority is
-// seen within it.
-const priorityRecheck = 10 * time.Second
+// find as missing (its jobs used it, by the queue's settings item, but it
+// was deleted since).
+const priorityRecheck = time.Minute
 
 // prioritySuffix names the SQS queue of priority p (not the default).
 func prioritySuffix(p int32) string { return fmt.Sprintf("-p%d", p) }
@@ -43,12 +46,33 @@ type priorityDir struct {
 	mu      sync.Mutex
 	urls    map[string]string    // queue + suffix -> URL
 	missing map[string]time.Time // queue + suffix -> when found missing
+	// recorded: queue + suffix -> this Store recorded the priority in use
+	// (it never leaves the settings item, so once is enough).
+	recorded map[string]bool
+}
+
+// record reports whether key still has to be recorded in use, and
+// notes that it was once done is true.
+func (d *priorityDir) record(key string, done bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if done {
+		if d.recorded == nil {
+			d.recorded = map[string]bool{}
+		}
+		d.recorded[key] = true
+	}
+	return !d.recorded[key]
 }
 
 // jobURL is the SQS queue of a job's queue and priority. An enqueue makes
 // a missing priority queue (with AutoCreateQueues), or says how to.
 func (s *Store) jobURL(ctx context.Context, queue string, priority int32) (string, error) {
-	url, ok, err := s.priorityURL(ctx, queue, priorityOf(priority), true)
+	p := priorityOf(priority)
+	url, ok, err := s.priorityURL(ctx, queue, p, true)
+	if err == nil && ok && p != store.DefaultPriority {
+		err = s.usePriority(ctx, queue, p)
+	}
 	if err == nil && !ok {
 		err = apierr.Errorf(spool.ErrInvalidArgument, "queue %q has no SQS queue for priority %d: create SQS queue %s (with the queue's redrive policy), or turn on store.aws.auto_create_queues",
 			queue, priority, s.priorityName(ctx, queue, priority))
@@ -117,12 +141,16 @@ func (s *Store) priorityName(ctx context.Context, queue string, p int32) string 
 	return path.Base(strings.TrimRight(base, "/")) + prioritySuffix(p)
 }
 
-// pollURLs are the SQS queues Dequeue polls for a spool queue, highest
-// priority first: the default one and the others that exist.
-func (s *Store) pollURLs(ctx context.Context, queue string) ([]string, int, error) {
+// pollURLs are the SQS queues Dequeue polls for a spool queue whose jobs
+// used priorities prios besides the default, highest priority first, and
+// which of them is the default's.
+func (s *Store) pollURLs(ctx context.Context, queue string, prios []int32) ([]string, int, error) {
 	var out []string
 	def := 0
 	for p := int32(store.HighestPriority); p <= store.LowestPriority; p++ {
+		if p != store.DefaultPriority && !slices.Contains(prios, p) {
+			continue
+		}
 		url, ok, err := s.priorityURL(ctx, queue, p, false)
 		if err != nil {
 			return nil, 0, err

@@ -167,11 +167,13 @@ const (
 	queueKeyPrefix = "queue#"
 )
 
-// A queue's max_running is an item of its own, under "limit#" + its name
-// (see limits.go): the limit, and the jobs that hold its slots.
+// A queue's settings are an item of its own, under "limit#" + its name
+// (see limits.go): its max_running, the jobs that hold its slots, and the
+// priorities its jobs used (see priority.go).
 const (
-	aMax     = "max"     // N: the queue's max_running (0: none)
-	aHolders = "holders" // B: encodeHolders, job id -> attempt
+	aMax        = "max"        // N: the queue's max_running (0: none)
+	aHolders    = "holders"    // B: encodeHolders, job id -> attempt
+	aPriorities = "priorities" // NS: the priorities other than the default its jobs used
 
 	kindLimit      = "limit"
 	limitKeyPrefix = "limit#"
