@@ -404,3 +404,7 @@ func Polling(s *Store, queue string) int {
 // MissingJobReads is how many more times a young message's missing job is
 // read before the message is hidden.
 var MissingJobReads = len(missingJobWaits)
+
+// ForgetSettings makes the store's next Dequeue of queue read the
+// queue's settings item, as it does once a second.
+func ForgetSettings(s *Store, queue string) { s.limits.forget(queue) }
