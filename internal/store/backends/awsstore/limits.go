@@ -48,11 +48,26 @@ const (
 
 // limitCache remembers each queue's settings item as last read (its
 // limit and the priorities in use), and serialises this Store's changes
-// of limit items (they would only race each other).
+// of each queue's limit (they would only race each other).
 type limitCache struct {
-	mu   sync.Mutex
-	read map[string]cachedLimit
-	hold sync.Mutex
+	mu    sync.Mutex
+	read  map[string]cachedLimit
+	holds map[string]*sync.Mutex
+}
+
+// hold is the lock of this Store's changes of queue's limit.
+func (c *limitCache) hold(queue string) *sync.Mutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holds == nil {
+		c.holds = map[string]*sync.Mutex{}
+	}
+	m, ok := c.holds[queue]
+	if !ok {
+		m = &sync.Mutex{}
+		c.holds[queue] = m
+	}
+	return m
 }
 
 type cachedLimit struct {
@@ -175,8 +190,9 @@ func (s *Store) SetQueueMaxRunning(ctx context.Context, name string, limit int32
 	if err := s.registerQueue(ctx, name); err != nil {
 		return err
 	}
-	s.limits.hold.Lock()
-	defer s.limits.hold.Unlock()
+	mu := s.limits.hold(name)
+	mu.Lock()
+	defer mu.Unlock()
 	for range holdRounds {
 		lr, err := s.readLimit(ctx, name)
 		if err != nil {
@@ -275,10 +291,11 @@ func (s *Store) room(ctx context.Context, queue string, lr limitRec) (int, error
 		return 0, err
 	}
 	if len(live) < len(lr.holders) {
-		s.limits.hold.Lock()
+		mu := s.limits.hold(queue)
+		mu.Lock()
 		// Lost to another change, the pruning is done again next time.
 		_, err = s.writeLimit(ctx, queue, lr, lr.max, live)
-		s.limits.hold.Unlock()
+		mu.Unlock()
 		if err != nil {
 			return 0, err
 		}
@@ -316,8 +333,9 @@ func (s *Store) live(ctx context.Context, holders map[string]int32) (map[string]
 // hold takes a slot of r's queue for its next attempt; false when they
 // are all taken (or kept changing).
 func (s *Store) hold(ctx context.Context, r *jobRec) (bool, error) {
-	s.limits.hold.Lock()
-	defer s.limits.hold.Unlock()
+	mu := s.limits.hold(r.queue())
+	mu.Lock()
+	defer mu.Unlock()
 	attempt := r.attempt + 1
 	for range holdRounds {
 		lr, err := s.readLimit(ctx, r.queue())
@@ -351,8 +369,9 @@ func (s *Store) hold(ctx context.Context, r *jobRec) (bool, error) {
 // unhold gives back the slot a lease that failed took. Failing, the
 // slot stays taken until the job is leased again (see live).
 func (s *Store) unhold(ctx context.Context, queue, id string, attempt int32) {
-	s.limits.hold.Lock()
-	defer s.limits.hold.Unlock()
+	mu := s.limits.hold(queue)
+	mu.Lock()
+	defer mu.Unlock()
 	for range holdRounds {
 		lr, err := s.readLimit(ctx, queue)
 		if err != nil {
