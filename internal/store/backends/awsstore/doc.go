@@ -449,12 +449,15 @@
 // Priorities: each priority but the default has an SQS queue of its own,
 // the default one's name plus "-p1" (and so on), sharing its dead-letter
 // queue, made by the first enqueue of that priority (with
-// AutoCreateQueues). Dequeue polls those that exist highest first without
-// waiting, then long-polls the default one for at most 2 seconds; a queue
-// that uses only the default priority is polled as before. Leases of one
-// Dequeue are sorted by priority, then age.
+// AutoCreateQueues), which records the priority in the queue's settings
+// item ("limit#" + queue). Dequeue reads that item (at most once a second
+// per queue and server, unless the queue is limited) and polls the
+// priority queues it names highest first without waiting, then long-polls
+// the default one for at most 2 seconds; a queue that uses only the
+// default priority is polled as before. Leases of one Dequeue are sorted
+// by priority, then age.
 //
-// A queue's max_running is an item, "limit#" + queue: the limit and the
+// A queue's max_running is in the same settings item: the limit and the
 // jobs holding its slots (job id and attempt, about 19 bytes each, so a
 // limit of 10,000 fits an item). A lease of a limited queue takes a slot
 // (a write conditional on the item's version) before the conditional
