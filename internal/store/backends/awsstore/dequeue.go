@@ -446,6 +446,19 @@ func (s *Store) leaseAs(ctx context.Context, r *jobRec, handle, msgID string, ex
 		Set(aStartedAt, num(now.UnixMicro())).
 		BumpRev()
 	cond := []string{isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))}
+	if r.state == spoolv1.JobState_JOB_STATE_SCHEDULED {
+		// Leased as its promotion would have queued it (see setAside):
+		// its run_after goes, and the book is rewritten whole, so
+		// nothing may have changed it.
+		j := r.view()
+		storekit.Promote().Apply(j, now)
+		book, err := bookValue(j)
+		if err != nil {
+			return nil, false, err
+		}
+		u.Set(aBook, book)
+		cond = append(cond, e.eq(aRev, num(r.rev)))
+	}
 	start := r.head.NextSequence
 	if r.res == nil {
 		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")", e.eq(aNextSeq, num(r.head.NextSequence)))

@@ -159,6 +159,9 @@ func TestEarlyMessageOfScheduledJob(t *testing.T) {
 	if !time.Now().After(retry.GetRunAfter().AsTime()) {
 		t.Fatalf("the retry was leased before its time %v", retry.GetRunAfter().AsTime())
 	}
+	if l.Job.GetRunAfter() != nil || l.Job.GetState() != spoolv1.JobState_JOB_STATE_RUNNING {
+		t.Fatalf("leased from its message: %v, run_after %v; want running, as if promoted", l.Job.GetState(), l.Job.GetRunAfter())
+	}
 }
 
 // TestNotifyDueOnExpiry: a job that owes webhooks and ends because its
