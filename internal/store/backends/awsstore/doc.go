@@ -426,8 +426,10 @@
 // other jobs (see placeOf; settle moves every job it writes to its place).
 // The reaper's queries name the "running" partition, so they never meet
 // these entries. PromoteScheduled (every server, about once a second)
-// queries the due part of "scheduled", all of "after" (reading those jobs
-// and the jobs they run after with BatchGetItem, and deciding each with
+// queries the due part of "scheduled", all of "after" (reading, with
+// BatchGetItem, the jobs it has not seen yet and the jobs they run after
+// that have not ended: a Store remembers what each waiting job runs after
+// and which of those ended, see afterWait; each is decided with
 // storekit.Decide), and the first entry not yet due (Promoted.Next); each
 // job it queues gets its message first, then its state, on condition that
 // it did not change since read, so a crash between the two leaves a

@@ -40,6 +40,8 @@ type Store struct {
 	// promoting lets one PromoteScheduled of this Store run at a time:
 	// two at once would both send the messages of the same due jobs.
 	promoting sync.Mutex
+	// waits is what promotions remember of the jobs waiting for others.
+	waits afterWait
 	watch     *watcher
 	shares    *shares
 	dlq       deadLetterClock

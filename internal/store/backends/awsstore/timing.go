@@ -2,12 +2,14 @@ package awsstore
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -79,8 +81,8 @@ func (s *Store) addFollower(ctx context.Context, j *spoolv1.Job) {
 // PromoteScheduled implements store.TimingStore. It queries the leases
 // index: the scheduledPart entries due by now (each job read, its message
 // sent, then made QUEUED on condition that it did not change), every
-// afterPart entry (the jobs and the jobs they run after read, and each
-// decided by storekit.Decide), and the first scheduledPart entry not yet
+// afterPart entry (see afterDecided; those decided are read and settled
+// the same way, by storekit.Decide), and the first scheduledPart entry not yet
 // due, for Next. One promotion runs at a time per Store; servers racing
 // over a job each send a message, and the loser's is a duplicate that its
 // receiver drops or hides like any other.
@@ -99,7 +101,11 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (store.Prom
 	if err != nil {
 		return out, err
 	}
-	if err := s.promoteAll(ctx, waiting, now, &out); err != nil {
+	ready, err := s.afterDecided(ctx, waiting, now)
+	if err != nil {
+		return out, err
+	}
+	if err := s.promoteAll(ctx, ready, now, &out); err != nil {
 		return out, err
 	}
 	next, err := s.nextDue(ctx, now)
@@ -247,4 +253,102 @@ func (s *Store) decide(ctx context.Context, r *jobRec, o storekit.Outcome, now t
 	}
 	_, ok, err := s.updateJob(ctx, r.id(), u, and(isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aRev, num(r.rev))))
 	return ok, err
+}
+
+// afterWait is what a Store remembers of the jobs waiting for others
+// between promotions: what each runs after (which never changes), and
+// the final states of the jobs they wait for (which never change either;
+// a job that succeeded and was deleted since still counts as succeeded).
+// So a promotion reads, of the jobs that wait, only those it has not seen
+// and the jobs they wait for that are not final yet: a thousand jobs after
+// one running job cost one read a second, not a thousand and one.
+type afterWait struct {
+	mu    sync.Mutex
+	after map[string][]string
+	final map[string]*spoolv1.Job
+}
+
+// afterDecided returns, of the waiting jobs ids, those whose wait is over
+// at now (to queue or cancel), by what the Store knows and reads.
+func (s *Store) afterDecided(ctx context.Context, ids []string, now time.Time) ([]string, error) {
+	w := &s.waits
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var unseen []string
+	for _, id := range ids {
+		if _, ok := w.after[id]; !ok {
+			unseen = append(unseen, id)
+		}
+	}
+	if len(unseen) > 0 {
+		jobs, err := s.getJobs(ctx, unseen)
+		if err != nil {
+			return nil, err
+		}
+		if w.after == nil {
+			w.after = map[string][]string{}
+		}
+		for id, r := range jobs {
+			w.after[id] = r.book.GetAfter()
+		}
+	}
+	// Forget the jobs that left the index, and what only they waited for.
+	listed := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		listed[id] = true
+	}
+	needed := map[string]bool{}
+	for id, after := range w.after {
+		if !listed[id] {
+			delete(w.after, id)
+			continue
+		}
+		for _, p := range after {
+			needed[p] = true
+		}
+	}
+	var open []string
+	for p := range needed {
+		if _, ok := w.final[p]; !ok {
+			open = append(open, p)
+		}
+	}
+	for p := range w.final {
+		if !needed[p] {
+			delete(w.final, p)
+		}
+	}
+	states, err := s.jobStates(ctx, open)
+	if err != nil {
+		return nil, err
+	}
+	if w.final == nil {
+		w.final = map[string]*spoolv1.Job{}
+	}
+	for id, j := range states {
+		if convert.State(j.GetState()).IsFinal() {
+			w.final[id] = j
+		}
+	}
+	var out []string
+	for _, id := range ids {
+		after, ok := w.after[id]
+		if !ok {
+			continue // gone since the index listed it
+		}
+		parents := map[string]*spoolv1.Job{}
+		for _, p := range after {
+			if j, ok := w.final[p]; ok {
+				parents[p] = j
+			} else if j, ok := states[p]; ok {
+				parents[p] = j
+			}
+		}
+		// Its time aside: a job whose after jobs succeeded but whose time
+		// has not come is read, and left waiting, by promoteAll.
+		if wait, _ := storekit.Decide(&spoolv1.Job{After: after}, parents, now); wait != storekit.WaitOn {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }

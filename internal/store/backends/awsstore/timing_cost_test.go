@@ -112,3 +112,39 @@ func TestCostTiming(t *testing.T) {
 		t.Errorf("a job of a limited queue cost %+v, a plain one %+v: want the same SQS requests and at most 3 DynamoDB requests more", limited, plain)
 	}
 }
+
+// TestCostWaitingJobs: jobs that wait for a running job cost each
+// promotion after the first a read of that job, not of every one of them.
+func TestCostWaitingJobs(t *testing.T) {
+	s, calls := countingStore(t)
+	ctx := context.Background()
+	q := newQueue()
+	parent := running(t, s, newJob(q), time.Minute)
+	const n = 30
+	for range n {
+		nj := newJob(q)
+		nj.After = []string{parent.JobID}
+		if _, _, err := s.Enqueue(ctx, nj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.PromoteScheduled(ctx, storekit.Now()); err != nil {
+		t.Fatal(err)
+	}
+	billOf(calls)
+	if _, err := s.PromoteScheduled(ctx, storekit.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n2, capacity := calls.Take()
+	t.Logf("a promotion with %d jobs waiting for one: %v, %v", n, n2, capacity)
+	if n2["DynamoDB.BatchGetItem"] != 1 || capacity["DynamoDB.BatchGetItem"] > 1 {
+		t.Errorf("a promotion with %d jobs waiting for one running job read %d batches, %v RCU; want one read of the running job",
+			n, n2["DynamoDB.BatchGetItem"], capacity["DynamoDB.BatchGetItem"])
+	}
+	if _, err := s.Complete(ctx, parent.LeaseRef, &spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.PromoteScheduled(ctx, storekit.Now()); err != nil || p.Queued != n {
+		t.Fatalf("once the job they wait for succeeded: %+v, %v; want %d queued", p, err, n)
+	}
+}
