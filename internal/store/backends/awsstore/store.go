@@ -41,11 +41,11 @@ type Store struct {
 	// two at once would both send the messages of the same due jobs.
 	promoting sync.Mutex
 	// waits is what promotions remember of the jobs waiting for others.
-	waits afterWait
-	watch     *watcher
-	shares    *shares
-	dlq       deadLetterClock
-	hooks     hooks
+	waits  afterWait
+	watch  *watcher
+	shares *shares
+	dlq    deadLetterClock
+	hooks  hooks
 	// rollForwardAfter is the const of that name; tests shorten it.
 	rollForwardAfter time.Duration
 	// listScan and listRounds are the consts of those names; tests
