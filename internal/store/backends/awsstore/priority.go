@@ -164,3 +164,14 @@ func (s *Store) pollURLs(ctx context.Context, queue string, prios []int32) ([]st
 	}
 	return out, def, nil
 }
+
+// otherPriorities are the priorities with SQS queues of their own.
+func otherPriorities() []int32 {
+	var out []int32
+	for p := int32(store.HighestPriority); p <= store.LowestPriority; p++ {
+		if p != store.DefaultPriority {
+			out = append(out, p)
+		}
+	}
+	return out
+}
