@@ -450,8 +450,8 @@
 //
 // Priorities: each priority but the default has an SQS queue of its own,
 // the default one's name plus "-p1" (and so on), sharing its dead-letter
-// queue, made by the first enqueue of that priority (with
-// AutoCreateQueues), which records the priority in the queue's settings
+// queue, made by Provision or by the first enqueue of that priority (with
+// AutoCreateQueues); that enqueue records the priority in the queue's settings
 // item ("limit#" + queue). Dequeue reads that item (at most once a second
 // per queue and server, unless the queue is limited) and polls the
 // priority queues it names highest first without waiting, then long-polls

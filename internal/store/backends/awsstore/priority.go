@@ -24,10 +24,11 @@ import (
 // deployment that uses none), the others are that queue's name (or, for a
 // queue configured by URL, its URL) plus prioritySuffix. They share the
 // default queue's dead-letter queue, so the reaper's look into it covers
-// them. A priority queue is made by the first enqueue of its priority
-// (with AutoCreateQueues), which records the priority in the queue's
-// settings item (see limits.go); Dequeue, which reads that item anyway
-// (at most once a second per queue), polls only those.
+// them. A priority queue is made by Provision, or by the first enqueue of
+// its priority (with AutoCreateQueues). A Store's first enqueue of a
+// priority records it in the queue's settings item (see limits.go), and
+// Dequeue, which reads that item anyway (at most once a second per
+// queue), polls only the priorities it names.
 
 // priorityRecheck is how long Dequeue takes a priority queue it did not
 // find as missing (its jobs used it, by the queue's settings item, but it
