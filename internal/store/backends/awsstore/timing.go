@@ -3,10 +3,12 @@ package awsstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/sync/errgroup"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/convert"
@@ -170,6 +172,11 @@ func (s *Store) nextDue(ctx context.Context, now time.Time) (time.Time, error) {
 	return time.UnixMicro(at).UTC(), nil
 }
 
+// promotersAtOnce bounds the jobs one promotion queues or cancels side
+// by side: a burst of jobs due at once (a schedule's tick, a chain's
+// parent ending) is a send and a write each.
+const promotersAtOnce = 16
+
 // promoteAll decides each scheduled job of ids at now (the index lags the
 // table, so each is read as it is), with the jobs they run after read in
 // one go.
@@ -183,12 +190,17 @@ func (s *Store) promoteAll(ctx context.Context, ids []string, now time.Time, out
 	}
 	var parentIDs []string
 	for _, r := range jobs {
-		parentIDs = append(parentIDs, r.book.GetAfter()...)
+		if j := r.view(); waitsOnJobs(j) {
+			parentIDs = append(parentIDs, j.GetAfter()...)
+		}
 	}
 	parents, err := s.jobStates(ctx, parentIDs)
 	if err != nil {
 		return err
 	}
+	var queued, cancelled atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(promotersAtOnce)
 	for _, id := range ids {
 		r, ok := jobs[id]
 		if !ok || r.state != spoolv1.JobState_JOB_STATE_SCHEDULED {
@@ -205,27 +217,30 @@ func (s *Store) promoteAll(ctx context.Context, ids []string, now time.Time, out
 		} else {
 			j.After = nil // a retry: its after jobs succeeded before it first ran
 		}
-		w, broken := storekit.Decide(j, mine, now)
-		switch w {
+		switch w, broken := storekit.Decide(j, mine, now); w {
 		case storekit.WaitDone:
-			ok, err := s.promote(ctx, r, now)
-			if err != nil {
-				return err
-			}
-			if ok {
-				out.Queued++
-			}
+			g.Go(counted(&queued, func() (bool, error) { return s.promote(gctx, r, now) }))
 		case storekit.WaitBroken:
-			ok, err := s.decide(ctx, r, storekit.AfterFailed(broken, parents[broken], now), now)
-			if err != nil {
-				return err
-			}
-			if ok {
-				out.Cancelled++
-			}
+			g.Go(counted(&cancelled, func() (bool, error) {
+				return s.decide(gctx, r, storekit.AfterFailed(broken, parents[broken], now), now)
+			}))
 		}
 	}
-	return nil
+	err = g.Wait()
+	out.Queued += int(queued.Load())
+	out.Cancelled += int(cancelled.Load())
+	return err
+}
+
+// counted runs write, adding one to n when it wrote.
+func counted(n *atomic.Int64, write func() (bool, error)) func() error {
+	return func() error {
+		ok, err := write()
+		if ok {
+			n.Add(1)
+		}
+		return err
+	}
 }
 
 // promote queues a scheduled job: its message first (a job QUEUED
