@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spool-run/spool"
@@ -22,41 +23,63 @@ import (
 // entries, oldest due first, then per job a read and an update moving
 // notify_due (and its index entry) to now+hold, on condition that the
 // job did not change and its entry is where it was read: of two servers
-// claiming at once, one wins each job.
+// claiming at once, one wins each job. Jobs are claimed up to
+// promotersAtOnce side by side, never more than are still wanted.
 func (s *Store) ClaimNotifications(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]*spoolv1.Job, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	ids, err := s.indexed(ctx, notifyPart, now, 0)
+	// Twice the limit: the index lags the table, so some entries are of
+	// jobs claimed a moment ago.
+	ids, err := s.indexed(ctx, notifyPart, now, 2*limit)
 	if err != nil {
 		return nil, err
 	}
 	var out []*spoolv1.Job
-	for _, id := range ids {
-		if len(out) == limit {
-			break
+	for len(ids) > 0 && len(out) < limit {
+		batch := ids[:min(len(ids), limit-len(out))]
+		ids = ids[len(batch):]
+		got := make([]*spoolv1.Job, len(batch))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(promotersAtOnce)
+		for i, id := range batch {
+			g.Go(func() (err error) {
+				got[i], err = s.claimNotification(gctx, id, now, hold)
+				return err
+			})
 		}
-		r, err := s.getJob(ctx, id)
-		if err != nil {
-			if errors.Is(err, spool.ErrNotFound) {
-				continue // deleted since the index saw it
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		for _, j := range got {
+			if j != nil {
+				out = append(out, j)
 			}
-			return nil, err
-		}
-		j := r.view()
-		if j.GetNotifyDue() == nil || j.GetNotifyDue().AsTime().After(now) {
-			continue
-		}
-		j.NotifyDue = timestamppb.New(now.Add(hold))
-		done, ok, err := s.writeNotify(ctx, r, j, false)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, done.view())
 		}
 	}
 	return out, nil
+}
+
+// claimNotification claims one job's webhooks if they are due at now
+// (nil: not due, gone, or claimed by another).
+func (s *Store) claimNotification(ctx context.Context, id string, now time.Time, hold time.Duration) (*spoolv1.Job, error) {
+	r, err := s.getJob(ctx, id)
+	if errors.Is(err, spool.ErrNotFound) {
+		return nil, nil // deleted since the index saw it
+	}
+	if err != nil {
+		return nil, err
+	}
+	j := r.view()
+	if j.GetNotifyDue() == nil || j.GetNotifyDue().AsTime().After(now) {
+		return nil, nil
+	}
+	j.NotifyDue = timestamppb.New(now.Add(hold))
+	done, ok, err := s.writeNotify(ctx, r, j, false)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return done.view(), nil
 }
 
 // RecordDeliveries implements store.NotifyStore.
