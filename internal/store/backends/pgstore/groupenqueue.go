@@ -24,7 +24,7 @@ type newJob struct {
 
 // insertJobTypes are the PostgreSQL types of sqlrows.InsertJobCols.
 var insertJobTypes = []string{"text", "text", "integer", "text", "bigint", "bigint", "integer", "bytea", "bytea", "integer", "bytea",
-	"integer", "text", "text", "bytea", "bigint", "bigint", "bytea"}
+	"integer", "text", "text", "bytea", "bigint", "bigint", "bytea", "bigint", "integer", "bigint"}
 
 // insertJobs inserts a group of jobs, given one array per column of
 // sqlrows.InsertJobCols, in one statement. A job whose request id is taken
