@@ -67,8 +67,8 @@ type Store struct {
 	polls storekit.Polls
 	// swept is when leases were last swept (store.Sweep).
 	swept storekit.SweepClock
-	// paused are the paused queues (queues.go).
-	paused pausedQueues
+	// queues are the paused queues and the queues' limits (queues.go).
+	queues queueSettings
 
 	// The writer (groupcommit.go): writes go to it, and it makes them a
 	// group at a time until quit is closed.
@@ -138,7 +138,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	s := &Store{path: path, w: w, r: r, writes: make(chan *pendingWrite), quit: make(chan struct{}), writerDone: make(chan struct{})}
-	if err := s.paused.load(ctx, r); err != nil {
+	if err := s.queues.load(ctx, r); err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
