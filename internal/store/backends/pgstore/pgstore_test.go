@@ -415,9 +415,10 @@ func TestNamedJobRace(t *testing.T) {
 	}
 }
 
-// Leases and the sweep read the partial indexes of queued and of running
-// jobs, also in the generic plan a prepared statement comes to: their
-// predicates and the statements' states agree.
+// Leases, the sweep, promotion and the claim of webhooks read the partial
+// indexes of queued, running and scheduled jobs and of jobs owing
+// webhooks, also in the generic plan a prepared statement comes to: their
+// predicates and the statements' terms agree.
 func TestStateSearchesUsePartialIndexes(t *testing.T) {
 	t.Parallel()
 	s := open(t, pgtest.NewDatabase(t))
@@ -425,9 +426,45 @@ func TestStateSearchesUsePartialIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"jobs_queued", "jobs_queued", "jobs_running", "jobs_running"} {
+	for i, want := range []string{"jobs_queued_priority", "jobs_queued_priority", "jobs_running", "jobs_running",
+		"jobs_scheduled", "jobs_scheduled", "jobs_notify_due"} {
 		if !strings.Contains(plans[i], want) {
 			t.Errorf("plan %d does not use %s:\n%s", i, want, plans[i])
 		}
+	}
+}
+
+// The lease of a queue without a limit does not count its running jobs:
+// the count is there, never executed; with a limit it is.
+func TestLeaseCountsRunningOnlyUnderALimit(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.NewDatabase(t))
+	ctx := context.Background()
+	conformance.EnqueueMany(t, s, "free", 1, 3)
+	conformance.EnqueueMany(t, s, "held", 1, 3)
+	if err := s.SetQueueMaxRunning(ctx, "held", 2); err != nil {
+		t.Fatal(err)
+	}
+	free, err := pgstore.LeaseAnalysis(s, "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := pgstore.LeaseAnalysis(s, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(plan string) string {
+		for _, line := range strings.Split(plan, "\n") {
+			if strings.Contains(line, "Aggregate") {
+				return line
+			}
+		}
+		return ""
+	}
+	if c := count(free); !strings.Contains(c, "never executed") {
+		t.Errorf("the lease of a queue without a limit counted its running jobs:\n%s", free)
+	}
+	if c := count(held); c == "" || strings.Contains(c, "never executed") {
+		t.Errorf("the lease of a queue with a limit did not count its running jobs:\n%s", held)
 	}
 }
