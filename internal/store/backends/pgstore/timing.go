@@ -269,7 +269,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 // order. Rows another server is claiming are skipped: they are its.
 var claimNotifications = `WITH due AS (
 		SELECT job_id, notify_due AS was FROM jobs WHERE notify_due IS NOT NULL AND notify_due <= $1
-		ORDER BY notify_due, job_id LIMIT $2
+		ORDER BY notify_due LIMIT $2
 		FOR UPDATE SKIP LOCKED),
 	claimed AS (
 		UPDATE jobs SET notify_due = $3 WHERE job_id IN (SELECT job_id FROM due)

@@ -138,3 +138,9 @@ func Polling(s *Store, queue string) int { return s.polls.Sleeping(queue) }
 
 // Commits is how many transactions the store's writer has made.
 func Commits(s *Store) int64 { return s.commits.Load() }
+
+// Statements of leases and promotion, for their plans.
+var (
+	SelectReady = selectReady
+	PromoteDue  = promoteDue
+)

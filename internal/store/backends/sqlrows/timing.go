@@ -234,8 +234,9 @@ func UpdateFailed(name string, exists bool) error {
 
 // DueNotifications is the query of up to n jobs whose webhooks are owed
 // at a time (arguments: now, n), oldest due first: a range of
-// jobs_notify_due from its start.
-const DueNotifications = `SELECT job_id, notify_due FROM jobs WHERE notify_due IS NOT NULL AND notify_due <= ? ORDER BY notify_due, job_id LIMIT ?`
+// jobs_notify_due from its start (jobs due at the same moment come in the
+// index's order).
+const DueNotifications = `SELECT job_id, notify_due FROM jobs WHERE notify_due IS NOT NULL AND notify_due <= ? ORDER BY notify_due LIMIT ?`
 
 // WriteDeliveries is the statement that stores a job's deliveries and
 // what it owes next (storekit.AddDeliveries applied to j).

@@ -15,8 +15,11 @@ ALTER TABLE jobs ADD COLUMN notify_due INTEGER;
 CREATE INDEX jobs_queued ON jobs (queue, priority, created_at, job_id) WHERE state = 1;
 
 -- The SCHEDULED (6) jobs by the time they wait for, which promotion reads
--- about once a second, and the jobs that owe webhooks, by when.
-CREATE INDEX jobs_scheduled ON jobs (run_after) WHERE state = 6;
+-- about once a second, and the jobs that owe webhooks, by when. The state
+-- leads jobs_scheduled, though every entry has the same: without it SQLite
+-- (which keeps no statistics here) would rather search jobs_state_newest
+-- by the state's equality than this index by a range of times.
+CREATE INDEX jobs_scheduled ON jobs (state, run_after) WHERE state = 6;
 CREATE INDEX jobs_notify_due ON jobs (notify_due) WHERE notify_due IS NOT NULL;
 
 -- The jobs a SCHEDULED job runs after, one row each, in the order it
