@@ -1,0 +1,128 @@
+package sqlrowstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+	"github.com/spool-run/spool/internal/store/storekit"
+)
+
+// Rows of a database from before the timing migration, which added
+// priorities, SCHEDULED jobs and queues' limits (? placeholders).
+const (
+	// InsertOldPause pauses the queue "paused" at 1000 µs.
+	InsertOldPause = `INSERT INTO queues (name, paused_at) VALUES ('paused', 1000)`
+	// InsertOldRetry writes a job of queue "old" queued for a retry, as
+	// an older spool did (its time in the column and in the bookkeeping):
+	// job_id, run_after, then params, execution and bookkeeping.
+	InsertOldRetry = `INSERT INTO jobs (job_id, queue, state, created_at, updated_at, max_attempts, retries, run_after, params, execution, book)
+		VALUES (?, 'old', 1, 1, 1, 2, 1, ?, ?, ?, ?)`
+)
+
+// OldRetryID is the job InsertOldRetry writes.
+const OldRetryID = "old-retry"
+
+// OldRetryArgs are InsertOldRetry's arguments: a retry whose time has
+// passed.
+func OldRetryArgs() []any {
+	at := time.UnixMicro(2000)
+	book := sqlrows.Marshal(&spoolv1.Job{RetriedAttempts: 1, RunAfter: timestamppb.New(at)})
+	return []any{OldRetryID, sqlrows.Micros(at), sqlrows.Marshal(&spoolv1.JobParams{Argv: []string{"true"}}),
+		sqlrows.Marshal(&spoolv1.ExecutionConfig{}), book}
+}
+
+// CheckMigratedTiming checks a store opened on InsertOldPause and
+// InsertOldRetry after the migration: the queue is still paused, since
+// its time, and takes a limit without losing its pause; the old retry is
+// queued with the default priority and is leased as it was before.
+func CheckMigratedTiming(t *testing.T, s store.JobStore) {
+	t.Helper()
+	ctx := context.Background()
+	if paused, err := s.QueuePaused(ctx, "paused"); err != nil || !paused {
+		t.Fatalf("the queue paused before the migration: paused %v (%v)", paused, err)
+	}
+	if err := s.SetQueueMaxRunning(ctx, "paused", 3); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := s.QueueStats(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]store.QueueStats{}
+	for _, q := range stats {
+		byName[q.Name] = q
+	}
+	if q := byName["paused"]; !q.Paused || !q.PausedAt.Equal(time.UnixMicro(1000)) || q.MaxRunning != 3 {
+		t.Fatalf("the queue paused before the migration, given a limit: %+v", q)
+	}
+	if q := byName["old"]; q.Queued != 1 || q.Scheduled != 0 {
+		t.Fatalf("the queue of the old retry: %+v", q)
+	}
+	j, err := s.Get(ctx, OldRetryID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.GetPriority() != store.DefaultPriority || j.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || j.GetRetriedAttempts() != 1 {
+		t.Fatalf("the old retry: priority %d, state %v, retried %d", j.GetPriority(), j.GetState(), j.GetRetriedAttempts())
+	}
+	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: "old", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ls) != 1 || ls[0].JobID != OldRetryID || ls[0].Attempt != 1 {
+		t.Fatalf("leasing the old retry: %v (%v)", ls, err)
+	}
+	if err := s.SetQueuePaused(ctx, "paused", false, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if paused, err := s.QueuePaused(ctx, "paused"); err != nil || paused {
+		t.Fatalf("resumed: paused %v (%v)", paused, err)
+	}
+}
+
+// PromoteBurst measures PromoteScheduled on n jobs due in the same
+// second, b.N times: each round enqueues them (not timed), then times one
+// promotion, which must queue them all.
+func PromoteBurst(b *testing.B, s store.JobStore, n int) {
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		at := storekit.Now().Add(time.Hour).Truncate(time.Second)
+		q := "burst-" + time.Now().Format("150405.000000")
+		jobs := make(chan store.NewJob)
+		errs := make(chan error, 8)
+		for range 8 {
+			go func() {
+				var first error
+				for nj := range jobs {
+					if _, _, err := s.Enqueue(ctx, nj); err != nil && first == nil {
+						first = err
+					}
+				}
+				errs <- first
+			}()
+		}
+		for k := range n {
+			jobs <- store.NewJob{Queue: q, Params: &spoolv1.JobParams{Argv: []string{"true"}}, MaxAttempts: 1,
+				RunAfter: at.Add(time.Duration(k%1000) * time.Millisecond)}
+		}
+		close(jobs)
+		for range 8 {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		p, err := s.PromoteScheduled(ctx, at.Add(time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p.Queued != n {
+			b.Fatalf("one promotion queued %d of %d jobs due", p.Queued, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/promotion")
+}
