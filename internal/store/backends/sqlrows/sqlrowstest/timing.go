@@ -106,7 +106,7 @@ func PromoteBurst(b *testing.B, s store.JobStore, n int) {
 			}()
 		}
 		for k := range n {
-			jobs <- store.NewJob{Queue: q, Params: &spoolv1.JobParams{Argv: []string{"true"}}, MaxAttempts: 1,
+			jobs <- store.NewJob{Queue: q, Params: &spoolv1.JobParams{Argv: []string{"true"}}, Execution: &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 100}}, MaxAttempts: 1,
 				RunAfter: at.Add(time.Duration(k%1000) * time.Millisecond)}
 		}
 		close(jobs)
