@@ -264,3 +264,10 @@ func LeaseAnalysis(s *Store, queue string) (string, error) {
 	steps, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(steps, "\n"), err
 }
+
+// AfterRows counts the rows of job_after.
+func AfterRows(s *Store) (int, error) {
+	var n int
+	err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM job_after`).Scan(&n)
+	return n, err
+}

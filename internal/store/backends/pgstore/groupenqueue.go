@@ -71,7 +71,7 @@ func (s *Store) runEnqueues(group []*pending[*newJob]) {
 	for _, p := range group {
 		if created[p.item.job.JobId] {
 			p.item.out, p.item.created = p.item.job, true
-			n.queue(p.item.job.Queue)
+			n.created(p.item.job)
 		} else {
 			repeats = append(repeats, p.item.job.RequestId)
 		}

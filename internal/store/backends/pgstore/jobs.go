@@ -113,7 +113,7 @@ func (s *Store) enqueueAlone(ctx context.Context, j *spoolv1.Job, args []any) (*
 		}
 		if tag.RowsAffected() == 1 {
 			out, created = j, true
-			n.queue(j.Queue)
+			n.created(j)
 			return nil
 		}
 		// The first job of the request_id is committed: the insert waited

@@ -130,3 +130,10 @@ func TestMigrationKeepsPausesAndRetries(t *testing.T) {
 	}
 	sqlrowstest.CheckMigratedTiming(t, open(t, url))
 }
+
+// TestDeletedParent: see sqlrowstest.CheckDeletedParent.
+func TestDeletedParent(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.NewDatabase(t))
+	sqlrowstest.CheckDeletedParent(t, s, func() (int, error) { return pgstore.AfterRows(s) })
+}

@@ -144,3 +144,10 @@ var (
 	SelectReady = selectReady
 	PromoteDue  = promoteDue
 )
+
+// AfterRows counts the rows of job_after.
+func AfterRows(s *Store) (int, error) {
+	var n int
+	err := s.r.QueryRow(`SELECT count(*) FROM job_after`).Scan(&n)
+	return n, err
+}

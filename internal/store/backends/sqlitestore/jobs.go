@@ -66,7 +66,7 @@ func enqueueWrite(j *spoolv1.Job, secrets []byte) (*pendingWrite, *enqueued) {
 	args := sqlrows.InsertJobArgs(j, secrets)
 	stored := func(n *notes) {
 		e.job, e.created = j, true
-		n.queue(j.Queue)
+		n.created(j)
 	}
 	// Bare: the one statement that writes is the first, and what follows
 	// it only reads.

@@ -331,3 +331,10 @@ func TestMigrationKeepsPausesAndRetries(t *testing.T) {
 	defer s.Close()
 	sqlrowstest.CheckMigratedTiming(t, s)
 }
+
+// TestDeletedParent: see sqlrowstest.CheckDeletedParent.
+func TestDeletedParent(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
+	defer s.Close()
+	sqlrowstest.CheckDeletedParent(t, s, func() (int, error) { return sqlitestore.AfterRows(s) })
+}

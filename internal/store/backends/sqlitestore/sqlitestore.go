@@ -289,6 +289,14 @@ type notes []string
 func (n *notes) job(id string)  { *n = append(*n, jobKey(id)) }
 func (n *notes) queue(q string) { *n = append(*n, storekit.QueueKey(q)) }
 
+// created notes a new job: its queue's, when it can be leased now (a
+// SCHEDULED one waits for its promotion, which wakes the queue then).
+func (n *notes) created(j *spoolv1.Job) {
+	if j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
+		n.queue(j.GetQueue())
+	}
+}
+
 // settled notes a job whose lease ended: its watchers, and its queue's when
 // it is queued again.
 func (n *notes) settled(j *spoolv1.Job, o storekit.Outcome) {

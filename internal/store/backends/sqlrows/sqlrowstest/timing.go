@@ -2,6 +2,8 @@ package sqlrowstest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +127,59 @@ func PromoteBurst(b *testing.B, s store.JobStore, n int) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/promotion")
+}
+
+// CheckDeletedParent checks the rows of job_after (afterRows counts them):
+// a follower cancelled by hand leaves none; a follower of a job deleted
+// after it succeeded, before a promotion saw it, is cancelled saying so,
+// and leaves none either.
+func CheckDeletedParent(t *testing.T, s store.JobStore, afterRows func() (int, error)) {
+	t.Helper()
+	ctx := context.Background()
+	q := fmt.Sprintf("deleted-parent-%d", time.Now().UnixNano())
+	nj := store.NewJob{Queue: q, Params: &spoolv1.JobParams{Argv: []string{"true"}},
+		Execution: &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 100}}, MaxAttempts: 1}
+	enqueue := func(after ...string) *spoolv1.Job {
+		t.Helper()
+		nj.After = after
+		j, _, err := s.Enqueue(ctx, nj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	rows := func(want int, why string) {
+		t.Helper()
+		if n, err := afterRows(); err != nil || n != want {
+			t.Fatalf("%s: %d rows of job_after (%v), want %d", why, n, err, want)
+		}
+	}
+	p := enqueue()
+	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("lease: %v (%v)", ls, err)
+	}
+	f, g := enqueue(p.JobId), enqueue(p.JobId, p.JobId)
+	rows(2, "two followers, one naming its parent twice")
+	if _, err := s.Cancel(ctx, g.JobId, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	rows(1, "a follower cancelled")
+	if _, err := s.Complete(ctx, ls[0].LeaseRef, &spoolv1.JobResult{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteJob(ctx, p.JobId); err != nil {
+		t.Fatal(err)
+	}
+	if pr, err := s.PromoteScheduled(ctx, storekit.Now()); err != nil || pr.Cancelled < 1 {
+		t.Fatalf("promotion after the parent was deleted: %+v (%v)", pr, err)
+	}
+	j, err := s.Get(ctx, f.JobId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := j.GetResult().GetError(); j.GetState() != spoolv1.JobState_JOB_STATE_CANCELLED || !strings.Contains(e, p.JobId) || !strings.Contains(e, "deleted") {
+		t.Fatalf("the follower of a deleted job: %v, %q", j.GetState(), e)
+	}
+	rows(0, "the follower of a deleted job cancelled")
 }
