@@ -31,17 +31,17 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 	err := s.writeBare(ctx, 0, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		out = nil
 		now := storekit.Now()
-		max := store.DequeueLimit(req.Max)
+		room := store.DequeueLimit(req.Max)
 		if limit := s.queues.maxRunning(req.Queue); limit > 0 {
 			var running int
 			if err := tx.QueryRowContext(ctx, countRunning, req.Queue).Scan(&running); err != nil {
 				return sqliteErr(err, "count the running jobs of queue %q", req.Queue)
 			}
-			if max = min(max, int(limit)-running); max <= 0 {
+			if room = min(room, int(limit)-running); room <= 0 {
 				return nil
 			}
 		}
-		rows, err := tx.QueryContext(ctx, selectReady, req.Queue, now.UnixMicro(), max)
+		rows, err := tx.QueryContext(ctx, selectReady, req.Queue, now.UnixMicro(), room)
 		if err != nil {
 			return sqliteErr(err, "find ready jobs")
 		}

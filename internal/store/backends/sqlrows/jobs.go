@@ -1,6 +1,7 @@
 package sqlrows
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -183,7 +184,7 @@ func InsertJobArgs(j *spoolv1.Job, secrets []byte) []any {
 	return []any{j.JobId, j.Queue, int32(j.State), NullIfEmpty(j.RequestId), Micros(j.CreatedAt.AsTime()), Micros(j.UpdatedAt.AsTime()),
 		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries, result,
 		j.Attempt, leaseID, source, book, started, EndedAt(j.State, j.UpdatedAt.AsTime()), NullIfNone(secrets),
-		TimeOrNull(j.GetRunAfter()), j.GetPriority(), TimeOrNull(j.GetNotifyDue())}
+		TimeOrNull(j.GetRunAfter()), cmp.Or(j.GetPriority(), store.DefaultPriority), TimeOrNull(j.GetNotifyDue())}
 }
 
 // Book is the job's bookkeeping as stored (storekit.Bookkeeping), less
