@@ -55,8 +55,8 @@ func (r *Row) Lease() store.Lease {
 // types, which are also database/sql Scanners: pgx fills them without
 // boxing each value in an interface first, as it does for sql.Null*.
 type scannedJob struct {
-	row                                           Row
-	job                                           spoolv1.Job
+	row                                                     Row
+	job                                                     spoolv1.Job
 	created, updated, started, expires, runAfter, notifyDue timestamppb.Timestamp
 
 	state                       int32
