@@ -468,3 +468,61 @@ func TestLeaseCountsRunningOnlyUnderALimit(t *testing.T) {
 		t.Errorf("the lease of a queue with a limit did not count its running jobs:\n%s", held)
 	}
 }
+
+// A queue's max_running holds across servers: two servers leasing at once,
+// through both kinds of lease (the service's, which reads the pause too,
+// and the plain one), never run more than the limit; and a pause still
+// stops the leases of a queue with a limit.
+func TestMaxRunningAcrossServers(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	servers := []*pgstore.Store{open(t, url), open(t, url)}
+	ctx := context.Background()
+	const limit = 4
+	if err := servers[0].SetQueueMaxRunning(ctx, "q", limit); err != nil {
+		t.Fatal(err)
+	}
+	conformance.EnqueueMany(t, servers[0], "q", 4, 40)
+	var leased atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			s := servers[i%2]
+			req := store.DequeueRequest{Queue: "q", Max: 3, LeaseDuration: time.Minute}
+			lease := s.Dequeue
+			if i%4 < 2 {
+				lease = s.DequeueUnpaused
+			}
+			ls, err := lease(ctx, req)
+			if err != nil {
+				t.Error(err)
+			}
+			leased.Add(int64(len(ls)))
+		})
+	}
+	wg.Wait()
+	if n := leased.Load(); n != limit {
+		t.Fatalf("12 leases on two servers under a limit of %d leased %d", limit, n)
+	}
+	if err := servers[1].SetQueueMaxRunning(ctx, "q", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := servers[1].SetQueuePaused(ctx, "q", true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := servers[0].DequeueUnpaused(ctx, store.DequeueRequest{Queue: "q", Max: 3, LeaseDuration: time.Minute}); err != nil || len(ls) != 0 {
+		t.Fatalf("a paused queue without a limit leased %d (%v)", len(ls), err)
+	}
+	if err := servers[1].SetQueueMaxRunning(ctx, "q", 10); err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := servers[0].DequeueUnpaused(ctx, store.DequeueRequest{Queue: "q", Max: 3, LeaseDuration: time.Minute}); err != nil || len(ls) != 0 {
+		t.Fatalf("a paused queue with a limit leased %d (%v)", len(ls), err)
+	}
+	if err := servers[1].SetQueuePaused(ctx, "q", false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := servers[0].DequeueUnpaused(ctx, store.DequeueRequest{Queue: "q", Max: 10, LeaseDuration: time.Minute}); err != nil || len(ls) != 6 {
+		t.Fatalf("resumed, with 4 running under a limit of 10: leased %d (%v), want 6", len(ls), err)
+	}
+}
