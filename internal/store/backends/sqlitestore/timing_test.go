@@ -4,9 +4,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spool-run/spool/internal/store/backends/sqlitestore"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows/sqlrowstest"
 )
 
 // The lease, the promotion of due jobs, the next time due and the claim
@@ -34,4 +36,12 @@ func TestTimingReadsIndexes(t *testing.T) {
 			t.Errorf("%s:\n%s\nwant %s, and no sort", tc.what, plan, tc.want)
 		}
 	}
+}
+
+// A promotion wakes the polls of the job's queue at once.
+func TestPromotionWakesPolls(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
+	defer s.Close()
+	sqlrowstest.CheckPromotionWakes(t, s, s, func(d time.Duration) { sqlitestore.SetPollInterval(s, d) },
+		func(q string) int { return sqlitestore.Polling(s, q) })
 }

@@ -183,3 +183,43 @@ func CheckDeletedParent(t *testing.T, s store.JobStore, afterRows func() (int, e
 	}
 	rows(0, "the follower of a deleted job cancelled")
 }
+
+// CheckPromotionWakes checks that a promotion by promoter wakes a Dequeue
+// of the job's queue waiting on poller (the same store, or another server
+// of it) at once: poller's polls look again only after an hour by
+// themselves (setInterval), and polling says how many wait.
+func CheckPromotionWakes(t *testing.T, poller, promoter store.JobStore, setInterval func(time.Duration), polling func(queue string) int) {
+	t.Helper()
+	ctx := context.Background()
+	setInterval(time.Hour)
+	q := fmt.Sprintf("woken-%d", time.Now().UnixNano())
+	at := storekit.Now().Add(time.Hour)
+	j, _, err := promoter.Enqueue(ctx, store.NewJob{Queue: q, Params: &spoolv1.JobParams{Argv: []string{"true"}},
+		Execution: &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{MaxBatchSize: 100}}, MaxAttempts: 1, RunAfter: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type leased struct {
+		ls  []store.Lease
+		err error
+	}
+	got := make(chan leased, 1)
+	go func() {
+		ls, err := poller.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: time.Minute, Wait: 30 * time.Second})
+		got <- leased{ls, err}
+	}()
+	for polling(q) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p, err := promoter.PromoteScheduled(ctx, at); err != nil || p.Queued != 1 {
+		t.Fatalf("promotion: %+v (%v)", p, err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil || len(r.ls) != 1 || r.ls[0].JobID != j.JobId {
+			t.Fatalf("the woken poll leased %v (%v), want job %s", r.ls, r.err, j.JobId)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a promotion did not wake the queue's waiting poll")
+	}
+}
