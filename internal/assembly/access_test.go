@@ -66,6 +66,9 @@ var (
 	forIngest  = need{"ingest", "submit", http.StatusForbidden}
 	// Listing queues: every role that reads; a log shipper's key does not.
 	forQueues = need{"read", "ingest", http.StatusForbidden}
+	// Reading schedules: every role that reads jobs; a log shipper's key
+	// does not.
+	forSchedules = need{"read", "ingest", http.StatusForbidden}
 	// Any valid key may sign in and say who it is: no role is refused.
 	forAnyKey = need{allowed: "worker"}
 )
@@ -120,6 +123,35 @@ var rpcs = map[string]entry{
 	})},
 	spoolv1connect.QueueServiceResumeQueueProcedure: {forAdmin, queueRPC(func(ctx context.Context, q spoolv1connect.QueueServiceClient, f *fixture) error {
 		_, err := q.ResumeQueue(ctx, connect.NewRequest(&spoolv1.ResumeQueueRequest{Name: "table-paused"}))
+		return err
+	})},
+	spoolv1connect.QueueServiceConfigureQueueProcedure: {forAdmin, queueRPC(func(ctx context.Context, q spoolv1connect.QueueServiceClient, f *fixture) error {
+		_, err := q.ConfigureQueue(ctx, connect.NewRequest(&spoolv1.ConfigureQueueRequest{Name: "table-configured"}))
+		return err
+	})},
+	spoolv1connect.ScheduleServiceCreateScheduleProcedure: {forSubmit, scheduleRPC(func(ctx context.Context, s spoolv1connect.ScheduleServiceClient, f *fixture) error {
+		_, err := s.CreateSchedule(ctx, connect.NewRequest(&spoolv1.CreateScheduleRequest{Schedule: &spoolv1.Schedule{Name: "table",
+			Cron: "@hourly", Job: &spoolv1.EnqueueJobRequest{Queue: "q", Params: &spoolv1.JobParams{Argv: []string{"true"}}}}}))
+		return err
+	})},
+	spoolv1connect.ScheduleServiceGetScheduleProcedure: {forSchedules, scheduleRPC(func(ctx context.Context, s spoolv1connect.ScheduleServiceClient, f *fixture) error {
+		_, err := s.GetSchedule(ctx, connect.NewRequest(&spoolv1.GetScheduleRequest{Name: "table"}))
+		return err
+	})},
+	spoolv1connect.ScheduleServiceListSchedulesProcedure: {forSchedules, scheduleRPC(func(ctx context.Context, s spoolv1connect.ScheduleServiceClient, f *fixture) error {
+		_, err := s.ListSchedules(ctx, connect.NewRequest(&spoolv1.ListSchedulesRequest{}))
+		return err
+	})},
+	spoolv1connect.ScheduleServicePauseScheduleProcedure: {forSubmit, scheduleRPC(func(ctx context.Context, s spoolv1connect.ScheduleServiceClient, f *fixture) error {
+		_, err := s.PauseSchedule(ctx, connect.NewRequest(&spoolv1.PauseScheduleRequest{Name: "table"}))
+		return err
+	})},
+	spoolv1connect.ScheduleServiceResumeScheduleProcedure: {forSubmit, scheduleRPC(func(ctx context.Context, s spoolv1connect.ScheduleServiceClient, f *fixture) error {
+		_, err := s.ResumeSchedule(ctx, connect.NewRequest(&spoolv1.ResumeScheduleRequest{Name: "table"}))
+		return err
+	})},
+	spoolv1connect.ScheduleServiceDeleteScheduleProcedure: {forSubmit, scheduleRPC(func(ctx context.Context, s spoolv1connect.ScheduleServiceClient, f *fixture) error {
+		_, err := s.DeleteSchedule(ctx, connect.NewRequest(&spoolv1.DeleteScheduleRequest{Name: "no-such-schedule"}))
 		return err
 	})},
 	spoolv1connect.JobServiceStreamEventsProcedure: {forRead, rpc(func(ctx context.Context, j spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
@@ -232,6 +264,13 @@ var routes = map[string]entry{
 	"GET /api/v1/queues":                        {forQueues, get("/api/v1/queues")},
 	"POST /api/v1/queues/{name}/pause":          {forAdmin, send(http.MethodPost, "/api/v1/queues/table-paused/pause")},
 	"POST /api/v1/queues/{name}/resume":         {forAdmin, send(http.MethodPost, "/api/v1/queues/table-paused/resume")},
+	"POST /api/v1/queues/{name}/configure":      {forAdmin, postJSON("/api/v1/queues/table-configured/configure", `{"max_running": 3}`)},
+	"GET /api/v1/schedules":                     {forSchedules, get("/api/v1/schedules")},
+	"POST /api/v1/schedules":                    {forSubmit, postJSON("/api/v1/schedules", `{"name": "table-rest", "cron": "@hourly", "job": {"queue": "q", "argv": ["true"]}}`)},
+	"GET /api/v1/schedules/{name}":              {forSchedules, get("/api/v1/schedules/table")},
+	"DELETE /api/v1/schedules/{name}":           {forSubmit, send(http.MethodDelete, "/api/v1/schedules/no-such-schedule")},
+	"POST /api/v1/schedules/{name}/pause":       {forSubmit, send(http.MethodPost, "/api/v1/schedules/table/pause")},
+	"POST /api/v1/schedules/{name}/resume":      {forSubmit, send(http.MethodPost, "/api/v1/schedules/table/resume")},
 	"GET /api/v1/jobs/{job_id}/logs":            {forRead, get("/api/v1/jobs/{job}/logs")},
 	"GET /api/v1/jobs/{job_id}/logs/ws":         {forRead, ws},
 	"GET /api/v1/jobs/{job_id}/logs/search":     {forRead, get("/api/v1/jobs/{job}/logs/search?q=x")},
@@ -450,6 +489,13 @@ func ingestRPC(call func(context.Context, spoolv1connect.IngestServiceClient, *f
 func queueRPC(call func(context.Context, spoolv1connect.QueueServiceClient, *fixture) error) func(*testing.T, *fixture, caller) int {
 	return rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
 		return call(ctx, spoolv1connect.NewQueueServiceClient(as(callerOf(ctx)), f.srv.URL), f)
+	})
+}
+
+// scheduleRPC makes an entry's call through the ScheduleService client.
+func scheduleRPC(call func(context.Context, spoolv1connect.ScheduleServiceClient, *fixture) error) func(*testing.T, *fixture, caller) int {
+	return rpc(func(ctx context.Context, _ spoolv1connect.JobServiceClient, _ spoolv1connect.KeyServiceClient, f *fixture) error {
+		return call(ctx, spoolv1connect.NewScheduleServiceClient(as(callerOf(ctx)), f.srv.URL), f)
 	})
 }
 

@@ -2,6 +2,7 @@ package assembly
 
 import (
 	"github.com/spool-run/spool/internal/maintenance"
+	"github.com/spool-run/spool/internal/webhook"
 )
 
 // newChores builds the server's background chores over its store and
@@ -14,6 +15,11 @@ func (s *Server) newChores() []maintenance.Service {
 		maintenance.NewIdleSources(maintenance.IdleOptions{Store: s.store, Jobs: s.svc, Queue: cfg.Ingest.Queue, Idle: cfg.Ingest.IdleTimeout(), Log: s.log}),
 		maintenance.NewRetention(maintenance.RetentionOptions{Store: s.store, Jobs: s.svc, Reclaimer: s.store.Capabilities().SpaceReclaimer,
 			Retention: cfg.Jobs.Retention(), Log: s.log}),
+		maintenance.NewPromoter(maintenance.PromoterOptions{Store: s.store, Alarm: s.svc.Promotions(), Log: s.log, Meter: s.meter}),
+		maintenance.NewTicker(maintenance.TickerOptions{Ticks: s.svc, Log: s.log}),
+		maintenance.NewNotifier(maintenance.NotifierOptions{Log: s.log, Deliverer: webhook.New(webhook.Options{Store: s.store,
+			Secret: cfg.NotifySecret, BaseURL: cfg.NotifyBaseURL(), Timeout: cfg.Notify.Timeout(),
+			AllowPrivate: cfg.Notify.AllowPrivateAddresses, Log: s.log, Meter: s.meter})}),
 	}
 }
 

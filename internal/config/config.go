@@ -7,6 +7,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"time"
@@ -29,6 +30,12 @@ type Config struct {
 	Auth      Auth      `yaml:"auth"`
 	Ingest    Ingest    `yaml:"ingest"`
 	Log       Log       `yaml:"log"`
+	// Queues configure single queues, by name.
+	Queues map[string]Queue `yaml:"queues"`
+	// Notify is how the server tells webhooks of jobs' ends.
+	Notify Notify `yaml:"notify"`
+	// Schedules are the defaults of periodic jobs.
+	Schedules Schedules `yaml:"schedules"`
 
 	// Warnings are what reading the configuration found to be said at
 	// start (an old name of a setting); they are not settings.
@@ -197,6 +204,68 @@ type Ingest struct {
 // IdleTimeout is ingest.idle_timeout_seconds (0: none).
 func (i Ingest) IdleTimeout() time.Duration { return seconds(i.IdleTimeoutSeconds) }
 
+// Queue is what one queue is configured with.
+type Queue struct {
+	// Notify are URLs told of the end of every job of the queue, besides
+	// the job's own (at most store.MaxNotify together).
+	Notify []string `yaml:"notify"`
+	// NotifySecret signs the queue's webhooks instead of notify.secret.
+	NotifySecret string `yaml:"notify_secret"`
+}
+
+// Notify is how webhooks are sent.
+type Notify struct {
+	// Secret signs every webhook (the Spool-Signature header) whose queue
+	// has no notify_secret. Empty: such webhooks are sent unsigned, and
+	// the log says so at the first.
+	Secret string `yaml:"secret"`
+	// BaseURL is where people reach the server (https://spool.example.com),
+	// for the links in webhooks. Empty: http(s)://server.addr.
+	BaseURL string `yaml:"base_url"`
+	// AllowPrivateAddresses lets webhooks go to loopback, private and
+	// link-local addresses. Off by default: whoever may submit a job
+	// names the URL, and the server is often placed where it can reach
+	// what the submitter cannot (a cloud's metadata service, an admin
+	// port on localhost).
+	AllowPrivateAddresses bool `yaml:"allow_private_addresses"`
+	// TimeoutSeconds is how long one POST may take (0: 10).
+	TimeoutSeconds int `yaml:"timeout_seconds"`
+}
+
+// NotifySecret is the key that signs the webhooks of queue's jobs (nil: none).
+func (c *Config) NotifySecret(queue string) []byte {
+	if s := c.Queues[queue].NotifySecret; s != "" {
+		return []byte(s)
+	}
+	if c.Notify.Secret != "" {
+		return []byte(c.Notify.Secret)
+	}
+	return nil
+}
+
+// NotifyBaseURL is notify.base_url, or the server's own address.
+func (c *Config) NotifyBaseURL() string {
+	if c.Notify.BaseURL != "" {
+		return c.Notify.BaseURL
+	}
+	scheme := "http://"
+	if c.Server.TLS.Enabled() {
+		scheme = "https://"
+	}
+	return scheme + c.Server.Addr
+}
+
+// Timeout is notify.timeout_seconds.
+func (n Notify) Timeout() time.Duration { return seconds(cmp.Or(n.TimeoutSeconds, 10)) }
+
+// Schedules are the defaults of periodic jobs.
+type Schedules struct {
+	// Missed is what a schedule that does not say does with the ticks
+	// that passed while no server ran: run_once (the latest of them; also
+	// when empty) or skip.
+	Missed string `yaml:"missed"`
+}
+
 // Default returns the configuration used when nothing is set.
 func Default() *Config {
 	return &Config{
@@ -218,7 +287,9 @@ func Default() *Config {
 		},
 		Auth:   Auth{SessionHours: 12},
 		Ingest: Ingest{Queue: "external", IdleTimeoutSeconds: 600, MaxBodyBytes: 16 << 20, MaxDecodedBytes: 64 << 20, MaxDecodingBytes: 128 << 20},
-		Log:    Log{Level: "info", Format: "text"},
+		// Notify and Schedules are left zero: their zero values are their
+		// defaults (a 10 s timeout, run_once).
+		Log: Log{Level: "info", Format: "text"},
 	}
 }
 

@@ -4,12 +4,16 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/webhook"
 )
 
 // queueName is what a queue may be called (the service core checks the
@@ -127,6 +131,34 @@ func (c *Config) Validate() error {
 		bad("ingest.max_decoding_bytes", "must be at least ingest.max_decoded_bytes (%d), so that one request can be decoded; got %d", i.MaxDecodedBytes, i.MaxDecodingBytes)
 	} else {
 		between("ingest.max_decoding_bytes", i.MaxDecodingBytes, 1024, MaxIngestDecodingBytes)
+	}
+
+	between("notify.timeout_seconds", int64(c.Notify.TimeoutSeconds), 0, 60)
+	if c.Notify.Secret != "" && len(c.Notify.Secret) < 16 {
+		bad("notify.secret", "is %d characters; use at least 16 random ones (for example: openssl rand -base64 32)", len(c.Notify.Secret))
+	}
+	if b := c.Notify.BaseURL; b != "" {
+		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("notify.base_url", "%q is not where people reach the server (like https://spool.example.com)", b)
+		}
+	}
+	oneOf("schedules.missed", c.Schedules.Missed, "", "run_once", "skip")
+	for _, name := range slices.Sorted(maps.Keys(c.Queues)) {
+		q, at := c.Queues[name], "queues."+name
+		if !queueName.MatchString(name) {
+			bad(at, "%q is not a queue name (1-80 letters, digits, '.', '_' or '-')", name)
+		}
+		if len(q.Notify) > store.MaxNotify {
+			bad(at+".notify", "lists %d URLs; at most %d", len(q.Notify), store.MaxNotify)
+		}
+		for _, u := range q.Notify {
+			if err := webhook.CheckURL(u); err != nil {
+				bad(at+".notify", "%v", err)
+			}
+		}
+		if q.NotifySecret != "" && len(q.NotifySecret) < 16 {
+			bad(at+".notify_secret", "is %d characters; use at least 16 random ones (for example: openssl rand -base64 32)", len(q.NotifySecret))
+		}
 	}
 
 	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")

@@ -69,6 +69,9 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) (patterns []s
 		return path, capBody(hh, limit)
 	}
 	handle(buildScatters(service.MaxRequestBytes))
+	// A schedule carries the job it enqueues, as large as an enqueue's.
+	schedulesPath, schedules := spoolv1connect.NewScheduleServiceHandler(scheduleHandler{svc}, options(service.MaxEnqueueRequestBytes)...)
+	handle(schedulesPath, capBody(schedules, service.MaxEnqueueRequestBytes))
 	for proc, limit := range map[string]int{
 		spoolv1connect.JobServicePublishEventsProcedure: service.MaxPublishRequestBytes,
 		spoolv1connect.JobServiceEnqueueJobProcedure:    service.MaxEnqueueRequestBytes,
@@ -82,7 +85,7 @@ func Register(mux *http.ServeMux, svc *service.Service, o Options) (patterns []s
 	_, creates := buildScatters(service.MaxScatterRequestBytes)
 	handle(spoolv1connect.ScatterServiceCreateScatterProcedure, creates)
 	reflector := grpcreflect.NewStaticReflector(spoolv1connect.JobServiceName, spoolv1connect.KeyServiceName, spoolv1connect.ScatterServiceName,
-		spoolv1connect.IngestServiceName, spoolv1connect.QueueServiceName)
+		spoolv1connect.IngestServiceName, spoolv1connect.QueueServiceName, spoolv1connect.ScheduleServiceName)
 	handle(grpcreflect.NewHandlerV1(reflector))
 	handle(grpcreflect.NewHandlerV1Alpha(reflector))
 	return patterns
@@ -359,4 +362,38 @@ func (h queueHandler) PauseQueue(ctx context.Context, req *connect.Request[spool
 
 func (h queueHandler) ResumeQueue(ctx context.Context, req *connect.Request[spoolv1.ResumeQueueRequest]) (*connect.Response[spoolv1.ResumeQueueResponse], error) {
 	return unary(ctx, req, h.svc.ResumeQueue)
+}
+
+func (h queueHandler) ConfigureQueue(ctx context.Context, req *connect.Request[spoolv1.ConfigureQueueRequest]) (*connect.Response[spoolv1.ConfigureQueueResponse], error) {
+	return unary(ctx, req, h.svc.ConfigureQueue)
+}
+
+// scheduleHandler adapts the core's schedules to the
+// ScheduleServiceHandler.
+type scheduleHandler struct{ svc *service.Service }
+
+var _ spoolv1connect.ScheduleServiceHandler = scheduleHandler{}
+
+func (h scheduleHandler) CreateSchedule(ctx context.Context, req *connect.Request[spoolv1.CreateScheduleRequest]) (*connect.Response[spoolv1.CreateScheduleResponse], error) {
+	return unary(ctx, req, h.svc.CreateSchedule)
+}
+
+func (h scheduleHandler) GetSchedule(ctx context.Context, req *connect.Request[spoolv1.GetScheduleRequest]) (*connect.Response[spoolv1.GetScheduleResponse], error) {
+	return unary(ctx, req, h.svc.GetSchedule)
+}
+
+func (h scheduleHandler) ListSchedules(ctx context.Context, req *connect.Request[spoolv1.ListSchedulesRequest]) (*connect.Response[spoolv1.ListSchedulesResponse], error) {
+	return unary(ctx, req, h.svc.ListSchedules)
+}
+
+func (h scheduleHandler) PauseSchedule(ctx context.Context, req *connect.Request[spoolv1.PauseScheduleRequest]) (*connect.Response[spoolv1.PauseScheduleResponse], error) {
+	return unary(ctx, req, h.svc.PauseSchedule)
+}
+
+func (h scheduleHandler) ResumeSchedule(ctx context.Context, req *connect.Request[spoolv1.ResumeScheduleRequest]) (*connect.Response[spoolv1.ResumeScheduleResponse], error) {
+	return unary(ctx, req, h.svc.ResumeSchedule)
+}
+
+func (h scheduleHandler) DeleteSchedule(ctx context.Context, req *connect.Request[spoolv1.DeleteScheduleRequest]) (*connect.Response[spoolv1.DeleteScheduleResponse], error) {
+	return unary(ctx, req, h.svc.DeleteSchedule)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/convert"
@@ -29,6 +30,14 @@ type enqueueJob struct {
 	PTY           bool              `json:"pty,omitempty"`
 	Secrets       map[string]string `json:"secrets,omitempty"`
 	Batching      *jobjson.Batching `json:"batching,omitempty"`
+	// When it runs: at run_at, or run_in_seconds after the server has the
+	// request; by priority (1 first to 4, 0: 2); after other jobs.
+	RunAt        *time.Time `json:"run_at,omitempty"`
+	RunInSeconds float64    `json:"run_in_seconds,omitempty"`
+	Priority     int32      `json:"priority,omitempty"`
+	After        []string   `json:"after,omitempty"`
+	// Notify are URLs POSTed the job's end.
+	Notify []string `json:"notify,omitempty"`
 }
 
 // request is the job's request as the core takes it.
@@ -41,8 +50,30 @@ func (j *enqueueJob) request() (*spoolv1.EnqueueJobRequest, error) {
 	if params.Batching, err = batchingParams(j.Batching); err != nil {
 		return nil, err
 	}
-	return &spoolv1.EnqueueJobRequest{Queue: j.Queue, Params: params, RequestId: j.RequestID,
-		MaxAttempts: j.MaxAttempts, Retries: j.Retries, Secrets: j.Secrets}, nil
+	m := &spoolv1.EnqueueJobRequest{Queue: j.Queue, Params: params, RequestId: j.RequestID,
+		MaxAttempts: j.MaxAttempts, Retries: j.Retries, Secrets: j.Secrets, Priority: j.Priority, After: j.After, Notify: j.Notify}
+	if j.RunAt != nil {
+		m.RunAt = timestamppb.New(*j.RunAt)
+	}
+	switch sec := j.RunInSeconds; {
+	case sec < 0 || sec >= float64(maxTimeoutSeconds):
+		return nil, badRequest("run_in_seconds=%g: want a number of seconds from now, such as 90 (leave it out to run at once)", sec)
+	case sec > 0:
+		m.RunIn = durationpb.New(time.Duration(sec * float64(time.Second)))
+	}
+	return m, nil
+}
+
+// enqueueJobOf is a job's request as the API shows it (a schedule's job).
+func enqueueJobOf(m *spoolv1.EnqueueJobRequest) enqueueJob {
+	p := m.GetParams()
+	j := enqueueJob{jobFields: jobFields{Queue: m.GetQueue(), Argv: p.GetArgv(), Script: p.GetScript(), Env: p.GetEnv(),
+		WorkingDir: p.GetWorkingDir(), TimeoutSeconds: p.GetTimeout().AsDuration().Seconds(), MaxAttempts: m.GetMaxAttempts(), Retries: m.GetRetries()},
+		RepositoryURL: p.GetRepositoryUrl(), Ref: p.GetRef(), Stdin: p.GetStdin(), PTY: p.GetPty(), Priority: m.GetPriority(), Notify: m.GetNotify()}
+	if b := p.GetBatching(); b != nil {
+		j.Batching = &jobjson.Batching{MaxBatchSize: b.GetMaxBatchSize(), FlushIntervalSeconds: b.GetFlushInterval().AsDuration().Seconds()}
+	}
+	return j
 }
 
 // batchingParams is a job's batching as the core takes it; the core

@@ -67,3 +67,12 @@ type (
 	EnqueueJobsResponse = enqueueJobsResponse
 	EnqueueResult       = enqueueResult
 )
+
+// The bodies and answers of the schedules' and a queue's configuration
+// routes, for the OpenAPI test to compare with their schemas.
+type (
+	CreateScheduleRequest = scheduleBody
+	Schedule              = scheduleView
+	ScheduleList          = scheduleList
+	ConfigureQueueRequest = configureQueueBody
+)

@@ -82,3 +82,63 @@ func FuzzLogQuery(f *testing.F) {
 		}
 	})
 }
+
+// Any schedule body either becomes a request the core can judge (its
+// policies known, its job's time and timeout within what a duration
+// holds) or is refused; and a job's request shown back reads as the same
+// request.
+func FuzzScheduleBody(f *testing.F) {
+	for _, s := range []string{`{}`, `{"name":"n","cron":"@hourly","job":{"argv":["x"]}}`, `{"overlap":"skip","missed":"run_once"}`,
+		`{"overlap":"sometimes"}`, `{"job":{"run_in_seconds":-1}}`, `{"job":{"run_in_seconds":1e300}}`, `{"job":{"timeout_seconds":0.5,"priority":3,"notify":["https://x"]}}`,
+		`{"job":{"run_at":"2026-11-28T03:00:00Z","after":["a"]}}`, `{"job":{"batching":{"flush_interval_seconds":0.2}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b scheduleBody
+		if json.Unmarshal(data, &b) != nil {
+			return
+		}
+		req, err := b.request()
+		if err != nil {
+			return
+		}
+		sc := req.GetSchedule()
+		if _, ok := spoolv1.Overlap_name[int32(sc.GetOverlap())]; !ok {
+			t.Fatalf("overlap %v", sc.GetOverlap())
+		}
+		if in := sc.GetJob().GetRunIn(); in != nil && (in.CheckValid() != nil || in.AsDuration() < 0) {
+			t.Fatalf("run_in %v", in)
+		}
+		if to := sc.GetJob().GetParams().GetTimeout(); to != nil && (to.CheckValid() != nil || to.AsDuration() <= 0) {
+			t.Fatalf("timeout %v", to)
+		}
+		shown := enqueueJobOf(sc.GetJob())
+		again, err := shown.request()
+		if err != nil {
+			t.Fatalf("a job's request shown back is refused: %v", err)
+		}
+		if again.GetQueue() != sc.GetJob().GetQueue() || again.GetPriority() != sc.GetJob().GetPriority() ||
+			len(again.GetParams().GetArgv()) != len(sc.GetJob().GetParams().GetArgv()) {
+			t.Fatalf("shown back as %v, from %v", again, sc.GetJob())
+		}
+	})
+}
+
+// Any configure body either decodes to a max_running to give the core or
+// is refused.
+func FuzzConfigureQueueBody(f *testing.F) {
+	for _, s := range []string{`{}`, `{"max_running":5}`, `{"max_running":-1}`, `{"max_running":1e10}`, `{"max_running":null}`, `{"other":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b configureQueueBody
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&b) != nil {
+			return
+		}
+		if b.MaxRunning != nil && bytes.Contains(data, []byte("null")) && *b.MaxRunning != 0 {
+			t.Fatalf("null decoded to %d", *b.MaxRunning)
+		}
+	})
+}

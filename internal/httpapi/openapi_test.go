@@ -109,7 +109,9 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"EnqueueJobsRequest": httpapi.EnqueueJobsRequest{}, "EnqueueJob": httpapi.EnqueueJob{},
 		"EnqueueJobsResponse": httpapi.EnqueueJobsResponse{}, "EnqueueResult": httpapi.EnqueueResult{},
 		"Queue": jobjson.Queue{}, "QueueList": jobjson.QueueList{},
-		"IngestSummary": httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
+		"CreateScheduleRequest": httpapi.CreateScheduleRequest{}, "Schedule": httpapi.Schedule{}, "ScheduleList": httpapi.ScheduleList{},
+		"ConfigureQueueRequest": httpapi.ConfigureQueueRequest{},
+		"IngestSummary":         httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
 	} {
 		s, ok := doc.Comps.Schemas[name]
 		if !ok {

@@ -7,7 +7,12 @@
 //     (retention.go);
 //   - IdleSources ends the external jobs whose source went quiet
 //     (idle.go);
-//   - ScatterDriver runs scatters' rounds (scatters.go).
+//   - ScatterDriver runs scatters' rounds (scatters.go);
+//   - ScheduledPromoter queues the SCHEDULED jobs whose time came and
+//     whose after jobs succeeded (promoter.go);
+//   - Ticker runs the periodic jobs' schedules (ticker.go);
+//   - Notifier sends the webhooks of jobs' ends (notifier.go, through
+//     package webhook).
 //
 // Each talks to the store, and to the service core where a rule is the
 // core's (deleting a job, ending an external job, a scatter's round),
@@ -139,4 +144,7 @@ var (
 	_ Service = (*Retention)(nil)
 	_ Service = (*IdleSources)(nil)
 	_ Service = (*ScatterDriver)(nil)
+	_ Service = (*ScheduledPromoter)(nil)
+	_ Service = (*Ticker)(nil)
+	_ Service = (*Notifier)(nil)
 )

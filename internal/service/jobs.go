@@ -1,7 +1,9 @@
 package service
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -11,6 +13,7 @@ import (
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/store"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // EnqueueJob creates a job, or returns the one an earlier call with the same
@@ -59,6 +62,12 @@ func (e enqueued) tally() enqueueTally {
 // It neither logs nor counts: a single enqueue and a batch of them report
 // differently.
 func (s *Service) enqueue(ctx context.Context, caller Caller, m *spoolv1.EnqueueJobRequest) (enqueued, error) {
+	return s.enqueueFor(ctx, caller, m, "")
+}
+
+// enqueueFor is enqueue for a job that schedule's tick makes (empty: a
+// job asked for by a request).
+func (s *Service) enqueueFor(ctx context.Context, caller Caller, m *spoolv1.EnqueueJobRequest, schedule string) (enqueued, error) {
 	queue, err := checkQueue(m.GetQueue())
 	if err != nil {
 		return enqueued{}, err
@@ -86,11 +95,24 @@ func (s *Service) enqueue(ctx context.Context, caller Caller, m *spoolv1.Enqueue
 	if err != nil {
 		return enqueued{}, err
 	}
+	when, err := s.checkTiming(ctx, caller, m, storekit.Now())
+	if err != nil {
+		return enqueued{}, err
+	}
+	notify, err := s.notifyURLs(queue, m.GetNotify())
+	if err != nil {
+		return enqueued{}, err
+	}
 	params := m.GetParams()
 	if params == nil {
 		params = &spoolv1.JobParams{}
 	}
 	nj := store.NewJob{
+		RunAfter:     when.runAfter,
+		Priority:     when.priority,
+		After:        when.after,
+		Notify:       notify,
+		Schedule:     schedule,
 		Queue:        queue,
 		RequestID:    m.GetRequestId(),
 		Params:       params,
@@ -112,6 +134,9 @@ func (s *Service) enqueue(ctx context.Context, caller Caller, m *spoolv1.Enqueue
 		// job silently.
 		return enqueued{}, apierr.Errorf(spool.ErrAlreadyExists, "request_id %q was already used for job %s, which runs something else; use a new request_id",
 			m.GetRequestId(), job.GetJobId())
+	}
+	if created {
+		s.scheduledMade(job)
 	}
 	return enqueued{job: job, created: created, rejected: created && rejected}, nil
 }
@@ -212,6 +237,7 @@ func (s *Service) CancelJob(ctx context.Context, m *spoolv1.CancelJobRequest) (*
 		}
 	}
 	s.kickScatterOf(job)
+	s.endedWithFollowers(job)
 	s.audit(ctx, caller, "job cancel requested", "job_id", job.GetJobId(), "state", convert.State(job.GetState()).String(), "reason", m.GetReason())
 	return &spoolv1.CancelJobResponse{Job: job}, nil
 }
@@ -230,10 +256,12 @@ func (s *Service) checkBudget(maxAttempts, retries int32) (int32, error) {
 }
 
 // sameRequest reports whether job was created by the request nj describes:
-// the same queue, command and budgets. Of secrets, only their names
+// the same queue, command, budgets, priority and jobs it runs after (not
+// its time: a repeat of a request that gave run_in comes later). Of secrets, only their names
 // (params.secret_names) count: comparing values would tell whoever holds
 // a request id whether a guess of them is right.
 func sameRequest(job *spoolv1.Job, nj store.NewJob) bool {
 	return job.GetQueue() == nj.Queue && proto.Equal(job.GetParams(), nj.Params) &&
-		job.GetMaxAttempts() == nj.MaxAttempts && job.GetRetries() == nj.Retries
+		job.GetMaxAttempts() == nj.MaxAttempts && job.GetRetries() == nj.Retries &&
+		cmp.Or(job.GetPriority(), store.DefaultPriority) == cmp.Or(nj.Priority, store.DefaultPriority) && slices.Equal(job.GetAfter(), nj.After)
 }

@@ -246,6 +246,10 @@ func (s *Service) complete(ctx context.Context, ref store.LeaseRef, m *spoolv1.C
 		return nil, s.fail(ctx, "CompleteJob", err)
 	}
 	s.kickScatterOf(job)
+	// A retry waits out its backoff SCHEDULED; an end lets the jobs that
+	// run after this one move.
+	s.scheduledMade(job)
+	s.endedWithFollowers(job)
 	s.log.InfoContext(ctx, "job finished", "job_id", job.GetJobId(), "attempt", ref.Attempt,
 		"state", convert.State(job.GetState()).String(), "exit_code", job.GetResult().GetExitCode())
 	s.metrics.jobFinished(ctx, job)

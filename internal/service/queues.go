@@ -74,7 +74,7 @@ func (s *Service) queuesOf(ctx context.Context, caller Caller, perMinute bool) (
 
 // queueMessage is a store's counts as the API shows them.
 func queueMessage(st store.QueueStats) *spoolv1.Queue {
-	q := &spoolv1.Queue{Name: st.Name, Paused: st.Paused, Queued: st.Queued, Running: st.Running,
+	q := &spoolv1.Queue{Name: st.Name, Paused: st.Paused, Scheduled: st.Scheduled, Queued: st.Queued, Running: st.Running, MaxRunning: st.MaxRunning,
 		Succeeded: st.Succeeded, Failed: st.Failed, Cancelled: st.Cancelled}
 	if st.Paused {
 		q.PausedAt = timestamppb.New(st.PausedAt)
@@ -136,6 +136,11 @@ func (s *Service) setPaused(ctx context.Context, op, name string, paused bool) (
 		what = "queue paused"
 	}
 	s.audit(ctx, caller, what, "queue", queue)
+	return s.queueNow(ctx, caller, queue)
+}
+
+// queueNow returns queue as it is now, after a change to it.
+func (s *Service) queueNow(ctx context.Context, caller Caller, queue string) (*spoolv1.Queue, error) {
 	now, err := s.queuesOf(ctx, caller, false)
 	if err != nil {
 		return nil, err
@@ -145,7 +150,7 @@ func (s *Service) setPaused(ctx context.Context, op, name string, paused bool) (
 			return q, nil
 		}
 	}
-	return &spoolv1.Queue{Name: queue, Paused: paused}, nil
+	return &spoolv1.Queue{Name: queue}, nil
 }
 
 // listedQueues is how many queue names an error lists before it says how
@@ -209,4 +214,37 @@ func (s *Service) handBackPaused(ctx context.Context, queue string, leases []sto
 		}
 	}
 	return nil, nil
+}
+
+// ConfigureQueue sets a queue's limits for every server sharing the store
+// and returns the queue as it is now. Whoever may pause a queue may
+// configure it; a queue no job names yet may be configured, so that its
+// limit holds from its first job.
+func (s *Service) ConfigureQueue(ctx context.Context, m *spoolv1.ConfigureQueueRequest) (*spoolv1.ConfigureQueueResponse, error) {
+	caller, err := s.authorize(ctx, PermOperate, m.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if m.GetName() == "" {
+		return nil, invalid("name is required: the queue to configure")
+	}
+	queue, err := checkQueue(m.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if m.MaxRunning != nil {
+		n := m.GetMaxRunning()
+		if n < 0 || n > store.MaxQueueRunning {
+			return nil, invalid("max_running must be 0 (no limit) to %d, got %d", store.MaxQueueRunning, n)
+		}
+		if err := s.store.SetQueueMaxRunning(ctx, queue, n); err != nil {
+			return nil, s.fail(ctx, "ConfigureQueue", err)
+		}
+		s.audit(ctx, caller, "queue configured", "queue", queue, "max_running", n)
+	}
+	q, err := s.queueNow(ctx, caller, queue)
+	if err != nil {
+		return nil, err
+	}
+	return &spoolv1.ConfigureQueueResponse{Queue: q}, nil
 }

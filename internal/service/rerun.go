@@ -47,6 +47,10 @@ func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*sp
 		MaxAttempts: old.GetMaxAttempts(),
 		Retries:     old.GetRetries(),
 		RerunOf:     old.GetJobId(),
+		// Its priority and webhooks are the job's; its time and the jobs
+		// it ran after were about the first run.
+		Priority: old.GetPriority(),
+		Notify:   old.GetNotify(),
 	}
 	secrets, err := s.secretsOf(ctx, old)
 	if errors.Is(err, seal.ErrOpen) {

@@ -27,7 +27,13 @@
 //   - draining: on shutdown, long polls and follows end at once so clients
 //     resume elsewhere or later;
 //   - readiness: whether the store answers, for the server's /readyz
-//     (ready.go).
+//     (ready.go);
+//   - when jobs run: a job's time, priority, the jobs it runs after and
+//     its webhook URLs as it is enqueued, and the alarm that wakes the
+//     promoter early (timing.go); queues' limits (ConfigureQueue in
+//     queues.go);
+//   - periodic jobs: schedules, their checks and roles, and the ticks
+//     the ticker has the core run, one job per tick (schedules.go).
 package service
 
 import (
@@ -99,6 +105,8 @@ type Service struct {
 	decoding decodeBudget
 	// ready is the store's last answer to the readiness probe (ready.go).
 	ready readiness
+	// alarm wakes the promoter early (timing.go).
+	alarm *alarm
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down
@@ -115,7 +123,7 @@ func New(o Options) *Service {
 	if o.Outages == nil {
 		o.Outages = noOutages{}
 	}
-	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{}), pollWatch: pollWatch}
+	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{}), pollWatch: pollWatch, alarm: newAlarm()}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
 	observeQueues(o.Meter, o.Store)
 	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: s.execution, Log: o.Log, Metrics: s.metrics.scatter})
