@@ -36,6 +36,14 @@ type Config struct {
 	// start (POST /api/v1/ingest/firehose and /api/v1/ingest/lines): each
 	// source becomes an external job. YAML: ingest.
 	Ingest Ingest
+	// Queues configure single queues, by name: the webhooks told of
+	// every job of the queue, and the key that signs them. YAML: queues
+	// (queues.NAME.notify, queues.NAME.notify_secret).
+	Queues map[string]QueueConfig
+	// Notify is how webhooks of jobs' ends are sent. YAML: notify.
+	Notify Notify
+	// Schedules are the defaults of periodic jobs. YAML: schedules.
+	Schedules Schedules
 
 	// Logger receives the server's structured logs (nil: discarded).
 	// LoadConfig sets it to a logger writing to standard error at the
@@ -343,4 +351,41 @@ func LoadConfig(path string) (*Config, error) {
 	cfg := fromFile(fc)
 	cfg.Logger = fc.Log.NewLogger(os.Stderr)
 	return cfg, nil
+}
+
+// QueueConfig is what one queue is configured with in the file.
+type QueueConfig struct {
+	// Notify are URLs POSTed the end of every job of the queue, besides
+	// the job's own (at most 5 together). YAML: queues.NAME.notify.
+	Notify []string
+	// NotifySecret signs the queue's webhooks instead of Notify.Secret.
+	// YAML: queues.NAME.notify_secret.
+	NotifySecret string
+}
+
+// Notify is how webhooks are sent (docs/webhooks.md).
+type Notify struct {
+	// Secret signs every webhook (its Spool-Signature header) whose
+	// queue has no secret of its own. Empty: such webhooks go unsigned.
+	// YAML: notify.secret.
+	Secret string
+	// BaseURL is where people reach the server, for the links in
+	// webhooks. Empty: the server's own address. YAML: notify.base_url.
+	BaseURL string
+	// AllowPrivateAddresses lets webhooks go to loopback, private and
+	// link-local addresses, which are refused by default: whoever may
+	// submit a job names the URL, and the server often reaches what the
+	// submitter cannot. YAML: notify.allow_private_addresses.
+	AllowPrivateAddresses bool
+	// Timeout is how long one POST may take. YAML:
+	// notify.timeout_seconds. Default: 10s.
+	Timeout time.Duration
+}
+
+// Schedules are the defaults of periodic jobs.
+type Schedules struct {
+	// Missed is what a schedule that does not say does with the ticks
+	// that passed while no server ran: "run_once" (the latest of them;
+	// also when empty) or "skip". YAML: schedules.missed.
+	Missed string
 }

@@ -87,7 +87,11 @@ func fromFile(f *config.Config) *Config {
 			MaxDecodedBytes:  f.Ingest.MaxDecodedBytes,
 			MaxDecodingBytes: f.Ingest.MaxDecodingBytes,
 		},
-		warnings: slices.Clone(f.Warnings),
+		Queues: queuesOf(f.Queues),
+		Notify: Notify{Secret: f.Notify.Secret, BaseURL: f.Notify.BaseURL, AllowPrivateAddresses: f.Notify.AllowPrivateAddresses,
+			Timeout: time.Duration(f.Notify.TimeoutSeconds) * time.Second},
+		Schedules: Schedules{Missed: f.Schedules.Missed},
+		warnings:  slices.Clone(f.Warnings),
 	}
 }
 
@@ -169,6 +173,10 @@ func (c *Config) file() (*config.Config, error) {
 			MaxDecodedBytes:    c.Ingest.MaxDecodedBytes,
 			MaxDecodingBytes:   c.Ingest.MaxDecodingBytes,
 		},
+		Queues: c.fileQueues(),
+		Notify: config.Notify{Secret: c.Notify.Secret, BaseURL: c.Notify.BaseURL, AllowPrivateAddresses: c.Notify.AllowPrivateAddresses,
+			TimeoutSeconds: u.whole("notify.timeout_seconds", c.Notify.Timeout, time.Second)},
+		Schedules: config.Schedules{Missed: c.Schedules.Missed},
 		// The server's logs are Logger's: the file's log settings only
 		// say how LoadConfig makes it.
 		Log:      config.Default().Log,
@@ -199,4 +207,28 @@ func (u *units) int32(key string, n int) int32 {
 		u.errs = append(u.errs, fmt.Errorf("%s: %d is too large", key, n))
 	}
 	return int32(n)
+}
+
+// queuesOf is the file's queues as Config holds them (nil when none).
+func queuesOf(qs map[string]config.Queue) map[string]QueueConfig {
+	if qs == nil {
+		return nil
+	}
+	out := make(map[string]QueueConfig, len(qs))
+	for name, q := range qs {
+		out[name] = QueueConfig{Notify: slices.Clone(q.Notify), NotifySecret: q.NotifySecret}
+	}
+	return out
+}
+
+// fileQueues is c's queues in the file's shape (nil when none).
+func (c *Config) fileQueues() map[string]config.Queue {
+	if c.Queues == nil {
+		return nil
+	}
+	out := make(map[string]config.Queue, len(c.Queues))
+	for name, q := range c.Queues {
+		out[name] = config.Queue{Notify: slices.Clone(q.Notify), NotifySecret: q.NotifySecret}
+	}
+	return out
 }

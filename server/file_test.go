@@ -87,6 +87,17 @@ ingest:
   max_body_bytes: 1048576
   max_decoded_bytes: 2097152
   max_decoding_bytes: 4194304
+queues:
+  builds:
+    notify: [https://ci.example.com/spool]
+    notify_secret: builds-0123456789abcdef
+notify:
+  secret: 0123456789abcdef0123456789abcdef
+  base_url: https://spool.example.com
+  allow_private_addresses: true
+  timeout_seconds: 5
+schedules:
+  missed: skip
 log:
   level: debug
   format: json
@@ -124,6 +135,7 @@ func TestEverySettingRoundTrips(t *testing.T) {
 		{"execution.heartbeat_interval_seconds", cfg.Execution.HeartbeatInterval, 20 * time.Second},
 		{"auth.session_hours", cfg.Auth.SessionLength, 8 * time.Hour},
 		{"ingest.idle_timeout_seconds", cfg.Ingest.IdleTimeout, 5 * time.Minute},
+		{"notify.timeout_seconds", cfg.Notify.Timeout, 5 * time.Second},
 	} {
 		if d.got != d.want {
 			t.Errorf("%s: %v, want %v", d.key, d.got, d.want)
@@ -204,6 +216,11 @@ func TestEveryFieldNamesItsSetting(t *testing.T) {
 		}
 		key := strings.TrimRight(m[1], ".,;")
 		named[key] = true
+		// A setting of one entry of a mapping (queues.NAME.notify) is
+		// the mapping's.
+		if mapping, _, ok := strings.Cut(key, ".NAME."); ok {
+			key = mapping
+		}
 		if !settings[key] && !sections[key] {
 			t.Errorf("%s: its doc names %s, which is no setting", field, key)
 		}

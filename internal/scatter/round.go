@@ -62,7 +62,9 @@ func Look(ctx context.Context, jobs Jobs, rec *store.ScatterRecord) (*Round, err
 			return nil, err
 		}
 		switch job.GetState() {
-		case spoolv1.JobState_JOB_STATE_QUEUED:
+		case spoolv1.JobState_JOB_STATE_QUEUED, spoolv1.JobState_JOB_STATE_SCHEDULED:
+			// A batch waiting out a retry's backoff is scheduled: still
+			// to run, so counted with the waiting ones.
 			p.Queued++
 		case spoolv1.JobState_JOB_STATE_RUNNING:
 			p.Running++

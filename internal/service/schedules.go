@@ -333,8 +333,8 @@ func TickRequestID(name string, tick time.Time) string {
 	return fmt.Sprintf("schedule/%s/%s", name, tick.UTC().Format(time.RFC3339))
 }
 
-// RunTicks enqueues the job of every unpaused schedule's due tick at now
-// and records the tick, and returns the earliest tick to come (zero: none
+// RunTicks enqueues the job of every unpaused schedule's due ticks at now
+// and records them, and returns the earliest tick to come (zero: none
 // known). A tick another server recorded first is left to it.
 func (s *Service) RunTicks(ctx context.Context, now time.Time) (time.Time, error) {
 	all, err := s.store.ListSchedules(ctx)
@@ -347,7 +347,7 @@ func (s *Service) RunTicks(ctx context.Context, now time.Time) (time.Time, error
 		if sc.GetPaused() {
 			continue
 		}
-		n, err := s.runTick(ctx, sc, now)
+		n, err := s.catchUp(ctx, sc, now)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: %w", sc.GetName(), err))
 		}
@@ -358,32 +358,52 @@ func (s *Service) RunTicks(ctx context.Context, now time.Time) (time.Time, error
 	return next, errors.Join(errs...)
 }
 
-// runTick runs sc's tick due at now, if any, and returns its next tick.
-func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Time) (time.Time, error) {
-	cs, loc, err := parseCron(sc.GetCron(), sc.GetTimezone())
-	if err != nil {
-		return time.Time{}, err
-	}
-	// The due tick is the latest not after now: the ticks missed while no
-	// server ran come to one.
-	tick, missed := time.Time{}, 0
-	for t := cs.Next(ticksFrom(sc).In(loc)); !t.IsZero() && !t.After(now); t = cs.Next(t) {
-		tick, missed = t, missed+1
-		if missed > maxTickWalk {
-			// A tick every second missed for a long time: jump to the
-			// last of them rather than count each.
-			tick = lastTickBefore(cs, now.In(loc))
-			break
+// maxTicksPerRound bounds the ticks of one schedule one round runs: a
+// round late by more (a schedule every second, a server stalled for
+// minutes) leaves the rest to the next rounds, which follow at once.
+const maxTicksPerRound = 100
+
+// catchUp runs sc's due ticks at now one after the other, each its own
+// job: a round that came late (a busy machine) still makes a job per
+// tick. It stops when none is due, after maxTicksPerRound, or when
+// another server recorded the tick first (it runs the rest), and returns
+// the next tick to come.
+func (s *Service) catchUp(ctx context.Context, sc *spoolv1.Schedule, now time.Time) (time.Time, error) {
+	for range maxTicksPerRound {
+		next, ran, err := s.runTick(ctx, sc, now)
+		if err != nil || !ran || next.After(now) {
+			return next, err
 		}
 	}
-	if tick.IsZero() {
-		return cs.Next(ticksFrom(sc).In(loc)), nil
+	return now, nil
+}
+
+// runTick runs sc's earliest due tick at now, if any, records it on sc,
+// and returns the tick after it and whether this call recorded one.
+//
+// When the earliest due tick is later than missedGrace, the ticks due
+// passed while no server ran (every server looks each second): they come
+// to one, the latest, which runs or is skipped as sc.missed says.
+// Otherwise the earliest runs, on its own: a round a few seconds late
+// makes every tick's job.
+func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Time) (time.Time, bool, error) {
+	cs, loc, err := parseCron(sc.GetCron(), sc.GetTimezone())
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	tick := cs.Next(ticksFrom(sc).In(loc))
+	if tick.IsZero() || tick.After(now) {
+		return tick, false, nil
+	}
+	missed := now.Sub(tick) > missedGrace
+	if missed {
+		tick = latestDue(cs, tick, now.In(loc))
 	}
 	sc.LastTickAt = timestamppb.New(tick)
 	sc.UpdatedAt = timestamppb.New(now)
 	skip := ""
 	switch {
-	case sc.GetMissed() == spoolv1.Missed_MISSED_SKIP && (missed > 1 || now.Sub(tick) > missedGrace):
+	case missed && sc.GetMissed() == spoolv1.Missed_MISSED_SKIP:
 		skip = "missed"
 	case sc.GetOverlap() == spoolv1.Overlap_OVERLAP_SKIP && sc.GetLastJobId() != "":
 		last, err := s.store.Get(ctx, sc.GetLastJobId())
@@ -391,7 +411,7 @@ func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Ti
 		case err == nil && !convert.State(last.GetState()).IsFinal():
 			skip = "overlap"
 		case err != nil && !errors.Is(err, spool.ErrNotFound):
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
 	}
 	if skip == "" {
@@ -406,7 +426,7 @@ func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Ti
 			// ever, so the tick is recorded without a job.
 			s.log.WarnContext(ctx, "schedule tick made no job: its job was refused", "schedule", sc.GetName(), "tick", tick, "error", err)
 		case err != nil:
-			return time.Time{}, err
+			return time.Time{}, false, err
 		default:
 			sc.LastJobId = e.job.GetJobId()
 			if e.created {
@@ -418,11 +438,15 @@ func (s *Service) runTick(ctx context.Context, sc *spoolv1.Schedule, now time.Ti
 		s.log.InfoContext(ctx, "schedule tick skipped", "schedule", sc.GetName(), "tick", tick, "why", skip)
 	}
 	// A conflict means another server recorded the tick (or a change was
-	// made meanwhile): the job, if any, is the one its request id made.
-	if err := s.store.UpdateSchedule(ctx, sc); err != nil && !errors.Is(err, spool.ErrConflict) && !errors.Is(err, spool.ErrNotFound) {
-		return time.Time{}, err
+	// made meanwhile): the job, if any, is the one its request id made,
+	// and that server goes on with the ticks after it.
+	if err := s.store.UpdateSchedule(ctx, sc); err != nil {
+		if errors.Is(err, spool.ErrConflict) || errors.Is(err, spool.ErrNotFound) {
+			return cs.Next(tick), false, nil
+		}
+		return time.Time{}, false, err
 	}
-	return cs.Next(tick), nil
+	return cs.Next(tick), true, nil
 }
 
 // refused reports whether err says a request itself will not do, as
@@ -437,12 +461,27 @@ func refused(err error) bool {
 
 // missedGrace is how late a tick may be run and still count as on time:
 // every server looks each second, so a tick later than this passed while
-// none ran (or the store was away).
-const missedGrace = time.Minute
+// none ran (or the store was away), and a busy machine's late rounds stay
+// well within it.
+const missedGrace = 15 * time.Second
 
-// maxTickWalk bounds the ticks counted one by one when looking for the
-// due tick.
+// maxTickWalk bounds the ticks walked one by one to the latest due.
 const maxTickWalk = 1000
+
+// latestDue is the latest tick of cs not after now, from tick (due):
+// walked tick by tick, so a schedule such as @every keeps its own
+// sequence, and found by lastTickBefore for a schedule that missed more
+// ticks than are worth walking.
+func latestDue(cs cron.Schedule, tick, now time.Time) time.Time {
+	for range maxTickWalk {
+		t := cs.Next(tick)
+		if t.IsZero() || t.After(now) {
+			return tick
+		}
+		tick = t
+	}
+	return lastTickBefore(cs, now)
+}
 
 // lastTickBefore finds the latest tick of cs not after now by bisecting
 // back in time, for a schedule that missed more ticks than are worth

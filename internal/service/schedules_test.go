@@ -198,6 +198,28 @@ func TestTicksExactlyOnce(t *testing.T) {
 	}
 }
 
+// A round that comes late, within the grace (a busy machine), makes a
+// job for every tick it finds due, each its own, across three servers.
+func TestLateRoundRunsEveryTick(t *testing.T) {
+	sc := newSchedule("every-second", "* * * * * *")
+	tk := newTicking(t, 3, sc)
+	from := tk.created.Truncate(time.Second)
+	tk.tick(t, from.Add(6*time.Second))
+	jobs := tk.jobs(t)
+	if len(jobs) != 6 {
+		t.Fatalf("a round 6 s late made %d jobs, want one per tick (6)", len(jobs))
+	}
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		seen[j.GetRequestId()] = true
+	}
+	for i := 1; i <= 6; i++ {
+		if id := TickRequestID("every-second", from.Add(time.Duration(i)*time.Second)); !seen[id] {
+			t.Errorf("no job of tick %s", id)
+		}
+	}
+}
+
 // Ticks missed while no server ran come to one job (run_once) or none
 // (skip); either way the schedule goes on from the latest.
 func TestMissedTicks(t *testing.T) {

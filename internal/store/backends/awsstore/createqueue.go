@@ -39,14 +39,14 @@ type redrivePolicy struct {
 	MaxReceiveCount     string `json:"maxReceiveCount"`
 }
 
-// createQueue ensures the SQS queue name and its dead-letter queue exist
-// with spool's settings.
-func (s *Store) createQueue(ctx context.Context, name string) (madeQueue, error) {
+// createQueue ensures the SQS queue name and its dead-letter queue dlqName
+// exist with spool's settings. A priority's queue names the default
+// queue's dead-letter queue (see priority.go).
+func (s *Store) createQueue(ctx context.Context, name, dlqName string) (madeQueue, error) {
 	common := map[string]string{
 		string(sqstypes.QueueAttributeNameMessageRetentionPeriod): strconv.Itoa(messageRetention),
 		string(sqstypes.QueueAttributeNameSqsManagedSseEnabled):   "true",
 	}
-	dlqName := name + DeadLetterSuffix
 	dlq, err := s.ensureQueue(ctx, dlqName, "SQS dead-letter queue", common)
 	if err != nil {
 		return madeQueue{}, err

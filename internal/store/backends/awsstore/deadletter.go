@@ -103,6 +103,12 @@ func (s *Store) deadLetter(ctx context.Context, dlq string, m sqstypes.Message) 
 		}
 		return false, err
 	}
+	if r.state == spoolv1.JobState_JOB_STATE_SCHEDULED {
+		// A stray message (a promotion's that lost its race): the job
+		// gets its own message when it is promoted.
+		s.drop(ctx, dlq, handle)
+		return false, nil
+	}
 	now := storekit.Now()
 	// A worker may hold the job (a duplicate message was dead-lettered, or a
 	// late heartbeat revived the lease): then look again once the lease is
@@ -135,14 +141,12 @@ func (s *Store) deadLetter(ctx context.Context, dlq string, m sqstypes.Message) 
 
 // failQueued makes a queued job final.
 func (s *Store) failQueued(ctx context.Context, r *jobRec, st spoolv1.JobState, res *spoolv1.JobResult, now time.Time) (bool, error) {
-	b, err := marshal(res)
+	e := newExpr()
+	u, err := s.settle(e, r, storekit.Outcome{State: st, Result: res}, false, now)
 	if err != nil {
 		return false, err
 	}
-	e := newExpr()
-	u := newUpdate(e).Set(aState, num(int32(st))).Set(aResult, bin(b)).Set(aUpdatedAt, num(now.UnixMicro())).BumpRev()
-	s.expireFinal(u, now)
-	_, ok, err := s.updateJob(ctx, r.id(), u, and(isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))))
+	_, ok, err := s.updateJob(ctx, r.id(), u, and(isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt)), e.eq(aRev, num(r.rev))))
 	return ok, err
 }
 

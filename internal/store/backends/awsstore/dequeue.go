@@ -39,31 +39,96 @@ const (
 // until a message leads to a lease or r.Wait has passed. One receive
 // brings at most maxReceive messages, so once one has led to leases, more
 // receives follow without waiting (receiveMore) until r.Max are leased or
-// the queue has no more ready now.
+// the queue has no more ready now. A queue with priorities other than the
+// default has an SQS queue for each (see priority.go): each round polls
+// them, highest first, without waiting, then long-polls the default one
+// for at most priorityPollSeconds, so a job of a higher priority waits no
+// longer than that for an idle worker. A limited queue (see limits.go)
+// leases no more than its free slots.
 func (s *Store) Dequeue(ctx context.Context, r store.DequeueRequest) ([]store.Lease, error) {
-	url, err := s.queues.url(ctx, r.Queue)
-	if err != nil {
-		return nil, err
-	}
 	n := store.DequeueLimit(r.Max)
 	vis := clampVisibility(r.LeaseDuration)
 	deadline := time.Now().Add(r.Wait)
 	for {
-		wait := pollSeconds(time.Until(deadline))
-		rc := s.receive(ctx, url, min(n, maxReceive), vis, wait)
-		if rc.err != nil {
-			return nil, rc.err
+		lr, err := s.settings(ctx, r.Queue)
+		if err != nil {
+			return nil, err
 		}
-		if len(rc.leases) > 0 {
-			return s.receiveMore(ctx, url, n, vis, rc), nil
+		urls, def, err := s.pollURLs(ctx, r.Queue, lr.prios)
+		if err != nil {
+			return nil, err
+		}
+		room, err := s.room(ctx, r.Queue, lr)
+		if err != nil {
+			return nil, err
+		}
+		want := n
+		if room >= 0 {
+			want = min(n, room)
+		}
+		if want > 0 {
+			got, err := s.poll(ctx, urls, def, want, vis, deadline, room >= 0)
+			if err != nil || len(got) > 0 {
+				return got, err
+			}
 		}
 		if time.Until(deadline) <= 0 {
 			return nil, nil
+		}
+		if want == 0 {
+			// Every slot is taken: look again in a while.
+			t := time.NewTimer(min(limitRetry, time.Until(deadline)))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// priorityPollSeconds bounds the long poll of a queue's default priority
+// while it has others, whose queues are polled between long polls.
+const priorityPollSeconds = 2
+
+// poll is one round of receives for up to n leases: the priority queues
+// urls (highest first) without waiting, when there are several, then the
+// default one (urls[def]) with a long poll, unless the round leased jobs.
+func (s *Store) poll(ctx context.Context, urls []string, def, n int, vis time.Duration, deadline time.Time, limited bool) ([]store.Lease, error) {
+	wait := pollSeconds(time.Until(deadline))
+	if len(urls) > 1 {
+		var got []store.Lease
+		for _, url := range urls {
+			rc := s.receive(ctx, url, min(n-len(got), maxReceive), vis, 0, limited)
+			if rc.err != nil {
+				if len(got) == 0 {
+					return nil, rc.err
+				}
+				s.log.Warn("could not receive from an SQS queue of a priority", "queue_url", url, "error", rc.err)
+				break
+			}
+			if len(rc.leases) > 0 {
+				got = append(got, s.receiveMore(ctx, url, n-len(got), vis, rc, limited)...)
+			}
+			if len(got) >= n {
+				break
+			}
+		}
+		if len(got) > 0 || wait == 0 {
+			sortLeases(got)
+			return got, nil
+		}
+		wait = min(wait, priorityPollSeconds)
+	}
+	url := urls[def]
+	rc := s.receive(ctx, url, min(n, maxReceive), vis, wait, limited)
+	if rc.err != nil || len(rc.leases) == 0 {
+		return nil, rc.err
+	}
+	return s.receiveMore(ctx, url, n, vis, rc, limited), nil
 }
 
 // pollSeconds is the wait of the next receive, with left to wait: SQS
@@ -104,7 +169,7 @@ type received struct {
 // it asked for. An error after leases were granted is logged, not
 // returned: the leases stand, and the caller would otherwise lose them
 // until they expired.
-func (s *Store) receiveMore(ctx context.Context, url string, n int, vis time.Duration, first received) []store.Lease {
+func (s *Store) receiveMore(ctx context.Context, url string, n int, vis time.Duration, first received, limited bool) []store.Lease {
 	got, more := first.leases, first.full
 	for more && len(got) < n && ctx.Err() == nil {
 		want := n - len(got)
@@ -112,7 +177,7 @@ func (s *Store) receiveMore(ctx context.Context, url string, n int, vis time.Dur
 		var wg sync.WaitGroup
 		for i := range round {
 			k := min(want-i*maxReceive, maxReceive)
-			wg.Go(func() { round[i] = s.receive(ctx, url, k, vis, 0) })
+			wg.Go(func() { round[i] = s.receive(ctx, url, k, vis, 0, limited) })
 		}
 		wg.Wait()
 		for _, rc := range round {
@@ -128,16 +193,19 @@ func (s *Store) receiveMore(ctx context.Context, url string, n int, vis time.Dur
 	return got
 }
 
-// sortLeases orders leases oldest first, as Dequeue promises.
+// sortLeases orders leases highest priority first, then oldest first, as
+// Dequeue promises.
 func sortLeases(ls []store.Lease) {
 	slices.SortFunc(ls, func(a, b store.Lease) int {
-		return cmp.Or(a.Job.GetCreatedAt().AsTime().Compare(b.Job.GetCreatedAt().AsTime()), cmp.Compare(a.JobID, b.JobID))
+		return cmp.Or(cmp.Compare(a.Job.GetPriority(), b.Job.GetPriority()),
+			a.Job.GetCreatedAt().AsTime().Compare(b.Job.GetCreatedAt().AsTime()), cmp.Compare(a.JobID, b.JobID))
 	})
 }
 
 // receive makes one ReceiveMessage call for up to n (at most maxReceive)
-// messages and leases the jobs they name, oldest first.
-func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duration, wait int32) received {
+// messages and leases the jobs they name, oldest first; limited: each
+// takes a slot of the queue's max_running first.
+func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duration, wait int32, limited bool) received {
 	start := storekit.Now()
 	// The messages are hidden for the lease plus the wait: SQS starts
 	// hiding a message when it hands it out, any time during the wait,
@@ -162,7 +230,7 @@ func (s *Store) receive(ctx context.Context, url string, n int, vis time.Duratio
 	errs := make([]error, len(out.Messages))
 	var wg sync.WaitGroup
 	for i, m := range out.Messages {
-		wg.Go(func() { leases[i], errs[i] = s.claim(ctx, url, m, expires[i]) })
+		wg.Go(func() { leases[i], errs[i] = s.claim(ctx, url, m, expires[i], limited) })
 	}
 	wg.Wait()
 	rc := received{full: len(out.Messages) >= n}
@@ -232,7 +300,7 @@ func (s *Store) expiries(ctx context.Context, url string, msgs []sqstypes.Messag
 // lease (a duplicate delivery: hidden until that lease ends). A lease is a
 // conditional update on the attempt read, so when SQS hands one message to
 // two receivers at once, only one gets the job.
-func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expires time.Time) (*store.Lease, error) {
+func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expires time.Time, limited bool) (*store.Lease, error) {
 	handle := aws.ToString(m.ReceiptHandle)
 	msg, err := decodeMessage(aws.ToString(m.Body))
 	if err != nil {
@@ -276,7 +344,22 @@ func (s *Store) claim(ctx context.Context, url string, m sqstypes.Message, expir
 		s.hide(ctx, url, handle, unsettledRetry)
 		return nil, nil
 	}
-	return s.lease(ctx, r, handle, aws.ToString(m.MessageId), expires)
+	if !limited {
+		return s.lease(ctx, r, handle, aws.ToString(m.MessageId), expires)
+	}
+	ok, err := s.hold(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		s.hide(ctx, url, handle, limitRetry)
+		return nil, nil
+	}
+	l, err := s.lease(ctx, r, handle, aws.ToString(m.MessageId), expires)
+	if l == nil {
+		s.unhold(ctx, r.queue(), r.id(), r.attempt+1)
+	}
+	return l, err
 }
 
 // missingJobWaits are the pauses between reads of a job whose message
@@ -363,6 +446,19 @@ func (s *Store) leaseAs(ctx context.Context, r *jobRec, handle, msgID string, ex
 		Set(aStartedAt, num(now.UnixMicro())).
 		BumpRev()
 	cond := []string{isJob(e), e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt))}
+	if r.state == spoolv1.JobState_JOB_STATE_SCHEDULED {
+		// Leased as its promotion would have queued it (see setAside):
+		// its run_after goes, and the book is rewritten whole, so
+		// nothing may have changed it.
+		j := r.view()
+		storekit.Promote().Apply(j, now)
+		book, err := bookValue(j)
+		if err != nil {
+			return nil, false, err
+		}
+		u.Set(aBook, book)
+		cond = append(cond, e.eq(aRev, num(r.rev)))
+	}
 	start := r.head.NextSequence
 	if r.res == nil {
 		cond = append(cond, "attribute_not_exists("+e.n(aResLease)+")", e.eq(aNextSeq, num(r.head.NextSequence)))

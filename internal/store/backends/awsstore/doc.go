@@ -18,7 +18,9 @@
 // a rerun, for its rerun_of. A job given secrets keeps them sealed (package
 // seal) in secrets, which only JobSecrets reads. Three indexes: by-queue (queue + created_key)
 // and by-time (a constant partition + created_key) list jobs newest first;
-// leases (sparse: only running jobs) finds expired leases. The same table
+// leases (sparse: running jobs, and in partitions of their own the
+// scheduled jobs and those owing webhooks: see When jobs run) finds expired
+// leases. The same table
 // holds one request marker per request_id (key "request#" + SHA-256 of
 // it), API keys (see keys.go), scatter records (see Scatters), the records
 // of the sources of ingested logs (see Ingesting logs of other programs),
@@ -414,6 +416,72 @@
 // the read one Query of 60 items, but it adds a write to every completion,
 // the path the store is built to keep cheap; a sparse index keyed by end
 // time needs the same migration as above.
+//
+// # When jobs run
+//
+// A SCHEDULED job (a time ahead, jobs to run after, or a retry waiting out
+// its backoff) has no SQS message. Its item sits in the leases index in a
+// partition of its own: lease_part "scheduled" with lease_expires its
+// run_after when it waits for its time only, "after" while it waits for
+// other jobs (see placeOf; settle moves every job it writes to its place).
+// The reaper's queries name the "running" partition, so they never meet
+// these entries. PromoteScheduled (every server, about once a second)
+// queries the due part of "scheduled", all of "after" (reading, with
+// BatchGetItem, the jobs it has not seen yet and the jobs they run after
+// that have not ended: a Store remembers what each waiting job runs after
+// and which of those ended, see afterWait; each is decided with
+// storekit.Decide), and the first entry not yet due (Promoted.Next); each
+// job it queues gets its message first, then its state, on condition that
+// it did not change since read, so a crash between the two leaves a
+// message that finds the job still scheduled and either leases it (it is
+// due and waits for no job) or comes back shortly (see setAside). A retry
+// deletes its lease's message and is sent a new one when promoted.
+//
+// Why no message at enqueue, with DelaySeconds: SQS delays a message by
+// at most 15 minutes, so a job days ahead would need its message received
+// and hidden again every 12 hours; a promoted job must be ready at once
+// (a promotion's clock may run ahead of SQS's); and the promotion writes
+// the job anyway, for what lists and counts show. The price is that a job
+// runs up to a promotion interval (a second) after its time.
+//
+// Enqueue refuses jobs after ones that do not exist (one BatchGetItem),
+// writes the job, then adds it to each one's followers (an edit of its
+// book each: there are no transactions to do it in the same write).
+//
+// Priorities: each priority but the default has an SQS queue of its own,
+// the default one's name plus "-p1" (and so on), sharing its dead-letter
+// queue, made by Provision or by the first enqueue of that priority (with
+// AutoCreateQueues); that enqueue records the priority in the queue's settings
+// item ("limit#" + queue). Dequeue reads that item (at most once a second
+// per queue and server, unless the queue is limited) and polls the
+// priority queues it names highest first without waiting, then long-polls
+// the default one for at most 2 seconds; a queue that uses only the
+// default priority is polled as before. Leases of one Dequeue are sorted
+// by priority, then age.
+//
+// A queue's max_running is in the same settings item: the limit and the
+// jobs holding its slots (job id and attempt, about 19 bytes each, so a
+// limit of 10,000 fits an item). A lease of a limited queue takes a slot
+// (a write conditional on the item's version) before the conditional
+// lease, and gives it back if the lease fails; a slot whose job no longer
+// runs that attempt is free, so nothing that ends a job writes the item.
+// Dequeue counts the free slots first (pruning dead holders only when the
+// slots look full) and receives no more messages than that; a message
+// that finds no slot is hidden for a second. A Store that found a queue
+// without a limit trusts that for a second: a limit set elsewhere holds
+// here within it. Setting a limit on a queue that had none takes its
+// running jobs (of its newest 5,000) as the first holders.
+//
+// Schedules are items "schedule#" + name, listed through by-time in
+// partition "schedules" with created_key the name (so in name order);
+// UpdateSchedule is a PutItem on condition of the revision read.
+//
+// Webhooks: a final job that owes them (notify_due, which
+// storekit.Outcome.Apply sets) sits in the leases index in partition
+// "notify" with lease_expires its notify_due. ClaimNotifications queries
+// the due part, oldest first, and moves each job's notify_due and entry
+// on condition that the entry is where it read it, so two servers never
+// claim one job at once; RecordDeliveries rewrites the book and the entry.
 //
 // # Deleting jobs
 //

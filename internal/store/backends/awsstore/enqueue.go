@@ -35,8 +35,11 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	if err := nj.Check(); err != nil {
 		return nil, false, err
 	}
-	url, err := s.queues.url(ctx, nj.Queue)
+	url, err := s.jobURL(ctx, nj.Queue, nj.Priority)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := s.checkAfter(ctx, nj.After); err != nil {
 		return nil, false, err
 	}
 	// Before the job exists, so QueueStats never misses a queue with jobs.
@@ -59,8 +62,9 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	return j, err == nil, err
 }
 
-// create sends the job's message (a queued job's), then writes the job
-// with its sealed secrets. The job item is written only if it does not
+// create sends the job's message (a queued job's: a scheduled one gets
+// its message when promoted), then writes the job with its sealed secrets,
+// then names it among the followers of the jobs it runs after. The job item is written only if it does not
 // exist yet, so finishing someone else's enqueue (from the same marker)
 // never resets a job that has moved on.
 func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job, secrets []byte) (*spoolv1.Job, error) {
@@ -86,6 +90,7 @@ func (s *Store) create(ctx context.Context, queueURL string, job *spoolv1.Job, s
 	if !written {
 		return s.Get(ctx, job.GetJobId())
 	}
+	s.addFollower(ctx, job)
 	r, err := decodeJob(it)
 	if err != nil {
 		return nil, err
@@ -173,7 +178,7 @@ func (s *Store) enqueued(ctx context.Context, requestID string) (*spoolv1.Job, e
 			return nil, err
 		}
 		if time.Since(time.UnixMicro(madeAt)) >= s.rollForwardAfter {
-			url, err := s.queues.url(ctx, job.GetQueue())
+			url, err := s.jobURL(ctx, job.GetQueue(), job.GetPriority())
 			if err != nil {
 				return nil, err
 			}

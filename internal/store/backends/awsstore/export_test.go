@@ -404,3 +404,17 @@ func Polling(s *Store, queue string) int {
 // MissingJobReads is how many more times a young message's missing job is
 // read before the message is hidden.
 var MissingJobReads = len(missingJobWaits)
+
+// ForgetSettings makes the store's next Dequeue of queue read the
+// queue's settings item, as it does once a second.
+func ForgetSettings(s *Store, queue string) { s.limits.forget(queue) }
+
+// OtherPriorities are the priorities with SQS queues of their own, as
+// Provision makes them.
+func OtherPriorities() []string {
+	var out []string
+	for _, p := range otherPriorities() {
+		out = append(out, strconv.Itoa(int(p)))
+	}
+	return out
+}

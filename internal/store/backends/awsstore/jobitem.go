@@ -1,6 +1,7 @@
 package awsstore
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -140,6 +141,15 @@ func (r *jobRec) endedAt() time.Time {
 	return r.updatedAt
 }
 func (r *jobRec) queue() string { return r.spec.GetQueue() }
+
+// priority is the job's priority (its book leaves the default out).
+func (r *jobRec) priority() int32 { return priorityOf(r.book.GetPriority()) }
+
+// url is the SQS queue of the job's messages: its queue's, at its
+// priority.
+func (s *Store) url(ctx context.Context, r *jobRec) (string, error) {
+	return s.jobURL(ctx, r.queue(), r.priority())
+}
 
 // external reports whether the job keeps the log of a program spool did
 // not start: it runs under store.ExternalLease, which never expires, and
@@ -281,6 +291,9 @@ func newJobItem(j *spoolv1.Job, secrets []byte) (item, error) {
 		aRev:        num(int64(1)),
 	}
 	addSecrets(it, secrets)
+	if part, at := placeOf(j); part != "" {
+		it[aLeasePart], it[aLeaseExpires] = str(part), num(at)
+	}
 	if j.GetStartedAt() != nil { // an external job starts when created
 		it[aStartedAt] = num(j.GetStartedAt().AsTime().UnixMicro())
 	}
@@ -399,8 +412,8 @@ func (s *Store) settle(e *expr, r *jobRec, o storekit.Outcome, keepLease bool, n
 	if err != nil {
 		return nil, err
 	}
-	u := newUpdate(e).Set(aState, num(int32(o.State))).Set(aBook, book).Set(aUpdatedAt, num(now.UnixMicro())).
-		Remove(aLeasePart, aLeaseExpires).BumpRev()
+	u := newUpdate(e).Set(aState, num(int32(o.State))).Set(aBook, book).Set(aUpdatedAt, num(now.UnixMicro())).BumpRev()
+	place(u, j)
 	if convert.State(o.State).IsFinal() {
 		s.expireFinal(u, now)
 	}
@@ -418,6 +431,41 @@ func (s *Store) settle(e *expr, r *jobRec, o storekit.Outcome, keepLease bool, n
 	}
 	return u, nil
 }
+
+// placeOf is where a job that is not running, as j has it, sits in the
+// leases index (see scheduledPart): a SCHEDULED job by the time it waits
+// for, a final one owing webhooks by when they are due; "" for nowhere.
+func placeOf(j *spoolv1.Job) (part string, at int64) {
+	switch {
+	case storekit.Scheduled(j):
+		if j.GetRunAfter() != nil {
+			at = j.GetRunAfter().AsTime().UnixMicro()
+		}
+		if waitsOnJobs(j) {
+			return afterPart, at
+		}
+		return scheduledPart, at
+	case j.GetNotifyDue() != nil && convert.State(j.GetState()).IsFinal():
+		return notifyPart, j.GetNotifyDue().AsTime().UnixMicro()
+	}
+	return "", 0
+}
+
+// place adds to u j's place in the leases index (placeOf), for a write
+// that leaves it not running.
+func place(u *update, j *spoolv1.Job) {
+	part, at := placeOf(j)
+	if part == "" {
+		u.Remove(aLeasePart, aLeaseExpires)
+		return
+	}
+	u.Set(aLeasePart, str(part)).Set(aLeaseExpires, num(at))
+}
+
+// waitsOnJobs reports whether a scheduled job may still wait for the jobs
+// it runs after: it has some, and never started (a retry's ran after them
+// already).
+func waitsOnJobs(j *spoolv1.Job) bool { return len(j.GetAfter()) > 0 && j.GetAttempt() == 0 }
 
 // expireFinal adds to u the ttl of a job that becomes final at at, when
 // final jobs expire (Config.JobTTL). Every write that makes a job final

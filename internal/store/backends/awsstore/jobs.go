@@ -121,8 +121,9 @@ func errBusy(jobID string) error {
 // missing).
 func isJob(e *expr) string { return e.eq(aKind, str(kindJob)) }
 
-// Cancel implements store.JobStore: a queued job is cancelled at once (its
-// SQS message is dropped when next received); a running one is marked, and
+// Cancel implements store.JobStore: a queued or scheduled job is cancelled
+// at once (a queued one's SQS message is dropped when next received); a
+// running one is marked, and
 // its worker learns at its next heartbeat.
 func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, error) {
 	for range raceRounds {
@@ -135,15 +136,12 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, er
 		now := storekit.Now()
 		var cond string
 		switch {
-		case r.state == spoolv1.JobState_JOB_STATE_QUEUED:
-			res, err := marshal(storekit.CancelledResult(reason, now))
-			if err != nil {
+		case r.state == spoolv1.JobState_JOB_STATE_QUEUED, r.state == spoolv1.JobState_JOB_STATE_SCHEDULED:
+			if u, err = s.settle(e, r, storekit.CancelBeforeStart(reason, now), false, now); err != nil {
 				return nil, err
 			}
-			u.Set(aState, num(int32(spoolv1.JobState_JOB_STATE_CANCELLED))).Set(aResult, bin(res)).
-				Set(aUpdatedAt, num(now.UnixMicro())).Remove(aLeaseID).BumpRev()
-			s.expireFinal(u, now)
-			cond = and(e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt)))
+			// The book is rewritten whole: nothing may have changed it.
+			cond = and(e.eq(aState, num(int32(r.state))), e.eq(aAttempt, num(r.attempt)), e.eq(aRev, num(r.rev)))
 		case r.state == spoolv1.JobState_JOB_STATE_RUNNING && !r.cancel:
 			j := r.view()
 			j.CancelReason = reason

@@ -56,7 +56,7 @@ func (s *Store) Heartbeat(ctx context.Context, ref store.LeaseRef, vis time.Dura
 			// No message to hide: an external job has none.
 			return expires, r.cancel, nil
 		}
-		if url, err := s.queues.url(ctx, r.queue()); err == nil {
+		if url, err := s.url(ctx, r); err == nil {
 			// A failure here is survivable: if the message shows up again
 			// before the lease ends, whoever receives it sees the lease
 			// and hides the message until then.
@@ -127,12 +127,9 @@ func (s *Store) finish(ctx context.Context, ref store.LeaseRef, evs []events.Pub
 			return nil, err
 		}
 		if ok {
-			if final {
-				s.dropLeaseMessage(ctx, done, ref)
-			} else {
-				// The message brings the job back when its retry is due.
-				s.hideLeaseMessage(ctx, done, ref, time.Until(o.RunAfter))
-			}
+			// A retry waits SCHEDULED, without a message: the promotion
+			// at its time sends one (see PromoteScheduled).
+			s.dropLeaseMessage(ctx, done, ref)
 			return done.view(), nil
 		}
 	}
@@ -180,7 +177,7 @@ func (s *Store) hideLeaseMessage(ctx context.Context, r *jobRec, ref store.Lease
 	if r.external() {
 		return
 	}
-	url, err := s.queues.url(ctx, r.queue())
+	url, err := s.url(ctx, r)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			s.log.Warn("cannot show a released job's message again; it comes back when the lease would have ended", "job", r.id(), "error", err)
@@ -196,7 +193,7 @@ func (s *Store) dropLeaseMessage(ctx context.Context, r *jobRec, ref store.Lease
 	if r.external() {
 		return
 	}
-	url, err := s.queues.url(ctx, r.queue())
+	url, err := s.url(ctx, r)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			s.log.Warn("cannot delete a finished job's message", "job", r.id(), "error", err)

@@ -55,7 +55,8 @@ const (
 // Provision creates what the store needs, leaving what exists in place, so
 // it can run again safely: both tables with their indexes (and TTL on
 // both where the endpoint supports it), and for each of cfg.QueueNames
-// without a configured URL, its SQS queue and dead-letter queue. It is what
+// without a configured URL, its SQS queue, dead-letter queue and the
+// queues of the priorities other than the default. It is what
 // `spool aws init` runs; deploy/aws/spool.yaml does the same with
 // CloudFormation.
 func Provision(ctx context.Context, cfg Config) (Report, error) {
@@ -94,11 +95,20 @@ func Provision(ctx context.Context, cfg Config) (Report, error) {
 			continue // configured by URL: managed elsewhere
 		}
 		name, _ := cfg.sqsName(q) // checked by Validate
-		made, err := s.createQueue(ctx, name)
+		made, err := s.createQueue(ctx, name, name+DeadLetterSuffix)
 		if err != nil {
 			return rep, err
 		}
 		rep.Resources = append(rep.Resources, made.DLQ, made.Main)
+		// The priorities' queues (see priority.go): servers poll one only
+		// once a job of its priority was enqueued.
+		for _, p := range otherPriorities() {
+			made, err := s.createQueue(ctx, name+prioritySuffix(p), name+DeadLetterSuffix)
+			if err != nil {
+				return rep, err
+			}
+			rep.Resources = append(rep.Resources, made.Main)
+		}
 	}
 	return rep, nil
 }

@@ -33,8 +33,8 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.Resources) != 6 {
-		t.Fatalf("first run: %d resources, want 2 tables + 2 queues + 2 dead-letter queues:\n%v", len(first.Resources), first)
+	if len(first.Resources) != 12 {
+		t.Fatalf("first run: %d resources, want 2 tables + 2 queues + 2 dead-letter queues + 2 × 3 priorities' queues:\n%v", len(first.Resources), first)
 	}
 	for _, r := range first.Resources {
 		if r.Action != "created" || r.ID == "" {
@@ -74,6 +74,16 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	}
 	if !strings.HasSuffix(redrive.Target, ":"+name+"-gpu-dlq") || fmt.Sprint(redrive.Max) != "7" {
 		t.Fatalf("redrive policy %+v, want the -dlq queue after 7 receives", redrive)
+	}
+	// A priority's queue dead-letters into its queue's dead-letter queue.
+	p1, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name + "-gpu-p1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1Attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: p1.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
+	if err != nil || !strings.Contains(p1Attrs.Attributes["RedrivePolicy"], ":"+name+"-gpu-dlq") {
+		t.Fatalf("priority 1's queue: redrive policy %q (%v), want the queue's -dlq", p1Attrs.Attributes["RedrivePolicy"], err)
 	}
 	if w := attrs.Attributes["ReceiveMessageWaitTimeSeconds"]; w != "0" {
 		t.Fatalf("queue waits %s s by default; spool needs 0 to make short polls", w)

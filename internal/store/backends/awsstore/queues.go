@@ -118,7 +118,7 @@ func (d *queueDir) find(ctx context.Context, queue string) (string, error) {
 			"queue %q is not configured: add it under store.aws.queues, or create SQS queue %s (list it in store.aws.queue_names and run `spool aws init`)",
 			queue, name)
 	}
-	r, err := d.s.createQueue(ctx, name)
+	r, err := d.s.createQueue(ctx, name, name+DeadLetterSuffix)
 	if err != nil {
 		return "", err
 	}

@@ -117,7 +117,8 @@ func (s *Store) QueuePaused(ctx context.Context, name string) (bool, error) {
 
 // QueueStats implements store.QueueStore. The queues are those of the
 // registry, the configuration and this Store's own lookups (queues used
-// before the registry existed), less those that have no job and no pause;
+// before the registry existed), less those that have no job, no pause and
+// no max_running;
 // each is counted from its by-queue index (see queueCounts).
 func (s *Store) QueueStats(ctx context.Context, since time.Time) ([]store.QueueStats, error) {
 	names, err := s.queueNames(ctx)
@@ -125,6 +126,10 @@ func (s *Store) QueueStats(ctx context.Context, since time.Time) ([]store.QueueS
 		return nil, err
 	}
 	paused, err := s.pausedQueues(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	limits, err := s.limitsOf(ctx, names)
 	if err != nil {
 		return nil, err
 	}
@@ -147,10 +152,11 @@ func (s *Store) QueueStats(ctx context.Context, since time.Time) ([]store.QueueS
 			return nil, errs[i]
 		}
 		at, isPaused := paused[st.Name]
-		if !found[i] && !isPaused {
-			continue // no job names it (any more), nor a pause
+		limit := limits[st.Name]
+		if !found[i] && !isPaused && limit == 0 {
+			continue // no job names it (any more), nor a pause, nor a limit
 		}
-		st.Paused, st.PausedAt = isPaused, at
+		st.Paused, st.PausedAt, st.MaxRunning = isPaused, at, limit
 		out = append(out, st)
 	}
 	return out, nil
@@ -245,6 +251,8 @@ func (s *Store) queueCounts(ctx context.Context, name string, since time.Time) (
 				return st, false, err
 			}
 			switch js := spoolv1.JobState(state); {
+			case js == spoolv1.JobState_JOB_STATE_SCHEDULED:
+				st.Scheduled++
 			case js == spoolv1.JobState_JOB_STATE_QUEUED:
 				st.Queued++
 				if st.OldestQueued.IsZero() || en.created.Before(st.OldestQueued) {

@@ -98,10 +98,14 @@ func TestFinalJobsCarryTTL(t *testing.T) {
 	l := running(t, s, nj, time.Minute)
 	wantNone("running", l.JobID)
 	retry, err := s.Complete(ctx, l.LeaseRef, &spoolv1.JobResult{ExitCode: 1})
-	if err != nil || retry.GetState() != spoolv1.JobState_JOB_STATE_QUEUED {
+	if err != nil || retry.GetState() != spoolv1.JobState_JOB_STATE_SCHEDULED {
 		t.Fatalf("Complete for a retry: %v, %v", retry.GetState(), err)
 	}
 	wantNone("retrying", l.JobID)
+	// Promoted as at the end of its backoff, the retry is queued at once.
+	if p, err := s.PromoteScheduled(ctx, retry.GetRunAfter().AsTime()); err != nil || p.Queued != 1 {
+		t.Fatalf("PromoteScheduled at the retry's time: %+v, %v", p, err)
+	}
 	ls, err := s.Dequeue(ctx, store.DequeueRequest{Queue: q, Max: 1, LeaseDuration: time.Minute, Wait: 10 * time.Second})
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("Dequeue of the retry: %d, %v", len(ls), err)

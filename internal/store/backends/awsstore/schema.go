@@ -74,6 +74,13 @@ const (
 	kindRequest = "request"
 	listPart    = "jobs"
 	leasePart   = "running"
+	// The leases index holds, beside running jobs, the jobs that wait in
+	// other ways, each kind in a partition of its own, with lease_expires
+	// the time it waits for (see place): the reaper's queries name the
+	// running partition, so they never meet these.
+	scheduledPart = "scheduled" // SCHEDULED, waiting for run_after only
+	afterPart     = "after"     // SCHEDULED, waiting for other jobs (lease_expires: run_after, 0 if none)
+	notifyPart    = "notify"    // final, owing webhooks (lease_expires: notify_due)
 
 	requestKeyPrefix = "request#"
 )
@@ -158,4 +165,28 @@ const (
 	kindQueue      = "queue"
 	queuesKey      = "queues#registry"
 	queueKeyPrefix = "queue#"
+)
+
+// A queue's settings are an item of its own, under "limit#" + its name
+// (see limits.go): its max_running, the jobs that hold its slots, and the
+// priorities its jobs used (see priority.go).
+const (
+	aMax        = "max"        // N: the queue's max_running (0: none)
+	aHolders    = "holders"    // B: encodeHolders, job id -> attempt
+	aPriorities = "priorities" // NS: the priorities other than the default its jobs used
+
+	kindLimit      = "limit"
+	limitKeyPrefix = "limit#"
+)
+
+// Schedules are items under "schedule#" + name, listed through by-time in
+// partition schedulesPart with created_key the name (byte order).
+const (
+	aSchedule = "schedule" // B: spoolv1.Schedule
+	// aRevision is the schedule's revision: UpdateSchedule's compare-and-set.
+	aRevision = "revision" // N
+
+	kindSchedule      = "schedule"
+	scheduleKeyPrefix = "schedule#"
+	schedulesPart     = "schedules"
 )

@@ -33,6 +33,15 @@ type Store struct {
 	sqs    sqsGatherers
 	log    *slog.Logger
 	queues *queueDir
+	// prio finds the SQS queues of priorities (see priority.go).
+	prio priorityDir
+	// limits caches which queues have no max_running (see limits.go).
+	limits limitCache
+	// promoting lets one PromoteScheduled of this Store run at a time:
+	// two at once would both send the messages of the same due jobs.
+	promoting sync.Mutex
+	// waits is what promotions remember of the jobs waiting for others.
+	waits  afterWait
 	watch  *watcher
 	shares *shares
 	dlq    deadLetterClock

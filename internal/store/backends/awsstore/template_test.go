@@ -115,9 +115,38 @@ func TestTemplateMatchesProvision(t *testing.T) {
 	if loop.Kind != yaml.SequenceNode || len(loop.Content) != 3 {
 		t.Fatal("Fn::ForEach::Queues is not a loop over QueueNames")
 	}
-	var queues map[string]cfnQueue
-	if err := loop.Content[2].Decode(&queues); err != nil {
+	var body map[string]yaml.Node
+	if err := loop.Content[2].Decode(&body); err != nil {
 		t.Fatal(err)
+	}
+	queues := map[string]cfnQueue{}
+	for name, node := range body {
+		if name == "Fn::ForEach::Priorities" {
+			// The queues of the priorities but the default, one each.
+			var prios []string
+			if len(node.Content) != 3 || node.Content[1].Decode(&prios) != nil {
+				t.Fatal("Fn::ForEach::Priorities is not a loop over priorities")
+			}
+			if !slices.Equal(prios, awsstore.OtherPriorities()) {
+				t.Errorf("the template makes queues of priorities %v, Provision of %v", prios, awsstore.OtherPriorities())
+			}
+			var inner map[string]cfnQueue
+			if err := node.Content[2].Decode(&inner); err != nil {
+				t.Fatal(err)
+			}
+			for n, q := range inner {
+				queues[n] = q
+			}
+			continue
+		}
+		var q cfnQueue
+		if err := node.Decode(&q); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		queues[name] = q
+	}
+	if len(queues) != 2+1 {
+		t.Errorf("the template's loop declares %d queues, want a queue, its dead-letter queue and one per other priority", len(queues))
 	}
 	for name, q := range queues {
 		if q.Properties.MessageRetentionPeriod != awsstore.MessageRetention {

@@ -57,9 +57,24 @@ func (s *Store) setAside(ctx context.Context, queueURL, handle string, r *jobRec
 		s.hide(ctx, queueURL, handle, r.leaseExpires.Sub(now)+time.Second)
 		return true
 	case r.state == spoolv1.JobState_JOB_STATE_QUEUED && !storekit.Ready(r.view(), now):
-		// A retry whose backoff has not passed.
+		// A retry whose backoff has not passed (queued so by an older
+		// version, which did not schedule retries).
 		s.hide(ctx, queueURL, handle, r.book.GetRunAfter().AsTime().Sub(now))
 		return true
+	case storekit.Scheduled(r.view()):
+		// The promotion's message, come before its write (see
+		// PromoteScheduled). A job due that waits for no job is leased
+		// at once, so a worker need not wait for the write; one that
+		// does is looked at again once the promotion has decided.
+		j := r.view()
+		switch {
+		case !storekit.Due(j, now):
+			s.hide(ctx, queueURL, handle, j.GetRunAfter().AsTime().Sub(now))
+			return true
+		case waitsOnJobs(j):
+			s.hide(ctx, queueURL, handle, unsettledRetry)
+			return true
+		}
 	}
 	return false
 }

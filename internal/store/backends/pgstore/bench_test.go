@@ -7,6 +7,7 @@ import (
 
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows/sqlrowstest"
 	"github.com/spool-run/spool/internal/store/conformance"
 )
 
@@ -30,6 +31,12 @@ func BenchmarkQueue(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 		})
 	}
+}
+
+// BenchmarkPromote measures one PromoteScheduled that queues 10,000 jobs
+// due in the same second.
+func BenchmarkPromote(b *testing.B) {
+	sqlrowstest.PromoteBurst(b, benchStore(b), 10000)
 }
 
 func benchStore(b *testing.B) *pgstore.Store {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
+	"github.com/spool-run/spool/internal/store/storekit"
 )
 
 // Watching is how many keys the store's hub keeps for waiters.
@@ -199,8 +200,9 @@ func BadWrite(ctx context.Context, s *Store, id string) error {
 }
 
 // Plans returns PostgreSQL's plans, without sequential scans, of the
-// statements that search by state: the lease, the sweep of expired leases
-// and the grace of running leases.
+// statements that search by state or by a partial index's column: the
+// lease, the sweep of expired leases, the grace of running leases, the
+// promotion of due jobs, the next time due and the claim of webhooks.
 func Plans(ctx context.Context, s *Store) ([]string, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -224,6 +226,9 @@ func Plans(ctx context.Context, s *Store) ([]string, error) {
 		{leaseUnpaused, "'q', 1, 10, 2"},
 		{`SELECT job_id FROM jobs WHERE ` + running + ` AND lease_expires_at <= $1`, "1"},
 		{`UPDATE jobs SET lease_expires_at = $1 WHERE ` + running + ` AND lease_expires_at < $1`, "1"},
+		{promoteDue, "1, 10"},
+		{nextScheduled, "1"},
+		{claimNotifications, "1, 10, 2"},
 	} {
 		name := fmt.Sprintf("plan_%d", i)
 		script := fmt.Sprintf("PREPARE %s AS %s; EXPLAIN EXECUTE %s(%s); DEALLOCATE %s", name, q.sql, name, q.args, name)
@@ -240,4 +245,29 @@ func Plans(ctx context.Context, s *Store) ([]string, error) {
 		out = append(out, strings.Join(lines, "\n"))
 	}
 	return out, nil
+}
+
+// LeaseAnalysis runs the lease statement on queue, in a transaction it
+// then rolls back, under EXPLAIN ANALYZE, and returns what it did, one
+// node a line.
+func LeaseAnalysis(s *Store, queue string) (string, error) {
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+leaseReady, queue, storekit.Now().UnixMicro(), 10, storekit.Now().Add(time.Minute).UnixMicro())
+	if err != nil {
+		return "", err
+	}
+	steps, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(steps, "\n"), err
+}
+
+// AfterRows counts the rows of job_after.
+func AfterRows(s *Store) (int, error) {
+	var n int
+	err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM job_after`).Scan(&n)
+	return n, err
 }

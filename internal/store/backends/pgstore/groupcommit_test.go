@@ -210,7 +210,7 @@ func TestGroupCommitSettlesEachAsAlone(t *testing.T) {
 	if _, err := s.Complete(ctx, done.LeaseRef, &spoolv1.JobResult{}); err != nil {
 		t.Errorf("a repeat of the success was not recognised: %v", err)
 	}
-	if j := get(retried.JobID); j.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || !j.GetRunAfter().AsTime().After(time.Now()) || j.GetResult() != nil {
+	if j := get(retried.JobID); j.GetState() != spoolv1.JobState_JOB_STATE_SCHEDULED || !j.GetRunAfter().AsTime().After(time.Now()) || j.GetResult() != nil {
 		t.Errorf("the retry: state %v, run after %v, result %v", j.GetState(), j.GetRunAfter(), j.GetResult())
 	}
 	if _, err := s.Complete(ctx, retried.LeaseRef, &spoolv1.JobResult{}); !errors.Is(err, spool.ErrStaleLease) {

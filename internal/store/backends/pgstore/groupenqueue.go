@@ -24,7 +24,7 @@ type newJob struct {
 
 // insertJobTypes are the PostgreSQL types of sqlrows.InsertJobCols.
 var insertJobTypes = []string{"text", "text", "integer", "text", "bigint", "bigint", "integer", "bytea", "bytea", "integer", "bytea",
-	"integer", "text", "text", "bytea", "bigint", "bigint", "bytea"}
+	"integer", "text", "text", "bytea", "bigint", "bigint", "bytea", "bigint", "integer", "bigint"}
 
 // insertJobs inserts a group of jobs, given one array per column of
 // sqlrows.InsertJobCols, in one statement. A job whose request id is taken
@@ -71,7 +71,7 @@ func (s *Store) runEnqueues(group []*pending[*newJob]) {
 	for _, p := range group {
 		if created[p.item.job.JobId] {
 			p.item.out, p.item.created = p.item.job, true
-			n.queue(p.item.job.Queue)
+			n.created(p.item.job)
 		} else {
 			repeats = append(repeats, p.item.job.RequestId)
 		}

@@ -69,6 +69,9 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	}
 	j := storekit.NewJobRecord(nj, storekit.Now())
 	args := sqlrows.InsertJobArgs(j, nj.Secrets)
+	if len(j.After) > 0 {
+		return s.enqueueAfter(ctx, j, args)
+	}
 	keys := []string{"id " + j.JobId}
 	if j.RequestId != "" {
 		keys = append(keys, "request "+j.RequestId)
@@ -110,7 +113,7 @@ func (s *Store) enqueueAlone(ctx context.Context, j *spoolv1.Job, args []any) (*
 		}
 		if tag.RowsAffected() == 1 {
 			out, created = j, true
-			n.queue(j.Queue)
+			n.created(j)
 			return nil
 		}
 		// The first job of the request_id is committed: the insert waited
@@ -123,6 +126,96 @@ func (s *Store) enqueueAlone(ctx context.Context, j *spoolv1.Job, args []any) (*
 		return nil
 	})
 	return out, created, err
+}
+
+// Statements of a job that runs after others.
+var (
+	// lockParents reads and locks the rows of the jobs a new job runs
+	// after, in the order of their ids (as selectJobsLocked), so that a
+	// parent cannot be deleted before the new job's rows name it.
+	lockParents = `SELECT ` + sqlrows.JobCols + ` FROM jobs WHERE job_id = ANY($1) ORDER BY job_id FOR UPDATE`
+	// insertAnyJob is insertJob that skips a job whose id is in use too:
+	// in a transaction, a refused insert would end it.
+	insertAnyJob = sqlrows.Dollar(sqlrows.InsertNewJob) + ` ON CONFLICT DO NOTHING`
+	// insertAfter records the jobs a job runs after (arguments: job_id,
+	// their ids, their positions).
+	insertAfter = `INSERT INTO job_after (job_id, after_id, pos) SELECT $1, a, p FROM unnest($2::text[], $3::integer[]) AS u(a, p)
+		ON CONFLICT DO NOTHING`
+	deleteAfter = sqlrows.Dollar(sqlrows.DeleteAfter)
+)
+
+// enqueueAfter inserts job j, which runs after other jobs, in a
+// transaction of its own: the jobs it runs after are locked and must all
+// exist, its job_after rows are written, and it is added to each one's
+// followers, all or nothing. A repeat of a request stored before returns
+// that job and writes nothing else.
+func (s *Store) enqueueAfter(ctx context.Context, j *spoolv1.Job, args []any) (*spoolv1.Job, bool, error) {
+	var (
+		out     *spoolv1.Job
+		created bool
+	)
+	err := s.write(ctx, func(tx pgx.Tx, n *notes) error {
+		out, created = nil, false
+		rows, err := tx.Query(ctx, lockParents, j.After)
+		if err != nil {
+			return pgErr(err, "read the jobs job %s runs after", j.JobId)
+		}
+		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*sqlrows.Row, error) { return sqlrows.ScanJob(row) })
+		if err != nil {
+			return pgErr(err, "read the jobs job %s runs after", j.JobId)
+		}
+		parents := make(map[string]*sqlrows.Row, len(found))
+		for _, r := range found {
+			parents[r.Job.JobId] = r
+		}
+		changed, err := sqlrows.AddFollower(j.After, parents, j.JobId)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, insertAnyJob, args...)
+		if err != nil {
+			return pgErr(err, "insert job")
+		}
+		if tag.RowsAffected() == 0 {
+			out, err = s.repeatIn(ctx, tx, j)
+			return err
+		}
+		if _, err := tx.Exec(ctx, insertAfter, j.JobId, j.After, sqlrows.AfterPositions(j.After)); err != nil {
+			return pgErr(err, "record the jobs job %s runs after", j.JobId)
+		}
+		b := &pgx.Batch{}
+		for _, p := range changed {
+			q, args := sqlrows.WriteBook(p)
+			b.Queue(sqlrows.Dollar(q), args...)
+			n.job(p.JobId)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return pgErr(err, "add job %s to the followers of the jobs it runs after", j.JobId)
+		}
+		out, created = j, true
+		return nil
+	})
+	return out, created, err
+}
+
+// repeatIn answers an enqueue of j whose insert found its request id or
+// job id in use: the stored job of the request, or as storekit.NamedRepeat
+// decides.
+func (s *Store) repeatIn(ctx context.Context, q querier, j *spoolv1.Job) (*spoolv1.Job, error) {
+	if j.RequestId != "" {
+		r, err := sqlrows.ScanJob(q.QueryRow(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE request_id = $1`, j.RequestId))
+		if err == nil {
+			return r.Job, nil
+		}
+		if !notFound(err) {
+			return nil, pgErr(err, "read the job of request %q", j.RequestId)
+		}
+	}
+	r, err := getRow(ctx, q, j.JobId, false)
+	if err != nil {
+		return nil, err
+	}
+	return storekit.NamedRepeat(r.Job, j)
 }
 
 // Get implements store.JobStore.
@@ -181,15 +274,18 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, er
 		}
 		now := storekit.Now()
 		switch r.Job.State {
-		case spoolv1.JobState_JOB_STATE_QUEUED:
-			if err := settle(ctx, tx, r, storekit.Outcome{State: spoolv1.JobState_JOB_STATE_CANCELLED, Result: storekit.CancelledResult(reason, now)}, false, now); err != nil {
+		case spoolv1.JobState_JOB_STATE_QUEUED, spoolv1.JobState_JOB_STATE_SCHEDULED:
+			if err := settle(ctx, tx, r, storekit.CancelBeforeStart(reason, now), false, now); err != nil {
 				return err
+			}
+			if _, err := tx.Exec(ctx, deleteAfter, id); err != nil {
+				return pgErr(err, "cancel job %s", id)
 			}
 		case spoolv1.JobState_JOB_STATE_RUNNING:
 			if !r.Job.CancelRequested {
 				r.Job.CancelReason = reason
 				if _, err := tx.Exec(ctx, `UPDATE jobs SET cancel_requested = true, book = $1, updated_at = $2 WHERE job_id = $3`,
-					sqlrows.Marshal(storekit.Bookkeeping(r.Job)), now.UnixMicro(), id); err != nil {
+					sqlrows.Book(r.Job), now.UnixMicro(), id); err != nil {
 					return pgErr(err, "cancel job %s", id)
 				}
 			}

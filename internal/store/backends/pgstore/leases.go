@@ -24,30 +24,58 @@ func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.
 	})
 }
 
-// leaseReady leases the oldest ready jobs of a queue in one statement. FOR
-// UPDATE SKIP LOCKED passes over rows another server is leasing at the
-// same moment, so two dequeues never wait on each other and never both
-// take one attempt.
+// leaseReady leases a queue's ready jobs in one statement, highest
+// priority first, then oldest first. FOR UPDATE SKIP LOCKED passes over
+// rows another server is leasing at the same moment, so two dequeues never
+// wait on each other and never both take one attempt.
 //
 // The states are written into the statements that search by them, not
-// passed as arguments: PostgreSQL uses a partial index (jobs_queued,
+// passed as arguments: PostgreSQL uses a partial index (jobs_queued_priority,
 // jobs_running) only for a statement whose own text implies its predicate,
 // and a prepared statement's generic plan cannot know an argument's value.
 //
+// The number leased is at most what the queue's max_running leaves room
+// for: the limit, less the queue's running jobs. A queue without a limit
+// (no row in queues, or a NULL max_running) does not count them: the count
+// is in the CASE's other arm, which PostgreSQL evaluates only when taken.
+// For a queue with a limit the count is exact only under the queue's limit
+// lock (limitLock), taken by a statement before this one.
+//
 // leaseUnpaused is the same, leasing nothing while the queue is paused
 // (the term does not depend on the row: PostgreSQL checks it once).
-var leaseReady, leaseUnpaused = leaseStatement(""), leaseStatement(" AND NOT EXISTS (SELECT 1 FROM queues WHERE name = $1)")
+var leaseReady, leaseUnpaused = leaseStatement(""), leaseStatement(" AND NOT EXISTS (SELECT 1 FROM queues WHERE name = $1 AND paused_at IS NOT NULL)")
 
 func leaseStatement(unpaused string) string {
-	return fmt.Sprintf(`WITH ready AS (
+	return fmt.Sprintf(`WITH room AS (
+		SELECT CASE WHEN q.max_running IS NULL THEN $3
+			ELSE LEAST($3, GREATEST(0, q.max_running - (SELECT count(*) FROM jobs WHERE queue = $1 AND state = %[3]d))) END AS n
+		FROM (SELECT max(max_running) AS max_running FROM queues WHERE name = $1) AS q),
+	ready AS (
 		SELECT job_id FROM jobs
-		WHERE queue = $1 AND state = %d AND (run_after IS NULL OR run_after <= $2)%s
-		ORDER BY created_at, job_id LIMIT $3
+		WHERE queue = $1 AND state = %[1]d AND (run_after IS NULL OR run_after <= $2)%[2]s
+		ORDER BY priority, created_at, job_id LIMIT (SELECT n FROM room)
 		FOR UPDATE SKIP LOCKED)
-	UPDATE jobs SET state = %d, attempt = attempt + 1, lease_id = gen_random_uuid()::text, lease_expires_at = $4, updated_at = $2, started_at = $2
+	UPDATE jobs SET state = %[3]d, attempt = attempt + 1, lease_id = gen_random_uuid()::text, lease_expires_at = $4, updated_at = $2, started_at = $2
 	WHERE job_id IN (SELECT job_id FROM ready)
 	RETURNING `+sqlrows.JobCols, sqlrows.Queued, unpaused, sqlrows.Running)
 }
+
+// A queue's limit lock makes the leases of a queue with a max_running take
+// turns, on every server: each counts the running jobs, with a snapshot
+// taken once the lock is held, and leases no more than the limit leaves.
+// The lock is taken only for a queue whose row has a limit, so the leases
+// of every other queue pay one search of the small queues table. It is an
+// advisory lock of PostgreSQL's, held to the end of the lease's
+// transaction, in a class of its own numbered by the hash of the queue's
+// name (two queues with limits whose names hash alike take turns too).
+const (
+	limitLockClass = 0x73706f6c // "spol"
+	limitLock      = `SELECT pg_advisory_xact_lock($1, hashtext($2)) FROM queues WHERE name = $2 AND max_running IS NOT NULL`
+	// limitAndPauseLock is limitLock with the queue's pause lock, shared
+	// (leaseUnpaused), in one statement.
+	limitAndPauseLock = `SELECT pg_advisory_xact_lock_shared($1, hashtext($2)),
+		(SELECT pg_advisory_xact_lock($3, hashtext($2)) FROM queues WHERE name = $2 AND max_running IS NOT NULL)`
+)
 
 // running is the search condition of running jobs, as jobs_running's
 // predicate says it; the searches' own terms on lease_expires_at (<, <=)
@@ -63,38 +91,47 @@ func (s *Store) DequeueUnpaused(ctx context.Context, req store.DequeueRequest) (
 	})
 }
 
-// lease takes up to req.Max ready jobs, the oldest first, in one
-// statement.
+// lease takes up to req.Max ready jobs, by priority then oldest first, in
+// one round trip: the queue's limit lock, then the lease, in one batch
+// (one implicit transaction, which releases the lock as it commits).
 func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
 	return s.leaseWith(ctx, req, func(q querier, args ...any) (pgx.Rows, error) {
-		return q.Query(ctx, leaseReady, args...)
+		b := &pgx.Batch{}
+		b.Queue(limitLock, limitLockClass, req.Queue)
+		b.Queue(leaseReady, args...)
+		return sendLease(ctx, q, b)
 	})
 }
 
 // leaseUnpaused is lease of a queue that is not paused. The statement that
 // leases holds the queue's pause lock shared (taken in the statement
-// before it, so the lease's snapshot is taken once the lock is held), and
-// a pause takes it alone before it writes: a pause waits for the leases
-// under way to commit, and the leases after it see the pause. The two
-// statements go in one batch, one implicit transaction, which releases the
-// lock as it commits.
+// before it, with the limit lock, so the lease's snapshot is taken once
+// the locks are held), and a pause takes it alone before it writes: a
+// pause waits for the leases under way to commit, and the leases after it
+// see the pause.
 func (s *Store) leaseUnpaused(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
 	return s.leaseWith(ctx, req, func(q querier, args ...any) (pgx.Rows, error) {
 		b := &pgx.Batch{}
-		b.Queue(pauseLockShared, pauseLockClass, req.Queue)
+		b.Queue(limitAndPauseLock, pauseLockClass, req.Queue, limitLockClass)
 		b.Queue(leaseUnpaused, args...)
-		br := q.SendBatch(ctx, b)
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, err
-		}
-		rows, err := br.Query()
-		if err != nil {
-			br.Close()
-			return nil, err
-		}
-		return batchRows{Rows: rows, batch: br}, nil
+		return sendLease(ctx, q, b)
 	})
+}
+
+// sendLease sends a batch of a lock and a lease, and returns the lease's
+// rows.
+func sendLease(ctx context.Context, q querier, b *pgx.Batch) (pgx.Rows, error) {
+	br := q.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return batchRows{Rows: rows, batch: br}, nil
 }
 
 // batchRows are the rows of a batch's last query: closing them closes the
@@ -138,9 +175,11 @@ func (s *Store) leaseWith(ctx context.Context, req store.DequeueRequest, query f
 			n.job(r.Job.JobId)
 			out = append(out, r.Lease())
 		}
-		// RETURNING keeps no order: oldest first, as promised.
+		// RETURNING keeps no order: by priority, then oldest first, as
+		// promised.
 		slices.SortFunc(out, func(a, b store.Lease) int {
-			return cmp.Or(a.Job.CreatedAt.AsTime().Compare(b.Job.CreatedAt.AsTime()), cmp.Compare(a.JobID, b.JobID))
+			return cmp.Or(cmp.Compare(a.Job.Priority, b.Job.Priority),
+				a.Job.CreatedAt.AsTime().Compare(b.Job.CreatedAt.AsTime()), cmp.Compare(a.JobID, b.JobID))
 		})
 		return nil
 	})
@@ -271,7 +310,7 @@ func complete(w *rowWrites, n *notes, ref store.LeaseRef, r *sqlrows.Row, res *s
 	now := storekit.Now()
 	o := storekit.Completed(r.Job, res, ref.Attempt, now)
 	// A final job keeps its lease handle, so a repeat is recognised; a job
-	// queued for a retry gets a new lease with its next attempt.
+	// scheduled for a retry gets a new lease with its next attempt.
 	w.settle(r, o, convert.State(o.State).IsFinal(), now)
 	n.settled(r.Job, o)
 	return r.Job, nil

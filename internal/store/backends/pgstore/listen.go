@@ -49,6 +49,14 @@ func (n *notes) head(id string, h store.Head) {
 	*n = append(*n, fmt.Sprintf("%s %d %d", jobKey(id), h.NextSequence, h.NextLine))
 }
 
+// created notes a new job: its queue's, when it can be leased now (a
+// SCHEDULED one waits for its promotion, which wakes the queue then).
+func (n *notes) created(j *spoolv1.Job) {
+	if j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
+		n.queue(j.GetQueue())
+	}
+}
+
 // settled notes a job whose lease ended: its watchers, and its queue's when
 // it is queued again.
 func (n *notes) settled(j *spoolv1.Job, o storekit.Outcome) {

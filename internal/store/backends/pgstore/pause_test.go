@@ -11,6 +11,7 @@ import (
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows/sqlrowstest"
 )
 
 // enqueueN enqueues n jobs on queue q.
@@ -180,4 +181,14 @@ func TestResumeWakesPollsOfPausedQueue(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a resume on another server did not wake the queue's waiting poll")
 	}
+}
+
+// A promotion on one server wakes the polls of the job's queue on another
+// at once.
+func TestPromotionWakesPollsOfOtherServers(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	a, b := open(t, url), open(t, url)
+	sqlrowstest.CheckPromotionWakes(t, a, b, func(d time.Duration) { pgstore.SetPollInterval(a, d) },
+		func(q string) int { return pgstore.Polling(a, q) })
 }

@@ -415,9 +415,10 @@ func TestNamedJobRace(t *testing.T) {
 	}
 }
 
-// Leases and the sweep read the partial indexes of queued and of running
-// jobs, also in the generic plan a prepared statement comes to: their
-// predicates and the statements' states agree.
+// Leases, the sweep, promotion and the claim of webhooks read the partial
+// indexes of queued, running and scheduled jobs and of jobs owing
+// webhooks, also in the generic plan a prepared statement comes to: their
+// predicates and the statements' terms agree.
 func TestStateSearchesUsePartialIndexes(t *testing.T) {
 	t.Parallel()
 	s := open(t, pgtest.NewDatabase(t))
@@ -425,9 +426,103 @@ func TestStateSearchesUsePartialIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"jobs_queued", "jobs_queued", "jobs_running", "jobs_running"} {
+	for i, want := range []string{"jobs_queued_priority", "jobs_queued_priority", "jobs_running", "jobs_running",
+		"jobs_scheduled", "jobs_scheduled", "jobs_notify_due"} {
 		if !strings.Contains(plans[i], want) {
 			t.Errorf("plan %d does not use %s:\n%s", i, want, plans[i])
 		}
+	}
+}
+
+// The lease of a queue without a limit does not count its running jobs:
+// the count is there, never executed; with a limit it is.
+func TestLeaseCountsRunningOnlyUnderALimit(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.NewDatabase(t))
+	ctx := context.Background()
+	conformance.EnqueueMany(t, s, "free", 1, 3)
+	conformance.EnqueueMany(t, s, "held", 1, 3)
+	if err := s.SetQueueMaxRunning(ctx, "held", 2); err != nil {
+		t.Fatal(err)
+	}
+	free, err := pgstore.LeaseAnalysis(s, "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := pgstore.LeaseAnalysis(s, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(plan string) string {
+		for _, line := range strings.Split(plan, "\n") {
+			if strings.Contains(line, "Aggregate") {
+				return line
+			}
+		}
+		return ""
+	}
+	if c := count(free); !strings.Contains(c, "never executed") {
+		t.Errorf("the lease of a queue without a limit counted its running jobs:\n%s", free)
+	}
+	if c := count(held); c == "" || strings.Contains(c, "never executed") {
+		t.Errorf("the lease of a queue with a limit did not count its running jobs:\n%s", held)
+	}
+}
+
+// A queue's max_running holds across servers: two servers leasing at once,
+// through both kinds of lease (the service's, which reads the pause too,
+// and the plain one), never run more than the limit; and a pause still
+// stops the leases of a queue with a limit.
+func TestMaxRunningAcrossServers(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	servers := []*pgstore.Store{open(t, url), open(t, url)}
+	ctx := context.Background()
+	const limit = 4
+	if err := servers[0].SetQueueMaxRunning(ctx, "q", limit); err != nil {
+		t.Fatal(err)
+	}
+	conformance.EnqueueMany(t, servers[0], "q", 4, 40)
+	var leased atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			s := servers[i%2]
+			req := store.DequeueRequest{Queue: "q", Max: 3, LeaseDuration: time.Minute}
+			lease := s.Dequeue
+			if i%4 < 2 {
+				lease = s.DequeueUnpaused
+			}
+			ls, err := lease(ctx, req)
+			if err != nil {
+				t.Error(err)
+			}
+			leased.Add(int64(len(ls)))
+		})
+	}
+	wg.Wait()
+	if n := leased.Load(); n != limit {
+		t.Fatalf("12 leases on two servers under a limit of %d leased %d", limit, n)
+	}
+	if err := servers[1].SetQueueMaxRunning(ctx, "q", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := servers[1].SetQueuePaused(ctx, "q", true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := servers[0].DequeueUnpaused(ctx, store.DequeueRequest{Queue: "q", Max: 3, LeaseDuration: time.Minute}); err != nil || len(ls) != 0 {
+		t.Fatalf("a paused queue without a limit leased %d (%v)", len(ls), err)
+	}
+	if err := servers[1].SetQueueMaxRunning(ctx, "q", 10); err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := servers[0].DequeueUnpaused(ctx, store.DequeueRequest{Queue: "q", Max: 3, LeaseDuration: time.Minute}); err != nil || len(ls) != 0 {
+		t.Fatalf("a paused queue with a limit leased %d (%v)", len(ls), err)
+	}
+	if err := servers[1].SetQueuePaused(ctx, "q", false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := servers[0].DequeueUnpaused(ctx, store.DequeueRequest{Queue: "q", Max: 10, LeaseDuration: time.Minute}); err != nil || len(ls) != 6 {
+		t.Fatalf("resumed, with 4 running under a limit of 10: leased %d (%v), want 6", len(ls), err)
 	}
 }

@@ -18,7 +18,7 @@ var (
 // selectQueuePaused says whether a queue is paused (argument: name): one
 // search of the primary key of queues. Leases do not ask it: they read the
 // pause in their own statement (leaseUnpaused).
-const selectQueuePaused = `SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)`
+const selectQueuePaused = `SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1 AND paused_at IS NOT NULL)`
 
 // QueueStats implements store.QueueStore: the grouped count of the jobs
 // and the paused queues (sqlrows.QueueCounts, PausedQueues) in one round
@@ -89,6 +89,24 @@ func (s *Store) SetQueuePaused(ctx context.Context, name string, paused bool, at
 		if err := db.SendBatch(ctx, b).Close(); err != nil {
 			return pgErr(err, "pause or resume queue %q", name)
 		}
+		return nil
+	})
+}
+
+// SetQueueMaxRunning implements store.TimingStore. Leases that follow see
+// the limit (they read it under the limit lock); those under way finish
+// with the limit they read. A limit raised or lifted wakes the queue's
+// polls on every server.
+func (s *Store) SetQueueMaxRunning(ctx context.Context, name string, max int32) error {
+	if err := sqlrows.CheckMaxRunning(name, max); err != nil {
+		return err
+	}
+	q, args := sqlrows.SetQueueMaxRunning(name, max)
+	return s.writeOne(func(db querier, n *notes) error {
+		if _, err := db.Exec(ctx, sqlrows.Dollar(q), args...); err != nil {
+			return pgErr(err, "set the max_running of queue %q", name)
+		}
+		n.queue(name)
 		return nil
 	})
 }

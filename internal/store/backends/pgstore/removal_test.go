@@ -104,3 +104,36 @@ func TestMigrationEndsFinalJobs(t *testing.T) {
 	s := open(t, url)
 	sqlrowstest.CheckMigratedEnds(t, s, func(id string) (int64, bool, error) { return pgstore.EndedAt(s, id) })
 }
+
+// TestMigrationKeepsPausesAndRetries: a queue paused before the timing
+// migration stays paused and takes a limit; a job queued for a retry by
+// an older spool is leased as before, with the default priority.
+func TestMigrationKeepsPausesAndRetries(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	if err := pgstore.MigrateTo(url, 9); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, sqlrowstest.InsertOldPause); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, sqlrows.Dollar(sqlrowstest.InsertOldRetry), sqlrowstest.OldRetryArgs()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sqlrowstest.CheckMigratedTiming(t, open(t, url))
+}
+
+// TestDeletedParent: see sqlrowstest.CheckDeletedParent.
+func TestDeletedParent(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.NewDatabase(t))
+	sqlrowstest.CheckDeletedParent(t, s, func() (int, error) { return pgstore.AfterRows(s) })
+}

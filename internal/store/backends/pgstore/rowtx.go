@@ -40,29 +40,35 @@ func (w *rowWrites) settle(r *sqlrows.Row, o storekit.Outcome, keepLease bool, n
 }
 
 // settleAll writes settled leases' outcomes, as sqlrows.Settle each. The
-// arrays are the columns of sqlrows.Settled.
+// arrays are the columns of sqlrows.Settled (settleArgs).
 const settleAll = `UPDATE jobs SET state = u.state, result = u.result, book = u.book, run_after = u.run_after,
-	updated_at = u.updated_at, ended_at = u.ended_at, lease_expires_at = NULL,
+	updated_at = u.updated_at, ended_at = u.ended_at, notify_due = u.notify_due, lease_expires_at = NULL,
 	lease_id = CASE WHEN u.keep_lease THEN jobs.lease_id END
-	FROM unnest($1::text[], $2::integer[], $3::bytea[], $4::bytea[], $5::bigint[], $6::bigint[], $7::bigint[], $8::boolean[])
-		AS u(job_id, state, result, book, run_after, updated_at, ended_at, keep_lease)
+	FROM unnest($1::text[], $2::integer[], $3::bytea[], $4::bytea[], $5::bigint[], $6::bigint[], $7::bigint[], $8::boolean[], $9::bigint[])
+		AS u(job_id, state, result, book, run_after, updated_at, ended_at, keep_lease, notify_due)
 	WHERE jobs.job_id = u.job_id`
+
+// settleArgs are settleAll's arguments for settled.
+func settleArgs(settled []sqlrows.Settled) []any {
+	n := len(settled)
+	var (
+		ids, results, books       = make([]string, n), make([][]byte, n), make([][]byte, n)
+		states                    = make([]int32, n)
+		runAfter, ended, notifyAt = make([]*int64, n), make([]*int64, n), make([]*int64, n)
+		updated                   = make([]int64, n)
+		keep                      = make([]bool, n)
+	)
+	for i, st := range settled {
+		ids[i], states[i], results[i], books[i] = st.JobID, st.State, st.Result, st.Book
+		runAfter[i], updated[i], ended[i], keep[i], notifyAt[i] = st.RunAfter, st.UpdatedAt, st.EndedAt, st.KeepLease, st.NotifyDue
+	}
+	return []any{ids, states, results, books, runAfter, updated, ended, keep, notifyAt}
+}
 
 // commit sends w's statements, its settles and COMMIT in one round trip.
 func (w *rowWrites) commit(ctx context.Context, conn *pgx.Conn, format string, args ...any) error {
-	if n := len(w.settled); n > 0 {
-		var (
-			ids, results, books = make([]string, n), make([][]byte, n), make([][]byte, n)
-			states              = make([]int32, n)
-			runAfter, ended     = make([]*int64, n), make([]*int64, n)
-			updated             = make([]int64, n)
-			keep                = make([]bool, n)
-		)
-		for i, st := range w.settled {
-			ids[i], states[i], results[i], books[i] = st.JobID, st.State, st.Result, st.Book
-			runAfter[i], updated[i], ended[i], keep[i] = st.RunAfter, st.UpdatedAt, st.EndedAt, st.KeepLease
-		}
-		w.Queue(settleAll, ids, states, results, books, runAfter, updated, ended, keep)
+	if len(w.settled) > 0 {
+		w.Queue(settleAll, settleArgs(w.settled)...)
 	}
 	return commitBatch(ctx, conn, &w.Batch, format, args...)
 }

@@ -57,11 +57,11 @@ const selectJobsIn = `SELECT ` + sqlrows.JobCols + ` FROM jobs WHERE job_id IN (
 
 // settleAll writes the outcomes of a JSON array of settles, each an array
 // of sqlrows.Settled's fields: state, job id, result and bookkeeping (in
-// hex, a JSON string holds no bytes), run after, updated at, ended at and
-// whether the lease handle is kept. One statement text whatever their
+// hex, a JSON string holds no bytes), run after, updated at, ended at,
+// whether the lease handle is kept and notify_due. One statement text whatever their
 // number, so SQLite prepares it once.
 const settleAll = `UPDATE jobs SET state = u.value->>0, result = unhex(u.value->>2), book = unhex(u.value->>3),
-	run_after = u.value->>4, updated_at = u.value->>5, ended_at = u.value->>6, lease_expires_at = NULL,
+	run_after = u.value->>4, updated_at = u.value->>5, ended_at = u.value->>6, notify_due = u.value->>8, lease_expires_at = NULL,
 	lease_id = CASE WHEN u.value->>7 THEN jobs.lease_id END
 	FROM json_each(?) AS u WHERE jobs.job_id = u.value->>1`
 
@@ -97,7 +97,7 @@ func completeRun(tx *sql.Tx, run []*pendingWrite) error {
 		return errRedo
 	}
 	now := storekit.Now()
-	var settles [][]any
+	var settled []sqlrows.Settled
 	for _, w := range run {
 		c := w.completion
 		w.err, w.n, c.out = nil, nil, nil
@@ -111,17 +111,28 @@ func completeRun(tx *sql.Tx, run []*pendingWrite) error {
 		if err != nil || o == nil {
 			continue
 		}
-		st := sqlrows.Settlement(r, *o, convert.State(o.State).IsFinal(), now)
-		settles = append(settles, []any{st.State, st.JobID, hexOrNull(st.Result), hex.EncodeToString(st.Book), st.RunAfter, st.UpdatedAt,
-			st.EndedAt, st.KeepLease})
+		settled = append(settled, sqlrows.Settlement(r, *o, convert.State(o.State).IsFinal(), now))
 		w.n.settled(r.Job, *o)
 	}
-	if len(settles) == 0 {
+	if err := settleAllIn(ctx, tx, settled); err != nil {
+		return errRedo
+	}
+	return nil
+}
+
+// settleAllIn writes settled in one statement (settleAll).
+func settleAllIn(ctx context.Context, tx *sql.Tx, settled []sqlrows.Settled) error {
+	if len(settled) == 0 {
 		return nil
+	}
+	settles := make([][]any, len(settled))
+	for i, st := range settled {
+		settles[i] = []any{st.State, st.JobID, hexOrNull(st.Result), hex.EncodeToString(st.Book), st.RunAfter, st.UpdatedAt,
+			st.EndedAt, st.KeepLease, st.NotifyDue}
 	}
 	settlesJSON, _ := json.Marshal(settles) // strings, numbers, booleans and nulls
 	if _, err := tx.ExecContext(ctx, settleAll, string(settlesJSON)); err != nil {
-		return errRedo
+		return sqliteErr(err, "settle %d jobs", len(settled))
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func TestCompletionsMeetInOneRun(t *testing.T) {
 			t.Errorf("job %s: %v, result %v; want succeeded", l.JobID, j.GetState(), j.GetResult())
 		}
 	}
-	if j := get(retried.JobID); j.GetState() != spoolv1.JobState_JOB_STATE_QUEUED || !j.GetRunAfter().AsTime().After(time.Now()) || j.GetResult() != nil {
+	if j := get(retried.JobID); j.GetState() != spoolv1.JobState_JOB_STATE_SCHEDULED || !j.GetRunAfter().AsTime().After(time.Now()) || j.GetResult() != nil {
 		t.Errorf("the retry: %v, run after %v, result %v", j.GetState(), j.GetRunAfter(), j.GetResult())
 	}
 	if j := get(stale.JobID); j.GetState() != spoolv1.JobState_JOB_STATE_RUNNING {

@@ -138,3 +138,16 @@ func Polling(s *Store, queue string) int { return s.polls.Sleeping(queue) }
 
 // Commits is how many transactions the store's writer has made.
 func Commits(s *Store) int64 { return s.commits.Load() }
+
+// Statements of leases and promotion, for their plans.
+var (
+	SelectReady = selectReady
+	PromoteDue  = promoteDue
+)
+
+// AfterRows counts the rows of job_after.
+func AfterRows(s *Store) (int, error) {
+	var n int
+	err := s.r.QueryRow(`SELECT count(*) FROM job_after`).Scan(&n)
+	return n, err
+}

@@ -11,6 +11,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlrows"
@@ -41,7 +42,11 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (*spoolv1.Job, boo
 	if err := nj.Check(); err != nil {
 		return nil, false, err
 	}
-	w, e := enqueueWrite(storekit.NewJobRecord(nj, storekit.Now()), nj.Secrets)
+	j := storekit.NewJobRecord(nj, storekit.Now())
+	w, e := enqueueWrite(j, nj.Secrets)
+	if len(j.After) > 0 {
+		w = enqueueAfterWrite(j, nj.Secrets, e)
+	}
 	if err := s.submit(ctx, w); err != nil {
 		return nil, false, err
 	}
@@ -61,7 +66,7 @@ func enqueueWrite(j *spoolv1.Job, secrets []byte) (*pendingWrite, *enqueued) {
 	args := sqlrows.InsertJobArgs(j, secrets)
 	stored := func(n *notes) {
 		e.job, e.created = j, true
-		n.queue(j.Queue)
+		n.created(j)
 	}
 	// Bare: the one statement that writes is the first, and what follows
 	// it only reads.
@@ -91,6 +96,75 @@ func enqueueWrite(j *spoolv1.Job, secrets []byte) (*pendingWrite, *enqueued) {
 			e.job = r.Job
 			return nil
 		}}, e
+}
+
+// enqueueAfterWrite is the write that stores the new job j, which runs
+// after other jobs, putting its outcome in e: the jobs it runs after must
+// all exist, its job_after rows are written, and it is added to each
+// one's followers, all or nothing (the write has a savepoint of its own).
+// A repeat of a request stored before returns that job and writes
+// nothing else.
+func enqueueAfterWrite(j *spoolv1.Job, secrets []byte, e *enqueued) *pendingWrite {
+	args := sqlrows.InsertJobArgs(j, secrets)
+	return &pendingWrite{size: argsSize(args), fn: func(ctx context.Context, tx *sql.Tx, n *notes) error {
+		*e = enqueued{}
+		parents := make(map[string]*sqlrows.Row, len(j.After))
+		for _, id := range j.After {
+			r, err := getRow(ctx, tx, id)
+			if err == nil {
+				parents[id] = r
+			} else if !errors.Is(err, spool.ErrNotFound) {
+				return err
+			}
+		}
+		changed, err := sqlrows.AddFollower(j.After, parents, j.JobId)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, sqlrows.InsertNewJob+` ON CONFLICT DO NOTHING`, args...)
+		if err != nil {
+			return sqliteErr(err, "insert job")
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			e.job, err = repeatIn(ctx, tx, j)
+			return err
+		}
+		for i, id := range j.After {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO job_after (job_id, after_id, pos) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+				j.JobId, id, i); err != nil {
+				return sqliteErr(err, "record the jobs job %s runs after", j.JobId)
+			}
+		}
+		for _, p := range changed {
+			q, args := sqlrows.WriteBook(p)
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return sqliteErr(err, "add job %s to the followers of job %s", j.JobId, p.JobId)
+			}
+			n.job(p.JobId)
+		}
+		e.job, e.created = j, true
+		return nil
+	}}
+}
+
+// repeatIn answers an enqueue of j whose insert found its request id or
+// job id in use: the stored job of the request, or as storekit.NamedRepeat
+// decides.
+func repeatIn(ctx context.Context, tx *sql.Tx, j *spoolv1.Job) (*spoolv1.Job, error) {
+	if j.RequestId != "" {
+		r, err := sqlrows.ScanJob(tx.QueryRowContext(ctx, `SELECT `+sqlrows.JobCols+` FROM jobs WHERE request_id = ?`, j.RequestId))
+		if err == nil {
+			return r.Job, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, sqliteErr(err, "read job of request %q", j.RequestId)
+		}
+	}
+	r, err := getRow(ctx, tx, j.JobId)
+	if err != nil {
+		return nil, err
+	}
+	return storekit.NamedRepeat(r.Job, j)
 }
 
 // argsSize is about what a statement with args stores: its text and bytes.
@@ -268,13 +342,16 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, er
 		}
 		now := storekit.Now()
 		switch r.Job.State {
-		case spoolv1.JobState_JOB_STATE_QUEUED:
-			err = finish(ctx, tx, id, spoolv1.JobState_JOB_STATE_CANCELLED, storekit.CancelledResult(reason, now), false, now)
+		case spoolv1.JobState_JOB_STATE_QUEUED, spoolv1.JobState_JOB_STATE_SCHEDULED:
+			err = settle(ctx, tx, r, storekit.CancelBeforeStart(reason, now), false, now)
+			if err == nil {
+				_, err = tx.ExecContext(ctx, sqlrows.DeleteAfter, id)
+			}
 		case spoolv1.JobState_JOB_STATE_RUNNING:
 			if !r.Job.CancelRequested {
 				r.Job.CancelReason = reason
 				_, err = tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, book = ?, updated_at = ? WHERE job_id = ?`,
-					sqlrows.Marshal(storekit.Bookkeeping(r.Job)), now.UnixMicro(), id)
+					sqlrows.Book(r.Job), now.UnixMicro(), id)
 			}
 		default:
 			out = r.Job
@@ -289,16 +366,6 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*spoolv1.Job, er
 		return err
 	})
 	return out, err
-}
-
-// finish makes a job final with res. keepLease keeps the lease handle (after
-// Complete, so a repeat is recognised).
-func finish(ctx context.Context, tx *sql.Tx, id string, st spoolv1.JobState, res *spoolv1.JobResult, keepLease bool, now time.Time) error {
-	r, err := getRow(ctx, tx, id)
-	if err != nil {
-		return err
-	}
-	return settle(ctx, tx, r, storekit.Outcome{State: st, Result: res}, keepLease, now)
 }
 
 // settle writes a lease's outcome to the job's row (sqlrows.Settle).

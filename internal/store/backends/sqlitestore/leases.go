@@ -21,16 +21,27 @@ func (s *Store) Dequeue(ctx context.Context, req store.DequeueRequest) ([]store.
 	})
 }
 
-// lease takes up to req.Max of the oldest ready jobs in one write: one
-// query finds them, one statement leases them all (leaseJobs), each under
-// a lease handle of its own.
+// lease takes up to req.Max ready jobs, highest priority first, then
+// oldest first, in one write: one query finds them, one statement leases
+// them all (leaseJobs), each under a lease handle of its own. A queue
+// with a max_running leases no more than it leaves room for, counted in
+// the same write: the one writer makes the count exact.
 func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Lease, error) {
 	var out []store.Lease
 	err := s.writeBare(ctx, 0, func(ctx context.Context, tx *sql.Tx, n *notes) error {
 		out = nil
 		now := storekit.Now()
-		rows, err := tx.QueryContext(ctx, `SELECT job_id FROM jobs WHERE queue = ? AND state = ? AND (run_after IS NULL OR run_after <= ?)
-			ORDER BY created_at, job_id LIMIT ?`, req.Queue, sqlrows.Queued, now.UnixMicro(), store.DequeueLimit(req.Max))
+		room := store.DequeueLimit(req.Max)
+		if limit := s.queues.maxRunning(req.Queue); limit > 0 {
+			var running int
+			if err := tx.QueryRowContext(ctx, countRunning, req.Queue).Scan(&running); err != nil {
+				return sqliteErr(err, "count the running jobs of queue %q", req.Queue)
+			}
+			if room = min(room, int(limit)-running); room <= 0 {
+				return nil
+			}
+		}
+		rows, err := tx.QueryContext(ctx, selectReady, req.Queue, now.UnixMicro(), room)
 		if err != nil {
 			return sqliteErr(err, "find ready jobs")
 		}
@@ -61,6 +72,15 @@ func (s *Store) lease(ctx context.Context, req store.DequeueRequest) ([]store.Le
 	}
 	return out, nil
 }
+
+// selectReady finds a queue's ready jobs in the order they are leased,
+// from jobs_queued, whose predicate is written here as it is there (SQLite
+// uses a partial index only for a query with its predicate as a term).
+var selectReady = fmt.Sprintf(`SELECT job_id FROM jobs WHERE queue = ? AND state = %d AND (run_after IS NULL OR run_after <= ?)
+	ORDER BY priority, created_at, job_id LIMIT ?`, sqlrows.Queued)
+
+// countRunning counts a queue's running jobs, from jobs_ready.
+var countRunning = fmt.Sprintf(`SELECT count(*) FROM jobs WHERE queue = ? AND state = %d`, sqlrows.Running)
 
 // leaseJob leases the jobs of a JSON array of ids (argument 5), each
 // under the lease handle at its place in argument 2, a blob of the
@@ -275,7 +295,7 @@ func decideCompletion(r *sqlrows.Row, ref store.LeaseRef, res *spoolv1.JobResult
 		return nil, nil, err
 	}
 	// A final job keeps its lease handle, so a repeat is recognised; a job
-	// queued for a retry gets a new lease with its next attempt.
+	// scheduled for a retry gets a new lease with its next attempt.
 	o := storekit.Completed(r.Job, res, ref.Attempt, now)
 	return r.Job, &o, nil
 }

@@ -23,7 +23,7 @@ func TestPausedInMemoryFollowsRacingChanges(t *testing.T) {
 		}
 		wg.Wait()
 		var inDB bool
-		if err := s.r.QueryRow(`SELECT EXISTS (SELECT 1 FROM queues WHERE name = 'q')`).Scan(&inDB); err != nil {
+		if err := s.r.QueryRow(`SELECT EXISTS (SELECT 1 FROM queues WHERE name = 'q' AND paused_at IS NOT NULL)`).Scan(&inDB); err != nil {
 			t.Fatal(err)
 		}
 		if inMemory, _ := s.QueuePaused(ctx, "q"); inMemory != inDB {

@@ -14,6 +14,7 @@ import (
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/sqlitestore"
+	"github.com/spool-run/spool/internal/store/backends/sqlrows/sqlrowstest"
 )
 
 // benchStore opens a store in a temporary directory for a benchmark.
@@ -137,4 +138,10 @@ func BenchmarkQueueLeaseComplete(b *testing.B) {
 			report(b, jobs, commits, elapsed, cpu)
 		})
 	}
+}
+
+// BenchmarkPromote measures one PromoteScheduled that queues 10,000 jobs
+// due in the same second.
+func BenchmarkPromote(b *testing.B) {
+	sqlrowstest.PromoteBurst(b, benchStore(b), 10000)
 }

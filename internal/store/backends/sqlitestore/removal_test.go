@@ -305,3 +305,36 @@ func TestNewDatabaseNeedsNoConversion(t *testing.T) {
 		t.Fatalf("auto_vacuum %d, log %q; want 2 and nothing logged", m, log.String())
 	}
 }
+
+// TestMigrationKeepsPausesAndRetries: a queue paused before the timing
+// migration stays paused and takes a limit; a job queued for a retry by
+// an older spool is leased as before, with the default priority.
+func TestMigrationKeepsPausesAndRetries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spool.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitestore.MigrateTo(db, 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(sqlrowstest.InsertOldPause); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(sqlrowstest.InsertOldRetry, sqlrowstest.OldRetryArgs()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, path)
+	defer s.Close()
+	sqlrowstest.CheckMigratedTiming(t, s)
+}
+
+// TestDeletedParent: see sqlrowstest.CheckDeletedParent.
+func TestDeletedParent(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "spool.db"))
+	defer s.Close()
+	sqlrowstest.CheckDeletedParent(t, s, func() (int, error) { return sqlitestore.AfterRows(s) })
+}

@@ -67,8 +67,8 @@ type Store struct {
 	polls storekit.Polls
 	// swept is when leases were last swept (store.Sweep).
 	swept storekit.SweepClock
-	// paused are the paused queues (queues.go).
-	paused pausedQueues
+	// queues are the paused queues and the queues' limits (queues.go).
+	queues queueSettings
 
 	// The writer (groupcommit.go): writes go to it, and it makes them a
 	// group at a time until quit is closed.
@@ -138,7 +138,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	s := &Store{path: path, w: w, r: r, writes: make(chan *pendingWrite), quit: make(chan struct{}), writerDone: make(chan struct{})}
-	if err := s.paused.load(ctx, r); err != nil {
+	if err := s.queues.load(ctx, r); err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -288,6 +288,14 @@ type notes []string
 
 func (n *notes) job(id string)  { *n = append(*n, jobKey(id)) }
 func (n *notes) queue(q string) { *n = append(*n, storekit.QueueKey(q)) }
+
+// created notes a new job: its queue's, when it can be leased now (a
+// SCHEDULED one waits for its promotion, which wakes the queue then).
+func (n *notes) created(j *spoolv1.Job) {
+	if j.GetState() == spoolv1.JobState_JOB_STATE_QUEUED {
+		n.queue(j.GetQueue())
+	}
+}
 
 // settled notes a job whose lease ended: its watchers, and its queue's when
 // it is queued again.

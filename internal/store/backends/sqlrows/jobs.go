@@ -1,6 +1,7 @@
 package sqlrows
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -17,12 +18,15 @@ import (
 
 // JobCols are the columns ScanJob reads, in order.
 const JobCols = `job_id, queue, state, request_id, created_at, updated_at, attempt, max_attempts,
-	cancel_requested, lease_id, lease_expires_at, next_sequence, next_line, params, execution, result, retries, book, started_at`
+	cancel_requested, lease_id, lease_expires_at, next_sequence, next_line, params, execution, result, retries, book, started_at,
+	run_after, notify_due, priority`
 
 // Job states as stored.
 const (
-	Queued  = int32(spoolv1.JobState_JOB_STATE_QUEUED)
-	Running = int32(spoolv1.JobState_JOB_STATE_RUNNING)
+	Queued    = int32(spoolv1.JobState_JOB_STATE_QUEUED)
+	Running   = int32(spoolv1.JobState_JOB_STATE_RUNNING)
+	Succeeded = int32(spoolv1.JobState_JOB_STATE_SUCCEEDED)
+	Scheduled = int32(spoolv1.JobState_JOB_STATE_SCHEDULED)
 )
 
 // Row is a jobs row as stored: the job, and what the row holds beside it.
@@ -51,15 +55,16 @@ func (r *Row) Lease() store.Lease {
 // types, which are also database/sql Scanners: pgx fills them without
 // boxing each value in an interface first, as it does for sql.Null*.
 type scannedJob struct {
-	row                                Row
-	job                                spoolv1.Job
-	created, updated, started, expires timestamppb.Timestamp
+	row                                                     Row
+	job                                                     spoolv1.Job
+	created, updated, started, expires, runAfter, notifyDue timestamppb.Timestamp
 
 	state                       int32
 	reqID, leaseID              pgtype.Text
 	createdUs, updatedUs        int64
 	cancel                      bool
 	expiresUs, startedUs        pgtype.Int8
+	runAfterUs, notifyDueUs     pgtype.Int8
 	params, exec, results, book []byte
 }
 
@@ -68,7 +73,8 @@ func ScanJob(sc Scanner) (*Row, error) {
 	s := &scannedJob{}
 	j, r := &s.job, &s.row
 	err := sc.Scan(&j.JobId, &j.Queue, &s.state, &s.reqID, &s.createdUs, &s.updatedUs, &j.Attempt, &j.MaxAttempts,
-		&s.cancel, &s.leaseID, &s.expiresUs, &r.Head.NextSequence, &r.Head.NextLine, &s.params, &s.exec, &s.results, &j.Retries, &s.book, &s.startedUs)
+		&s.cancel, &s.leaseID, &s.expiresUs, &r.Head.NextSequence, &r.Head.NextLine, &s.params, &s.exec, &s.results, &j.Retries, &s.book, &s.startedUs,
+		&s.runAfterUs, &s.notifyDueUs, &j.Priority)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +108,17 @@ func ScanJob(sc Scanner) (*Row, error) {
 		}
 		storekit.SetBookkeeping(j, b)
 	}
+	// run_after, notify_due and priority are columns, which the statements
+	// that promote a job, claim its webhooks or lease it by priority read
+	// and write without decoding the bookkeeping: the columns are the
+	// truth, whatever an older row's bookkeeping says.
+	j.RunAfter, j.NotifyDue = nil, nil
+	if s.runAfterUs.Valid {
+		j.RunAfter = setTime(&s.runAfter, s.runAfterUs.Int64)
+	}
+	if s.notifyDueUs.Valid {
+		j.NotifyDue = setTime(&s.notifyDue, s.notifyDueUs.Int64)
+	}
 	// The job lives as long as the row: the column bytes, decoded now,
 	// must not live with them.
 	s.params, s.exec, s.results, s.book = nil, nil, nil, nil
@@ -128,12 +145,12 @@ func setTime(ts *timestamppb.Timestamp, us int64) *timestamppb.Timestamp {
 // InsertNewJob creates a job (InsertJobArgs); a key in use (its id, its
 // request id, its source's open job) is an error.
 const InsertNewJob = `INSERT INTO jobs (` + InsertJobCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // InsertJobCols are the columns InsertNewJob writes, in the order of
 // InsertJobArgs.
 const InsertJobCols = `job_id, queue, state, request_id, created_at, updated_at, max_attempts, params, execution, retries, result,
-	attempt, lease_id, source, book, started_at, ended_at, secrets`
+	attempt, lease_id, source, book, started_at, ended_at, secrets, run_after, priority, notify_due`
 
 // InsertJob is InsertNewJob unless the job's request id is taken; then it
 // does nothing, and the caller reads the first job back.
@@ -158,7 +175,7 @@ func InsertJobArgs(j *spoolv1.Job, secrets []byte) []any {
 	if ext := j.GetParams().GetExternal(); ext != nil {
 		leaseID, source = store.ExternalLease, ext.GetSource()
 	}
-	if b := Marshal(storekit.Bookkeeping(j)); len(b) > 0 {
+	if b := Book(j); len(b) > 0 {
 		book = b
 	}
 	if j.StartedAt != nil {
@@ -166,7 +183,24 @@ func InsertJobArgs(j *spoolv1.Job, secrets []byte) []any {
 	}
 	return []any{j.JobId, j.Queue, int32(j.State), NullIfEmpty(j.RequestId), Micros(j.CreatedAt.AsTime()), Micros(j.UpdatedAt.AsTime()),
 		j.MaxAttempts, Marshal(j.Params), Marshal(j.ExecutionConfig), j.Retries, result,
-		j.Attempt, leaseID, source, book, started, EndedAt(j.State, j.UpdatedAt.AsTime()), NullIfNone(secrets)}
+		j.Attempt, leaseID, source, book, started, EndedAt(j.State, j.UpdatedAt.AsTime()), NullIfNone(secrets),
+		TimeOrNull(j.GetRunAfter()), cmp.Or(j.GetPriority(), store.DefaultPriority), TimeOrNull(j.GetNotifyDue())}
+}
+
+// Book is the job's bookkeeping as stored (storekit.Bookkeeping), less
+// what has a column of its own (run_after, notify_due).
+func Book(j *spoolv1.Job) []byte {
+	b := storekit.Bookkeeping(j)
+	b.RunAfter, b.NotifyDue = nil, nil
+	return Marshal(b)
+}
+
+// TimeOrNull is a time as stored (Unix micros), or NULL when unset.
+func TimeOrNull(t *timestamppb.Timestamp) any {
+	if t == nil {
+		return nil
+	}
+	return Micros(t.AsTime())
 }
 
 // NullIfNone stores no bytes as NULL.
@@ -210,7 +244,7 @@ const MoveHead = `UPDATE jobs SET next_sequence = ?, next_line = ?, updated_at =
 // rejected job.
 func Settle(r *Row, o storekit.Outcome, keepLease bool, now time.Time) (string, []any) {
 	st := Settlement(r, o, keepLease, now)
-	q := `UPDATE jobs SET state = ?, result = ?, book = ?, run_after = ?, updated_at = ?, ended_at = ?, lease_expires_at = NULL`
+	q := `UPDATE jobs SET state = ?, result = ?, book = ?, run_after = ?, updated_at = ?, ended_at = ?, notify_due = ?, lease_expires_at = NULL`
 	if !keepLease {
 		q += `, lease_id = NULL`
 	}
@@ -219,7 +253,7 @@ func Settle(r *Row, o storekit.Outcome, keepLease bool, now time.Time) (string, 
 		result = st.Result
 	}
 	return q + ` WHERE job_id = ?`, []any{st.State, result, st.Book, nullable(st.RunAfter), st.UpdatedAt,
-		nullable(st.EndedAt), st.JobID}
+		nullable(st.EndedAt), nullable(st.NotifyDue), st.JobID}
 }
 
 // Settled is what Settle writes to a job's row, as values, for a store
@@ -232,6 +266,7 @@ type Settled struct {
 	RunAfter  *int64
 	UpdatedAt int64
 	EndedAt   *int64
+	NotifyDue *int64
 	KeepLease bool
 }
 
@@ -239,10 +274,13 @@ type Settled struct {
 // returns what to write.
 func Settlement(r *Row, o storekit.Outcome, keepLease bool, now time.Time) Settled {
 	o.Apply(r.Job, now)
-	st := Settled{JobID: r.Job.JobId, State: int32(o.State), Book: Marshal(storekit.Bookkeeping(r.Job)), UpdatedAt: Micros(now),
+	st := Settled{JobID: r.Job.JobId, State: int32(o.State), Book: Book(r.Job), UpdatedAt: Micros(now),
 		KeepLease: keepLease}
 	if ra := r.Job.GetRunAfter(); ra != nil {
 		st.RunAfter = new(Micros(ra.AsTime()))
+	}
+	if d := r.Job.GetNotifyDue(); d != nil {
+		st.NotifyDue = new(Micros(d.AsTime()))
 	}
 	if r.Job.Result != nil {
 		st.Result = Marshal(r.Job.Result)
@@ -349,5 +387,5 @@ func AddRerun(rerunID string) Edit {
 // updated_at.
 func WriteEdit(j *spoolv1.Job) (string, []any) {
 	return `UPDATE jobs SET book = ?, updated_at = ? WHERE job_id = ?`,
-		[]any{Marshal(storekit.Bookkeeping(j)), Micros(j.UpdatedAt.AsTime()), j.JobId}
+		[]any{Book(j), Micros(j.UpdatedAt.AsTime()), j.JobId}
 }

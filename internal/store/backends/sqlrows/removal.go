@@ -54,10 +54,13 @@ func CollectEndedBefore(rows Rows) ([]string, error) {
 // DeleteJob are the statements that remove a job and everything stored for
 // it (each takes the job id), run in the transaction that found it final
 // (Deletable): its log, its accepted events (an external job's, found by
-// accepted_job_line), and its row, with which its request id goes.
+// accepted_job_line), the jobs it was to run after (job_after: the rows
+// that say other jobs run after it stay, so that they find it gone), and
+// its row, with which its request id goes.
 var DeleteJob = []string{
 	DeleteLog,
 	`DELETE FROM accepted WHERE job_id = ?`,
+	`DELETE FROM job_after WHERE job_id = ?`,
 	`DELETE FROM jobs WHERE job_id = ?`,
 }
 
