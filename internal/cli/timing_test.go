@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -253,6 +255,50 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	if r := run(srv, "schedules", "lst"); r.code != 1 || !strings.Contains(r.stderr, "did you mean list?") {
 		t.Errorf("a typo of a command: %+v", r)
+	}
+}
+
+// TestJobsGetDeliveriesFromTheServer: the tries a server made of a job's
+// webhooks show in jobs get, the one that answered and the one that did
+// not.
+func TestJobsGetDeliveriesFromTheServer(t *testing.T) {
+	t.Parallel()
+	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/broken" {
+			http.Error(w, "down", http.StatusBadGateway)
+		}
+	}))
+	defer hooks.Close()
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Notify.AllowPrivateAddresses = true }})
+	id := strings.TrimSpace(run(srv, "submit", "-q", "hooked", "--notify", hooks.URL+"/ok", "--notify", hooks.URL+"/broken", "--", "make").stdout)
+	l := spooltest.LeaseJob(t, srv, "hooked")
+	l.Begin()
+	l.End(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		j, err := srv.Client().Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(j.Deliveries) >= 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the webhooks were not tried: %+v", j.Deliveries)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r := run(srv, "jobs", "get", id)
+	for _, want := range []string{
+		`(?m)^\S+ \S+\s+` + regexp.QuoteMeta(hooks.URL) + `/ok\s+1\s+200\s+\S+\s+delivered$`,
+		`(?m)^\S+ \S+\s+` + regexp.QuoteMeta(hooks.URL) + `/broken\s+1\s+502\s+\S+\s+failed: .+$`,
+		`(?m)^Next delivery:\s+.+ \(in \d+s\)$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("jobs get does not match %s:\n%s", want, r.stdout)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package browsertest_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +152,50 @@ func TestScheduledJobPage(t *testing.T) {
 	}
 	b.do(t, "back to the job after it", chromedp.Click(chromedp.CSS(`#followers-line a`)))
 	b.waitFor(t, "it cancelled, and ran after", `document.querySelector("#after-line")?.textContent === "Ran after `+first.ID+`."`)
+}
+
+// A job's page lists its webhooks' tries as the server makes them: one URL
+// answered 200, the other 500 (tried again later).
+func TestJobPageDeliveries(t *testing.T) {
+	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/broken" {
+			http.Error(w, "down for maintenance", http.StatusInternalServerError)
+		}
+	}))
+	defer hooks.Close()
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Notify.AllowPrivateAddresses = true }})
+	c := srv.Client()
+	ctx := context.Background()
+	job, _, err := c.Submit(ctx, client.SubmitParams{Queue: "hooked", Argv: []string{"make"}, Notify: []string{hooks.URL + "/ok", hooks.URL + "/broken"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := signedIn(t, srv)
+	b.do(t, "open the job's page", chromedp.Navigate(srv.URL+"/jobs/"+job.ID))
+	b.waitFor(t, "its notify URLs", `document.querySelector("#notify-line")?.textContent.startsWith("Told of its end: ")`)
+	l := spooltest.LeaseJob(t, srv, "hooked")
+	l.Begin()
+	l.End(0)
+	// The page refreshes while a try is owed: both first tries show.
+	b.waitFor(t, "two tries", `document.querySelectorAll("#delivery-rows tr").length >= 2`)
+	rows := b.texts(t, "#delivery-rows tr")
+	var ok, failed string
+	for _, r := range rows {
+		switch {
+		case strings.Contains(r, "/ok"):
+			ok = r
+		case strings.Contains(r, "/broken"):
+			failed = r
+		}
+	}
+	if !strings.Contains(ok, " 1 200 ") || !strings.HasSuffix(ok, "delivered") {
+		t.Errorf("the delivered try: %q", ok)
+	}
+	if !strings.Contains(failed, " 1 500 ") || !strings.Contains(failed, "failed: ") {
+		t.Errorf("the failed try: %q", failed)
+	}
+	if got := b.text(t, "#notify-line"); !strings.Contains(got, "Next try in ") {
+		t.Errorf("the notify line does not say when the failed URL is tried again: %q", got)
+	}
+	t.Logf("screenshot of a job's webhooks: %s", artifact(t, "job-webhooks.png", b.screenshot(t)))
 }
