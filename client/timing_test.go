@@ -9,21 +9,14 @@ import (
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
-	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 )
-
-// timingServer is a server whose store keeps scheduled jobs, schedules and
-// webhooks (the memory store, which every backend's conformance matches).
-func timingServer(t *testing.T) *spooltest.Server {
-	return spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Store.Type = "memory" }})
-}
 
 // TestSubmitWhenAndAfter: a delayed job is scheduled for the time asked,
 // with its priority and notify URLs; a job after another waits for it and
 // the other names it as a follower; the queue counts both.
 func TestSubmitWhenAndAfter(t *testing.T) {
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
 	at := time.Now().Add(time.Hour).Truncate(time.Second)
@@ -80,7 +73,7 @@ func TestSubmitWhenAndAfter(t *testing.T) {
 // TestSetMaxRunning: a queue's limit is set, shown, and lifted with 0; a
 // key that may only read may not set it.
 func TestSetMaxRunning(t *testing.T) {
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
 	q, err := c.SetMaxRunning(ctx, "builds", 3)
@@ -113,7 +106,7 @@ func TestSetMaxRunning(t *testing.T) {
 // listed, paused (no next tick), resumed and deleted; its errors are the
 // kinds callers branch on.
 func TestSchedules(t *testing.T) {
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
 	s, err := c.CreateSchedule(ctx, client.ScheduleParams{Name: "nightly", Cron: "0 3 * * *", Timezone: "Europe/Paris",

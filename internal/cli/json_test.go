@@ -40,7 +40,7 @@ func TestJSONIsTheRESTShape(t *testing.T) {
 // TestScheduleJSONIsTheRESTShape: --json prints a schedule, its list and
 // the queues as the REST API serves them.
 func TestScheduleJSONIsTheRESTShape(t *testing.T) {
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	created := cliJSON(t, srv, "schedules", "create", "nightly", "--cron", "0 3 * * *", "--timezone", "Europe/Paris", "-q", "builds",
 		"--priority", "3", "--json", "--", "make", "nightly")
 	sameJSON(t, "schedules create --json", created, restJSON(t, srv, "/api/v1/schedules/nightly"))

@@ -17,18 +17,12 @@ import (
 	"github.com/spool-run/spool/worker"
 )
 
-// timingServer is a server whose store keeps scheduled jobs and schedules
-// (the memory store, the reference every backend's conformance matches).
-func timingServer(t *testing.T) *spooltest.Server {
-	return spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Store.Type = "memory" }})
-}
-
 // TestSubmitLaterAndAfter: --in and --at schedule a job, which jobs get and
 // jobs list --state scheduled show with its time; --after makes a job wait
 // for another, and each names the other; --priority is kept.
 func TestSubmitLaterAndAfter(t *testing.T) {
 	t.Parallel()
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	r := run(srv, "submit", "--in", "1h", "--priority", "1", "--notify", "https://example.com/a", "--notify", "https://example.com/b", "--", "make", "nightly")
 	delayed := strings.TrimSpace(r.stdout)
 	if r.code != 0 || delayed == "" {
@@ -78,7 +72,7 @@ func TestSubmitLaterAndAfter(t *testing.T) {
 // type instead, before anything is sent.
 func TestSubmitTimingRefusals(t *testing.T) {
 	t.Parallel()
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -105,7 +99,7 @@ func TestSubmitTimingRefusals(t *testing.T) {
 // and ends as the job does: cancelled when the job it runs after is.
 func TestSubmitFollowScheduled(t *testing.T) {
 	t.Parallel()
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	first := strings.TrimSpace(run(srv, "submit", "--in", "1h", "--", "make").stdout)
 	done := start(srv, "submit", "-f", "--after", first, "--", "./deploy.sh")
 	c := srv.Client()
@@ -146,7 +140,7 @@ func TestSubmitFollowScheduled(t *testing.T) {
 // exits as it did.
 func TestSubmitFollowDelayed(t *testing.T) {
 	t.Parallel()
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	spooltest.NewWorker(t, srv, worker.Config{})
 	begun := time.Now()
 	r := await(t, start(srv, "submit", "-f", "--in", "1s", "--shell", "echo on time"))
@@ -162,7 +156,7 @@ func TestSubmitFollowDelayed(t *testing.T) {
 // queues shows with the scheduled count; 0 lifts it.
 func TestQueuesSetMaxRunning(t *testing.T) {
 	t.Parallel()
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	run(srv, "submit", "-q", "deploys", "--in", "1h", "--", "./deploy.sh")
 	r := run(srv, "queues", "set", "deploys", "--max-running", "1")
 	if r.code != 0 || r.stdout != "queue deploys: at most 1 of its jobs run at once (0 running now)\n" {
@@ -193,7 +187,7 @@ func TestQueuesSetMaxRunning(t *testing.T) {
 // type.
 func TestSchedulesCommands(t *testing.T) {
 	t.Parallel()
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	r := run(srv, "schedules", "create", "nightly", "--cron", "0 3 * * *", "--timezone", "Europe/Paris", "-q", "builds",
 		"--overlap", "skip", "--priority", "3", "--", "make", "nightly")
 	if r.code != 0 || !regexp.MustCompile(`^schedule nightly created: next run .+ \(in [0-9hms]+\)\n$`).MatchString(r.stdout) {

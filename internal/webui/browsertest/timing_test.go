@@ -16,12 +16,6 @@ import (
 	"github.com/spool-run/spool/spooltest"
 )
 
-// timingServer is a server whose store keeps scheduled jobs and schedules
-// (the memory store, the reference every backend's conformance matches).
-func timingServer(t *testing.T) *spooltest.Server {
-	return spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) { c.Store.Type = "memory" }})
-}
-
 // scheduleRow is the text of the named schedule's row on the schedules
 // page, cell by cell, joined with "|".
 func scheduleRow(name string) string {
@@ -32,7 +26,7 @@ func scheduleRow(name string) string {
 // next and last runs and the job its last tick made, which it links to
 // (and which links back); it pauses and resumes a schedule.
 func TestSchedulesPage(t *testing.T) {
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
 	if _, err := c.CreateSchedule(ctx, client.ScheduleParams{Name: "nightly", Cron: "0 3 * * *", Timezone: "Europe/Paris",
@@ -94,7 +88,7 @@ func TestSchedulesPage(t *testing.T) {
 // for, linked; that job's page links the jobs that follow it; the jobs
 // list shows both scheduled, with what each waits for.
 func TestScheduledJobPage(t *testing.T) {
-	srv := timingServer(t)
+	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
 	first, _, err := c.Submit(ctx, client.SubmitParams{Queue: "builds", Argv: []string{"make"}, RunIn: time.Hour, Priority: 1})
