@@ -51,7 +51,9 @@ seconds first, a descriptor (@hourly, @daily, @weekly, @monthly) or @every D.`,
 	fl.StringVar(&cfg.cron, "cron", "", "when to run: a cron expression (0 3 * * *), a descriptor (@hourly) or @every D (@every 10m)")
 	fl.StringVar(&cfg.timezone, "timezone", "", "the IANA time zone the expression is read in, such as Europe/Paris (default UTC)")
 	enumVar(fl, &cfg.overlap, "overlap", "allow", "while the last tick's job has not ended: allow (enqueue anyway) or skip (enqueue nothing)", names(spool.Overlaps())...)
-	enumVar(fl, &cfg.missed, "missed", "", "ticks missed while no server ran: run-once (the latest, once) or skip (default: the server's, run-once)", names(spool.MissedPolicies())...)
+	// run_once is how the setting schedules.missed and the REST API spell it.
+	enumVar(fl, &cfg.missed, "missed", "", "ticks missed while no server ran: run-once (the latest, once) or skip (default: the server's, run-once)",
+		names(spool.MissedPolicies())...).aliases = map[string]string{"run_once": "run-once"}
 	cfg.spec.register(cmd)
 	cfg.extra.register(cmd)
 	// A tick's job gets its own request id (the schedule and the tick).

@@ -193,6 +193,12 @@ func TestSchedulesCommands(t *testing.T) {
 	if r.code != 0 || !regexp.MustCompile(`^schedule nightly created: next run .+ \(in [0-9hms]+\)\n$`).MatchString(r.stdout) {
 		t.Fatalf("schedules create: %+v", r)
 	}
+	if r := run(srv, "schedules", "create", "daily", "--cron", "@daily", "--missed", "run_once", "--", "true"); r.code != 0 {
+		t.Fatalf("--missed as the setting spells it: %+v", r)
+	}
+	if r := run(srv, "schedules", "delete", "daily"); r.code != 0 {
+		t.Fatalf("schedules delete: %+v", r)
+	}
 	if r := run(srv, "schedules", "create", "poll", "--cron", "@every 10m", "--missed", "skip", "--shell", "curl -fsS https://example.com/"); r.code != 0 {
 		t.Fatalf("schedules create poll: %+v", r)
 	}
