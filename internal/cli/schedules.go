@@ -85,6 +85,9 @@ type schedulesCreateConfig struct {
 }
 
 func runSchedulesCreate(ctx context.Context, cfg schedulesCreateConfig, e *env) error {
+	if len(cfg.argv) == 0 && cfg.spec.script == "" {
+		return fmt.Errorf("say what each tick runs: spool schedules create %s --cron '%s' -- make nightly (or --shell '...')", cfg.name, cfg.cron)
+	}
 	job, err := cfg.spec.submission(cfg.argv)
 	if err != nil {
 		return err

@@ -250,6 +250,8 @@ func TestSchedulesCommands(t *testing.T) {
 	if r := run(srv, "schedules", "create", "x", "--cron", "every day", "--", "true"); r.code != 1 || !strings.Contains(r.stderr, "every day") {
 		t.Errorf("a bad cron: %+v", r)
 	}
+	wantRefusal(t, "a schedule of nothing", run(srv, "schedules", "create", "x", "--cron", "@hourly"),
+		"say what each tick runs: spool schedules create x --cron '@hourly' -- make nightly (or --shell '...')")
 	if r := run(srv, "schedules", "create", "x", "--", "true"); r.code != 1 || !strings.Contains(r.stderr, "cron") {
 		t.Errorf("no --cron: %+v", r)
 	}
