@@ -63,7 +63,7 @@ type goalStep struct {
 // The baselines: the same work stored a line at a time (max_batch_size 1),
 // leased one job a call, or the processes this machine starts itself.
 // With only set, it runs only that group of rows (lines, many, queue,
-// noop, live, read, catchup, compression or river). The river rows compare the queue on
+// noop, live, read, catchup, delayed, compression or river). The river rows compare the queue on
 // PostgreSQL at pgURL with River's on the same server ("": left out).
 func runGoals(ctx context.Context, job emitter, sz sizes, only, pgURL string, log *slog.Logger) error {
 	fmt.Printf("goals: servers in processes of their own on the embedded SQLite store (synchronous=full)\n\n")
@@ -80,6 +80,7 @@ func runGoals(ctx context.Context, job emitter, sz sizes, only, pgURL string, lo
 		{"live", func() ([]goalRow, error) { return liveGoals(ctx, job, sz, log) }},
 		{"read", func() ([]goalRow, error) { return readGoal(ctx, job, sz, log) }},
 		{"catchup", func() ([]goalRow, error) { return catchUpGoal(ctx, job) }},
+		{"delayed", func() ([]goalRow, error) { return delayedGoal(ctx, pgURL, sz.delayedJobs, log) }},
 		{"compression", compressionGoals},
 		{"river", func() ([]goalRow, error) {
 			if pgURL == "" {
@@ -89,7 +90,7 @@ func runGoals(ctx context.Context, job emitter, sz sizes, only, pgURL string, lo
 		}},
 	}
 	if only != "" && !slices.ContainsFunc(steps, func(s goalStep) bool { return s.name == only }) {
-		return fmt.Errorf("-goal %q: there is no such group of rows (lines, many, queue, noop, live, read, catchup, compression, river)", only)
+		return fmt.Errorf("-goal %q: there is no such group of rows (lines, many, queue, noop, live, read, catchup, delayed, compression, river)", only)
 	}
 	for _, step := range steps {
 		if only != "" && step.name != only {
