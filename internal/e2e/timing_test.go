@@ -104,56 +104,65 @@ func script(s string) *spoolv1.JobParams { return &spoolv1.JobParams{Script: s} 
 // worker's only slot).
 func TestDelayedAndChainedJobs(t *testing.T) {
 	t.Parallel()
-	onEveryStore(t, func(t *testing.T, store []string) {
-		_, c := startServer(t, freePort(t), t.TempDir(), store...)
-		startWorker(t, "worker", c.URL(), t.TempDir(), "--concurrency", "1")
-		r := admin(c)
-		start := time.Now()
-		delayed := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("date +%s.%N"), RunIn: durationpb.New(3 * time.Second)})
-		if delayed.GetState() != spoolv1.JobState_JOB_STATE_SCHEDULED || delayed.GetRunAfter() == nil {
-			t.Fatalf("a job submitted to run in 3 s is %v (run_after %v)", delayed.GetState(), delayed.GetRunAfter())
-		}
-		first := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("sleep 1; echo first")})
-		second := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("echo second"), After: []string{first.GetJobId()}})
-		failing := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("exit 3")})
-		orphan := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("echo never"), After: []string{failing.GetJobId()}})
-		if s := r.job(t, second.GetJobId()).GetState(); s != spoolv1.JobState_JOB_STATE_SCHEDULED {
-			t.Fatalf("a job after a running one is %v", s)
-		}
-		if f := r.job(t, first.GetJobId()).GetFollowers(); !slices.Equal(f, []string{second.GetJobId()}) {
-			t.Fatalf("the first job lists followers %q", f)
-		}
-		sj := r.waitState(t, second.GetJobId(), spoolv1.JobState_JOB_STATE_SUCCEEDED)
-		fj := r.job(t, first.GetJobId())
-		if !sj.GetStartedAt().AsTime().After(fj.GetResult().GetFinishedAt().AsTime()) {
-			t.Fatalf("second started at %v, before the first finished at %v", sj.GetStartedAt().AsTime(), fj.GetResult().GetFinishedAt().AsTime())
-		}
-		oj := r.waitState(t, orphan.GetJobId(), spoolv1.JobState_JOB_STATE_CANCELLED)
-		if e := oj.GetResult().GetError(); !strings.Contains(e, failing.GetJobId()) {
-			t.Fatalf("the job after a failed one was cancelled with %q", e)
-		}
-		dj := r.waitState(t, delayed.GetJobId(), spoolv1.JobState_JOB_STATE_SUCCEEDED)
-		if ran := dj.GetStartedAt().AsTime(); ran.Before(delayed.GetRunAfter().AsTime()) || ran.Sub(start) < 3*time.Second {
-			t.Fatalf("a job delayed 3 s started %v after it was submitted (run_after %v)", ran.Sub(start), delayed.GetRunAfter().AsTime())
-		}
+	onEveryStore(t, testDelayedAndChained)
+}
 
-		// A retry's backoff holds no slot: the worker has one, and a job
-		// submitted while the retry waits runs in the meantime.
-		retried := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("exit 1"), Retries: 1})
-		waiting := r.waitState(t, retried.GetJobId(), spoolv1.JobState_JOB_STATE_SCHEDULED)
-		if waiting.GetRunAfter() == nil || waiting.GetAttempt() != 1 {
-			t.Fatalf("a retry waits with run_after %v on attempt %d", waiting.GetRunAfter(), waiting.GetAttempt())
-		}
-		other := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("echo meanwhile")})
-		oth := r.waitState(t, other.GetJobId(), spoolv1.JobState_JOB_STATE_SUCCEEDED)
-		if !oth.GetResult().GetFinishedAt().AsTime().Before(waiting.GetRunAfter().AsTime()) {
-			t.Fatalf("the other job finished at %v, after the retry was due (%v): the retry held the slot",
-				oth.GetResult().GetFinishedAt().AsTime(), waiting.GetRunAfter().AsTime())
-		}
-		if j := r.waitState(t, retried.GetJobId(), spoolv1.JobState_JOB_STATE_FAILED); j.GetAttempt() != 2 {
-			t.Fatalf("the retried job ended on attempt %d", j.GetAttempt())
-		}
-	})
+// TestDelayedAndChainedJobsOnAWS is TestDelayedAndChainedJobs on the AWS
+// store, where a scheduled job has no SQS message until it is promoted.
+func TestDelayedAndChainedJobsOnAWS(t *testing.T) {
+	t.Parallel()
+	testDelayedAndChained(t, awsStore(t))
+}
+
+func testDelayedAndChained(t *testing.T, store []string) {
+	_, c := startServer(t, freePort(t), t.TempDir(), store...)
+	startWorker(t, "worker", c.URL(), t.TempDir(), "--concurrency", "1")
+	r := admin(c)
+	start := time.Now()
+	delayed := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("date +%s.%N"), RunIn: durationpb.New(3 * time.Second)})
+	if delayed.GetState() != spoolv1.JobState_JOB_STATE_SCHEDULED || delayed.GetRunAfter() == nil {
+		t.Fatalf("a job submitted to run in 3 s is %v (run_after %v)", delayed.GetState(), delayed.GetRunAfter())
+	}
+	first := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("sleep 1; echo first")})
+	second := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("echo second"), After: []string{first.GetJobId()}})
+	failing := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("exit 3")})
+	orphan := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("echo never"), After: []string{failing.GetJobId()}})
+	if s := r.job(t, second.GetJobId()).GetState(); s != spoolv1.JobState_JOB_STATE_SCHEDULED {
+		t.Fatalf("a job after a running one is %v", s)
+	}
+	if f := r.job(t, first.GetJobId()).GetFollowers(); !slices.Equal(f, []string{second.GetJobId()}) {
+		t.Fatalf("the first job lists followers %q", f)
+	}
+	sj := r.waitState(t, second.GetJobId(), spoolv1.JobState_JOB_STATE_SUCCEEDED)
+	fj := r.job(t, first.GetJobId())
+	if !sj.GetStartedAt().AsTime().After(fj.GetResult().GetFinishedAt().AsTime()) {
+		t.Fatalf("second started at %v, before the first finished at %v", sj.GetStartedAt().AsTime(), fj.GetResult().GetFinishedAt().AsTime())
+	}
+	oj := r.waitState(t, orphan.GetJobId(), spoolv1.JobState_JOB_STATE_CANCELLED)
+	if e := oj.GetResult().GetError(); !strings.Contains(e, failing.GetJobId()) {
+		t.Fatalf("the job after a failed one was cancelled with %q", e)
+	}
+	dj := r.waitState(t, delayed.GetJobId(), spoolv1.JobState_JOB_STATE_SUCCEEDED)
+	if ran := dj.GetStartedAt().AsTime(); ran.Before(delayed.GetRunAfter().AsTime()) || ran.Sub(start) < 3*time.Second {
+		t.Fatalf("a job delayed 3 s started %v after it was submitted (run_after %v)", ran.Sub(start), delayed.GetRunAfter().AsTime())
+	}
+
+	// A retry's backoff holds no slot: the worker has one, and a job
+	// submitted while the retry waits runs in the meantime.
+	retried := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("exit 1"), Retries: 1})
+	waiting := r.waitState(t, retried.GetJobId(), spoolv1.JobState_JOB_STATE_SCHEDULED)
+	if waiting.GetRunAfter() == nil || waiting.GetAttempt() != 1 {
+		t.Fatalf("a retry waits with run_after %v on attempt %d", waiting.GetRunAfter(), waiting.GetAttempt())
+	}
+	other := r.enqueue(t, &spoolv1.EnqueueJobRequest{Params: script("echo meanwhile")})
+	oth := r.waitState(t, other.GetJobId(), spoolv1.JobState_JOB_STATE_SUCCEEDED)
+	if !oth.GetResult().GetFinishedAt().AsTime().Before(waiting.GetRunAfter().AsTime()) {
+		t.Fatalf("the other job finished at %v, after the retry was due (%v): the retry held the slot",
+			oth.GetResult().GetFinishedAt().AsTime(), waiting.GetRunAfter().AsTime())
+	}
+	if j := r.waitState(t, retried.GetJobId(), spoolv1.JobState_JOB_STATE_FAILED); j.GetAttempt() != 2 {
+		t.Fatalf("the retried job ended on attempt %d", j.GetAttempt())
+	}
 }
 
 // TestQueueLimitUnderTwentyWorkers: two servers on one PostgreSQL, four
@@ -213,7 +222,8 @@ func ptr[T any](v T) *T { return &v }
 
 // scheduleFor is how long TestScheduleOncePerTickAcrossServers runs its
 // schedule: 12 s in the suite; SPOOL_E2E_SCHEDULE_FOR=10m for the figure
-// (a schedule every second for 10 minutes makes exactly 600 jobs).
+// (a schedule every second for 10 minutes makes exactly 600 jobs; give
+// go test -timeout 25m).
 func scheduleFor(t *testing.T) time.Duration {
 	if v := os.Getenv("SPOOL_E2E_SCHEDULE_FOR"); v != "" {
 		d, err := time.ParseDuration(v)
