@@ -174,20 +174,7 @@ func (s *Store) promote(ctx context.Context, stmt string, args ...any) (int, err
 			return pgErr(err, "queue the scheduled jobs that are due")
 		}
 		defer rows.Close()
-		queues := map[string]bool{}
-		for rows.Next() {
-			var id, queue string
-			if err := rows.Scan(&id, &queue); err != nil {
-				return pgErr(err, "queue the scheduled jobs that are due")
-			}
-			n.job(id)
-			if !queues[queue] {
-				queues[queue] = true
-				n.queue(queue)
-			}
-			k++
-		}
-		if err := rows.Err(); err != nil {
+		if k, err = sqlrows.ScanPromoted(rows, n.job, n.queue); err != nil {
 			return pgErr(err, "queue the scheduled jobs that are due")
 		}
 		return nil

@@ -90,21 +90,8 @@ func promote(ctx context.Context, tx *sql.Tx, n *notes, stmt string, args ...any
 		return 0, sqliteErr(err, "queue the scheduled jobs that are due")
 	}
 	defer rows.Close()
-	k := 0
-	queues := map[string]bool{}
-	for rows.Next() {
-		var id, queue string
-		if err := rows.Scan(&id, &queue); err != nil {
-			return 0, sqliteErr(err, "queue the scheduled jobs that are due")
-		}
-		n.job(id)
-		if !queues[queue] {
-			queues[queue] = true
-			n.queue(queue)
-		}
-		k++
-	}
-	if err := rows.Err(); err != nil {
+	k, err := sqlrows.ScanPromoted(rows, n.job, n.queue)
+	if err != nil {
 		return 0, sqliteErr(err, "queue the scheduled jobs that are due")
 	}
 	return k, nil

@@ -243,3 +243,25 @@ const DueNotifications = `SELECT job_id, notify_due FROM jobs WHERE notify_due I
 func WriteDeliveries(j *spoolv1.Job) (string, []any) {
 	return `UPDATE jobs SET book = ?, notify_due = ? WHERE job_id = ?`, []any{Book(j), TimeOrNull(j.GetNotifyDue()), j.JobId}
 }
+
+// ScanPromoted reads the rows (job_id, queue) of a statement that queued
+// jobs, telling job of each and queue of each queue once (the stores wake
+// the jobs' watchers and the queues' polls with them), and returns how
+// many jobs it read. The caller closes rows and words the error.
+func ScanPromoted(rows Rows, job, queue func(string)) (int, error) {
+	k := 0
+	queues := map[string]bool{}
+	for rows.Next() {
+		var id, q string
+		if err := rows.Scan(&id, &q); err != nil {
+			return k, err
+		}
+		job(id)
+		if !queues[q] {
+			queues[q] = true
+			queue(q)
+		}
+		k++
+	}
+	return k, rows.Err()
+}
