@@ -29,7 +29,7 @@ func TestSubmitLaterAndAfter(t *testing.T) {
 		t.Fatalf("submit --in: %+v", r)
 	}
 	r = run(srv, "jobs", "get", delayed)
-	for _, want := range []string{`(?m)^State:\s+scheduled$`, `(?m)^Waits:\s+until .+ \(in (59m5\d|1h0m0)s\)$`, `(?m)^Priority:\s+1$`,
+	for _, want := range []string{`(?m)^State:\s+scheduled$`, `(?m)^Waits:\s+until .+ \(in (59m[0-5]\d|1h0m0)s\)$`, `(?m)^Priority:\s+1$`,
 		`(?m)^Notify:\s+https://example.com/a, https://example.com/b$`} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("jobs get of the delayed job does not match %s:\n%s", want, r.stdout)
