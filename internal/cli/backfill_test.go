@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,14 +27,7 @@ import (
 func cloudWatch(t *testing.T) (*cloudwatchlogs.Client, string) {
 	t.Helper()
 	endpoint := mototest.Start(t)
-	nowhere := filepath.Join(t.TempDir(), "none")
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_CONFIG_FILE": nowhere, "AWS_SHARED_CREDENTIALS_FILE": nowhere,
-		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": "", "AWS_EC2_METADATA_DISABLED": "true",
-	} {
-		t.Setenv(k, v)
-	}
+	mototest.SetEnv(t)
 	cw, err := cwlogs.NewClient(t.Context(), cwlogs.Config{Endpoint: endpoint})
 	if err != nil {
 		t.Fatal(err)

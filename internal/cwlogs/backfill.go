@@ -57,16 +57,18 @@ type Progress struct {
 	Through time.Time
 }
 
-// MaxPostBytes bounds one post to spool, well under what a server takes by
-// default (ingest.max_body_bytes, 16 MiB); one event may exceed it, alone
-// in its post.
-const MaxPostBytes = 4 << 20
+// DefaultMaxPostBytes bounds one post to spool, well under what a server
+// takes by default (ingest.max_body_bytes, 16 MiB).
+const DefaultMaxPostBytes = 4 << 20
 
 // Backfill reads events from CloudWatch Logs and sends them to spool.
 type Backfill struct {
 	API    API
 	Send   Send
 	Limits ingest.Limits
+	// MaxPostBytes bounds one post (0: DefaultMaxPostBytes); an event
+	// longer than that goes alone in its post.
+	MaxPostBytes int
 	// Progress, if set, is told after each post.
 	Progress func(Progress)
 }
@@ -84,6 +86,10 @@ func (b Backfill) Run(ctx context.Context, q Query) (Summary, error) {
 		buf     []byte
 		prog    Progress
 	)
+	maxPost := b.MaxPostBytes
+	if maxPost <= 0 {
+		maxPost = DefaultMaxPostBytes
+	}
 	stream := func(source string) *StreamSummary {
 		i, ok := streams[source]
 		if !ok {
@@ -124,7 +130,7 @@ func (b Backfill) Run(ctx context.Context, q Query) (Summary, error) {
 			if buf, err = ingest.AppendLine(buf, e); err != nil {
 				return fmt.Errorf("event %s of %s: %w", e.ID, e.Source, err)
 			}
-			if len(buf) > MaxPostBytes && n > 0 {
+			if len(buf) > maxPost && n > 0 {
 				// Over the bound with this event: send what came before it,
 				// and start the next post with it.
 				line := append([]byte(nil), buf[n:]...)

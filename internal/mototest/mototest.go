@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,4 +87,20 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// SetEnv points the AWS SDK's usual sources at moto for the rest of the
+// test: test credentials, region us-east-1, no shared configuration or
+// instance role of the machine's, and no endpoint of its own (callers
+// give the one Start returned). Code that finds AWS as a person's command
+// would, through the environment, then finds moto.
+func SetEnv(t *testing.T) {
+	nowhere := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_CONFIG_FILE": nowhere, "AWS_SHARED_CREDENTIALS_FILE": nowhere,
+		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": "", "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
 }
