@@ -100,9 +100,12 @@ func runIngestBackfill(ctx context.Context, cfg ingestBackfillConfig, e *env) er
 		}
 	}}
 	sum, err := b.Run(ctx, cfg.query)
-	if err != nil {
+	if err != nil && sum.Sent > 0 {
 		// What was sent is in spool; sending it again adds nothing.
-		return fmt.Errorf("%w\n(%d events read and %d added before this; running the backfill again adds only what is missing)", err, sum.Read, sum.Added)
+		return fmt.Errorf("%w\n(the %s sent before this are in spool, %d of them added; running the backfill again adds only what is missing)", err, count(int64(sum.Sent), "event"), sum.Added)
+	}
+	if err != nil {
+		return err
 	}
 	if cfg.asJSON {
 		return printJSON(e.out, backfillView(sum))

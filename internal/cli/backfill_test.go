@@ -189,4 +189,26 @@ func TestIngestBackfill(t *testing.T) {
 	if _, lines := sourceLog(t, srv, group+":worker/1"); !slices.Equal(lines, append(wantWorker, "restarted")) {
 		t.Errorf("log of worker/1: %q", lines)
 	}
+
+	// What a person gets wrong is told, and nothing is sent.
+	r = run(srv, "keys", "create", "--role", "read", "--name", "reader")
+	readKey := lastLine(r.stdout)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--api-key", readKey, "ingest", "backfill", "--log-group", group, "--since", "2h", "--endpoint", endpoint}, "does not let this key send logs: use a key of role ingest or admin"},
+		{[]string{"--api-key", "spool_nosuchkey", "ingest", "backfill", "--log-group", group, "--since", "2h", "--endpoint", endpoint}, "refused the key (the key sent came from --api-key"},
+		{[]string{"--api-key", key, "ingest", "backfill", "--log-group", group}, `required flag(s) "since" not set`},
+		{[]string{"--api-key", key, "ingest", "backfill", "--log-group", group + ":web/1", "--since", "2h"}, "looks like a source, group:stream: give --log-group and --log-stream"},
+		{[]string{"--api-key", key, "ingest", "backfill", "--log-group", "/no/such/group", "--since", "2h", "--endpoint", endpoint}, "reading log group /no/such/group from CloudWatch Logs"},
+	} {
+		r := runLocal(append([]string{"--server", srv.URL}, c.args...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("spool %s: exit %d, %q; want %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+	if _, lines := sourceLog(t, srv, group+":web/1"); !slices.Equal(lines, wantWeb) {
+		t.Errorf("log of web/1 after refused backfills: %q", lines)
+	}
 }

@@ -32,8 +32,9 @@ type Send func(ctx context.Context, lines []byte) (Stored, error)
 // Summary is what a backfill did.
 type Summary struct {
 	// Read counts the events read from CloudWatch, Added those spool did
-	// not have; the rest (Read-Added) were there already.
-	Read, Added int
+	// not have; the rest (Read-Added) were there already. Sent counts
+	// those spool answered for: less than Read when a post failed.
+	Read, Added, Sent int
 	// Streams are the streams read, in the order their first event came.
 	Streams []StreamSummary
 }
@@ -84,6 +85,7 @@ func (b Backfill) Run(ctx context.Context, q Query) (Summary, error) {
 		sum     Summary
 		streams = map[string]int{}
 		buf     []byte
+		pending int // events in buf
 		prog    Progress
 	)
 	maxPost := b.MaxPostBytes
@@ -108,6 +110,7 @@ func (b Backfill) Run(ctx context.Context, q Query) (Summary, error) {
 		if err != nil {
 			return err
 		}
+		sum.Sent, pending = sum.Sent+pending, 0
 		sum.Added += st.Accepted
 		for _, src := range st.Sources {
 			s := stream(src.Source)
@@ -140,6 +143,7 @@ func (b Backfill) Run(ctx context.Context, q Query) (Summary, error) {
 				}
 				buf = append(buf, line...)
 			}
+			pending++
 			sum.Read++
 			stream(e.Source).Read++
 			prog.Read, prog.Through = sum.Read, e.Timestamp

@@ -208,7 +208,7 @@ func testBackfillPosts(t *testing.T, cw *cloudwatchlogs.Client) {
 			t.Fatalf("event %d sent is %q", i, e.Message)
 		}
 	}
-	want := cwlogs.Summary{Read: 1205, Added: 1200, Streams: []cwlogs.StreamSummary{
+	want := cwlogs.Summary{Read: 1205, Added: 1200, Sent: 1205, Streams: []cwlogs.StreamSummary{
 		{Source: group + ":a", JobID: "job-a", Read: 1200, Added: 1200},
 		{Source: group + ":b", Read: 5},
 	}}
@@ -219,10 +219,18 @@ func testBackfillPosts(t *testing.T, cw *cloudwatchlogs.Client) {
 		t.Fatalf("progress: %d reports for %d posts, the last %+v", len(progress), posts, progress[len(progress)-1])
 	}
 
+	// spool refuses the third post: the two before it were sent.
 	refused := errors.New("spool refused")
-	b.Send = func(context.Context, []byte) (cwlogs.Stored, error) { return cwlogs.Stored{}, refused }
+	posts, sent := 0, 0
+	b.Send = func(_ context.Context, lines []byte) (cwlogs.Stored, error) {
+		if posts++; posts == 3 {
+			return cwlogs.Stored{}, refused
+		}
+		sent += bytes.Count(lines, []byte("\n"))
+		return cwlogs.Stored{}, nil
+	}
 	sum, err = b.Run(t.Context(), cwlogs.Query{LogGroup: group, Since: at})
-	if !errors.Is(err, refused) || sum.Added != 0 {
-		t.Fatalf("a refused post: %v, %+v", err, sum)
+	if !errors.Is(err, refused) || sum.Added != 0 || sum.Sent != sent || sent == 0 || sum.Read <= sent {
+		t.Fatalf("a refused post: %v, %+v (%d events sent)", err, sum, sent)
 	}
 }
