@@ -212,3 +212,46 @@ func TestIngestBackfill(t *testing.T) {
 		t.Errorf("log of web/1 after refused backfills: %q", lines)
 	}
 }
+
+// BenchmarkIngestBackfill backfills a new log group of 10,000 events in
+// two streams, none of which spool has, from moto_server into a real
+// server on SQLite: the command's whole path, CloudWatch's pages to the
+// jobs' stored logs.
+//
+//	go test -run '^$' -bench IngestBackfill -benchtime 3x ./internal/cli/
+func BenchmarkIngestBackfill(b *testing.B) {
+	const perStream = 5000
+	endpoint := mototest.Start(b)
+	mototest.SetEnv(b)
+	cw, err := cwlogs.NewClient(b.Context(), cwlogs.Config{Endpoint: endpoint})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := spooltest.NewServer(b)
+	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	messages := make([]types.InputLogEvent, perStream)
+	for i := range messages {
+		messages[i] = types.InputLogEvent{Timestamp: aws.Int64(at.UnixMilli() + int64(i)), Message: aws.String(fmt.Sprintf("GET /api/items/%d 200 %dms", i, i%97))}
+	}
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		group := fmt.Sprintf("/bench/%d", i)
+		if _, err := cw.CreateLogGroup(b.Context(), &cloudwatchlogs.CreateLogGroupInput{LogGroupName: aws.String(group)}); err != nil {
+			b.Fatal(err)
+		}
+		for _, stream := range []string{"a", "b"} {
+			if _, err := cw.CreateLogStream(b.Context(), &cloudwatchlogs.CreateLogStreamInput{LogGroupName: aws.String(group), LogStreamName: aws.String(stream)}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := cw.PutLogEvents(b.Context(), &cloudwatchlogs.PutLogEventsInput{LogGroupName: aws.String(group), LogStreamName: aws.String(stream), LogEvents: messages}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		r := run(srv, "ingest", "backfill", "--log-group", group, "--since", "2h", "--endpoint", endpoint)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, fmt.Sprintf("read %d events from 2 log streams: %d added", 2*perStream, 2*perStream)) {
+			b.Fatalf("backfill: exit %d: %s%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	b.ReportMetric(float64(2*perStream*b.N)/b.Elapsed().Seconds(), "events/s")
+}

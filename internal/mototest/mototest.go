@@ -94,7 +94,7 @@ func freePort() (int, error) {
 // instance role of the machine's, and no endpoint of its own (callers
 // give the one Start returned). Code that finds AWS as a person's command
 // would, through the environment, then finds moto.
-func SetEnv(t *testing.T) {
+func SetEnv(t testing.TB) {
 	nowhere := filepath.Join(t.TempDir(), "none")
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
