@@ -104,6 +104,8 @@ func Read(ctx context.Context, api API, q Query, limits ingest.Limits, page func
 	if maxMessage <= 0 {
 		maxMessage = ingest.DefaultMaxMessageBytes
 	}
+	// FilterLogEvents, not GetLogEvents: only it gives each event's id,
+	// which is what lets spool tell an event it has from one it lacks.
 	in := &cloudwatchlogs.FilterLogEventsInput{
 		LogGroupName:  aws.String(q.LogGroup),
 		StartTime:     aws.Int64(q.Since.UnixMilli()),
