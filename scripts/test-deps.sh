@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v node >/dev/null || { echo "make test needs Node.js 20 (for the DynamoDB- and SQS-compatible test servers)"; exit 1; }
+command -v moto_server >/dev/null || { echo "make test needs moto_server (its CloudWatch Logs and S3 serve the AWS tests): pip install 'moto[server]==5.2.1'"; exit 1; }
 for lock in $(git ls-files '*package-lock.json'); do
   dir=$(dirname "$lock")
   if [ ! -d "$dir/node_modules" ] || [ "$lock" -nt "$dir/node_modules" ]; then

@@ -25,9 +25,12 @@ to point a sender at spool; the sender needs a key of role ingest:
   spool keys create --role ingest --name firehose
 
 A source's job ends after ingest.idle_timeout_seconds without a new event
-(the server's setting), or when told to with 'spool ingest complete'.`,
+(the server's setting), or when told to with 'spool ingest complete'.
+
+'spool ingest backfill' reads CloudWatch Logs and adds the events a
+subscription did not deliver.`,
 	}
-	cmd.AddCommand(newIngestCompleteCmd(e))
+	cmd.AddCommand(newIngestCompleteCmd(e), newIngestBackfillCmd(e))
 	return cmd
 }
 
