@@ -73,6 +73,11 @@ var (
 // directory backend's path must stay well within the file system's.
 const MaxKeyBytes = 512
 
+// MaxSegmentBytes bounds each "/"-separated part of a key: the directory
+// backend makes each a file or directory name, and file systems take 255
+// bytes at most.
+const MaxSegmentBytes = 200
+
 // NotFound is ErrNotFound naming the key.
 func NotFound(key string) error {
 	return fmt.Errorf("%w: %q", ErrNotFound, key)
@@ -80,8 +85,9 @@ func NotFound(key string) error {
 
 // CheckKey refuses a key that could escape a directory or mean something
 // else to a backend: it must be valid UTF-8 of 1 to MaxKeyBytes bytes,
-// made of "/"-separated segments none of which is empty, "." or "..", and
-// hold no control characters or backslashes.
+// made of "/"-separated segments none of which is empty, "." or ".." or
+// longer than MaxSegmentBytes, and hold no control characters or
+// backslashes.
 func CheckKey(key string) error {
 	return checkName(key, "key", false)
 }
@@ -133,6 +139,9 @@ func checkName(s, what string, prefix bool) error {
 			return bad("has an empty segment (//, or a / at the end)")
 		case ".", "..":
 			return bad("has a . or .. segment")
+		}
+		if len(seg) > MaxSegmentBytes {
+			return bad(fmt.Sprintf("has a part longer than %d bytes between slashes", MaxSegmentBytes))
 		}
 	}
 	return nil
