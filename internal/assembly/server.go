@@ -51,8 +51,7 @@ type Server struct {
 	log    *slog.Logger
 	meters metric.MeterProvider // the program's own; nil: the server's registry, on /metrics
 	store  store.JobStore
-	// blobs holds files kept beside jobs (nil: none configured).
-	blobs  blob.Store
+	blobs  blob.Store // files kept beside jobs (nil: none configured)
 	svc    *service.Service
 	doors  *doors
 	hs     *http.Server
