@@ -498,22 +498,27 @@ func (g *generator) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// heapWatch keeps the largest heap seen above where it started.
+// heapWatch keeps the largest heap seen above where it started, and what
+// the process took from the system meanwhile (heap, stacks, the runtime's
+// own), for the log.
 type heapWatch struct {
 	base, peak uint64
+	sysBase    uint64
+	sysPeak    uint64
 }
 
 func newHeapWatch() *heapWatch {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return &heapWatch{base: m.HeapAlloc, peak: m.HeapAlloc}
+	return &heapWatch{base: m.HeapAlloc, peak: m.HeapAlloc, sysBase: m.Sys, sysPeak: m.Sys}
 }
 
 func (h *heapWatch) sample() {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	h.peak = max(h.peak, m.HeapAlloc)
+	h.sysPeak = max(h.sysPeak, m.Sys)
 }
 
 func (h *heapWatch) growth() uint64 { return h.peak - h.base }
@@ -555,8 +560,9 @@ func Large(t testing.TB, s blob.Store, size int64, bound uint64) {
 	}
 	getTook := time.Since(start)
 	heap.sample()
-	t.Logf("%d MB: put %v, get %v, heap grew by at most %.1f MB (bound %d MB)",
-		size>>20, putTook.Round(time.Millisecond), getTook.Round(time.Millisecond), float64(heap.growth())/(1<<20), bound>>20)
+	t.Logf("%d MB: put %v, get %v, heap grew by at most %.1f MB (bound %d MB), memory from the system by %.1f MB",
+		size>>20, putTook.Round(time.Millisecond), getTook.Round(time.Millisecond), float64(heap.growth())/(1<<20), bound>>20,
+		float64(heap.sysPeak-heap.sysBase)/(1<<20))
 	if heap.growth() >= bound {
 		t.Errorf("the heap grew by %.1f MB while a %d MB blob went through, want under %d MB",
 			float64(heap.growth())/(1<<20), size>>20, bound>>20)

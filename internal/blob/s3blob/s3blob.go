@@ -143,14 +143,13 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, er
 	if err != nil {
 		return blob.Info{}, fmt.Errorf("storing blob %q in S3: %w", key, err)
 	}
-	// S3 gives an object's time only when asked.
-	info, err := s.Stat(ctx, key)
-	if err != nil {
-		return blob.Info{}, err
+	// S3 gives an object's time only when asked. The blob is stored
+	// whatever the asking gives: a Delete or another Put of the key in
+	// between, or a failed request, leaves this Put's own clock.
+	info := blob.Info{Key: key, Size: d.Size(), SHA256: d.Sum(), Modified: time.Now()}
+	if st, err := s.Stat(ctx, key); err == nil && st.SHA256 == info.SHA256 {
+		info.Modified = st.Modified
 	}
-	// Another Put of the key may have landed in between: this Put's own
-	// bytes are what it reports.
-	info.Size, info.SHA256 = d.Size(), d.Sum()
 	return info, nil
 }
 
