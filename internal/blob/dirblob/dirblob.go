@@ -8,7 +8,8 @@
 // less the header, and its modification time the file's.
 //
 // A Put writes into tmp/ and renames the finished file into place, so a
-// blob is either whole or absent.
+// blob is either whole or absent; what a crash leaves in tmp/ goes at a
+// later Open.
 package dirblob
 
 import (
@@ -23,6 +24,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spool-run/spool/internal/blob"
 )
@@ -53,18 +55,28 @@ type Store struct {
 
 var _ blob.Store = (*Store)(nil)
 
+// staleAfter is how old an unfinished Put's file must be before Open
+// removes it: older than any Put still running, in case another process
+// shares the directory.
+const staleAfter = time.Hour
+
 // Open opens (creating if needed) the blob directory root. Puts a crash
-// left unfinished are removed.
+// left unfinished, more than an hour ago, are removed.
 func Open(root string) (*Store, error) {
-	if err := os.MkdirAll(root, dirMode); err != nil {
+	tmp := filepath.Join(root, tmpDir)
+	if err := os.MkdirAll(tmp, dirMode); err != nil {
 		return nil, fmt.Errorf("creating the blob directory: %w", err)
 	}
-	tmp := filepath.Join(root, tmpDir)
-	if err := os.RemoveAll(tmp); err != nil {
-		return nil, fmt.Errorf("clearing unfinished blobs in %s: %w", tmp, err)
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", tmp, err)
 	}
-	if err := os.Mkdir(tmp, dirMode); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", tmp, err)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleAfter {
+			if err := os.Remove(filepath.Join(tmp, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("clearing an unfinished blob: %w", err)
+			}
+		}
 	}
 	return &Store{root: root}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -64,17 +65,27 @@ func TestStaysInside(t *testing.T) {
 	}
 }
 
-// TestUnfinishedPutsCleared checks a Put a crash cut short is removed when
-// the store opens again.
+// TestUnfinishedPutsCleared checks a Put a crash cut short long ago is
+// removed when the store opens again, and one that may still be running
+// (in another process sharing the directory) is not.
 func TestUnfinishedPutsCleared(t *testing.T) {
 	root := t.TempDir()
 	open(t, root)
-	stray := filepath.Join(root, "tmp", "put-123")
-	if err := os.WriteFile(stray, []byte("half"), 0o600); err != nil {
+	stale, running := filepath.Join(root, "tmp", "put-1"), filepath.Join(root, "tmp", "put-2")
+	for _, f := range []string{stale, running} {
+		if err := os.WriteFile(f, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
 	open(t, root)
-	if _, err := os.Stat(stray); !os.IsNotExist(err) {
-		t.Errorf("an unfinished Put survived reopening: %v", err)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("an unfinished Put of two hours ago survived reopening: %v", err)
+	}
+	if _, err := os.Stat(running); err != nil {
+		t.Errorf("a Put that may still be running was removed: %v", err)
 	}
 }
