@@ -16,6 +16,16 @@ for lock in $(git ls-files '*package-lock.json'); do
   fi
 done
 ./scripts/test-postgres.sh
+# moto_server (S3, CloudWatch Logs and more on one port) comes from PyPI,
+# which the package managers above do not reach.
+if ! command -v moto_server >/dev/null; then
+  if command -v pip >/dev/null || command -v pip3 >/dev/null; then
+    echo "installing moto_server"
+    "$(command -v pip || command -v pip3)" install --quiet 'moto[server]==5.2.1'
+  else
+    echo "make test needs moto_server (the S3 tests run against it): pip install 'moto[server]==5.2.1'"; exit 1
+  fi
+fi
 # command -> Debian package, for the outside clients tests drive.
 for pair in aws:awscli chromium:chromium; do
   command -v "${pair%%:*}" >/dev/null || need_apt+=("${pair#*:}")

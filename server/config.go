@@ -44,6 +44,8 @@ type Config struct {
 	Notify Notify
 	// Schedules are the defaults of periodic jobs. YAML: schedules.
 	Schedules Schedules
+	// Blobs is where files kept beside jobs are stored. YAML: blobs.
+	Blobs Blobs
 
 	// Logger receives the server's structured logs (nil: discarded).
 	// LoadConfig sets it to a logger writing to standard error at the
@@ -388,4 +390,45 @@ type Schedules struct {
 	// that passed while no server ran: "run_once" (the latest of them;
 	// also when empty) or "skip". YAML: schedules.missed.
 	Missed string
+}
+
+// Blobs chooses and configures the store of files kept beside jobs
+// (docs/configuration.md, "Files beside jobs").
+type Blobs struct {
+	// Type is dir (files under a directory), postgres (the database of
+	// Store.Postgres) or s3 (a bucket). Empty follows Store.Type: dir for
+	// sqlite and memory (for memory a temporary directory, removed at
+	// stop), postgres for postgres, and s3 for aws once S3.Bucket is set
+	// (without it, no blobs). YAML: blobs.type.
+	Type string
+	// Dir is the directory of the dir type ("": DataDir/blobs).
+	// YAML: blobs.dir.
+	Dir string
+	// S3 configures the s3 type. YAML: blobs.s3.
+	S3 BlobsS3
+}
+
+// BlobsS3 configures blobs in an S3 bucket.
+type BlobsS3 struct {
+	// Bucket holds the blobs; spool does not create it.
+	// YAML: blobs.s3.bucket.
+	Bucket string
+	// Prefix is put before every object's name, to share a bucket: blobs
+	// go under Prefix+"blobs/", uploads in progress under
+	// Prefix+"uploads/". YAML: blobs.s3.prefix.
+	Prefix string
+	// Region of the bucket ("": Store.AWS.Region, then the SDK's usual
+	// sources). YAML: blobs.s3.region.
+	Region string
+	// Endpoint overrides S3's ("": Store.AWS.Endpoint, then S3's own).
+	// YAML: blobs.s3.endpoint.
+	Endpoint string
+	// PathStyle names the bucket in the path rather than the host name,
+	// for servers that need it (moto_server, MinIO).
+	// YAML: blobs.s3.path_style.
+	PathStyle bool
+	// PartSizeMB is the size of each part of a large upload, and so the
+	// memory one upload holds (at least 5). YAML: blobs.s3.part_size_mb.
+	// 0: 8.
+	PartSizeMB int
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spool-run/spool/internal/blob/s3blob"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
@@ -91,7 +92,9 @@ func fromFile(f *config.Config) *Config {
 		Notify: Notify{Secret: f.Notify.Secret, BaseURL: f.Notify.BaseURL, AllowPrivateAddresses: f.Notify.AllowPrivateAddresses,
 			Timeout: time.Duration(f.Notify.TimeoutSeconds) * time.Second},
 		Schedules: Schedules{Missed: f.Schedules.Missed},
-		warnings:  slices.Clone(f.Warnings),
+		Blobs: Blobs{Type: f.Blobs.Type, Dir: f.Blobs.Dir, S3: BlobsS3{Bucket: f.Blobs.S3.Bucket, Prefix: f.Blobs.S3.Prefix,
+			Region: f.Blobs.S3.Region, Endpoint: f.Blobs.S3.Endpoint, PathStyle: f.Blobs.S3.PathStyle, PartSizeMB: f.Blobs.S3.PartSizeMB}},
+		warnings: slices.Clone(f.Warnings),
 	}
 }
 
@@ -177,6 +180,8 @@ func (c *Config) file() (*config.Config, error) {
 		Notify: config.Notify{Secret: c.Notify.Secret, BaseURL: c.Notify.BaseURL, AllowPrivateAddresses: c.Notify.AllowPrivateAddresses,
 			TimeoutSeconds: u.whole("notify.timeout_seconds", c.Notify.Timeout, time.Second)},
 		Schedules: config.Schedules{Missed: c.Schedules.Missed},
+		Blobs: config.Blobs{Type: c.Blobs.Type, Dir: c.Blobs.Dir, S3: s3blob.Config{Bucket: c.Blobs.S3.Bucket, Prefix: c.Blobs.S3.Prefix,
+			Region: c.Blobs.S3.Region, Endpoint: c.Blobs.S3.Endpoint, PathStyle: c.Blobs.S3.PathStyle, PartSizeMB: c.Blobs.S3.PartSizeMB}},
 		// The server's logs are Logger's: the file's log settings only
 		// say how LoadConfig makes it.
 		Log:      config.Default().Log,

@@ -98,6 +98,16 @@ notify:
   timeout_seconds: 5
 schedules:
   missed: skip
+blobs:
+  type: s3
+  dir: /var/lib/spool/blobs
+  s3:
+    bucket: spool-blobs
+    prefix: team-a/
+    region: eu-west-1
+    endpoint: http://127.0.0.1:5000
+    path_style: true
+    part_size_mb: 16
 log:
   level: debug
   format: json

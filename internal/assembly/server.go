@@ -27,6 +27,7 @@ import (
 	"connectrpc.com/otelconnect"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/spool-run/spool/internal/blob"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/connectapi"
 	"github.com/spool-run/spool/internal/datadir"
@@ -50,6 +51,7 @@ type Server struct {
 	log    *slog.Logger
 	meters metric.MeterProvider // the program's own; nil: the server's registry, on /metrics
 	store  store.JobStore
+	blobs  blob.Store // files kept beside jobs (nil: none configured)
 	svc    *service.Service
 	doors  *doors
 	hs     *http.Server
@@ -107,21 +109,32 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 	if err != nil {
 		return nil, err
 	}
+	blobs, err := openBlobs(ctx, cfg, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	closeStores := func() {
+		st.Close()
+		if blobs != nil {
+			blobs.Close()
+		}
+	}
 	dropStartupGarbage()
 	if err := graceLeases(ctx, cfg, st, log); err != nil {
-		st.Close()
+		closeStores()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
-		st.Close()
+		closeStores()
 		return nil, setting.Listen("server.addr", cfg.Server.Addr, err)
 	}
 	scheme := "http"
 	if cfg.Server.TLS.Enabled() {
 		scheme = "https"
 	}
-	s := &Server{cfg: cfg, log: log, meters: o.Meters, store: st, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{}),
+	s := &Server{cfg: cfg, log: log, meters: o.Meters, store: st, blobs: blobs, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{}),
 		outage: maintenance.NewOutage(storekit.Now())}
 	s.hs = &http.Server{
 		Handler:           s.routes(signer, sealer),
@@ -133,7 +146,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 	}
 	if err := s.admit(ctx); err != nil {
 		ln.Close()
-		st.Close()
+		closeStores()
 		return nil, err
 	}
 	s.chores = s.newChores()
@@ -142,7 +155,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 		if err := c.Start(context.Background()); err != nil {
 			s.stopChores()
 			ln.Close()
-			st.Close()
+			closeStores()
 			return nil, err
 		}
 	}
@@ -164,7 +177,7 @@ func (s *Server) routes(signer *token.Signer, sealer *seal.Sealer) http.Handler 
 	// Everything after this (the core, the chores) calls the store
 	// through its measurements.
 	s.store = storemetrics.Wrap(s.store, s.cfg.Store.Type, s.meter)
-	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: s.meter, Outages: s.outage})
+	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: s.meter, Outages: s.outage, Blobs: s.blobs})
 	// Only an invalid option makes this fail: a programming error.
 	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(meters),
 		otelconnect.WithoutTracing(), otelconnect.WithoutServerPeerAttributes()))
@@ -286,6 +299,10 @@ func (s *Server) URL() string { return s.url }
 // Store is the server's store, for spool's own measurements (the demo).
 func (s *Server) Store() store.JobStore { return s.store }
 
+// Blobs is the server's store of files kept beside jobs (nil: none is
+// configured).
+func (s *Server) Blobs() blob.Store { return s.blobs }
+
 func (s *Server) grace() time.Duration {
 	return s.cfg.Server.ShutdownGrace()
 }
@@ -326,6 +343,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.stopChores()
 	if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
+	}
+	if s.blobs != nil {
+		err = errors.Join(err, s.blobs.Close())
 	}
 	return errors.Join(err, s.store.Close())
 }

@@ -26,7 +26,7 @@ import (
 // AWS, through the SDK's usual sources, and --endpoint.
 func cloudWatch(t *testing.T) (*cloudwatchlogs.Client, string) {
 	t.Helper()
-	endpoint := mototest.Start(t)
+	endpoint := mototest.For(t).URL
 	mototest.SetEnv(t)
 	cw, err := cwlogs.NewClient(t.Context(), cwlogs.Config{Endpoint: endpoint})
 	if err != nil {
@@ -221,7 +221,7 @@ func TestIngestBackfill(t *testing.T) {
 //	go test -run '^$' -bench IngestBackfill -benchtime 3x ./internal/cli/
 func BenchmarkIngestBackfill(b *testing.B) {
 	const perStream = 5000
-	endpoint := mototest.Start(b)
+	endpoint := mototest.For(b).URL
 	mototest.SetEnv(b)
 	cw, err := cwlogs.NewClient(b.Context(), cwlogs.Config{Endpoint: endpoint})
 	if err != nil {

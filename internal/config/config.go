@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/blob/s3blob"
 	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
@@ -36,6 +37,8 @@ type Config struct {
 	Notify Notify `yaml:"notify"`
 	// Schedules are the defaults of periodic jobs.
 	Schedules Schedules `yaml:"schedules"`
+	// Blobs is where files kept beside jobs are stored.
+	Blobs Blobs `yaml:"blobs"`
 
 	// Warnings are what reading the configuration found to be said at
 	// start (an old name of a setting); they are not settings.
@@ -100,6 +103,47 @@ type Store struct {
 	SQLite   SQLite          `yaml:"sqlite"`
 	Postgres pgstore.Config  `yaml:"postgres"`
 	AWS      awsstore.Config `yaml:"aws"`
+}
+
+// Blobs chooses and configures the store of files kept beside jobs.
+type Blobs struct {
+	// Type is dir (files under a directory), postgres (the database of
+	// store.postgres) or s3 (a bucket). Empty follows store.type: dir for
+	// sqlite and memory (for memory a temporary directory, gone at stop),
+	// postgres for postgres, and s3 for aws once blobs.s3.bucket is set
+	// (without it, a server on AWS keeps no blobs).
+	Type string `yaml:"type"`
+	// Dir is the directory of the dir type; empty means <data_dir>/blobs.
+	Dir string `yaml:"dir"`
+	// S3 configures the s3 type. Its region and endpoint, when empty, are
+	// store.aws's.
+	S3 s3blob.Config `yaml:"s3"`
+}
+
+// Blob store types.
+const (
+	BlobsDir      = "dir"
+	BlobsPostgres = "postgres"
+	BlobsS3       = "s3"
+)
+
+// BlobsType is the blob store the configuration chooses: Blobs.Type, or
+// the one that goes with store.type; "" when there is none (a server on
+// AWS without a bucket).
+func (c *Config) BlobsType() string {
+	if c.Blobs.Type != "" {
+		return c.Blobs.Type
+	}
+	switch c.Store.Type {
+	case "postgres":
+		return BlobsPostgres
+	case "aws":
+		if c.Blobs.S3.Bucket == "" {
+			return ""
+		}
+		return BlobsS3
+	}
+	return BlobsDir
 }
 
 // SQLite configures the embedded store.

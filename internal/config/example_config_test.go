@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/spool-run/spool/internal/blob/s3blob"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
 )
@@ -98,6 +99,7 @@ func TestExampleConfigNamesEverySetting(t *testing.T) {
 		{"store.aws.watch_poll_interval", a.WatchPollInterval, awsstore.DefaultWatchPollInterval},
 		{"store.aws.dead_letter_check_interval", a.DeadLetterCheckInterval, awsstore.DefaultDeadLetterCheckInterval},
 		{"store.aws.max_retries", a.MaxRetries, awsstore.DefaultMaxRetries},
+		{"blobs.s3.part_size_mb", cfg.Blobs.S3.PartSizeMB, s3blob.DefaultPartSizeMB},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s is %v in the example, but its default is %v", c.name, c.got, c.want)

@@ -70,6 +70,22 @@ func (c *Config) Validate() error {
 		bad("server.token_key", "must be set with store.type %s: every server sharing the store must check the others' task tokens (generate one with: openssl rand -base64 32)", c.Store.Type)
 	}
 
+	if !slices.Contains([]string{"", BlobsDir, BlobsPostgres, BlobsS3}, c.Blobs.Type) {
+		bad("blobs.type", "must be dir, postgres, s3, or empty to follow store.type, got %q", c.Blobs.Type)
+	}
+	switch c.BlobsType() {
+	case BlobsPostgres:
+		if c.Store.Type != "postgres" {
+			if err := c.Store.Postgres.Validate(); err != nil {
+				bad("blobs.type", "postgres keeps blobs in the database of store.postgres, which is not usable: %v", err)
+			}
+		}
+	case BlobsS3:
+		if err := c.Blobs.S3.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+
 	between("jobs.max_attempts", int64(c.Jobs.MaxAttempts), 1, 100)
 	between("jobs.lease_seconds", int64(c.Jobs.LeaseSeconds), 2, 43200)
 	between("jobs.retention_days", int64(c.Jobs.RetentionDays), 0, 36500)

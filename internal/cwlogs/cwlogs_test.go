@@ -21,7 +21,7 @@ import (
 // TestCloudWatchLogs runs the tests that read CloudWatch Logs, on one
 // moto_server.
 func TestCloudWatchLogs(t *testing.T) {
-	endpoint := mototest.Start(t)
+	endpoint := mototest.For(t).URL
 	mototest.SetEnv(t)
 	cw, err := cwlogs.NewClient(t.Context(), cwlogs.Config{Endpoint: endpoint})
 	if err != nil {

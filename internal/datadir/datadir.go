@@ -25,6 +25,9 @@ const (
 	TokenKey = "token.key"
 	// Database is the SQLite store's file.
 	Database = "spool.db"
+	// Blobs is the directory of files kept beside jobs, on a server whose
+	// blobs are in a directory (blobs.type dir) that names none.
+	Blobs = "blobs"
 )
 
 // DirMode and FileMode are the modes of the data directory and of the

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// TestStart: moto_server answers at the URL Start returns.
-func TestStart(t *testing.T) {
-	u := Start(t)
+// TestFor: moto_server answers at the URL of the server For starts.
+func TestFor(t *testing.T) {
+	u := For(t).URL
 	resp, err := http.Get(u + "/moto-api/")
 	if err != nil {
 		t.Fatal(err)

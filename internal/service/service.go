@@ -45,6 +45,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/spool-run/spool/internal/blob"
 	"github.com/spool-run/spool/internal/config"
 	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/seal"
@@ -70,6 +71,9 @@ type Options struct {
 	// Outages hears of every call that found the store away (nil: no
 	// one): the reaper gives leases grace after them (maintenance.Outage).
 	Outages Outages
+	// Blobs holds files kept beside jobs (nil: none configured). The core
+	// does not close it.
+	Blobs blob.Store
 }
 
 // Outages records store calls that found the store away.
@@ -86,6 +90,7 @@ type Service struct {
 	log     *slog.Logger
 	metrics *metrics
 	outages Outages
+	blobs   blob.Store
 	// watchers counts live followers, reported to publishing workers.
 	watchers watchers
 	// pollWatch is how long a page read keeps a running job watched
@@ -123,7 +128,7 @@ func New(o Options) *Service {
 	if o.Outages == nil {
 		o.Outages = noOutages{}
 	}
-	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, drain: make(chan struct{}), pollWatch: pollWatch, alarm: newAlarm()}
+	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, blobs: o.Blobs, drain: make(chan struct{}), pollWatch: pollWatch, alarm: newAlarm()}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
 	observeQueues(o.Meter, o.Store)
 	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: s.execution, Log: o.Log, Metrics: s.metrics.scatter})
@@ -180,3 +185,7 @@ func (s *Service) leaseDuration(secs int32) (time.Duration, error) {
 	v, err := checkSeconds("visibility_timeout_seconds", secs, 0, int32(minLease/time.Second), int32(maxLease/time.Second))
 	return time.Duration(v) * time.Second, err
 }
+
+// Blobs is the store of files kept beside jobs, nil when the server has
+// none (a server on AWS without blobs.s3.bucket).
+func (s *Service) Blobs() blob.Store { return s.blobs }
