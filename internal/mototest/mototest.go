@@ -34,6 +34,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/spool-run/spool/internal/testshare"
 )
 
 // Install is how to get moto_server.
@@ -57,55 +59,23 @@ type Server struct {
 	log  strings.Builder
 }
 
-var shared struct {
-	mu     sync.Mutex
-	inMain bool
-	srv    *Server
-	err    error
-}
+// shared is the package's servers, for the tests of the package that
+// asks.
+var shared = testshare.Shared[*Server]{What: "mototest", Start: Start, Stop: (*Server).Stop, Logs: (*Server).Output}
 
 // Main runs a package's tests (call it from TestMain) and stops the server
 // Shared started. It returns m.Run's exit code.
-func Main(m interface{ Run() int }) int {
-	shared.mu.Lock()
-	shared.inMain = true
-	shared.mu.Unlock()
-	code := m.Run()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.srv != nil {
-		if code != 0 {
-			fmt.Fprintf(os.Stderr, "--- moto_server output:\n%s\n", shared.srv.Output())
-		}
-		shared.srv.Stop()
-	}
-	return code
-}
+func Main(m interface{ Run() int }) int { return shared.Main(m) }
 
 // Runner is m run by Main, for a TestMain that hands the run to another
 // (goleak.VerifyTestMain(mototest.Runner(m))).
-func Runner(m *testing.M) interface{ Run() int } { return runner{m} }
-
-type runner struct{ m *testing.M }
-
-func (r runner) Run() int { return Main(r.m) }
+func Runner(m *testing.M) interface{ Run() int } { return shared.Runner(m) }
 
 // Shared returns the package's server, started on first use. Tests keep
 // apart by their own names (a bucket each: NewName).
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.inMain {
-		t.Fatal("mototest.Shared needs the package's TestMain to run mototest.Main (which stops the server)")
-	}
-	if shared.srv == nil && shared.err == nil {
-		shared.srv, shared.err = Start()
-	}
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.srv
+	return shared.Get(t)
 }
 
 // For starts a server of t's own, stopped when t ends.

@@ -29,6 +29,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spool-run/spool/internal/testshare"
 )
 
 // Servers are a running DynamoDB-compatible and SQS-compatible server.
@@ -61,56 +63,24 @@ func Start(t testing.TB) *Servers {
 	return s
 }
 
-var shared struct {
-	mu     sync.Mutex
-	inMain bool
-	s      *Servers
-	err    error
-}
+// shared is the package's servers, for the tests of the package that
+// asks.
+var shared = testshare.Shared[*Servers]{What: "awstest", Start: start, Stop: (*Servers).Stop, Logs: (*Servers).logs}
 
 // Main runs a package's tests (call it from TestMain) and stops the
 // servers Shared started. It returns m.Run's exit code.
-func Main(m *testing.M) int {
-	shared.mu.Lock()
-	shared.inMain = true
-	shared.mu.Unlock()
-	code := m.Run()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.s != nil {
-		if code != 0 {
-			fmt.Fprintln(os.Stderr, shared.s.logs())
-		}
-		shared.s.Stop()
-	}
-	return code
-}
+func Main(m *testing.M) int { return shared.Main(m) }
 
 // Runner is m run by Main: for a TestMain that hands the run to another
 // (goleak.VerifyTestMain(awstest.Runner(m))).
-func Runner(m *testing.M) interface{ Run() int } { return runner{m} }
-
-type runner struct{ m *testing.M }
-
-func (r runner) Run() int { return Main(r.m) }
+func Runner(m *testing.M) interface{ Run() int } { return shared.Runner(m) }
 
 // Shared returns servers shared by all the tests of the package, started
 // on first use. The package's TestMain must run awstest.Main, which stops
 // them; tests keep apart by using fresh tables and queues (NewConfig).
 func Shared(t testing.TB) *Servers {
 	t.Helper()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.inMain {
-		t.Fatal("awstest.Shared needs the package's TestMain to run awstest.Main (which stops the servers)")
-	}
-	if shared.s == nil && shared.err == nil {
-		shared.s, shared.err = start()
-	}
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.s
+	return shared.Get(t)
 }
 
 // Stop ends the servers.
