@@ -335,6 +335,36 @@ type Ingest struct {
 	// waits for others to be stored. At least MaxDecodedBytes.
 	// YAML: ingest.max_decoding_bytes. Default: 134217728.
 	MaxDecodingBytes int64
+	// Backfill reads CloudWatch Logs log groups again on a schedule, by
+	// name, and adds the events spool lacks, as `spool ingest backfill`
+	// does by hand (docs/ingest.md). YAML: ingest.backfill.
+	Backfill map[string]Backfill
+}
+
+// Backfill is one CloudWatch Logs log group (or stream) read again on a
+// schedule. Each round is run by one of the servers sharing the store,
+// with the AWS SDK's usual credentials, which need logs:FilterLogEvents.
+type Backfill struct {
+	// LogGroup is the log group to read.
+	// YAML: ingest.backfill.NAME.log_group.
+	LogGroup string
+	// LogStream reads only this stream ("": all).
+	// YAML: ingest.backfill.NAME.log_stream.
+	LogStream string
+	// Every is how often the group is read (whole seconds, at least
+	// 10). YAML: ingest.backfill.NAME.every_seconds. Default: 15m.
+	Every time.Duration
+	// Lookback is how far back each round reads, at least Every.
+	// YAML: ingest.backfill.NAME.lookback_seconds. Default: an hour, or
+	// twice Every.
+	Lookback time.Duration
+	// Region is the log group's ("": Store.AWS.Region, then the SDK's
+	// usual sources). YAML: ingest.backfill.NAME.region.
+	Region string
+	// Endpoint is a CloudWatch Logs URL to call instead of AWS's (a
+	// compatible server such as moto).
+	// YAML: ingest.backfill.NAME.endpoint.
+	Endpoint string
 }
 
 // DefaultConfig is the configuration used when nothing is set: SQLite in

@@ -87,6 +87,7 @@ func fromFile(f *config.Config) *Config {
 			MaxBodyBytes:     f.Ingest.MaxBodyBytes,
 			MaxDecodedBytes:  f.Ingest.MaxDecodedBytes,
 			MaxDecodingBytes: f.Ingest.MaxDecodingBytes,
+			Backfill:         backfillsOf(f.Ingest.Backfill),
 		},
 		Queues: queuesOf(f.Queues),
 		Notify: Notify{Secret: f.Notify.Secret, BaseURL: f.Notify.BaseURL, AllowPrivateAddresses: f.Notify.AllowPrivateAddresses,
@@ -175,6 +176,7 @@ func (c *Config) file() (*config.Config, error) {
 			MaxBodyBytes:       c.Ingest.MaxBodyBytes,
 			MaxDecodedBytes:    c.Ingest.MaxDecodedBytes,
 			MaxDecodingBytes:   c.Ingest.MaxDecodingBytes,
+			Backfill:           c.fileBackfills(&u),
 		},
 		Queues: c.fileQueues(),
 		Notify: config.Notify{Secret: c.Notify.Secret, BaseURL: c.Notify.BaseURL, AllowPrivateAddresses: c.Notify.AllowPrivateAddresses,
@@ -234,6 +236,36 @@ func (c *Config) fileQueues() map[string]config.Queue {
 	out := make(map[string]config.Queue, len(c.Queues))
 	for name, q := range c.Queues {
 		out[name] = config.Queue{Notify: slices.Clone(q.Notify), NotifySecret: q.NotifySecret}
+	}
+	return out
+}
+
+// backfillsOf is the file's scheduled backfills as Config holds them (nil
+// when none); a setting left 0 is its default.
+func backfillsOf(bs map[string]config.Backfill) map[string]Backfill {
+	if bs == nil {
+		return nil
+	}
+	out := make(map[string]Backfill, len(bs))
+	for name, b := range bs {
+		out[name] = Backfill{LogGroup: b.LogGroup, LogStream: b.LogStream, Every: b.Every(), Lookback: b.Lookback(),
+			Region: b.Region, Endpoint: b.Endpoint}
+	}
+	return out
+}
+
+// fileBackfills is c's scheduled backfills in the file's shape (nil when
+// none).
+func (c *Config) fileBackfills(u *units) map[string]config.Backfill {
+	if c.Ingest.Backfill == nil {
+		return nil
+	}
+	out := make(map[string]config.Backfill, len(c.Ingest.Backfill))
+	for name, b := range c.Ingest.Backfill {
+		at := "ingest.backfill." + name
+		out[name] = config.Backfill{LogGroup: b.LogGroup, LogStream: b.LogStream,
+			EverySeconds: u.whole(at+".every_seconds", b.Every, time.Second), LookbackSeconds: u.whole(at+".lookback_seconds", b.Lookback, time.Second),
+			Region: b.Region, Endpoint: b.Endpoint}
 	}
 	return out
 }

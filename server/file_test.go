@@ -87,6 +87,14 @@ ingest:
   max_body_bytes: 1048576
   max_decoded_bytes: 2097152
   max_decoding_bytes: 4194304
+  backfill:
+    api:
+      log_group: /ecs/api
+      log_stream: web/1
+      every_seconds: 600
+      lookback_seconds: 7200
+      region: eu-west-1
+      endpoint: http://127.0.0.1:5000
 queues:
   builds:
     notify: [https://ci.example.com/spool]

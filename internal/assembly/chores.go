@@ -1,6 +1,8 @@
 package assembly
 
 import (
+	"time"
+
 	"github.com/spool-run/spool/internal/maintenance"
 	"github.com/spool-run/spool/internal/webhook"
 )
@@ -17,6 +19,8 @@ func (s *Server) newChores() []maintenance.Service {
 			Retention: cfg.Jobs.Retention(), Log: s.log}),
 		maintenance.NewPromoter(maintenance.PromoterOptions{Store: s.store, Alarm: s.svc.Promotions(), Log: s.log, Meter: s.meter}),
 		maintenance.NewTicker(maintenance.TickerOptions{Ticks: s.svc, Log: s.log}),
+		maintenance.NewTicker(maintenance.TickerOptions{Ticks: maintenance.TicksFunc(s.svc.RunBackfills), Log: s.log,
+			What: "scheduled backfills from CloudWatch Logs", Longest: 10 * time.Second}),
 		maintenance.NewNotifier(maintenance.NotifierOptions{Log: s.log, Deliverer: webhook.New(webhook.Options{Store: s.store,
 			Secret: cfg.NotifySecret, BaseURL: cfg.NotifyBaseURL(), Timeout: cfg.Notify.Timeout(),
 			AllowPrivate: cfg.Notify.AllowPrivateAddresses, Log: s.log, Meter: s.meter})}),

@@ -71,7 +71,9 @@ func TestHeapFloorSparesCollections(t *testing.T) {
 	k := keepHeapFloor(floor)
 	t.Cleanup(k.stop)
 	runtime.GC() // the keeper tunes after this collection
-	waitForPercent(t, k, func(p int) bool { return p > 1000 })
+	// The test binary's own live heap is a few MB (the AWS SDK's tables
+	// among it), so the floor lets the heap grow at least fivefold.
+	waitForPercent(t, k, func(p int) bool { return p >= 400 })
 	floored := cycles(512 << 20)
 	t.Logf("collections of 512 MB of garbage: %d at GOGC=50, %d with a %d MB floor", alone, floored, floor>>20)
 	if floored > 40 || floored*4 > alone {

@@ -21,50 +21,6 @@ import (
 	"github.com/spool-run/spool/spooltest"
 )
 
-// cloudWatch is a CloudWatch Logs on moto_server, with this process's AWS
-// settings pointed at it: the backfill command finds it as it would find
-// AWS, through the SDK's usual sources, and --endpoint.
-func cloudWatch(t *testing.T) (*cloudwatchlogs.Client, string) {
-	t.Helper()
-	endpoint := mototest.For(t).URL
-	mototest.SetEnv(t)
-	cw, err := cwlogs.NewClient(t.Context(), cwlogs.Config{Endpoint: endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cw, endpoint
-}
-
-// putEvents writes messages to a new stream of group, one millisecond
-// apart from at, and returns them as CloudWatch gives them back, with
-// their ids.
-func putEvents(t *testing.T, cw *cloudwatchlogs.Client, group, stream string, at time.Time, messages ...string) []ingesttest.Event {
-	t.Helper()
-	ctx := t.Context()
-	if _, err := cw.CreateLogStream(ctx, &cloudwatchlogs.CreateLogStreamInput{LogGroupName: aws.String(group), LogStreamName: aws.String(stream)}); err != nil {
-		t.Fatal(err)
-	}
-	var in []types.InputLogEvent
-	for i, m := range messages {
-		in = append(in, types.InputLogEvent{Timestamp: aws.Int64(at.UnixMilli() + int64(i)), Message: aws.String(m)})
-	}
-	if _, err := cw.PutLogEvents(ctx, &cloudwatchlogs.PutLogEventsInput{LogGroupName: aws.String(group), LogStreamName: aws.String(stream), LogEvents: in}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := cw.FilterLogEvents(ctx, &cloudwatchlogs.FilterLogEventsInput{LogGroupName: aws.String(group), LogStreamNames: []string{stream}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []ingesttest.Event
-	for _, e := range out.Events {
-		evs = append(evs, ingesttest.Event{ID: aws.ToString(e.EventId), Timestamp: aws.ToInt64(e.Timestamp), Message: aws.ToString(e.Message)})
-	}
-	if len(evs) != len(messages) {
-		t.Fatalf("CloudWatch gave back %d events of %s, want %d", len(evs), stream, len(messages))
-	}
-	return evs
-}
-
 // sourceLog is the job of source (the only one) and its log's lines.
 func sourceLog(t *testing.T, srv *spooltest.Server, source string) (string, []string) {
 	t.Helper()
@@ -92,7 +48,7 @@ func sourceLog(t *testing.T, srv *spooltest.Server, source string) (string, []st
 // for a stream never delivered; run again, it adds nothing; the job's log
 // rebuilds to the same.
 func TestIngestBackfill(t *testing.T) {
-	cw, endpoint := cloudWatch(t)
+	cw, endpoint := mototest.CloudWatch(t)
 	srv := spooltest.NewServer(t)
 	r := run(srv, "keys", "create", "--role", "ingest", "--name", "backfill")
 	if r.code != 0 {
@@ -109,10 +65,10 @@ func TestIngestBackfill(t *testing.T) {
 	for i := range 10 {
 		messages = append(messages, fmt.Sprintf("request %d\n", i))
 	}
-	pushed := putEvents(t, cw, group, "web/1", at, messages...)
-	putEvents(t, cw, group, "worker/1", at.Add(time.Second), "starting", "two\nlines", "done")
+	pushed := mototest.PutLogEvents(t, cw, group, "web/1", at, messages...)
+	mototest.PutLogEvents(t, cw, group, "worker/1", at.Add(time.Second), "starting", "two\nlines", "done")
 	// Outside --since: read by no backfill below.
-	putEvents(t, cw, group, "old/1", at.Add(-2*time.Hour), "long ago")
+	mototest.PutLogEvents(t, cw, group, "old/1", at.Add(-2*time.Hour), "long ago")
 
 	// The subscription delivered five of them, not the others (a delivery
 	// Firehose gave up, a subscription made late).
@@ -188,6 +144,33 @@ func TestIngestBackfill(t *testing.T) {
 	}
 	if _, lines := sourceLog(t, srv, group+":worker/1"); !slices.Equal(lines, append(wantWorker, "restarted")) {
 		t.Errorf("log of worker/1: %q", lines)
+	}
+
+	// A rebuild that reads CloudWatch first: the event spool lacks is in
+	// the rebuilt log.
+	if _, err := cw.PutLogEvents(t.Context(), &cloudwatchlogs.PutLogEventsInput{LogGroupName: aws.String(group), LogStreamName: aws.String("web/1"),
+		LogEvents: []types.InputLogEvent{{Timestamp: aws.Int64(at.Add(3 * time.Second).UnixMilli()), Message: aws.String("request 10")}}}); err != nil {
+		t.Fatal(err)
+	}
+	r = run(srv, "logs", "rebuild", webJob, "--from-cloudwatch", "--endpoint", endpoint)
+	if r.code != 0 || !strings.Contains(r.stdout, " from 1 log stream: 1 added, ") || !strings.Contains(r.stdout, "rebuilt from 11 events: 11 lines") {
+		t.Errorf("logs rebuild --from-cloudwatch: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, lines := sourceLog(t, srv, group+":web/1"); !slices.Equal(lines, append(slices.Clone(wantWeb), "request 10")) {
+		t.Errorf("log of web/1 after the rebuild from CloudWatch: %q", lines)
+	}
+	wantWeb = append(wantWeb, "request 10")
+	ran := run(srv, "submit", "--", "true")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logs", "rebuild", lastLine(ran.stdout), "--from-cloudwatch", "--endpoint", endpoint}, "was run by a worker, not sent from elsewhere"},
+		{[]string{"logs", "rebuild", webJob, "--since", "1h"}, "--since, --region and --endpoint say where --from-cloudwatch reads: give it too"},
+	} {
+		if r := run(srv, c.args...); r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("spool %s: exit %d, %q; want %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
 	}
 
 	// What a person gets wrong is told, and nothing is sent.

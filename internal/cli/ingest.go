@@ -2,11 +2,16 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/spool-run/spool"
+	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/cwlogs"
 	"github.com/spool-run/spool/internal/jobjson"
 )
 
@@ -94,8 +99,8 @@ func runIngestComplete(ctx context.Context, cfg ingestCompleteConfig, e *env) er
 }
 
 func newLogsRebuildCmd(e *env) *cobra.Command {
-	var cfg logsRebuildConfig
-	return &cobra.Command{
+	cfg := logsRebuildConfig{now: time.Now}
+	cmd := &cobra.Command{
 		Use:   "rebuild JOB_ID",
 		Short: "Rebuild an external job's stored log from the events accepted for it",
 		Long: `The log of an external job is stored in batches, made from the events its
@@ -103,7 +108,16 @@ source sent, which spool keeps as they were accepted. 'spool logs rebuild'
 makes the batches again from those events and compares them with what is
 stored: the same events always make the same log, so nothing should differ.
 Anything that does (a batch lost or damaged in the store) is written again.
-Needs an admin key.`,
+Needs an admin key.
+
+With --from-cloudwatch, the job's log stream (its source, group:stream) is
+first read from CloudWatch Logs and the events spool lacks are added to the
+job, as 'spool ingest backfill' adds them: events a subscription never
+delivered are in the rebuilt log. Only a job still open takes events; those
+of a job that ended would open a new job of the source. The span read starts
+an hour before the job was opened, unless --since says otherwise.`,
+		Example: `  spool logs rebuild 01a21f3c-7d1e-7a44-9b0e-4f0a9d1c2b3e
+  spool logs rebuild 01a21f3c-7d1e-7a44-9b0e-4f0a9d1c2b3e --from-cloudwatch --since 1d`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobArg(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,17 +125,39 @@ Needs an admin key.`,
 			return runLogsRebuild(cmd.Context(), cfg, e)
 		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&cfg.fromCloudWatch, "from-cloudwatch", false, "first add the events of the job's log stream that spool lacks, read from CloudWatch Logs")
+	f.Var(timeFlag{t: &cfg.since, now: cfg.now}, "since", "with --from-cloudwatch: read events stamped at or after this time: 2d (ago), 2026-11-27T09:30:00Z (default: an hour before the job was opened)")
+	f.StringVar(&cfg.aws.Region, "region", "", "with --from-cloudwatch: the log group's AWS region (default: AWS_REGION, or the shared AWS configuration's)")
+	f.StringVar(&cfg.aws.Endpoint, "endpoint", "", "with --from-cloudwatch: a CloudWatch Logs endpoint URL to call instead of AWS's")
+	return cmd
 }
 
 // logsRebuildConfig is what `spool logs rebuild` is told on its command line.
 type logsRebuildConfig struct {
-	jobID string
+	jobID          string
+	fromCloudWatch bool
+	since          time.Time
+	aws            cwlogs.Config
+	now            func() time.Time
 }
+
+// rebuildLookback is how long before an external job was opened the
+// events a --from-cloudwatch rebuild reads start: a source's first events
+// can be stamped before the delivery that opened its job.
+const rebuildLookback = time.Hour
 
 func runLogsRebuild(ctx context.Context, cfg logsRebuildConfig, e *env) error {
 	c, err := e.client()
 	if err != nil {
 		return err
+	}
+	if cfg.fromCloudWatch {
+		if err := backfillJob(ctx, cfg, c, e); err != nil {
+			return err
+		}
+	} else if !cfg.since.IsZero() || cfg.aws != (cwlogs.Config{}) {
+		return errors.New("--since, --region and --endpoint say where --from-cloudwatch reads: give it too")
 	}
 	r, err := c.RebuildLog(ctx, cfg.jobID)
 	if err != nil {
@@ -134,6 +170,31 @@ func runLogsRebuild(ctx context.Context, cfg logsRebuildConfig, e *env) error {
 		fmt.Fprintf(e.out, "put right: %s that differed, were missing or were extra\n", count(r.ItemsChanged, "item"))
 	}
 	return nil
+}
+
+// backfillJob adds the events of the job's CloudWatch log stream that
+// spool lacks, as `spool ingest backfill` does.
+func backfillJob(ctx context.Context, cfg logsRebuildConfig, c *client.Client, e *env) error {
+	j, err := c.Job(ctx, cfg.jobID)
+	if err != nil {
+		return err
+	}
+	if j.Params.External == nil {
+		return fmt.Errorf("job %s was run by a worker, not sent from elsewhere: only an external job's log comes from CloudWatch Logs", j.ID)
+	}
+	group, stream, ok := strings.Cut(j.Params.External.Source, ":")
+	if !ok || group == "" || stream == "" {
+		return fmt.Errorf("job %s's source %q is not a CloudWatch log stream (group:stream): its events came from a shipper, not CloudWatch Logs", j.ID, j.Params.External.Source)
+	}
+	if j.State.IsFinal() {
+		return fmt.Errorf("job %s has ended (%s): events added now would open a new job of %s, not go to this one; rebuild it without --from-cloudwatch", j.ID, j.State, j.Params.External.Source)
+	}
+	since := cfg.since
+	if since.IsZero() {
+		since = j.CreatedAt.Add(-rebuildLookback)
+	}
+	return runIngestBackfill(ctx, ingestBackfillConfig{query: cwlogs.Query{LogGroup: group, LogStream: stream, Since: since}, aws: cfg.aws,
+		now: cfg.now, progressEvery: backfillProgressEvery}, e)
 }
 
 // count is n things, with the plural when n is not 1.

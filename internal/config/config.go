@@ -243,6 +243,55 @@ type Ingest struct {
 	// decode to, all together, server-wide: a request that does not fit
 	// waits for others to be stored.
 	MaxDecodingBytes int64 `yaml:"max_decoding_bytes"`
+	// Backfill reads CloudWatch Logs log groups on a schedule, by name,
+	// and adds the events spool lacks, as `spool ingest backfill` does
+	// by hand: a subscription's delivery that was lost leaves a hole only
+	// until the next round.
+	Backfill map[string]Backfill `yaml:"backfill"`
+}
+
+// Backfill is one log group (or stream) read again on a schedule.
+type Backfill struct {
+	// LogGroup is the CloudWatch Logs log group to read.
+	LogGroup string `yaml:"log_group"`
+	// LogStream reads only this stream of the group ("": all).
+	LogStream string `yaml:"log_stream"`
+	// EverySeconds is how often the group is read (0: every 15 minutes).
+	// Each round is run by one of the servers sharing the store.
+	EverySeconds int `yaml:"every_seconds"`
+	// LookbackSeconds is how far back each round reads (0: an hour, or
+	// twice EverySeconds if that is longer). Longer than EverySeconds, so
+	// a round that failed or events that reached CloudWatch late are
+	// read again by the next.
+	LookbackSeconds int `yaml:"lookback_seconds"`
+	// Region is the log group's ("": store.aws.region, then the AWS SDK's
+	// usual sources).
+	Region string `yaml:"region"`
+	// Endpoint is a CloudWatch Logs endpoint URL to call instead of
+	// AWS's (a compatible server such as moto).
+	Endpoint string `yaml:"endpoint"`
+}
+
+// Default round and span of a scheduled backfill.
+const (
+	DefaultBackfillEvery    = 15 * time.Minute
+	DefaultBackfillLookback = time.Hour
+)
+
+// Every is how often b runs.
+func (b Backfill) Every() time.Duration {
+	if b.EverySeconds <= 0 {
+		return DefaultBackfillEvery
+	}
+	return time.Duration(b.EverySeconds) * time.Second
+}
+
+// Lookback is how far back each round of b reads.
+func (b Backfill) Lookback() time.Duration {
+	if b.LookbackSeconds > 0 {
+		return time.Duration(b.LookbackSeconds) * time.Second
+	}
+	return max(DefaultBackfillLookback, 2*b.Every())
 }
 
 // IdleTimeout is ingest.idle_timeout_seconds (0: none).

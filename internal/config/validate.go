@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/webhook"
@@ -147,6 +148,31 @@ func (c *Config) Validate() error {
 		bad("ingest.max_decoding_bytes", "must be at least ingest.max_decoded_bytes (%d), so that one request can be decoded; got %d", i.MaxDecodedBytes, i.MaxDecodingBytes)
 	} else {
 		between("ingest.max_decoding_bytes", i.MaxDecodingBytes, 1024, MaxIngestDecodingBytes)
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(c.Ingest.Backfill)) {
+		b, at := c.Ingest.Backfill[name], "ingest.backfill."+name
+		switch {
+		case !queueName.MatchString(name):
+			bad(at, "a backfill's name must be 1-80 letters, digits, '.', '_' or '-'")
+		case b.LogGroup == "":
+			bad(at+".log_group", "name the CloudWatch Logs log group to read")
+		case strings.Contains(b.LogGroup, ":"):
+			bad(at+".log_group", "a log group's name has no ':' (%q looks like a source, group:stream: give log_group and log_stream)", b.LogGroup)
+		}
+		between(at+".every_seconds", int64(b.EverySeconds), 0, 7*24*3600)
+		if b.EverySeconds > 0 && b.EverySeconds < 10 {
+			bad(at+".every_seconds", "is %d; at least 10 (each round calls CloudWatch Logs, which AWS bills and throttles)", b.EverySeconds)
+		}
+		between(at+".lookback_seconds", int64(b.LookbackSeconds), 0, 30*24*3600)
+		if b.LookbackSeconds > 0 && b.Lookback() < b.Every() {
+			bad(at+".lookback_seconds", "is %d, shorter than every_seconds (%d): the events between rounds would never be read", b.LookbackSeconds, int(b.Every()/time.Second))
+		}
+		if e := b.Endpoint; e != "" {
+			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad(at+".endpoint", "%q is not a URL (like http://127.0.0.1:5000)", e)
+			}
+		}
 	}
 
 	between("notify.timeout_seconds", int64(c.Notify.TimeoutSeconds), 0, 60)

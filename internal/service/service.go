@@ -112,6 +112,8 @@ type Service struct {
 	ready readiness
 	// alarm wakes the promoter early (timing.go).
 	alarm *alarm
+	// backfills are the rounds of scheduled backfills (backfill.go).
+	backfills backfills
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when the server starts shutting down
