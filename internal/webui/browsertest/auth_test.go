@@ -47,6 +47,7 @@ func (b *browser) submitKey(t *testing.T, key string) {
 // follows a running job's log, and logs out. The key is never kept where a
 // script or a URL could show it: the session is an HttpOnly cookie.
 func TestSignInFollowJobAndLogOut(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	_, readKey, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: "alice", Role: spool.RoleRead})
 	if err != nil {
@@ -103,6 +104,7 @@ func TestSignInFollowJobAndLogOut(t *testing.T) {
 // seconds, says the key was revoked, and does not try again with it; once
 // the person signs in with another key, the log goes on where it stopped.
 func TestRevokedKeyStopsTheLog(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	_, bobKey, err := srv.Client().CreateKey(context.Background(), client.KeyParams{Name: "bob", Role: spool.RoleRead})
 	if err != nil {

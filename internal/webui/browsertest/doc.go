@@ -5,6 +5,10 @@
 // artifact (under $SPOOL_ARTIFACTS_DIR, else testdata/artifacts at the
 // repository root).
 //
+// The tests run side by side, each in a browser context of its own (its
+// own cookies and storage) of one shared Chromium: most of their time is
+// spent waiting on the server and the page.
+//
 // The tests need Chromium (Debian: apt-get install -y chromium; make test
 // installs it) and fail, rather than skip, without it.
 package browsertest

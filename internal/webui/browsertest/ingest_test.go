@@ -42,6 +42,7 @@ func sendLines(t *testing.T, srv *spooltest.Server, key, source string, from, to
 // they are sent, and ends when the source is completed. The jobs list
 // marks it external.
 func TestExternalJobPage(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	key := srv.Key(t, spool.RoleIngest)
 	const source = "/ecs/api:ecs/api/7f3e"

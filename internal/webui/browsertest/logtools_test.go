@@ -38,6 +38,7 @@ func hidden(n int) string {
 // results come on request; case-sensitive search finds only the case
 // typed.
 func TestJobPageSearch(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	lines := spooltest.Seq(1, 12_000)
 	lines[1233] = spooltest.Line{Text: "\x1b[31mFATAL\x1b[0m: disk full on /var", Stderr: true}
@@ -119,6 +120,7 @@ func TestJobPageSearch(t *testing.T) {
 // Times show each line's time of day, in the reader's time zone, to the
 // millisecond, and the choice lasts.
 func TestJobPageTimestamps(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	at := time.Date(2026, 3, 1, 4, 5, 6, 789_000_000, time.UTC)
 	job := spooltest.RunJob(t, srv, spooltest.Line{Text: "first", At: at}, spooltest.Line{Text: "second", At: at.Add(1500 * time.Millisecond), Stderr: true})
@@ -151,6 +153,7 @@ func TestJobPageTimestamps(t *testing.T) {
 
 // The Raw link downloads the whole log as the job wrote it.
 func TestJobPageRawLink(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	lines := []spooltest.Line{{Text: "\x1b[1mstart\x1b[0m"}, {Text: "warning: slow", Stderr: true}, {Text: "Proceed? ", Partial: true}, {Text: "yes"}}
 	lines = append(lines, spooltest.Seq(1, 6000)...) // more than the page loads
@@ -222,6 +225,7 @@ var sectionLog = []spooltest.Line{
 // titles (emoji shortcodes as emoji) and line counts and without the
 // markers' text, and fold and unfold on a click.
 func TestJobPageSections(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, sectionLog...)
 	b := signedIn(t, srv)
@@ -311,6 +315,7 @@ func TestJobPageSections(t *testing.T) {
 // line after its end shows; a running section the reader left alone folds
 // as marked when it ends.
 func TestJobPageSectionsLive(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "ci"}); err != nil {
 		t.Fatal(err)
@@ -365,6 +370,7 @@ func TestJobPageSectionsLive(t *testing.T) {
 // last --- section open (a ~~~ one stays folded); one with a +++ header
 // keeps them as marked.
 func TestJobPageLastBuildkiteSectionOpens(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	b := signedIn(t, srv)
 	for _, c := range []struct {
@@ -397,6 +403,7 @@ func TestJobPageLastBuildkiteSectionOpens(t *testing.T) {
 // A section whose header is loaded after its lines (Load earlier lines)
 // takes in the rows shown, unfolded, since they were being read.
 func TestJobPageSectionLoadedEarlier(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	lines := spooltest.Seq(1, 2500)
 	lines[9].Text = "--- Long step" // a Buildkite header, folded by default
@@ -424,6 +431,7 @@ func TestJobPageSectionLoadedEarlier(t *testing.T) {
 // A click on a line number copies a link to the line, says so, and puts
 // the line in the address.
 func TestJobPageCopyLineLink(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 100)...)
 	b := signedIn(t, srv)
@@ -459,6 +467,7 @@ func TestJobPageCopyLineLink(t *testing.T) {
 
 // End goes to the last line and follows the log again; Home to the top.
 func TestJobPageEndKey(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 3000)...)
 	b := signedIn(t, srv)
@@ -477,6 +486,7 @@ func TestJobPageEndKey(t *testing.T) {
 // where the browser has not laid it out: the scroll height is that of the
 // lines shown.
 func TestJobPageFoldedSectionTakesNoRoom(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	lines := spooltest.Seq(1, 4000)
 	lines[0].Text = "::group::Big"

@@ -67,6 +67,7 @@ func jsStrings(ss []string) string {
 // an ellipsis), short job ids that link to and hover as the whole id,
 // how long each job ran, and why a rejected message is not a job.
 func TestJobsListWidths(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
@@ -150,6 +151,7 @@ func shownID(sel string) string {
 
 // Line counts stay narrow: whole up to 99,999, then rounded.
 func TestLineCount(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	b := signedIn(t, srv)
 	b.do(t, "open a page", chromedp.Navigate(srv.URL+"/"))
@@ -172,6 +174,7 @@ func isDuration(s string) bool {
 // took; emoji shortcodes show as emoji. When the job fails, the section it
 // failed in stays open, also on a page opened afterwards.
 func TestJobPageLiveSectionsAtWidths(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Argv: []string{"./ci/pipeline.sh"}, Queue: "ci"}); err != nil {
 		t.Fatal(err)

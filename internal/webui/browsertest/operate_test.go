@@ -42,6 +42,7 @@ func endedChart(name string) string {
 // The queues page shows each queue's counts and pauses and resumes it: a
 // paused queue gives its jobs to no worker.
 func TestQueuesPagePausesAndResumes(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
@@ -135,6 +136,7 @@ func dequeueNow(t *testing.T, srv *spooltest.Server, queue string) []*spoolv1.Jo
 // A running job shows how long it has been running; once finished, Rerun
 // makes a new job and opens it, and each page links the other.
 func TestJobPageRerun(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()

@@ -41,6 +41,7 @@ const progressNow = `(() => { const p = document.querySelector("#progress [role=
 // a reload, then shows the gather and stops refreshing. The jobs page and
 // a batch's job page lead back to it. Screenshots are kept.
 func TestScatterPageFollowsProgress(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	tolerated := 1
 	sc := startScatter(t, srv, client.ScatterParams{
@@ -157,6 +158,7 @@ func TestScatterPageFollowsProgress(t *testing.T) {
 // A scatter that does not exist gets a page that says so, with the way
 // back, whether its id could be one or not.
 func TestScatterNotFound(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	b := signedIn(t, srv)
 	for _, id := range []string{"NOPE", "0198c3a4-0000-7000-8000-000000000000"} {
@@ -183,6 +185,7 @@ func TestScatterNotFound(t *testing.T) {
 // shows them 100 a page, with links between the pages; the cancel button
 // cancels it, and then the batches never handed out say they will not run.
 func TestScattersPagesAndCancel(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	first := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "true"}}, `["a"]`)
 	var batches []string
@@ -246,6 +249,7 @@ func TestScattersPagesAndCancel(t *testing.T) {
 // A read key may look at scatters but not cancel one: the page says the
 // server's reason rather than pretend.
 func TestScatterCancelNeedsSubmit(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	sc := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "true"}}, `[1]`)
 	b := newBrowser(t)
@@ -262,6 +266,7 @@ func TestScatterCancelNeedsSubmit(t *testing.T) {
 // A failed scatter's page links the jobs of its failed batches, where the
 // reason is.
 func TestScatterPageNamesFailedJobs(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 1})
 	sc := startScatter(t, srv, client.ScatterParams{Job: client.SubmitParams{Script: "exit 1"}}, `[1]`)

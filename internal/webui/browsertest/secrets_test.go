@@ -15,6 +15,7 @@ import (
 // value, and nowhere holds the value, in its text or its markup; its log
 // shows what the worker sent.
 func TestJobPageHidesSecrets(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	const value = "browser-secret-value-71c2"
 	j, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "./deploy.sh", Queue: "deploys",

@@ -26,6 +26,7 @@ func scheduleRow(name string) string {
 // next and last runs and the job its last tick made, which it links to
 // (and which links back); it pauses and resumes a schedule.
 func TestSchedulesPage(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
@@ -88,6 +89,7 @@ func TestSchedulesPage(t *testing.T) {
 // for, linked; that job's page links the jobs that follow it; the jobs
 // list shows both scheduled, with what each waits for.
 func TestScheduledJobPage(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	ctx := context.Background()
@@ -158,6 +160,7 @@ func TestScheduledJobPage(t *testing.T) {
 // A job's page lists its webhooks' tries as the server makes them: one URL
 // answered 200, the other 500 (tried again later).
 func TestJobPageDeliveries(t *testing.T) {
+	t.Parallel()
 	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/broken" {
 			http.Error(w, "down for maintenance", http.StatusInternalServerError)

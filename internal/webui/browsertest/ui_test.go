@@ -42,6 +42,7 @@ func buildLog(from, to int) []spooltest.Line {
 // are written, marks stderr, renders colours, and ends with the job's
 // status. Its screenshot is kept.
 func TestJobPageFollowsRunningJob(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	if _, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"make", "test"}, Queue: "ci"}); err != nil {
@@ -111,6 +112,7 @@ func TestJobPageFollowsRunningJob(t *testing.T) {
 // line loaded and the top of the view; the rest streams in after it, and
 // earlier lines load on request.
 func TestJobPagePermalink(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
 	b := signedIn(t, srv)
@@ -146,6 +148,7 @@ func TestJobPagePermalink(t *testing.T) {
 // A finished job's page without #L opens at the end of its log, however
 // long: the last line is in view and the view is scrolled to the bottom.
 func TestFinishedJobOpensAtTheEnd(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, spooltest.Seq(1, 10000)...)
 	b := signedIn(t, srv)
@@ -168,6 +171,7 @@ func TestFinishedJobOpensAtTheEnd(t *testing.T) {
 // A job recorded as rejected (a consumed message that was not a job spec)
 // says it has no command, and shows its stdin (the message) and its error.
 func TestRejectedJobPage(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	j, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Stdin: []byte("not a spec ✓"), RejectReason: "message jobs/0@9 cannot become a job"})
 	if err != nil {
@@ -188,6 +192,7 @@ func TestRejectedJobPage(t *testing.T) {
 // A job that does not exist gets a page that says so, with the way back,
 // instead of empty panels.
 func TestJobNotFound(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	b := signedIn(t, srv)
 	b.do(t, "open a job that does not exist", chromedp.Navigate(srv.URL+"/jobs/NOPE"))
@@ -210,6 +215,7 @@ func TestJobNotFound(t *testing.T) {
 // piece is marked as continuing the one before, on its own stream, also
 // when the rows come from "Load earlier lines".
 func TestPartialLinesAreMarked(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "make"}); err != nil {
 		t.Fatal(err)
@@ -257,6 +263,7 @@ func TestPartialLinesAreMarked(t *testing.T) {
 // The jobs page lists jobs with their state; a queued job is cancelled
 // from its page.
 func TestJobsPageAndCancel(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	c := srv.Client()
 	done := spooltest.RunJob(t, srv, spooltest.Seq(1, 3)...)
@@ -299,6 +306,7 @@ func TestJobsPageAndCancel(t *testing.T) {
 // The ANSI renderer keeps colours and styles, drops every other escape
 // sequence, and escapes all text.
 func TestANSIRenderer(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	b := signedIn(t, srv)
 	b.do(t, "open a page", chromedp.Navigate(srv.URL+"/"))
