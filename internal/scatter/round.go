@@ -83,7 +83,8 @@ func Look(ctx context.Context, jobs Jobs, rec *store.ScatterRecord) (*Round, err
 		return r, nil
 	}
 	r.release()
-	if rec.Ended.Count() < p.GetBatchCount() {
+	// A scatter whose items are still being read may get more batches.
+	if rec.Ended.Count() < p.GetBatchCount() || Reading(rec) {
 		return r, nil
 	}
 	return r, r.gatherOrFinish(ctx, jobs)

@@ -62,7 +62,7 @@ func (s *Service) GetJobInput(ctx context.Context, m *spoolv1.GetJobInputRequest
 		f, _ := json.Marshal(append([]int32{}, failed...))
 		doc.Write(f)
 	} else {
-		items, err := s.store.ScatterBatch(ctx, sc.GetScatterId(), member.GetBatchIndex())
+		items, err := s.scatters.Batch(ctx, rec, member.GetBatchIndex())
 		if err != nil {
 			return nil, s.fail(ctx, "GetJobInput", err)
 		}
