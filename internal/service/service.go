@@ -46,8 +46,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/spool-run/spool/internal/blob"
-	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
