@@ -113,7 +113,13 @@ type ScatterSpec struct {
 	Gather *JobParams `protobuf:"bytes,9,opt,name=gather,proto3" json:"gather,omitempty"`
 	// Where the server reads the items, when the client sends no batches:
 	// the server cuts them into batches itself, as it reads.
-	Source        *ScatterSource `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
+	Source *ScatterSource `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
+	// "s3://bucket/prefix/": each batch's result is written to
+	// prefix/<scatter_id>/SUCCEEDED_<i>.json (or FAILED_<i>.json) as its job
+	// ends, and prefix/<scatter_id>/manifest.json when the batches have
+	// ended, as Step Functions' ResultWriter does. Empty: results stay with
+	// the jobs only.
+	Results       string `protobuf:"bytes,11,opt,name=results,proto3" json:"results,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -216,6 +222,13 @@ func (x *ScatterSpec) GetSource() *ScatterSource {
 		return x.Source
 	}
 	return nil
+}
+
+func (x *ScatterSpec) GetResults() string {
+	if x != nil {
+		return x.Results
+	}
+	return ""
 }
 
 // ScatterSource is a scatter's items in S3, read by the server as the
@@ -540,9 +553,11 @@ type Scatter struct {
 	// How many times the scatter was redriven.
 	RedriveCount int32 `protobuf:"varint,10,opt,name=redrive_count,json=redriveCount,proto3" json:"redrive_count,omitempty"`
 	// Set for a scatter whose server reads its items (spec.source).
-	Reading       *ScatterReading `protobuf:"bytes,11,opt,name=reading,proto3" json:"reading,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reading *ScatterReading `protobuf:"bytes,11,opt,name=reading,proto3" json:"reading,omitempty"`
+	// "s3://bucket/key" of the results' manifest, once written.
+	ResultManifest string `protobuf:"bytes,12,opt,name=result_manifest,json=resultManifest,proto3" json:"result_manifest,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Scatter) Reset() {
@@ -650,6 +665,13 @@ func (x *Scatter) GetReading() *ScatterReading {
 		return x.Reading
 	}
 	return nil
+}
+
+func (x *Scatter) GetResultManifest() string {
+	if x != nil {
+		return x.ResultManifest
+	}
+	return ""
 }
 
 type CreateScatterRequest struct {
@@ -1310,7 +1332,7 @@ var File_spool_v1_scatter_proto protoreflect.FileDescriptor
 
 const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\n" +
-	"\x16spool/v1/scatter.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12spool/v1/job.proto\"\xf6\x03\n" +
+	"\x16spool/v1/scatter.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12spool/v1/job.proto\"\x90\x04\n" +
 	"\vScatterSpec\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12+\n" +
 	"\x06params\x18\x02 \x01(\v2\x13.spool.v1.JobParamsR\x06params\x12!\n" +
@@ -1323,7 +1345,8 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\x1ctolerated_failure_percentage\x18\b \x01(\x02H\x01R\x1atoleratedFailurePercentage\x88\x01\x01\x12+\n" +
 	"\x06gather\x18\t \x01(\v2\x13.spool.v1.JobParamsR\x06gather\x12/\n" +
 	"\x06source\x18\n" +
-	" \x01(\v2\x17.spool.v1.ScatterSourceR\x06sourceB\x1a\n" +
+	" \x01(\v2\x17.spool.v1.ScatterSourceR\x06source\x12\x18\n" +
+	"\aresults\x18\v \x01(\tR\aresultsB\x1a\n" +
 	"\x18_tolerated_failure_countB\x1f\n" +
 	"\x1d_tolerated_failure_percentage\"\x88\x02\n" +
 	"\rScatterSource\x12\x14\n" +
@@ -1354,7 +1377,7 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\n" +
 	"item_count\x18\b \x01(\x03R\titemCount\x12\x1d\n" +
 	"\n" +
-	"items_done\x18\t \x01(\x03R\titemsDone\"\xe7\x03\n" +
+	"items_done\x18\t \x01(\x03R\titemsDone\"\x90\x04\n" +
 	"\aScatter\x12\x1d\n" +
 	"\n" +
 	"scatter_id\x18\x01 \x01(\tR\tscatterId\x12,\n" +
@@ -1370,7 +1393,8 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\x0efailed_job_ids\x18\t \x03(\tR\ffailedJobIds\x12#\n" +
 	"\rredrive_count\x18\n" +
 	" \x01(\x05R\fredriveCount\x122\n" +
-	"\areading\x18\v \x01(\v2\x18.spool.v1.ScatterReadingR\areading\"[\n" +
+	"\areading\x18\v \x01(\v2\x18.spool.v1.ScatterReadingR\areading\x12'\n" +
+	"\x0fresult_manifest\x18\f \x01(\tR\x0eresultManifest\"[\n" +
 	"\x14CreateScatterRequest\x12)\n" +
 	"\x04spec\x18\x01 \x01(\v2\x15.spool.v1.ScatterSpecR\x04spec\x12\x18\n" +
 	"\abatches\x18\x02 \x03(\tR\abatches\"D\n" +
