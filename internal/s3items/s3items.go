@@ -6,10 +6,12 @@
 package s3items
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/spool-run/spool/itembatch"
@@ -118,6 +121,9 @@ func New(awsCfg aws.Config, cfg Config) *Client {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		// S3 look-alikes send no checksums, and the SDK would log a line
+		// for every object read from them.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})}
 }
 
@@ -192,4 +198,60 @@ func unreachable(loc Location, err error) error {
 		}
 	}
 	return fmt.Errorf("%w: reading %s: %v (check that the server reaches S3: scatter.s3.region, scatter.s3.endpoint and its AWS credentials)", ErrUnreachable, loc, err)
+}
+
+// Put writes body as the object at loc.
+func (c *Client) Put(ctx context.Context, loc Location, body []byte) error {
+	_, err := c.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(loc.Bucket), Key: aws.String(loc.Key), Body: bytes.NewReader(body), ContentType: aws.String("application/json")})
+	if err != nil {
+		return unreachableWriting(loc, err)
+	}
+	return nil
+}
+
+// CheckBucket checks that the bucket of loc exists and answers this
+// server, so that a scatter whose results could not be written is refused
+// before it runs.
+func (c *Client) CheckBucket(ctx context.Context, loc Location) error {
+	_, err := c.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(loc.Bucket)})
+	if err != nil {
+		return unreachableWriting(loc, err)
+	}
+	return nil
+}
+
+// unreachableWriting says what to check about a location the server
+// cannot write.
+func unreachableWriting(loc Location, err error) error {
+	var ae smithy.APIError
+	var nf *types.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return fmt.Errorf("%w: there is no bucket %q (in %s): check the bucket's name, and that scatter.s3.region and scatter.s3.endpoint point where it is", ErrUnreachable, loc.Bucket, loc)
+	case errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket":
+		return fmt.Errorf("%w: there is no bucket %q (in %s): check the bucket's name, and that scatter.s3.region and scatter.s3.endpoint point where it is", ErrUnreachable, loc.Bucket, loc)
+	case errors.As(err, &ae) && (ae.ErrorCode() == "AccessDenied" || ae.ErrorCode() == "Forbidden"):
+		return fmt.Errorf("%w: the server may not write %s (%s): give the server's AWS credentials s3:PutObject and s3:ListBucket on bucket %q", ErrUnreachable, loc, ae.ErrorCode(), loc.Bucket)
+	}
+	return fmt.Errorf("%w: writing %s: %v (check that the server reaches S3: scatter.s3.region, scatter.s3.endpoint and its AWS credentials)", ErrUnreachable, loc, err)
+}
+
+// Sizes yields the key and size of every object under prefix, in key
+// order.
+func (c *Client) Sizes(ctx context.Context, prefix Location) iter.Seq2[Object, error] {
+	return func(yield func(Object, error) bool) {
+		p := s3.NewListObjectsV2Paginator(c.s3, &s3.ListObjectsV2Input{Bucket: aws.String(prefix.Bucket), Prefix: aws.String(prefix.Key)})
+		for p.HasMorePages() {
+			out, err := p.NextPage(ctx)
+			if err != nil {
+				yield(Object{}, unreachable(prefix, err))
+				return
+			}
+			for _, o := range out.Contents {
+				if !yield(Object{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), Etag: aws.ToString(o.ETag)}, nil) {
+					return
+				}
+			}
+		}
+	}
 }

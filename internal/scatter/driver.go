@@ -167,6 +167,19 @@ func (d *Driver) report(ctx context.Context, r *Round) {
 func (d *Driver) act(ctx context.Context, r *Round) error {
 	sc, st := r.Rec.Scatter, d.o.Store
 	var errs []error
+	if err := d.writeResults(ctx, r); err != nil {
+		d.o.Log.WarnContext(ctx, "writing a scatter's batch results to S3 failed", "scatter_id", sc.GetScatterId(), "error", err)
+		errs = append(errs, err)
+	}
+	if r.Gather || (!r.Rec.Active && sc.GetResultManifest() != "") {
+		// The gather reads the manifest, so it is written first: a
+		// round that fails to write it queues no gather, and the next
+		// round tries both again.
+		if err := d.writeManifest(ctx, r.Rec); err != nil {
+			d.o.Log.WarnContext(ctx, "writing a scatter's result manifest to S3 failed", "scatter_id", sc.GetScatterId(), "error", err)
+			return errors.Join(append(errs, err)...)
+		}
+	}
 	for _, i := range r.Enqueue {
 		errs = append(errs, d.enqueueBatch(ctx, r.Rec, i))
 	}

@@ -164,11 +164,13 @@ func (r *Round) gatherOrFinish(ctx context.Context, jobs Jobs) error {
 	sc := r.Rec.Scatter
 	if sc.GetSpec().GetGather() == nil {
 		sc.State = spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED
+		sc.ResultManifest = ManifestOf(sc)
 		r.Rec.Active = false
 		return nil
 	}
 	id := GatherOf(r.Rec)
 	sc.State, sc.GatherJobId = spoolv1.ScatterState_SCATTER_STATE_GATHERING, id
+	sc.ResultManifest = ManifestOf(sc)
 	job, err := jobs.Get(ctx, id)
 	switch {
 	case errors.Is(err, spool.ErrNotFound):
@@ -200,6 +202,9 @@ func (r *Round) windDown() {
 	}
 	p.Waiting = 0
 	r.Rec.Active = p.GetQueued()+p.GetRunning() > 0
+	if !r.Rec.Active {
+		sc.ResultManifest = ManifestOf(sc)
+	}
 }
 
 // TooManyFailed reports whether more batches failed than the scatter

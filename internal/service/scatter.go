@@ -48,6 +48,11 @@ func (s *Service) CreateScatter(ctx context.Context, m *spoolv1.CreateScatterReq
 			return nil, err
 		}
 	}
+	if r := spec.GetResults(); r != "" {
+		if err := s.scatters.CheckResults(ctx, r); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		rec     *store.ScatterRecord
 		batches [][]byte

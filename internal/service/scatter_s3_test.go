@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,7 +40,9 @@ func newS3Bucket(t *testing.T) *s3Bucket {
 	t.Helper()
 	moto := mototest.For(t)
 	b := &s3Bucket{moto: moto, name: mototest.NewName("items")}
-	b.client = s3.NewFromConfig(moto.AWSConfig(), func(o *s3.Options) { o.UsePathStyle = true })
+	b.client = s3.NewFromConfig(moto.AWSConfig(), func(o *s3.Options) {
+		o.UsePathStyle, o.DisableLogOutputChecksumValidationSkipped = true, true
+	})
 	if _, err := b.client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(b.name)}); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +216,78 @@ func TestScatterItemsFromS3(t *testing.T) {
 		}
 		if n != 5 {
 			t.Fatalf("%d objects listed, want 5", n)
+		}
+	})
+	t.Run("results", func(t *testing.T) {
+		one := 1
+		sc, err := c.StartScatter(ctx, client.ScatterParams{
+			Job:                   client.SubmitParams{Script: `[ "$SPOOL_BATCH_INDEX" != 1 ] || exit 3; printf '{"index":%d}' "$SPOOL_BATCH_INDEX" > "$SPOOL_RESULT"`},
+			Batches:               batches(3, 2),
+			ToleratedFailureCount: &one,
+			Results:               "s3://" + b.name + "/out",
+			Gather:                `cat > "$SPOOL_RESULT"`,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterSucceeded, 2, 1, 0)
+		dir := "out/" + sc.ID + "/"
+		if want := "s3://" + b.name + "/" + dir + "manifest.json"; sc.ResultManifest != want {
+			t.Fatalf("result manifest %q, want %q", sc.ResultManifest, want)
+		}
+		var runs []struct {
+			BatchIndex int32
+			JobID      string `json:"JobId"`
+			Status     string
+			Output     json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(b.get(t, dir+"SUCCEEDED_2.json")), &runs); err != nil || len(runs) != 1 || runs[0].BatchIndex != 2 ||
+			runs[0].Status != "SUCCEEDED" || string(runs[0].Output) != `{"index":2}` || runs[0].JobID != sc.ID+".2" {
+			t.Fatalf("SUCCEEDED_2.json: %+v (%v)", runs, err)
+		}
+		if err := json.Unmarshal([]byte(b.get(t, dir+"FAILED_1.json")), &runs); err != nil || len(runs) != 1 || runs[0].Status != "FAILED" {
+			t.Fatalf("FAILED_1.json: %+v (%v)", runs, err)
+		}
+		var m struct {
+			DestinationBucket string
+			ScatterID         string `json:"ScatterId"`
+			ResultFiles       map[string][]struct {
+				Key  string
+				Size int64
+			}
+		}
+		if err := json.Unmarshal([]byte(b.get(t, dir+"manifest.json")), &m); err != nil {
+			t.Fatal(err)
+		}
+		keys := func(status string) (out []string) {
+			for _, f := range m.ResultFiles[status] {
+				if f.Size == 0 {
+					t.Errorf("%s has no size in the manifest", f.Key)
+				}
+				out = append(out, strings.TrimPrefix(f.Key, dir))
+			}
+			return out
+		}
+		if m.DestinationBucket != b.name || m.ScatterID != sc.ID || !slices.Equal(keys("SUCCEEDED"), []string{"SUCCEEDED_0.json", "SUCCEEDED_2.json"}) ||
+			!slices.Equal(keys("FAILED"), []string{"FAILED_1.json"}) || len(m.ResultFiles["PENDING"]) != 0 {
+			t.Fatalf("manifest %+v", m)
+		}
+		gather, err := c.Job(ctx, sc.GatherJobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			ResultManifest string                     `json:"result_manifest"`
+			BatchResults   map[string]json.RawMessage `json:"batch_results"`
+		}
+		if err := json.Unmarshal([]byte(gather.Result.Output), &doc); err != nil || doc.ResultManifest != sc.ResultManifest || len(doc.BatchResults) != 3 {
+			t.Fatalf("the gather read %s (%v)", gather.Result.Output, err)
+		}
+		// A bucket the server cannot reach is refused at once.
+		_, err = c.StartScatter(ctx, client.ScatterParams{Job: client.SubmitParams{Script: "true"}, Batches: batches(1, 1), Results: "s3://no-such-bucket-spool/out/"})
+		if !errors.Is(err, spool.ErrInvalidArgument) || !strings.Contains(err.Error(), `there is no bucket "no-such-bucket-spool"`) {
+			t.Fatalf("results in a missing bucket: %v", err)
 		}
 	})
 	t.Run("missing", func(t *testing.T) {
