@@ -89,9 +89,9 @@ type remote struct {
 	postgres string
 	// scatterS3: the server reads scatters' items from this S3 endpoint.
 	scatterS3 string
-	cmd      *exec.Cmd
-	url      string
-	Client   *client.Client
+	cmd       *exec.Cmd
+	url       string
+	Client    *client.Client
 
 	stopWorker context.CancelFunc
 	workerDone chan error

@@ -57,9 +57,11 @@ func TestReadingResumes(t *testing.T) {
 	counter, _ := noop.NewMeterProvider().Meter("").Int64Counter("n")
 	d := scatter.NewDriver(scatter.DriverOptions{
 		Store: st, Blobs: blobs, S3: s3items.New(moto.AWSConfig(), s3items.Config{PathStyle: true}),
-		Execution: func(*spoolv1.JobParams) *spoolv1.ExecutionConfig { return &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{}} },
-		Log:       slog.New(slog.DiscardHandler),
-		Metrics:   scatter.Metrics{Enqueued: counter, BatchesCreated: counter, BatchesCompleted: counter, BatchesFailed: counter},
+		Execution: func(*spoolv1.JobParams) *spoolv1.ExecutionConfig {
+			return &spoolv1.ExecutionConfig{Batching: &spoolv1.BatchingConfig{}}
+		},
+		Log:     slog.New(slog.DiscardHandler),
+		Metrics: scatter.Metrics{Enqueued: counter, BatchesCreated: counter, BatchesCompleted: counter, BatchesFailed: counter},
 	})
 	wait := d.Serve(ctx)
 	defer func() { cancel(); wait() }()
