@@ -339,7 +339,7 @@ func progressLine(sc *spool.Scatter, ti termview.Info) string {
 		fmt.Fprintf(&b, " · %d cancelled", p.Cancelled)
 	}
 	fmt.Fprintf(&b, " · %d/%d items done", p.ItemsDone, p.ItemCount)
-	if r := sc.Reading; r != nil && !r.Done {
+	if r := sc.Reading; r != nil && !r.Done && !sc.State.IsFinal() {
 		fmt.Fprintf(&b, " · reading the items: %d so far", r.ItemsRead)
 	}
 	return b.String()

@@ -274,7 +274,7 @@ func printScatter(e *env, sc *spool.Scatter) {
 	row("Progress", "%s", progressLine(sc, termview.Info{}))
 	row("Batches", "%d (%d items); jobs %s", p.BatchCount, p.ItemCount, batchJobPattern(sc.ID))
 	if src := spec.Source; src != nil {
-		row("Items", "%s", sourceLine(src, sc.Reading))
+		row("Items", "%s", sourceLine(src, sc.Reading, sc.State))
 	}
 	if spec.Results != "" {
 		results := spec.Results
@@ -305,7 +305,7 @@ func batchJobPattern(id string) string { return id + ".0, " + id + ".1, …" }
 
 // sourceLine says where the server reads a scatter's items and how far it
 // has come.
-func sourceLine(src *spool.ScatterSource, r *spool.ScatterReading) string {
+func sourceLine(src *spool.ScatterSource, r *spool.ScatterReading, st spool.ScatterState) string {
 	where := src.Items
 	if where == "" {
 		where = "the objects under " + src.ItemsPrefix
@@ -315,6 +315,8 @@ func sourceLine(src *spool.ScatterSource, r *spool.ScatterReading) string {
 		return where
 	case r.Done:
 		return fmt.Sprintf("%s: all %d read", where, r.ItemsRead)
+	case st.IsFinal():
+		return fmt.Sprintf("%s: the reading stopped after %d items", where, r.ItemsRead)
 	}
 	return fmt.Sprintf("%s: reading, %d items so far", where, r.ItemsRead)
 }

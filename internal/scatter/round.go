@@ -224,7 +224,10 @@ func TooManyFailed(rec *store.ScatterRecord) bool {
 		return true
 	}
 	n := rec.Scatter.GetProgress().GetBatchCount()
-	return spec.ToleratedFailurePercentage != nil && float64(failed)*100 > float64(spec.GetToleratedFailurePercentage())*float64(n)
+	// While the items are still being read, the batches known are not
+	// all there will be: a percentage of them would fail a scatter for
+	// its first few batches. The count alone applies until the end.
+	return spec.ToleratedFailurePercentage != nil && !Reading(rec) && float64(failed)*100 > float64(spec.GetToleratedFailurePercentage())*float64(n)
 }
 
 // Tolerance says what a spec tolerates, for people.

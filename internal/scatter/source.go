@@ -296,13 +296,15 @@ func location(src *spoolv1.ScatterSource) string {
 	return src.GetItemsPrefix()
 }
 
-// fail stops the scatter as failed with why, and ends the reading.
+// fail stops the scatter as failed with why. Its reading stays not done:
+// the items after those read are in no batch.
 func (f *feed) fail(ctx context.Context, why string) error {
-	return f.update(ctx, func(rec *store.ScatterRecord) {
-		if !convert.ScatterState(rec.Scatter.GetState()).IsFinal() {
-			Stop(rec, spoolv1.ScatterState_SCATTER_STATE_FAILED, "reading the items: "+why)
+	return f.update(ctx, func(rec *store.ScatterRecord) bool {
+		if convert.ScatterState(rec.Scatter.GetState()).IsFinal() {
+			return false
 		}
-		rec.Scatter.Reading.Done = true
+		Stop(rec, spoolv1.ScatterState_SCATTER_STATE_FAILED, "reading the items: "+why)
+		return true
 	})
 }
 
@@ -311,14 +313,13 @@ func (f *feed) fail(ctx context.Context, why string) error {
 // when the reading is not this server's to do, or is over.
 func (f *feed) checkpoint(ctx context.Context, done bool) (*store.ScatterRecord, error) {
 	var out *store.ScatterRecord
-	err := f.update(ctx, func(rec *store.ScatterRecord) {
+	err := f.update(ctx, func(rec *store.ScatterRecord) bool {
 		sc := rec.Scatter
 		r := sc.GetReading()
 		if convert.ScatterState(sc.GetState()).IsFinal() {
-			// Cancelled (or failed) while reading: the batches not cut
+			// Cancelled (or failed) while reading: the items not read
 			// are never run.
-			r.Done = true
-			return
+			return false
 		}
 		out = rec
 		p := sc.GetProgress()
@@ -337,6 +338,7 @@ func (f *feed) checkpoint(ctx context.Context, done bool) (*store.ScatterRecord,
 		}
 		r.Done = done
 		r.Reader, r.ReaderUntil = f.d.self, timestamppb.New(storekit.Now().Add(readerLease))
+		return true
 	})
 	if err != nil {
 		return nil, err
@@ -352,9 +354,10 @@ func (f *feed) checkpoint(ctx context.Context, done bool) (*store.ScatterRecord,
 }
 
 // update changes the scatter's record with change, again on a record
-// moved meanwhile. It changes nothing when the reading is over or another
-// server's claim holds.
-func (f *feed) update(ctx context.Context, change func(*store.ScatterRecord)) error {
+// moved meanwhile, unless change says there is nothing to write. It
+// changes nothing when the reading is over or another server's claim
+// holds.
+func (f *feed) update(ctx context.Context, change func(*store.ScatterRecord) bool) error {
 	for {
 		rec, err := f.d.o.Store.GetScatter(ctx, f.id)
 		if err != nil {
@@ -367,7 +370,9 @@ func (f *feed) update(ctx context.Context, change func(*store.ScatterRecord)) er
 		if r.GetReader() != "" && r.GetReader() != f.d.self && storekit.Now().Before(r.GetReaderUntil().AsTime()) {
 			return nil
 		}
-		change(rec)
+		if !change(rec) {
+			return nil
+		}
 		rec.Scatter.UpdatedAt = timestamppb.New(storekit.Now())
 		err = f.d.o.Store.UpdateScatter(ctx, rec)
 		if errors.Is(err, store.ErrScatterMoved) {

@@ -145,3 +145,27 @@ func TestReadingResumes(t *testing.T) {
 		}
 	}
 }
+
+// TestToleranceWhileReading: a percentage of failures is judged against
+// all the batches, so not while the items are still being read; a count
+// is judged at once.
+func TestToleranceWhileReading(t *testing.T) {
+	pct := float32(10)
+	rec := scatter.NewFromSource(&spoolv1.ScatterSpec{ToleratedFailurePercentage: &pct}, time.Now())
+	rec.Scatter.GetProgress().BatchCount = 3
+	rec.Failed = store.NewBits(3)
+	rec.Failed.Set(0)
+	if scatter.TooManyFailed(rec) {
+		t.Fatal("1 of the first 3 batches failed a scatter still being read, tolerating 10%")
+	}
+	rec.Scatter.GetReading().Done = true
+	if !scatter.TooManyFailed(rec) {
+		t.Fatal("1 of 3 batches failed, tolerating 10%, and the scatter goes on")
+	}
+	zero := int32(0)
+	rec.Scatter.GetReading().Done = false
+	rec.Scatter.GetSpec().ToleratedFailureCount = &zero
+	if !scatter.TooManyFailed(rec) {
+		t.Fatal("a failure past a count of 0 waits for the reading")
+	}
+}
