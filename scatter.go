@@ -143,6 +143,10 @@ type ScatterReading struct {
 	// BytesRead counts the bytes of the object read (or the objects
 	// listed).
 	BytesRead int64
+	// Reader names the server reading, and ReaderUntil is when its claim
+	// lapses unless renewed: another server then takes the reading over.
+	Reader      string
+	ReaderUntil time.Time
 }
 
 // ScatterProgress counts a scatter's batches by where they are: every

@@ -47,7 +47,7 @@ func Scatter(sc *spoolv1.Scatter) *spool.Scatter {
 	}
 	out.Spec.Results, out.ResultManifest = spec.GetResults(), sc.GetResultManifest()
 	if r := sc.GetReading(); r != nil {
-		out.Reading = &spool.ScatterReading{Done: r.GetDone(), ItemsRead: r.GetItemsRead(), BytesRead: r.GetBytesRead()}
+		out.Reading = &spool.ScatterReading{Done: r.GetDone(), ItemsRead: r.GetItemsRead(), BytesRead: r.GetBytesRead(), Reader: r.GetReader(), ReaderUntil: timeOf(r.GetReaderUntil())}
 	}
 	return out
 }
@@ -76,7 +76,11 @@ func ScatterProto(sc *spool.Scatter) *spoolv1.Scatter {
 			Succeeded: int32(p.Succeeded), Failed: int32(p.Failed), Cancelled: int32(p.Cancelled),
 			ItemCount: p.ItemCount, ItemsDone: p.ItemsDone,
 		},
-		Spec: SpecProto(sc.Spec),
+		Spec:           SpecProto(sc.Spec),
+		ResultManifest: sc.ResultManifest,
+	}
+	if r := sc.Reading; r != nil {
+		out.Reading = &spoolv1.ScatterReading{Done: r.Done, ItemsRead: r.ItemsRead, BytesRead: r.BytesRead, Reader: r.Reader, ReaderUntil: stamp(r.ReaderUntil)}
 	}
 	return out
 }
