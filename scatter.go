@@ -147,6 +147,9 @@ type ScatterReading struct {
 	// lapses unless renewed: another server then takes the reading over.
 	Reader      string
 	ReaderUntil time.Time
+	// Etag is the ETag of the object of items when the reading began: a
+	// server that takes the reading over reads that version only.
+	Etag string
 }
 
 // ScatterProgress counts a scatter's batches by where they are: every

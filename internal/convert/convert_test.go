@@ -102,7 +102,7 @@ func TestRoundTrip(t *testing.T) {
 			MaxConcurrency: 4, ToleratedFailureCount: &count, ToleratedFailurePercentage: &pct, Gather: fullJob().GetParams(),
 			Source:  &spoolv1.ScatterSource{Items: "s3://b/k.csv", ItemsPrefix: "s3://b/p/", Format: "csv", MaxItemsPerBatch: 5, MaxBytesPerBatch: 1000, GroupBy: "g", MaxItemsPerGroup: 2},
 			Results: "s3://b/out/"},
-		Reading:        &spoolv1.ScatterReading{Done: true, ItemsRead: 90, BytesRead: 900, Reader: "r", ReaderUntil: ts(3)},
+		Reading:        &spoolv1.ScatterReading{Done: true, ItemsRead: 90, BytesRead: 900, Reader: "r", ReaderUntil: ts(3), Etag: `"e"`},
 		ResultManifest: "s3://b/out/sc/manifest.json",
 	}
 	batches := []*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1, ItemCount: 2}}

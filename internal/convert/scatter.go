@@ -47,7 +47,7 @@ func Scatter(sc *spoolv1.Scatter) *spool.Scatter {
 	}
 	out.Spec.Results, out.ResultManifest = spec.GetResults(), sc.GetResultManifest()
 	if r := sc.GetReading(); r != nil {
-		out.Reading = &spool.ScatterReading{Done: r.GetDone(), ItemsRead: r.GetItemsRead(), BytesRead: r.GetBytesRead(), Reader: r.GetReader(), ReaderUntil: timeOf(r.GetReaderUntil())}
+		out.Reading = &spool.ScatterReading{Done: r.GetDone(), ItemsRead: r.GetItemsRead(), BytesRead: r.GetBytesRead(), Reader: r.GetReader(), ReaderUntil: timeOf(r.GetReaderUntil()), Etag: r.GetEtag()}
 	}
 	return out
 }
@@ -80,7 +80,7 @@ func ScatterProto(sc *spool.Scatter) *spoolv1.Scatter {
 		ResultManifest: sc.ResultManifest,
 	}
 	if r := sc.Reading; r != nil {
-		out.Reading = &spoolv1.ScatterReading{Done: r.Done, ItemsRead: r.ItemsRead, BytesRead: r.BytesRead, Reader: r.Reader, ReaderUntil: stamp(r.ReaderUntil)}
+		out.Reading = &spoolv1.ScatterReading{Done: r.Done, ItemsRead: r.ItemsRead, BytesRead: r.BytesRead, Reader: r.Reader, ReaderUntil: stamp(r.ReaderUntil), Etag: r.Etag}
 	}
 	return out
 }

@@ -44,6 +44,10 @@ type Config struct {
 // cannot read: it is missing, or the server's credentials do not allow it.
 var ErrUnreachable = errors.New("S3 items unreachable")
 
+// ErrChanged is wrapped by the error of an object replaced while a scatter
+// read it.
+var ErrChanged = errors.New("S3 items changed")
+
 // Location is an object ("s3://bucket/key") or a prefix
 // ("s3://bucket/prefix/").
 type Location struct {
@@ -140,18 +144,27 @@ type Items interface {
 }
 
 // Object opens the items of one object, written as format says ("json" or
-// "csv").
-func (c *Client) Object(ctx context.Context, loc Location, format string) (Items, error) {
-	out, err := c.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(loc.Bucket), Key: aws.String(loc.Key)})
+// "csv"), and returns its ETag. With etag set, it opens that version of
+// the object only: another is an error wrapping ErrChanged.
+func (c *Client) Object(ctx context.Context, loc Location, format, etag string) (Items, string, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(loc.Bucket), Key: aws.String(loc.Key)}
+	if etag != "" {
+		in.IfMatch = aws.String(etag)
+	}
+	out, err := c.s3.GetObject(ctx, in)
+	var ae smithy.APIError
+	if etag != "" && errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
+		return nil, "", fmt.Errorf("%w: %s was replaced since the scatter began reading it (its ETag was %s): start a new scatter to read the new one", ErrChanged, loc, etag)
+	}
 	if err != nil {
-		return nil, unreachable(loc, err)
+		return nil, "", unreachable(loc, err)
 	}
 	body := &failNaming{r: out.Body, loc: loc}
 	ir := itembatch.NewItemReader(body)
 	if format == "csv" {
 		ir = itembatch.NewCSVItemReader(body)
 	}
-	return objectItems{ir, out.Body, loc}, nil
+	return objectItems{ir, out.Body, loc}, aws.ToString(out.ETag), nil
 }
 
 type objectItems struct {

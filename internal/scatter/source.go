@@ -191,6 +191,7 @@ type feed struct {
 	items   int64 // in those batches
 	read    int64 // items read
 	src     s3items.Items
+	etag    string // of the object read
 	last    time.Time
 	pending int
 }
@@ -210,7 +211,7 @@ func (d *Driver) read(ctx context.Context, id string) error {
 	}
 	if src.GetItems() != "" {
 		loc, _ := s3items.Parse(src.GetItems(), false)
-		f.src, err = d.o.S3.Object(ctx, loc, s3items.Format(src.GetFormat(), loc.Key))
+		f.src, f.etag, err = d.o.S3.Object(ctx, loc, s3items.Format(src.GetFormat(), loc.Key), rec.Scatter.GetReading().GetEtag())
 		if err != nil {
 			return f.fail(ctx, err.Error())
 		}
@@ -299,13 +300,17 @@ func location(src *spoolv1.ScatterSource) string {
 // fail stops the scatter as failed with why. Its reading stays not done:
 // the items after those read are in no batch.
 func (f *feed) fail(ctx context.Context, why string) error {
-	return f.update(ctx, func(rec *store.ScatterRecord) bool {
+	err := f.update(ctx, func(rec *store.ScatterRecord) bool {
 		if convert.ScatterState(rec.Scatter.GetState()).IsFinal() {
 			return false
 		}
 		Stop(rec, spoolv1.ScatterState_SCATTER_STATE_FAILED, "reading the items: "+why)
 		return true
 	})
+	// A round winds the scatter down now: its batches in flight are
+	// cancelled.
+	f.d.Kick(f.id)
+	return err
 }
 
 // checkpoint records the batches cut so far (all of them when done) and
@@ -337,6 +342,9 @@ func (f *feed) checkpoint(ctx context.Context, done bool) (*store.ScatterRecord,
 			r.BytesRead = max(r.GetBytesRead(), f.src.BytesRead())
 		}
 		r.Done = done
+		if r.GetEtag() == "" {
+			r.Etag = f.etag
+		}
 		r.Reader, r.ReaderUntil = f.d.self, timestamppb.New(storekit.Now().Add(readerLease))
 		return true
 	})

@@ -129,6 +129,9 @@ func TestReadingResumes(t *testing.T) {
 	if len(rec.Ended) != (len(want)+7)/8 {
 		t.Fatalf("ended bits for %d batches, want %d", len(rec.Ended)*8, len(want))
 	}
+	if rec.Scatter.GetReading().GetEtag() == "" {
+		t.Fatal("the reading did not record the object's ETag")
+	}
 	for i, w := range want {
 		r, _, err := blobs.Get(ctx, scatter.BatchKey(id, int32(i)), 0, -1)
 		if err != nil {
@@ -143,6 +146,31 @@ func TestReadingResumes(t *testing.T) {
 		} else if string(got) != string(w.JSON()) {
 			t.Fatalf("batch %d: %s, want %s", i, got, w.JSON())
 		}
+	}
+
+	// An object replaced since its reading began is not read again: a
+	// taking-over reader fails the scatter saying so.
+	rec = scatter.NewFromSource(spec, time.Now())
+	id = rec.Scatter.GetScatterId()
+	rec.Scatter.Reading.Etag = `"an-older-version"`
+	if err := st.CreateScatter(ctx, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Drive(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for rec.Scatter.GetState() != spoolv1.ScatterState_SCATTER_STATE_FAILED {
+		select {
+		case <-d.Woken():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a scatter of a replaced object is %v", rec.Scatter.GetState())
+		}
+		if rec, err = st.GetScatter(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := rec.Scatter.GetError(); !strings.Contains(e, "was replaced since the scatter began reading it") || rec.Scatter.GetReading().GetDone() {
+		t.Fatalf("a scatter of a replaced object failed with %q, reading %v", e, rec.Scatter.GetReading())
 	}
 }
 

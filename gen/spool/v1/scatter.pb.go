@@ -345,8 +345,12 @@ type ScatterReading struct {
 	BytesRead int64 `protobuf:"varint,3,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
 	// The server reading, and until when its claim holds: another server
 	// takes the reading over once it lapses.
-	Reader        string                 `protobuf:"bytes,4,opt,name=reader,proto3" json:"reader,omitempty"`
-	ReaderUntil   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=reader_until,json=readerUntil,proto3" json:"reader_until,omitempty"`
+	Reader      string                 `protobuf:"bytes,4,opt,name=reader,proto3" json:"reader,omitempty"`
+	ReaderUntil *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=reader_until,json=readerUntil,proto3" json:"reader_until,omitempty"`
+	// The ETag of the object of items when the reading began: a reader that
+	// takes over reads that version or fails, as batches cut from two
+	// versions would mix them.
+	Etag          string `protobuf:"bytes,6,opt,name=etag,proto3" json:"etag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -414,6 +418,13 @@ func (x *ScatterReading) GetReaderUntil() *timestamppb.Timestamp {
 		return x.ReaderUntil
 	}
 	return nil
+}
+
+func (x *ScatterReading) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
 }
 
 // ScatterProgress counts a scatter's batches by where they are. Every batch
@@ -1356,7 +1367,7 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\x13max_items_per_batch\x18\x04 \x01(\x05R\x10maxItemsPerBatch\x12-\n" +
 	"\x13max_bytes_per_batch\x18\x05 \x01(\x05R\x10maxBytesPerBatch\x12\x19\n" +
 	"\bgroup_by\x18\x06 \x01(\tR\agroupBy\x12-\n" +
-	"\x13max_items_per_group\x18\a \x01(\x05R\x10maxItemsPerGroup\"\xb9\x01\n" +
+	"\x13max_items_per_group\x18\a \x01(\x05R\x10maxItemsPerGroup\"\xcd\x01\n" +
 	"\x0eScatterReading\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12\x1d\n" +
 	"\n" +
@@ -1364,7 +1375,8 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\x03 \x01(\x03R\tbytesRead\x12\x16\n" +
 	"\x06reader\x18\x04 \x01(\tR\x06reader\x12=\n" +
-	"\freader_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vreaderUntil\"\x90\x02\n" +
+	"\freader_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vreaderUntil\x12\x12\n" +
+	"\x04etag\x18\x06 \x01(\tR\x04etag\"\x90\x02\n" +
 	"\x0fScatterProgress\x12\x1f\n" +
 	"\vbatch_count\x18\x01 \x01(\x05R\n" +
 	"batchCount\x12\x18\n" +
