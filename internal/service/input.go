@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/spool-run/spool"
@@ -83,7 +84,9 @@ func (s *Service) GetJobInput(ctx context.Context, m *spoolv1.GetJobInputRequest
 // location only, as a document of that size would be slow to build and to
 // hand over, and a scatter of many batches would make it larger than any
 // job's input should be.
-const maxInlineResults = 4 << 20
+var maxInlineResults atomic.Int64
+
+func init() { maxInlineResults.Store(4 << 20) }
 
 // batchResults is the batch_results object of a gather's input, every
 // batch's result by index, and the batches that failed. It is nil when a
@@ -114,7 +117,7 @@ func (s *Service) batchResults(ctx context.Context, rec *store.ScatterRecord, n 
 		}
 		doc.WriteString(`"` + strconv.Itoa(int(i)) + `":`)
 		doc.WriteString(orNull(out))
-		if limit && doc.Len() > maxInlineResults {
+		if limit && int64(doc.Len()) > maxInlineResults.Load() {
 			inline = false
 			doc = bytes.Buffer{}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/mototest"
+	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/itembatch"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
@@ -284,6 +285,24 @@ func TestScatterItemsFromS3(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(gather.Result.Output), &doc); err != nil || doc.ResultManifest != sc.ResultManifest || len(doc.BatchResults) != 3 {
 			t.Fatalf("the gather read %s (%v)", gather.Result.Output, err)
+		}
+		// Results too large to inline: the gather gets the manifest only.
+		defer service.SetMaxInlineResults(10)()
+		sc, err = c.StartScatter(ctx, client.ScatterParams{
+			Job: client.SubmitParams{Script: countItems}, Batches: batches(3, 2), Results: "s3://" + b.name + "/out/", Gather: `cat > "$SPOOL_RESULT"`,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterSucceeded, 3, 0, 0)
+		if gather, err = c.Job(ctx, sc.GatherJobID); err != nil {
+			t.Fatal(err)
+		}
+		doc.BatchResults = nil
+		if err := json.Unmarshal([]byte(gather.Result.Output), &doc); err != nil || doc.ResultManifest != sc.ResultManifest || doc.BatchResults != nil ||
+			!strings.Contains(string(gather.Result.Output), `"batch_results":null`) {
+			t.Fatalf("the gather of large results read %s (%v)", gather.Result.Output, err)
 		}
 		// A bucket the server cannot reach is refused at once.
 		_, err = c.StartScatter(ctx, client.ScatterParams{Job: client.SubmitParams{Script: "true"}, Batches: batches(1, 1), Results: "s3://no-such-bucket-spool/out/"})
