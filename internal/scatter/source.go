@@ -147,7 +147,14 @@ func (d *Driver) Serve(ctx context.Context) (wait func()) {
 	d.mu.Lock()
 	d.base = ctx
 	d.mu.Unlock()
-	return d.readers.Wait
+	return func() {
+		// No reader starts after this: every Add happened before the
+		// Wait, as a WaitGroup wants.
+		d.mu.Lock()
+		d.base = nil
+		d.mu.Unlock()
+		d.readers.Wait()
+	}
 }
 
 // startReading starts a reader of rec's source on this server, unless one
