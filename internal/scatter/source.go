@@ -199,6 +199,7 @@ type feed struct {
 	read    int64 // items read
 	src     s3items.Items
 	etag    string // of the object read
+	alone   int    // items too big for a batch, each in one of its own
 	last    time.Time
 	pending int
 }
@@ -235,7 +236,7 @@ func (d *Driver) read(ctx context.Context, id string) error {
 		for _, b := range bs {
 			i := f.batches
 			if i >= MaxBatches {
-				return f.fail(ctx, fmt.Sprintf("more than %d batches, the most a scatter may have: put more items in a batch (--max-items-per-batch, --max-bytes-per-batch)", MaxBatches))
+				return cmp.Or(f.fail(ctx, fmt.Sprintf("more than %d batches, the most a scatter may have: put more items in a batch (--max-items-per-batch, --max-bytes-per-batch)", MaxBatches)), errStop)
 			}
 			f.batches++
 			f.items += int64(len(b.Items))
@@ -279,7 +280,8 @@ func (f *feed) cut(ctx context.Context, sp *itembatch.Splitter, emit func([]item
 			return f.fail(ctx, err.Error())
 		}
 		f.read++
-		bs, _ := sp.Add(it)
+		bs, ws := sp.Add(it)
+		f.alone += len(ws)
 		if err := emit(bs); err != nil {
 			return err
 		}
@@ -292,6 +294,10 @@ func (f *feed) cut(ctx context.Context, sp *itembatch.Splitter, emit func([]item
 	}
 	if f.batches == 0 {
 		return f.fail(ctx, fmt.Sprintf("%s holds no items: there is nothing to scatter", location(src)))
+	}
+	if f.alone > 0 {
+		// spool scatter shows these to the person; here the log has them.
+		f.d.o.Log.InfoContext(ctx, "items bigger than a batch went in batches of their own", "scatter_id", f.id, "items", f.alone, "max_bytes_per_batch", cmp.Or(int(src.GetMaxBytesPerBatch()), itembatch.DefaultMaxBytes))
 	}
 	_, err := f.checkpoint(ctx, true)
 	return err
@@ -359,10 +365,9 @@ func (f *feed) checkpoint(ctx context.Context, done bool) (*store.ScatterRecord,
 		return nil, err
 	}
 	f.last, f.pending = time.Now(), 0
-	if out != nil && !done {
-		f.d.Kick(f.id)
-	}
-	if done {
+	if out != nil {
+		// A round releases the batches just recorded (or, once the
+		// reading is done, may gather).
 		f.d.Kick(f.id)
 	}
 	return out, nil
