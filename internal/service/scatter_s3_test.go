@@ -425,3 +425,37 @@ func readAll(t *testing.T, c *client.Client, id string) *spool.Scatter {
 		}
 	}
 }
+
+// TestScatterItemsFromS3OnEveryStore: every store records a scatter whose
+// batch count grows as its items are read, and runs the batches (on AWS
+// with the batches kept in an S3 bucket of blobs).
+func TestScatterItemsFromS3OnEveryStore(t *testing.T) {
+	b := newS3Bucket(t)
+	var jsonl strings.Builder
+	for i := range 23 {
+		fmt.Fprintf(&jsonl, "{\"k\":%d}\n", i)
+	}
+	url := b.put(t, "in/items.jsonl", jsonl.String())
+	onStores(t, func(testStore) bool { return true }, func(t *testing.T, set func(*server.Config)) {
+		srv := newServer(t, func(c *server.Config) {
+			set(c)
+			c.Scatter.S3 = server.ScatterS3{Endpoint: b.moto.URL, PathStyle: true, Region: mototest.Region}
+			if c.Store.Type == "aws" {
+				c.Blobs = server.Blobs{Type: "s3", S3: server.BlobsS3{Bucket: b.name, Prefix: mototest.NewName("blobs") + "/", Endpoint: b.moto.URL, PathStyle: true, Region: mototest.Region}}
+			}
+		})
+		spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
+		c := srv.Client()
+		sc, err := c.StartScatter(context.Background(), client.ScatterParams{
+			Job: client.SubmitParams{Script: countItems}, Source: &spool.ScatterSource{Items: url, MaxItemsPerBatch: 4}, MaxConcurrency: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = follow(t, c, sc.ID)
+		wantProgress(t, sc, spool.ScatterSucceeded, 6, 0, 0)
+		if sc.Progress.ItemsDone != 23 || !sc.Reading.Done {
+			t.Fatalf("progress %+v, reading %+v; want 23 items done", sc.Progress, sc.Reading)
+		}
+	})
+}
