@@ -76,6 +76,12 @@ type Scatter struct {
 	// redrive n, batch i's job, if it ran again, is "<ID>.<i>.r<n>", and the
 	// gather's "<ID>.gather.r<n>".
 	RedriveCount int
+	// Reading is how far the server has read the items, for a scatter
+	// whose spec has a Source (nil otherwise).
+	Reading *ScatterReading
+	// ResultManifest is the "s3://bucket/key" of the manifest of the
+	// results written under Spec.Results, once written.
+	ResultManifest string
 }
 
 // ScatterSpec is what a scatter runs, fixed when it starts.
@@ -101,6 +107,49 @@ type ScatterSpec struct {
 	// Gather runs once every batch has ended within tolerance, with every
 	// batch's result on stdin (nil: no gather).
 	Gather *JobParams
+	// Source is where the server reads the items, for a scatter whose
+	// client sent no batches (nil: the client sent them).
+	Source *ScatterSource
+	// Results is the "s3://bucket/prefix/" every batch's result and a
+	// manifest are written under ("": none).
+	Results string
+}
+
+// ScatterSource is a scatter's items in S3, read by the server, and how
+// it cuts them into batches (the rules of package itembatch).
+type ScatterSource struct {
+	// Items is one object of items, "s3://bucket/key": JSON Lines, a JSON
+	// array or CSV. ItemsPrefix is "s3://bucket/prefix/", whose objects
+	// are the items, one each: {"Etag", "Key", "LastModified", "Size",
+	// "StorageClass"}, as Step Functions lists them. One of the two is
+	// set.
+	Items, ItemsPrefix string
+	// Format is how Items is written: "json" or "csv" ("": csv for a key
+	// ending in .csv, json otherwise).
+	Format string
+	// The batching, as itembatch.Config's MaxItems, MaxBytes, GroupBy and
+	// MaxItemsPerGroup.
+	MaxItemsPerBatch, MaxBytesPerBatch int
+	GroupBy                            string
+	MaxItemsPerGroup                   int
+}
+
+// ScatterReading is how far the server has read a scatter's source.
+type ScatterReading struct {
+	// Done: every item was read and is in a batch.
+	Done bool
+	// ItemsRead counts the items read so far.
+	ItemsRead int64
+	// BytesRead counts the bytes of the object read (or the objects
+	// listed).
+	BytesRead int64
+	// Reader names the server reading, and ReaderUntil is when its claim
+	// lapses unless renewed: another server then takes the reading over.
+	Reader      string
+	ReaderUntil time.Time
+	// Etag is the ETag of the object of items when the reading began: a
+	// server that takes the reading over reads that version only.
+	Etag string
 }
 
 // ScatterProgress counts a scatter's batches by where they are: every

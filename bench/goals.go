@@ -88,9 +88,16 @@ func runGoals(ctx context.Context, job emitter, sz sizes, only, pgURL string, lo
 			}
 			return riverGoal(ctx, pgURL, sz.riverJobs, log)
 		}},
+		// Only when asked for: it needs moto_server, and minutes.
+		{"s3items", func() ([]goalRow, error) {
+			if only != "s3items" {
+				return nil, nil
+			}
+			return s3ItemsGoal(ctx, sz.s3Lines, log)
+		}},
 	}
 	if only != "" && !slices.ContainsFunc(steps, func(s goalStep) bool { return s.name == only }) {
-		return fmt.Errorf("-goal %q: there is no such group of rows (lines, many, queue, noop, live, read, catchup, delayed, compression, river)", only)
+		return fmt.Errorf("-goal %q: there is no such group of rows (lines, many, queue, noop, live, read, catchup, delayed, compression, river, s3items)", only)
 	}
 	for _, step := range steps {
 		if only != "" && step.name != only {

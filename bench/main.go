@@ -53,7 +53,7 @@ func main() {
 	consumerOnly := flag.Bool("consumer", false, "measure only the Kafka consumer: batches against one message at a time (kfake in process)")
 	noopOnly := flag.Bool("noop", false, "measure only no-op jobs (`true`, 20 slots) against the rate this machine starts processes")
 	goalsOnly := flag.Bool("goals", false, "measure only the goals table: every performance goal, spool's figure and its baseline")
-	goal := flag.String("goal", "", "with -goals: only these rows: lines, many, queue, noop, live, read, catchup, delayed (jobs due in one second queued after it), compression (bytes stored per output byte, zstd and s2) or river (PostgreSQL beside River)")
+	goal := flag.String("goal", "", "with -goals: only these rows: lines, many, queue, noop, live, read, catchup, delayed (jobs due in one second queued after it), compression (bytes stored per output byte, zstd and s2), river (PostgreSQL beside River) or s3items (a scatter over a 5,000,000-line item file in S3 on moto_server: the server's memory growth; only when asked for)")
 	ingestOnly := flag.Bool("ingest", false, "measure only log ingestion: Firehose deliveries of 10 log streams at once, batched against unbatched")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench and servers share the process) to this file")
 	flag.BoolVar(&onlySpool, "only-spool", false, "with -goals -goal lines or many: spool's figures alone, without the baselines (for profiling and comparing builds)")
@@ -76,10 +76,10 @@ func main() {
 		return
 	}
 	sz := sizes{jobs: 100, linesPerJob: 1000, slowSeconds: 10, fastSeconds: 3, queueJobs: 5000, noopJobs: 1000, scatterItems: 100_000, scatterBatch: 100, ingestDeliveries: 10,
-		goalFewJobs: 20, goalManyJobs: 1000, goalManyBaseline: 100, goalLines: 10_000, riverJobs: 50_000, delayedJobs: 10_000}
+		goalFewJobs: 20, goalManyJobs: 1000, goalManyBaseline: 100, goalLines: 10_000, riverJobs: 50_000, delayedJobs: 10_000, s3Lines: 5_000_000}
 	if *quick {
 		sz = sizes{jobs: 20, linesPerJob: 200, slowSeconds: 2, fastSeconds: 1, queueJobs: 500, noopJobs: 200, scatterItems: 5000, scatterBatch: 100, ingestDeliveries: 2,
-			goalFewJobs: 4, goalManyJobs: 40, goalManyBaseline: 10, goalLines: 2000, riverJobs: 2000, delayedJobs: 1000}
+			goalFewJobs: 4, goalManyJobs: 40, goalManyBaseline: 10, goalLines: 2000, riverJobs: 2000, delayedJobs: 1000, s3Lines: 200_000}
 	}
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "spool-bench-job-*")
@@ -254,6 +254,8 @@ type sizes struct {
 	riverJobs int
 	// delayedJobs are the jobs due in the same second of the delayed row.
 	delayedJobs int
+	// s3Lines are the lines of the item file of the s3items row.
+	s3Lines int
 }
 
 // result is one configuration's figures.

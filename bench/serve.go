@@ -19,6 +19,7 @@ import (
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/assembly"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/worker"
 )
@@ -37,6 +38,7 @@ func serve(args []string) {
 	pg := fs.String("postgres", "", "store on this PostgreSQL database instead of the embedded SQLite")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this server to this file")
 	memProfile := fs.String("memprofile", "", "write this server's allocations and heap, as it stops, to this file")
+	scatterS3 := fs.String("scatter-s3", "", "read scatters' items from the S3 look-alike at this URL (moto_server)")
 	_ = fs.Parse(args)
 	defer profile(*cpuProfile, *memProfile)()
 	assembly.TuneGC() // as spool server runs
@@ -49,6 +51,9 @@ func serve(args []string) {
 		cfg.Execution.Batching.MaxBatchSize = 1
 	}
 	storeConfig(*pg != "", *pg)(cfg)
+	if *scatterS3 != "" {
+		cfg.Scatter.S3 = s3items.Config{Endpoint: *scatterS3, PathStyle: true, Region: "us-east-1"}
+	}
 	if err := cfg.Validate(); err != nil {
 		fail(err)
 	}
@@ -82,9 +87,11 @@ type remote struct {
 	perLine  bool
 	// postgres: the server stores on this PostgreSQL database ("": SQLite).
 	postgres string
-	cmd      *exec.Cmd
-	url      string
-	Client   *client.Client
+	// scatterS3: the server reads scatters' items from this S3 endpoint.
+	scatterS3 string
+	cmd       *exec.Cmd
+	url       string
+	Client    *client.Client
 
 	stopWorker context.CancelFunc
 	workerDone chan error
@@ -144,6 +151,9 @@ func (r *remote) startServer(addr string) error {
 	}
 	if r.postgres != "" {
 		args = append(args, "-postgres", r.postgres)
+	}
+	if r.scatterS3 != "" {
+		args = append(args, "-scatter-s3", r.scatterS3)
 	}
 	if serverProfiles != "" {
 		serverStarts++

@@ -24,8 +24,14 @@ type ScatterParams struct {
 	// $SPOOL_RESULT.
 	Job SubmitParams
 	// Batches are the batches in order, each a JSON array of at least one
-	// item (package itembatch makes them).
+	// item (package itembatch makes them). None when Source is set.
 	Batches []json.RawMessage
+	// Source is where the server reads the items itself (S3), cutting
+	// them into batches as it reads, instead of Batches.
+	Source *spool.ScatterSource
+	// Results is "s3://bucket/prefix/": every batch's result, and a
+	// manifest of them, are written there ("": none).
+	Results string
 	// BatchInput is given to every batch and the gather (nil: {}).
 	BatchInput json.RawMessage
 	// MaxConcurrency bounds the batches queued or running at once (0: no
@@ -43,6 +49,9 @@ type ScatterParams struct {
 // StartScatter stores a scatter and starts it.
 func (c *Client) StartScatter(ctx context.Context, s ScatterParams) (*spool.Scatter, error) {
 	checks := []error{fits("MaxConcurrency", s.MaxConcurrency), fits("Job.MaxAttempts", s.Job.MaxAttempts), fits("Job.Retries", s.Job.Retries)}
+	if src := s.Source; src != nil {
+		checks = append(checks, fits("Source.MaxItemsPerBatch", src.MaxItemsPerBatch), fits("Source.MaxBytesPerBatch", src.MaxBytesPerBatch), fits("Source.MaxItemsPerGroup", src.MaxItemsPerGroup))
+	}
 	if s.ToleratedFailureCount != nil {
 		checks = append(checks, fits("ToleratedFailureCount", *s.ToleratedFailureCount))
 	}
@@ -53,6 +62,7 @@ func (c *Client) StartScatter(ctx context.Context, s ScatterParams) (*spool.Scat
 		Queue: s.Job.Queue, Params: s.Job.params(), MaxAttempts: s.Job.MaxAttempts, Retries: s.Job.Retries,
 		BatchInput: s.BatchInput, MaxConcurrency: s.MaxConcurrency,
 		ToleratedFailureCount: s.ToleratedFailureCount, ToleratedFailurePercentage: s.ToleratedFailurePercentage,
+		Source: s.Source, Results: s.Results,
 	})
 	if s.Gather != "" {
 		spec.Gather = scatterjob.GatherParams(spec.GetParams(), s.Gather)

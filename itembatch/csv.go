@@ -36,54 +36,84 @@ import (
 // Input with no rows after the header, or no input at all, gives no items
 // and no error.
 func ReadCSVItems(r io.Reader) ([]Item, error) {
-	return readCSVItems(r, maxItemBytes)
+	return readAll(newCSVItemReader(r, maxItemBytes))
 }
 
 // readCSVItems is ReadCSVItems with the row limit as a parameter, so that
 // tests can cross it without allocating 64 MiB.
 func readCSVItems(r io.Reader, limit int) ([]Item, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if b, _ := br.Peek(len(bom)); string(b) == bom {
-		_, _ = br.Discard(len(bom))
+	return readAll(newCSVItemReader(r, limit))
+}
+
+// NewCSVItemReader returns a reader of CSV items, a row at a time, as
+// ReadCSVItems reads them.
+func NewCSVItemReader(r io.Reader) *ItemReader {
+	return newCSVItemReader(r, maxItemBytes)
+}
+
+func newCSVItemReader(r io.Reader, limit int) *ItemReader {
+	c := &csvReader{limit: limit}
+	c.br = bufio.NewReaderSize(r, 64<<10)
+	return &ItemReader{next: c.next, read: func() int64 { return c.lr.read }}
+}
+
+// csvReader reads CSV items.
+type csvReader struct {
+	br    *bufio.Reader
+	limit int
+	lr    rowLimit
+	cr    *csv.Reader
+	keys  [][]byte
+	// line is the header's line.
+	line int
+}
+
+func (c *csvReader) next() (Item, error) {
+	if c.cr == nil {
+		if err := c.header(); err != nil {
+			return nil, err
+		}
 	}
-	lr := &rowLimit{r: br, limit: int64(limit)}
-	cr := csv.NewReader(lr)
-	lr.line = 1
-	header, err := cr.Read()
+	lr, cr := &c.lr, c.cr
+	lr.start = cr.InputOffset()
+	row, err := cr.Read()
 	if err == io.EOF {
-		return nil, nil
+		return nil, io.EOF
 	}
 	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
+			return nil, fmt.Errorf("items line %d: %d fields, but the header on line %d names %d", pe.StartLine, len(row), c.line, len(c.keys))
+		}
 		return nil, csvError(err, lr)
 	}
-	line, _ := cr.FieldPos(0)
-	lr.line = nextLine(cr, header)
-	keys, err := csvKeys(header, line)
+	item, err := csvItem(c.keys, row)
 	if err != nil {
-		return nil, err
+		l, _ := cr.FieldPos(0)
+		return nil, fmt.Errorf("items line %d: %w", l, err)
 	}
-	var items []Item
-	for {
-		lr.start = cr.InputOffset()
-		row, err := cr.Read()
-		if err == io.EOF {
-			return items, nil
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
-				return nil, fmt.Errorf("items line %d: %d fields, but the header on line %d names %d", pe.StartLine, len(row), line, len(keys))
-			}
-			return nil, csvError(err, lr)
-		}
-		item, err := csvItem(keys, row)
-		if err != nil {
-			l, _ := cr.FieldPos(0)
-			return nil, fmt.Errorf("items line %d: %w", l, err)
-		}
-		items = append(items, item)
-		lr.line = nextLine(cr, row)
+	lr.line = nextLine(cr, row)
+	return item, nil
+}
+
+// header reads the header row and checks its names.
+func (c *csvReader) header() error {
+	if b, _ := c.br.Peek(len(bom)); string(b) == bom {
+		_, _ = c.br.Discard(len(bom))
 	}
+	c.lr = rowLimit{r: c.br, limit: int64(c.limit), line: 1}
+	c.cr = csv.NewReader(&c.lr)
+	header, err := c.cr.Read()
+	if err == io.EOF {
+		return io.EOF
+	}
+	if err != nil {
+		return csvError(err, &c.lr)
+	}
+	c.line, _ = c.cr.FieldPos(0)
+	c.lr.line = nextLine(c.cr, header)
+	c.keys, err = csvKeys(header, c.line)
+	return err
 }
 
 // nextLine is the line after the row cr just read: where the next row

@@ -19,6 +19,11 @@
 //     user wrote, for cuts a Config cannot express.
 //   - [Batch.JSON] gives each batch as the JSON array a job receives.
 //
+// For inputs too large to hold, [NewItemReader] and [NewCSVItemReader]
+// read the same forms one item at a time, and a [Splitter] cuts the items
+// as they come, by the same rules, holding only the batches still being
+// filled. The spool server reads scatters' items in S3 this way.
+//
 // Sizes are measured on the compact JSON array a batch becomes, brackets and
 // commas included, because that array is what travels to the job: the limit
 // then means what the job will see, not an estimate of it.

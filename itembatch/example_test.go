@@ -3,6 +3,7 @@ package itembatch_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 
@@ -128,4 +129,36 @@ func ExampleFromCommand() {
 	// Output:
 	// [1,3,5]
 	// [2,4]
+}
+
+// Items too many to hold are read one at a time and cut as they come:
+// each batch is handed out as soon as it is full.
+func ExampleSplitter() {
+	r := itembatch.NewItemReader(strings.NewReader("1\n2\n3\n4\n5\n6\n7\n"))
+	sp, err := itembatch.NewSplitter(itembatch.Config{MaxItems: 3})
+	if err != nil {
+		panic(err)
+	}
+	for {
+		it, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			panic(err)
+		}
+		done, _ := sp.Add(it)
+		for _, b := range done {
+			fmt.Println(string(b.JSON()))
+		}
+	}
+	for _, b := range sp.Flush() {
+		fmt.Println(string(b.JSON()))
+	}
+	fmt.Println(r.Count(), "items")
+	// Output:
+	// [1,2,3]
+	// [4,5,6]
+	// [7]
+	// 7 items
 }

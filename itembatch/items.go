@@ -42,67 +42,150 @@ const bom = "\ufeff"
 //
 // A UTF-8 byte order mark at the start is skipped. Empty input (or input of
 // only spaces) gives no items and no error.
+//
+// ReadItems holds every item in memory; [NewItemReader] reads the same
+// input one item at a time.
 func ReadItems(r io.Reader) ([]Item, error) {
-	return readItems(r, maxItemBytes)
+	return readAll(newItemReader(r, maxItemBytes))
 }
 
 // readItems is ReadItems with the item limit as a parameter, so that tests
 // can cross it without allocating 64 MiB.
 func readItems(r io.Reader, limit int) ([]Item, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var pos int64
-	// Some Windows tools start text files with a byte order mark. JSON
-	// allows a reader to ignore it, and failing on an invisible character
-	// would only puzzle the person.
-	if b, _ := br.Peek(len(bom)); string(b) == bom {
-		_, _ = br.Discard(len(bom))
-		pos = int64(len(bom))
-	}
-	// Skip the leading space to see which form this is. Newlines are counted
-	// so that JSON Lines errors still name the right line.
-	line := 1
+	return readAll(newItemReader(r, limit))
+}
+
+// readAll reads every item of ir.
+func readAll(ir *ItemReader) ([]Item, error) {
+	var items []Item
 	for {
-		c, err := br.ReadByte()
+		it, err := ir.Next()
 		if err == io.EOF {
-			return nil, nil
+			return items, nil
 		}
 		if err != nil {
-			return nil, readError(err)
+			return nil, err
 		}
-		if !isSpace(c) {
-			_ = br.UnreadByte() // cannot fail right after ReadByte
-			if c == '[' {
-				a := &arrayReader{br: br, pos: pos, limit: limit}
-				return a.read()
-			}
-			return readLines(br, line, limit)
-		}
-		pos++
-		if c == '\n' {
-			line++
-		}
+		items = append(items, it)
 	}
 }
 
-// readLines reads JSON Lines from br, whose first line is numbered lineNo.
+// ItemReader reads items one at a time, so that an input of any size can
+// be cut into batches (with a [Splitter]) in bounded memory: it holds one
+// item and its read buffer, never the items before. Its rules and errors
+// are those of [ReadItems] or [ReadCSVItems], whichever made it.
+type ItemReader struct {
+	next func() (Item, error)
+	// err is the error Next returned, returned again by every later call.
+	err error
+	// count is the number of items returned.
+	count int64
+	// read is where the input stands: the bytes consumed from it.
+	read func() int64
+}
+
+// NewItemReader returns a reader of JSON Lines or one JSON array, as
+// ReadItems reads them.
+func NewItemReader(r io.Reader) *ItemReader {
+	return newItemReader(r, maxItemBytes)
+}
+
+func newItemReader(r io.Reader, limit int) *ItemReader {
+	br := bufio.NewReaderSize(r, 64<<10)
+	ir := &ItemReader{}
+	var pos int64
+	ir.read = func() int64 { return pos }
+	ir.next = func() (Item, error) {
+		// Some Windows tools start text files with a byte order mark. JSON
+		// allows a reader to ignore it, and failing on an invisible
+		// character would only puzzle the person.
+		if b, _ := br.Peek(len(bom)); string(b) == bom {
+			_, _ = br.Discard(len(bom))
+			pos = int64(len(bom))
+		}
+		// Skip the leading space to see which form this is. Newlines are
+		// counted so that JSON Lines errors still name the right line.
+		line := 1
+		for {
+			c, err := br.ReadByte()
+			if err == io.EOF {
+				return nil, io.EOF
+			}
+			if err != nil {
+				return nil, readError(err)
+			}
+			if !isSpace(c) {
+				_ = br.UnreadByte() // cannot fail right after ReadByte
+				if c == '[' {
+					a := &arrayReader{br: br, pos: pos, limit: limit}
+					ir.read = func() int64 { return a.pos }
+					ir.next = a.next
+				} else {
+					l := &lineReader{br: br, line: line, pos: pos, limit: limit}
+					ir.read = func() int64 { return l.pos }
+					ir.next = l.next
+				}
+				return ir.next()
+			}
+			pos++
+			if c == '\n' {
+				line++
+			}
+		}
+	}
+	return ir
+}
+
+// Next returns the next item, or io.EOF after the last one. After an error
+// every call returns it again.
+func (r *ItemReader) Next() (Item, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	it, err := r.next()
+	if err != nil {
+		r.err = err
+		return nil, err
+	}
+	r.count++
+	return it, nil
+}
+
+// Count returns how many items Next has returned.
+func (r *ItemReader) Count() int64 { return r.count }
+
+// BytesRead returns how many bytes of the input the reader has consumed:
+// at least up to the end of the last item, less than 64 KiB beyond it. It
+// tells how far a long read has come.
+func (r *ItemReader) BytesRead() int64 { return r.read() }
+
+// lineReader reads JSON Lines.
 //
 // It reads with bufio.Reader.ReadSlice rather than a bufio.Scanner: a
 // Scanner's default 64 KiB token limit is far below what one item may be.
-func readLines(br *bufio.Reader, lineNo, limit int) ([]Item, error) {
-	var items []Item
-	var buf []byte
-	for ; ; lineNo++ {
-		buf = buf[:0]
+type lineReader struct {
+	br    *bufio.Reader
+	line  int   // of the next line read
+	pos   int64 // bytes consumed
+	limit int
+	buf   []byte
+	eof   bool
+}
+
+func (l *lineReader) next() (Item, error) {
+	for ; !l.eof; l.line++ {
+		l.buf = l.buf[:0]
 		var err error
 		for {
 			var frag []byte
-			frag, err = br.ReadSlice('\n')
+			frag, err = l.br.ReadSlice('\n')
+			l.pos += int64(len(frag))
 			// The 2 leaves room for a "\r\n" line end, which is not part
 			// of the item.
-			if len(buf)+len(frag) > limit+2 {
-				return nil, fmt.Errorf("items line %d: longer than the %s limit for one item", lineNo, byteCount(limit))
+			if len(l.buf)+len(frag) > l.limit+2 {
+				return nil, fmt.Errorf("items line %d: longer than the %s limit for one item", l.line, byteCount(l.limit))
 			}
-			buf = append(buf, frag...)
+			l.buf = append(l.buf, frag...)
 			if err != bufio.ErrBufferFull {
 				break
 			}
@@ -110,20 +193,20 @@ func readLines(br *bufio.Reader, lineNo, limit int) ([]Item, error) {
 		if err != nil && err != io.EOF {
 			return nil, readError(err)
 		}
-		if v := trimSpace(buf); len(v) > 0 {
-			if len(v) > limit {
-				return nil, fmt.Errorf("items line %d: longer than the %s limit for one item", lineNo, byteCount(limit))
+		l.eof = err == io.EOF
+		if v := trimSpace(l.buf); len(v) > 0 {
+			if len(v) > l.limit {
+				return nil, fmt.Errorf("items line %d: longer than the %s limit for one item", l.line, byteCount(l.limit))
 			}
 			item, cerr := compactItem(v)
 			if cerr != nil {
-				return nil, fmt.Errorf("items line %d: %w", lineNo, cerr)
+				return nil, fmt.Errorf("items line %d: %w", l.line, cerr)
 			}
-			items = append(items, item)
-		}
-		if err == io.EOF {
-			return items, nil
+			l.line++
+			return item, nil
 		}
 	}
+	return nil, io.EOF
 }
 
 // arrayReader reads items from one JSON array.
@@ -137,31 +220,34 @@ type arrayReader struct {
 	br    *bufio.Reader
 	pos   int64 // bytes consumed from the input, for error messages
 	limit int
+	i     int  // index of the next element
+	done  bool // the closing bracket was read
 }
 
-func (a *arrayReader) read() ([]Item, error) {
-	if _, err := a.next(); err != nil { // the '[' readItems saw
-		return nil, readError(err)
+// next returns the next element, checking the syntax around it: the
+// opening bracket before the first, a comma between two, and nothing but
+// space after the closing bracket.
+func (a *arrayReader) next() (Item, error) {
+	if a.done {
+		return nil, io.EOF
 	}
-	c, err := a.skipSpace()
-	if err != nil {
-		return nil, a.endError(err)
-	}
-	if c == ']' {
-		return nil, a.end()
-	}
-	a.back()
-	var items []Item
-	for i := 0; ; i++ {
-		start, raw, err := a.value()
-		if err != nil {
-			return nil, fmt.Errorf("items[%d] (byte %d): %w", i, start, err)
+	if a.i == 0 {
+		if _, err := a.readByte(); err != nil { // the '[' the reader saw
+			return nil, readError(err)
 		}
-		item, err := compactItem(raw)
+		c, err := a.skipSpace()
 		if err != nil {
-			return nil, fmt.Errorf("items[%d] (byte %d): %w", i, start, err)
+			return nil, a.endError(err)
 		}
-		items = append(items, item)
+		if c == ']' {
+			a.done = true
+			if err := a.end(); err != nil {
+				return nil, err
+			}
+			return nil, io.EOF
+		}
+		a.back()
+	} else {
 		c, err := a.skipSpace()
 		if err != nil {
 			return nil, a.endError(err)
@@ -169,14 +255,26 @@ func (a *arrayReader) read() ([]Item, error) {
 		switch c {
 		case ',':
 		case ']':
+			a.done = true
 			if err := a.end(); err != nil {
 				return nil, err
 			}
-			return items, nil
+			return nil, io.EOF
 		default:
-			return nil, fmt.Errorf("items array (byte %d): expected ',' or ']' after items[%d], found %q", a.pos-1, i, c)
+			return nil, fmt.Errorf("items array (byte %d): expected ',' or ']' after items[%d], found %q", a.pos-1, a.i-1, c)
 		}
 	}
+	i := a.i
+	start, raw, err := a.value()
+	if err != nil {
+		return nil, fmt.Errorf("items[%d] (byte %d): %w", i, start, err)
+	}
+	item, err := compactItem(raw)
+	if err != nil {
+		return nil, fmt.Errorf("items[%d] (byte %d): %w", i, start, err)
+	}
+	a.i++
+	return item, nil
 }
 
 // end checks that nothing but space follows the closing bracket: data after
@@ -189,7 +287,7 @@ func (a *arrayReader) read() ([]Item, error) {
 func (a *arrayReader) end() error {
 	newline := false
 	for {
-		c, err := a.next()
+		c, err := a.readByte()
 		if err == io.EOF {
 			return nil
 		}
@@ -330,7 +428,7 @@ func (a *arrayReader) valueError(err error) error {
 	return readError(err)
 }
 
-func (a *arrayReader) next() (byte, error) {
+func (a *arrayReader) readByte() (byte, error) {
 	c, err := a.br.ReadByte()
 	if err == nil {
 		a.pos++
@@ -338,7 +436,7 @@ func (a *arrayReader) next() (byte, error) {
 	return c, err
 }
 
-// back gives back the byte next just returned.
+// back gives back the byte readByte just returned.
 func (a *arrayReader) back() {
 	_ = a.br.UnreadByte() // cannot fail right after ReadByte
 	a.pos--
@@ -347,7 +445,7 @@ func (a *arrayReader) back() {
 // skipSpace returns the next byte that is not JSON space.
 func (a *arrayReader) skipSpace() (byte, error) {
 	for {
-		c, err := a.next()
+		c, err := a.readByte()
 		if err != nil || !isSpace(c) {
 			return c, err
 		}

@@ -2,9 +2,11 @@ package itembatch
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // DefaultMaxBytes is the batch size limit when Config.MaxBytes is 0. It is
@@ -105,62 +107,155 @@ type Warning string
 // Config (negative numbers, MaxItemsPerGroup without GroupBy, MaxBytes
 // below 2) gives an error wrapping ErrInvalidConfig.
 func Split(items []Item, o Config) ([]Batch, []Warning, error) {
-	o, err := o.normalize()
+	sp, err := NewSplitter(o)
 	if err != nil {
 		return nil, nil, err
 	}
 	var (
-		batches  []Batch
+		batches  []firstBatch
 		warnings []Warning
-		// open holds the batch still being filled for each group, by the
-		// group's key. Without GroupBy every item has the key "".
-		open = map[string]*openBatch{}
 	)
-	for i, it := range items {
-		var key string
-		if o.GroupBy != "" {
-			key = groupKey(it, o.GroupBy)
-		}
-		ob := open[key]
-		alone := len(it)+2 > o.MaxBytes
-		if ob != nil && (alone || !ob.fits(batches, it, o)) {
-			ob = nil
-			delete(open, key)
-		}
-		if alone {
-			batches = append(batches, Batch{Items: []Item{it}})
-			warnings = append(warnings, Warning(fmt.Sprintf(
-				"item %d is %d bytes, %d bytes as a batch of its own, over the %d-byte batch limit; it goes in a batch alone",
-				i, len(it), len(it)+2, o.MaxBytes)))
-			continue
-		}
-		if ob == nil {
-			// Batches are created when their first item arrives, so the
-			// order of creation is the order of first items: no sort is
-			// needed at the end.
-			batches = append(batches, Batch{})
-			ob = &openBatch{index: len(batches) - 1, size: 2}
-			open[key] = ob
-		}
-		b := &batches[ob.index]
-		if len(b.Items) > 0 {
-			ob.size++ // the comma
-		}
-		ob.size += len(it)
-		b.Items = append(b.Items, it)
+	for _, it := range items {
+		done, ws := sp.add(it)
+		batches = append(batches, done...)
+		warnings = append(warnings, ws...)
 	}
-	return batches, warnings, nil
+	batches = append(batches, sp.flush()...)
+	// A batch closes when its group's next item does not fit, which with
+	// GroupBy may come after later groups' batches opened: order them by
+	// their first items, as promised. Without GroupBy they already are.
+	slices.SortStableFunc(batches, func(a, b firstBatch) int { return cmp.Compare(a.first, b.first) })
+	return plain(batches), warnings, nil
+}
+
+// Splitter cuts items into batches as they come, by the rules of [Split],
+// for inputs too large to hold: it keeps only the batches still being
+// filled (one per group), and hands each batch out as soon as it is
+// closed.
+//
+// Without GroupBy, the batches come out in the order Split gives them.
+// With GroupBy a batch comes out when it closes, which may be after
+// batches of other groups that started later; [Flush] gives the batches
+// still open in the order of their first items. The batches themselves
+// are the ones Split makes.
+type Splitter struct {
+	o     Config
+	items int // seen so far
+	// open holds the batch still being filled for each group, by the
+	// group's key. Without GroupBy every item has the key "".
+	open map[string]*openBatch
+	// openBytes is the sum of the open batches' sizes.
+	openBytes int
+}
+
+// NewSplitter returns a Splitter cutting by o, or an error wrapping
+// ErrInvalidConfig, as Split's.
+func NewSplitter(o Config) (*Splitter, error) {
+	o, err := o.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return &Splitter{o: o, open: map[string]*openBatch{}}, nil
+}
+
+// Add takes the next item, valid compact JSON (as an ItemReader gives it),
+// and returns the batches it closed, if any, and a Warning for an item too
+// big for any batch.
+func (s *Splitter) Add(it Item) ([]Batch, []Warning) {
+	done, ws := s.add(it)
+	return plain(done), ws
+}
+
+// Flush returns the batches still open, in the order of their first items,
+// and empties the Splitter.
+func (s *Splitter) Flush() []Batch { return plain(s.flush()) }
+
+// OpenBytes returns the size of the batches still open: the memory the
+// Splitter holds, a caller's measure of whether too many groups are open
+// at once.
+func (s *Splitter) OpenBytes() int { return s.openBytes }
+
+// firstBatch is a batch with the input index of its first item.
+type firstBatch struct {
+	Batch
+	first int
+}
+
+func plain(bs []firstBatch) []Batch {
+	if len(bs) == 0 {
+		return nil
+	}
+	out := make([]Batch, len(bs))
+	for i, b := range bs {
+		out[i] = b.Batch
+	}
+	return out
+}
+
+func (s *Splitter) add(it Item) ([]firstBatch, []Warning) {
+	i := s.items
+	s.items++
+	var key string
+	if s.o.GroupBy != "" {
+		key = groupKey(it, s.o.GroupBy)
+	}
+	var (
+		done     []firstBatch
+		warnings []Warning
+	)
+	ob := s.open[key]
+	alone := len(it)+2 > s.o.MaxBytes
+	if ob != nil && (alone || !ob.fits(it, s.o)) {
+		done = append(done, s.close(key, ob))
+		ob = nil
+	}
+	if alone {
+		done = append(done, firstBatch{Batch{Items: []Item{it}}, i})
+		warnings = append(warnings, Warning(fmt.Sprintf(
+			"item %d is %d bytes, %d bytes as a batch of its own, over the %d-byte batch limit; it goes in a batch alone",
+			i, len(it), len(it)+2, s.o.MaxBytes)))
+		return done, warnings
+	}
+	if ob == nil {
+		ob = &openBatch{first: i, size: 2}
+		s.open[key] = ob
+		s.openBytes += 2
+	}
+	if len(ob.items) > 0 {
+		ob.size++ // the comma
+		s.openBytes++
+	}
+	ob.size += len(it)
+	s.openBytes += len(it)
+	ob.items = append(ob.items, it)
+	return done, warnings
+}
+
+func (s *Splitter) close(key string, ob *openBatch) firstBatch {
+	delete(s.open, key)
+	s.openBytes -= ob.size
+	return firstBatch{Batch{Items: ob.items}, ob.first}
+}
+
+func (s *Splitter) flush() []firstBatch {
+	out := make([]firstBatch, 0, len(s.open))
+	for key, ob := range s.open {
+		out = append(out, s.close(key, ob))
+	}
+	slices.SortFunc(out, func(a, b firstBatch) int { return cmp.Compare(a.first, b.first) })
+	return out
 }
 
 // openBatch is a batch still being filled.
 type openBatch struct {
-	index int // in the batches Split returns
+	first int // input index of its first item
+	items []Item
 	size  int // Batch.Size, kept up to date
 }
 
 // fits reports whether it can join the batch without passing a limit.
-func (ob *openBatch) fits(batches []Batch, it Item, o Config) bool {
-	n := len(batches[ob.index].Items)
+func (ob *openBatch) fits(it Item, o Config) bool {
+	n := len(ob.items)
 	if o.MaxItems > 0 && n+1 > o.MaxItems {
 		return false
 	}

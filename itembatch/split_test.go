@@ -1,9 +1,12 @@
 package itembatch
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -416,5 +419,126 @@ func FuzzSplit(f *testing.F) {
 				t.Fatalf("batch %s closed though %s fit in it", prev.JSON(), b.Items[0])
 			}
 		}
+	})
+}
+
+// FuzzSplitter: items cut as they come make the batches Split makes: the
+// same ones in the same order without groups, the same ones in the order
+// they close with them; the Splitter holds only the batches still open.
+func FuzzSplitter(f *testing.F) {
+	f.Add([]byte{}, uint8(0), uint16(0), uint8(0), false)
+	f.Add([]byte("abcdefgh"), uint8(3), uint16(0), uint8(0), false)
+	f.Add([]byte("\x03\x0b\x13\x03\x1b\x00\x01\x02\x23\x03"), uint8(3), uint16(60), uint8(2), true)
+	f.Add([]byte("zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"), uint8(5), uint16(1), uint8(4), true)
+	f.Fuzz(func(t *testing.T, data []byte, maxItems uint8, maxBytes uint16, perGroup uint8, groupBy bool) {
+		gen := fuzzItems(data)
+		o := Config{MaxItems: int(maxItems) % 9}
+		if maxBytes != 0 {
+			o.MaxBytes = 2 + int(maxBytes)%400
+		}
+		if groupBy {
+			o.GroupBy = "g"
+			o.MaxItemsPerGroup = int(perGroup) % 5
+		}
+		items := make([]Item, len(gen))
+		for i, g := range gen {
+			items[i] = Item(g.text)
+		}
+		want, wantWarnings, err := Split(items, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := NewSplitter(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			got      []Batch
+			warnings []Warning
+		)
+		for _, it := range items {
+			bs, ws := sp.Add(it)
+			got = append(got, bs...)
+			warnings = append(warnings, ws...)
+			open := 0
+			for _, b := range sp.open {
+				open += b.size
+			}
+			if sp.OpenBytes() != open {
+				t.Fatalf("OpenBytes %d, the open batches hold %d", sp.OpenBytes(), open)
+			}
+		}
+		got = append(got, sp.Flush()...)
+		if sp.OpenBytes() != 0 || len(sp.open) != 0 {
+			t.Fatalf("after Flush, %d bytes in %d batches are still open", sp.OpenBytes(), len(sp.open))
+		}
+		if !slices.Equal(warnings, wantWarnings) {
+			t.Fatalf("warnings %q, Split's %q", warnings, wantWarnings)
+		}
+		key := func(bs []Batch) []string {
+			out := make([]string, len(bs))
+			for i, b := range bs {
+				out[i] = string(b.JSON())
+			}
+			return out
+		}
+		g, w := key(got), key(want)
+		if groupBy {
+			slices.Sort(g)
+			slices.Sort(w)
+		}
+		if !slices.Equal(g, w) {
+			t.Fatalf("the Splitter cut %q, Split %q", g, w)
+		}
+	})
+}
+
+// FuzzItemReader: reading items one at a time gives what ReadItems and
+// ReadCSVItems give, error included, and counts what it read.
+func FuzzItemReader(f *testing.F) {
+	for _, s := range []string{"", "1\n2\n", "[1,2]", "[1,", "a,b\n1,2\n", "\ufeff[1] x", "{\"a\":1}\n\n{oops\n"} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, csv bool) {
+		read, stream := ReadItems, NewItemReader
+		if csv {
+			read, stream = ReadCSVItems, NewCSVItemReader
+		}
+		want, wantErr := read(bytes.NewReader(data))
+		r := stream(bytes.NewReader(data))
+		var (
+			got  []Item
+			err  error
+			last int64
+		)
+		for {
+			var it Item
+			it, err = r.Next()
+			if err != nil {
+				break
+			}
+			got = append(got, it)
+			if r.BytesRead() < last || r.BytesRead() > int64(len(data)) {
+				t.Fatalf("BytesRead went from %d to %d of %d", last, r.BytesRead(), len(data))
+			}
+			last = r.BytesRead()
+		}
+		if _, again := r.Next(); again != err {
+			t.Fatalf("Next after %v: %v", err, again)
+		}
+		if wantErr != nil {
+			if err == io.EOF || err.Error() != wantErr.Error() {
+				t.Fatalf("read one at a time: %v; at once: %v", err, wantErr)
+			}
+			return
+		}
+		if err != io.EOF {
+			t.Fatalf("read one at a time: %v; at once: no error", err)
+		}
+		if r.Count() != int64(len(want)) {
+			t.Fatalf("Count %d, want %d", r.Count(), len(want))
+		}
+		equalTexts(t, got, texts(want)...)
 	})
 }

@@ -46,6 +46,9 @@ type Config struct {
 	Schedules Schedules
 	// Blobs is where files kept beside jobs are stored. YAML: blobs.
 	Blobs Blobs
+	// Scatter is how the server reads scatters' items from users' S3
+	// buckets. YAML: scatter.
+	Scatter Scatter
 
 	// Logger receives the server's structured logs (nil: discarded).
 	// LoadConfig sets it to a logger writing to standard error at the
@@ -461,4 +464,27 @@ type BlobsS3 struct {
 	// memory one upload holds (at least 5). YAML: blobs.s3.part_size_mb.
 	// 0: 8.
 	PartSizeMB int
+}
+
+// Scatter configures what the server does for scatters.
+type Scatter struct {
+	// S3 reaches the buckets of scatters whose items are in S3 (spool
+	// scatter --items s3://...). YAML: scatter.s3.
+	S3 ScatterS3
+}
+
+// ScatterS3 says how the server reaches users' buckets; credentials are
+// the AWS SDK's default chain (the environment, the shared files, the
+// instance's role).
+type ScatterS3 struct {
+	// Region of the buckets ("": Store.AWS.Region, then the SDK's usual
+	// sources). YAML: scatter.s3.region.
+	Region string
+	// Endpoint overrides S3's ("": Store.AWS.Endpoint, then S3's own).
+	// YAML: scatter.s3.endpoint.
+	Endpoint string
+	// PathStyle names the bucket in the path rather than the host name,
+	// for servers that need it (moto_server, MinIO).
+	// YAML: scatter.s3.path_style.
+	PathStyle bool
 }

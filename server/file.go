@@ -10,6 +10,7 @@ import (
 
 	"github.com/spool-run/spool/internal/blob/s3blob"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
 )
@@ -95,6 +96,7 @@ func fromFile(f *config.Config) *Config {
 		Schedules: Schedules{Missed: f.Schedules.Missed},
 		Blobs: Blobs{Type: f.Blobs.Type, Dir: f.Blobs.Dir, S3: BlobsS3{Bucket: f.Blobs.S3.Bucket, Prefix: f.Blobs.S3.Prefix,
 			Region: f.Blobs.S3.Region, Endpoint: f.Blobs.S3.Endpoint, PathStyle: f.Blobs.S3.PathStyle, PartSizeMB: f.Blobs.S3.PartSizeMB}},
+		Scatter:  Scatter{S3: ScatterS3{Region: f.Scatter.S3.Region, Endpoint: f.Scatter.S3.Endpoint, PathStyle: f.Scatter.S3.PathStyle}},
 		warnings: slices.Clone(f.Warnings),
 	}
 }
@@ -184,6 +186,7 @@ func (c *Config) file() (*config.Config, error) {
 		Schedules: config.Schedules{Missed: c.Schedules.Missed},
 		Blobs: config.Blobs{Type: c.Blobs.Type, Dir: c.Blobs.Dir, S3: s3blob.Config{Bucket: c.Blobs.S3.Bucket, Prefix: c.Blobs.S3.Prefix,
 			Region: c.Blobs.S3.Region, Endpoint: c.Blobs.S3.Endpoint, PathStyle: c.Blobs.S3.PathStyle, PartSizeMB: c.Blobs.S3.PartSizeMB}},
+		Scatter: config.Scatter{S3: s3items.Config{Region: c.Scatter.S3.Region, Endpoint: c.Scatter.S3.Endpoint, PathStyle: c.Scatter.S3.PathStyle}},
 		// The server's logs are Logger's: the file's log settings only
 		// say how LoadConfig makes it.
 		Log:      config.Default().Log,

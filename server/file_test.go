@@ -116,6 +116,11 @@ blobs:
     endpoint: http://127.0.0.1:5000
     path_style: true
     part_size_mb: 16
+scatter:
+  s3:
+    region: eu-west-2
+    endpoint: http://127.0.0.1:5001
+    path_style: true
 log:
   level: debug
   format: json

@@ -3,6 +3,7 @@ package assembly
 import (
 	"context"
 	"fmt"
+	"github.com/spool-run/spool/internal/s3items"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -78,4 +79,22 @@ type tempBlobs struct {
 
 func (t tempBlobs) Close() error {
 	return os.RemoveAll(t.dir)
+}
+
+// openScatterS3 makes the client that reads scatters' items from users'
+// buckets. It reaches no bucket yet: a scatter that names one it cannot
+// read fails with what to check.
+func openScatterS3(ctx context.Context, cfg *config.Config) (*s3items.Client, error) {
+	c := cfg.Scatter.S3
+	if c.Region == "" {
+		c.Region = cfg.Store.AWS.Region
+	}
+	if c.Endpoint == "" {
+		c.Endpoint = cfg.Store.AWS.Endpoint
+	}
+	cl, err := s3items.Open(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("scatter.s3: %w", err)
+	}
+	return cl, nil
 }

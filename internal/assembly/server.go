@@ -33,6 +33,7 @@ import (
 	"github.com/spool-run/spool/internal/datadir"
 	"github.com/spool-run/spool/internal/httpapi"
 	"github.com/spool-run/spool/internal/maintenance"
+	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/internal/setting"
@@ -52,10 +53,12 @@ type Server struct {
 	meters metric.MeterProvider // the program's own; nil: the server's registry, on /metrics
 	store  store.JobStore
 	blobs  blob.Store // files kept beside jobs (nil: none configured)
-	svc    *service.Service
-	doors  *doors
-	hs     *http.Server
-	url    string
+	// scatterS3 reads scatters' items from users' buckets.
+	scatterS3 *s3items.Client
+	svc       *service.Service
+	doors     *doors
+	hs        *http.Server
+	url       string
 	// waitStreams waits for the WebSocket log streams, which Shutdown does
 	// not track (their connections are hijacked).
 	waitStreams func()
@@ -114,6 +117,14 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 		st.Close()
 		return nil, err
 	}
+	scatterS3, err := openScatterS3(ctx, cfg)
+	if err != nil {
+		st.Close()
+		if blobs != nil {
+			blobs.Close()
+		}
+		return nil, err
+	}
 	closeStores := func() {
 		st.Close()
 		if blobs != nil {
@@ -134,7 +145,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (*Server, error) 
 	if cfg.Server.TLS.Enabled() {
 		scheme = "https"
 	}
-	s := &Server{cfg: cfg, log: log, meters: o.Meters, store: st, blobs: blobs, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{}),
+	s := &Server{cfg: cfg, log: log, meters: o.Meters, store: st, blobs: blobs, scatterS3: scatterS3, url: scheme + "://" + ln.Addr().String(), served: make(chan error, 1), stopped: make(chan struct{}),
 		outage: maintenance.NewOutage(storekit.Now())}
 	s.hs = &http.Server{
 		Handler:           s.routes(signer, sealer),
@@ -177,7 +188,7 @@ func (s *Server) routes(signer *token.Signer, sealer *seal.Sealer) http.Handler 
 	// Everything after this (the core, the chores) calls the store
 	// through its measurements.
 	s.store = storemetrics.Wrap(s.store, s.cfg.Store.Type, s.meter)
-	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: s.meter, Outages: s.outage, Blobs: s.blobs})
+	s.svc = service.New(service.Options{Store: s.store, Signer: signer, Sealer: sealer, Config: s.cfg, Log: s.log, Meter: s.meter, Outages: s.outage, Blobs: s.blobs, ScatterS3: s.scatterS3})
 	// Only an invalid option makes this fail: a programming error.
 	rpcMetrics := telemetry.Must(otelconnect.NewInterceptor(otelconnect.WithMeterProvider(meters),
 		otelconnect.WithoutTracing(), otelconnect.WithoutServerPeerAttributes()))

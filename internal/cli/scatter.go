@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/termview"
 	"github.com/spool-run/spool/itembatch"
 )
@@ -24,6 +26,7 @@ import (
 // scatterFlags are `spool scatter`'s own flags, beside the job's.
 type scatterFlags struct {
 	items, itemsFormat, groupBy, batchWith string
+	itemsPrefix, results                   string
 	batchInput, gather                     string
 	maxItems, maxBytes, maxPerGroup        int
 	maxConcurrency, toleratedCount         int32
@@ -83,7 +86,9 @@ batches of a scatter that failed again.`,
 	job.register(cmd)
 	fl := cmd.Flags()
 	_ = fl.MarkHidden("request-id")
-	fl.StringVar(&f.items, "items", "", `the items: JSON Lines (one item a line), a JSON array, or CSV (a .csv file, or --items-format csv); "-" reads stdin`)
+	fl.StringVar(&f.items, "items", "", `the items: JSON Lines (one item a line), a JSON array, or CSV (a .csv file, or --items-format csv); "-" reads stdin; s3://bucket/key has the server read them from S3 as the scatter runs`)
+	fl.StringVar(&f.itemsPrefix, "items-prefix", "", `s3://bucket/prefix/: one item per object under the prefix, {"Etag","Key","LastModified","Size","StorageClass"}, listed by the server`)
+	fl.StringVar(&f.results, "results", "", `s3://bucket/prefix/: write every batch's result there as its job ends, and a manifest.json when the batches have ended`)
 	enumVar(fl, &f.itemsFormat, "items-format", "", `how --items is written: json (JSON Lines or a JSON array) or csv (a header row names the fields; each row is an item of strings); default: csv for a .csv file, json otherwise`,
 		"json", "csv").aliases = map[string]string{"jsonl": "json"}
 	fl.IntVar(&f.maxItems, "max-items-per-batch", 0, "at most this many items a batch (0: as many as fit --max-bytes-per-batch)")
@@ -101,6 +106,8 @@ batches of a scatter that failed again.`,
 	cmd.MarkFlagsMutuallyExclusive("json", "follow")
 	cmd.MarkFlagsMutuallyExclusive("batch-with", "max-items-per-batch")
 	cmd.MarkFlagsMutuallyExclusive("batch-with", "group-by")
+	cmd.MarkFlagsMutuallyExclusive("items", "items-prefix")
+	cmd.MarkFlagsMutuallyExclusive("batch-with", "items-prefix")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }
@@ -143,9 +150,14 @@ func runScatter(ctx context.Context, cfg scatterConfig, e *env) error {
 
 // scatter reads the items, cuts them into batches and builds the request.
 func (f *scatterFlags) scatter(ctx context.Context, e *env, job client.SubmitParams) (client.ScatterParams, error) {
-	ns := client.ScatterParams{Job: job, MaxConcurrency: int(f.maxConcurrency)}
-	if f.items == "" {
-		return ns, errors.New(`say where the items are: --items FILE (JSON Lines, a JSON array or CSV; "-" for stdin)`)
+	ns := client.ScatterParams{Job: job, MaxConcurrency: int(f.maxConcurrency), Results: f.results}
+	if f.items == "" && f.itemsPrefix == "" {
+		return ns, errors.New(`say where the items are: --items FILE (JSON Lines, a JSON array or CSV; "-" for stdin; s3://bucket/key), or --items-prefix s3://bucket/prefix/`)
+	}
+	if f.results != "" {
+		if _, err := s3items.Parse(f.results, true); err != nil {
+			return ns, fmt.Errorf("--results: %w", err)
+		}
 	}
 	if f.toleratedCountSet {
 		n := int(f.toleratedCount)
@@ -161,6 +173,9 @@ func (f *scatterFlags) scatter(ctx context.Context, e *env, job client.SubmitPar
 		ns.BatchInput = json.RawMessage(f.batchInput)
 	}
 	ns.Gather = f.gather
+	if f.itemsPrefix != "" || s3items.IsS3(f.items) {
+		return ns, f.source(e, &ns)
+	}
 	items, err := f.readItems(e)
 	if err != nil {
 		return ns, err
@@ -183,6 +198,36 @@ func (f *scatterFlags) scatter(ctx context.Context, e *env, job client.SubmitPar
 	}
 	fmt.Fprintf(e.errOut, "spool: %d items in %d batches\n", len(items), len(batches))
 	return ns, nil
+}
+
+// source says where the server reads the items, checked here so that a
+// typo is told before anything is sent.
+func (f *scatterFlags) source(e *env, ns *client.ScatterParams) error {
+	if f.batchWith != "" {
+		return errors.New("--batch-with runs here, on items read here: it cannot cut items the server reads from S3; use the batching flags")
+	}
+	src := &spool.ScatterSource{
+		Items: f.items, ItemsPrefix: f.itemsPrefix, Format: f.itemsFormat,
+		MaxItemsPerBatch: f.maxItems, MaxBytesPerBatch: f.maxBytes, GroupBy: f.groupBy, MaxItemsPerGroup: f.maxPerGroup,
+	}
+	if src.Items != "" {
+		if _, err := s3items.Parse(src.Items, false); err != nil {
+			return fmt.Errorf("--items: %w", err)
+		}
+	} else {
+		if _, err := s3items.Parse(src.ItemsPrefix, true); err != nil {
+			return fmt.Errorf("--items-prefix: %w", err)
+		}
+		if f.itemsFormat != "" {
+			return errors.New("--items-format is for --items: the items of --items-prefix are its objects")
+		}
+	}
+	if _, err := itembatch.NewSplitter(itembatch.Config{MaxItems: f.maxItems, MaxBytes: f.maxBytes, GroupBy: f.groupBy, MaxItemsPerGroup: f.maxPerGroup}); err != nil {
+		return fmt.Errorf("batching flags: %w", err)
+	}
+	ns.Source = src
+	fmt.Fprintf(e.errOut, "spool: the server reads the items from %s as the scatter runs\n", cmp.Or(src.Items, src.ItemsPrefix))
+	return nil
 }
 
 func (f *scatterFlags) itemsName() string {
@@ -294,5 +339,8 @@ func progressLine(sc *spool.Scatter, ti termview.Info) string {
 		fmt.Fprintf(&b, " · %d cancelled", p.Cancelled)
 	}
 	fmt.Fprintf(&b, " · %d/%d items done", p.ItemsDone, p.ItemCount)
+	if r := sc.Reading; r != nil && !r.Done && !sc.State.IsFinal() {
+		fmt.Fprintf(&b, " · reading the items: %d so far", r.ItemsRead)
+	}
 	return b.String()
 }

@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/spool-run/spool/internal/mototest"
+	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
 	"github.com/spool-run/spool/worker"
 )
@@ -202,5 +208,63 @@ func TestScatterCommandWithoutCommand(t *testing.T) {
 	r := run(srv, "scatter", "--items", itemsFile(t, images(2)...))
 	if r.code == 0 || !strings.Contains(r.stderr, "spool scatter --items FILE -- ") || strings.Contains(r.stderr, "spool submit") {
 		t.Fatalf("no command: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestScatterCommandS3: --items s3://... and --items-prefix hand the
+// items to the server, which reads them; --results is passed on; a typo in
+// a location, or --batch-with on items the server reads, is told before
+// anything is sent.
+func TestScatterCommandS3(t *testing.T) {
+	t.Parallel()
+	moto := mototest.For(t)
+	s3c := s3.NewFromConfig(moto.AWSConfig(), func(o *s3.Options) {
+		o.UsePathStyle, o.DisableLogOutputChecksumValidationSkipped = true, true
+	})
+	bucket := mototest.NewName("cli-items")
+	ctx := context.Background()
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Join(images(10), "\n")
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("in/items.jsonl"), Body: strings.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	srv := spooltest.NewServer(t, spooltest.Config{Server: func(c *server.Config) {
+		c.Scatter.S3 = server.ScatterS3{Endpoint: moto.URL, PathStyle: true, Region: mototest.Region}
+	}})
+	spooltest.NewWorker(t, srv, worker.Config{Concurrency: 4})
+
+	r := run(srv, "scatter", "-f", "--items", "s3://"+bucket+"/in/items.jsonl", "--max-items-per-batch", "3",
+		"--results", "s3://"+bucket+"/out/", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "the server reads the items from s3://"+bucket+"/in/items.jsonl") ||
+		!strings.Contains(r.stderr, "succeeded: 4/4 batches") || !strings.Contains(r.stderr, "10/10 items done") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	got := run(srv, "scatters", "get", id)
+	if !strings.Contains(got.stdout, "s3://"+bucket+"/in/items.jsonl: all 10 read") ||
+		!strings.Contains(got.stdout, "manifest s3://"+bucket+"/out/"+id+"/manifest.json") {
+		t.Fatalf("scatters get %s:\n%s%s", id, got.stdout, got.stderr)
+	}
+
+	r = run(srv, "scatter", "-f", "--items-prefix", "s3://"+bucket+"/in/", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "1/1 items done") {
+		t.Fatalf("--items-prefix: exit %d\n%s", r.code, r.stderr)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--items", "s3://" + bucket + "/"}, "names no object"},
+		{[]string{"--items-prefix", "s3:/" + bucket}, "is not an S3 location"},
+		{[]string{"--items", "s3://" + bucket + "/a.jsonl", "--batch-with", "cat"}, "--batch-with runs here"},
+		{[]string{"--items", "s3://" + bucket + "/a.jsonl", "--results", "/tmp/out"}, "--results"},
+	} {
+		r := run(srv, append(append([]string{"scatter"}, tc.args...), "--", "true")...)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("scatter %v: exit %d, %q; want it refused saying %q", tc.args, r.code, r.stderr, tc.want)
+		}
 	}
 }

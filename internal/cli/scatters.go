@@ -273,6 +273,16 @@ func printScatter(e *env, sc *spool.Scatter) {
 	row("Command", "%s", commandLine(spec.Params))
 	row("Progress", "%s", progressLine(sc, termview.Info{}))
 	row("Batches", "%d (%d items); jobs %s", p.BatchCount, p.ItemCount, batchJobPattern(sc.ID))
+	if src := spec.Source; src != nil {
+		row("Items", "%s", sourceLine(src, sc.Reading, sc.State))
+	}
+	if spec.Results != "" {
+		results := spec.Results
+		if sc.ResultManifest != "" {
+			results += " (manifest " + sc.ResultManifest + ")"
+		}
+		row("Results", "%s", results)
+	}
 	limit := "none"
 	if spec.MaxConcurrency > 0 {
 		limit = fmt.Sprint(spec.MaxConcurrency)
@@ -292,3 +302,21 @@ func printScatter(e *env, sc *spool.Scatter) {
 
 // batchJobPattern says how a scatter's batch jobs are named.
 func batchJobPattern(id string) string { return id + ".0, " + id + ".1, …" }
+
+// sourceLine says where the server reads a scatter's items and how far it
+// has come.
+func sourceLine(src *spool.ScatterSource, r *spool.ScatterReading, st spool.ScatterState) string {
+	where := src.Items
+	if where == "" {
+		where = "the objects under " + src.ItemsPrefix
+	}
+	switch {
+	case r == nil:
+		return where
+	case r.Done:
+		return fmt.Sprintf("%s: all %d read", where, r.ItemsRead)
+	case st.IsFinal():
+		return fmt.Sprintf("%s: the reading stopped after %d items", where, r.ItemsRead)
+	}
+	return fmt.Sprintf("%s: reading, %d items so far", where, r.ItemsRead)
+}

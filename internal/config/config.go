@@ -17,6 +17,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/blob/s3blob"
 	"github.com/spool-run/spool/internal/datadir"
+	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/setting"
 	"github.com/spool-run/spool/internal/store/backends/awsstore"
 	"github.com/spool-run/spool/internal/store/backends/pgstore"
@@ -39,6 +40,9 @@ type Config struct {
 	Schedules Schedules `yaml:"schedules"`
 	// Blobs is where files kept beside jobs are stored.
 	Blobs Blobs `yaml:"blobs"`
+	// Scatter is how the server reads scatters' items from users' S3
+	// buckets.
+	Scatter Scatter `yaml:"scatter"`
 
 	// Warnings are what reading the configuration found to be said at
 	// start (an old name of a setting); they are not settings.
@@ -118,6 +122,14 @@ type Blobs struct {
 	// S3 configures the s3 type. Its region and endpoint, when empty, are
 	// store.aws's.
 	S3 s3blob.Config `yaml:"s3"`
+}
+
+// Scatter configures what the server does for scatters.
+type Scatter struct {
+	// S3 reaches the buckets of scatters whose items are in S3 (spool
+	// scatter --items s3://...). Its region and endpoint, when empty, are
+	// store.aws's; credentials are the AWS SDK's default chain.
+	S3 s3items.Config `yaml:"s3"`
 }
 
 // Blob store types.

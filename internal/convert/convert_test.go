@@ -99,7 +99,11 @@ func TestRoundTrip(t *testing.T) {
 		ScatterId: "sc", State: spoolv1.ScatterState_SCATTER_STATE_FAILED, CreatedAt: ts(1), UpdatedAt: ts(2), GatherJobId: "sc.gather", Error: "e", FailedJobIds: []string{"sc.1"}, RedriveCount: 2,
 		Progress: &spoolv1.ScatterProgress{BatchCount: 9, Waiting: 1, Queued: 2, Running: 3, Succeeded: 1, Failed: 1, Cancelled: 1, ItemCount: 90, ItemsDone: 10},
 		Spec: &spoolv1.ScatterSpec{Queue: "q", Params: fullJob().GetParams(), MaxAttempts: 2, Retries: 1, BatchInput: `{"a":1}`,
-			MaxConcurrency: 4, ToleratedFailureCount: &count, ToleratedFailurePercentage: &pct, Gather: fullJob().GetParams()},
+			MaxConcurrency: 4, ToleratedFailureCount: &count, ToleratedFailurePercentage: &pct, Gather: fullJob().GetParams(),
+			Source:  &spoolv1.ScatterSource{Items: "s3://b/k.csv", ItemsPrefix: "s3://b/p/", Format: "csv", MaxItemsPerBatch: 5, MaxBytesPerBatch: 1000, GroupBy: "g", MaxItemsPerGroup: 2},
+			Results: "s3://b/out/"},
+		Reading:        &spoolv1.ScatterReading{Done: true, ItemsRead: 90, BytesRead: 900, Reader: "r", ReaderUntil: ts(3), Etag: `"e"`},
+		ResultManifest: "s3://b/out/sc/manifest.json",
 	}
 	batches := []*spoolv1.ScatterBatch{{BatchIndex: 0, ItemCount: 3, Job: fullJob()}, {BatchIndex: 1, ItemCount: 2}}
 	q := &spoolv1.Queue{Name: "q", Paused: true, PausedAt: ts(1), Scheduled: 7, MaxRunning: 8, Queued: 1, Running: 2, Succeeded: 3, Failed: 4, Cancelled: 5, OldestQueuedAt: ts(2), Workers: 6,

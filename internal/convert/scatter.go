@@ -38,6 +38,17 @@ func Scatter(sc *spoolv1.Scatter) *spool.Scatter {
 		gp := Params(g)
 		out.Spec.Gather = &gp
 	}
+	if src := spec.GetSource(); src != nil {
+		out.Spec.Source = &spool.ScatterSource{
+			Items: src.GetItems(), ItemsPrefix: src.GetItemsPrefix(), Format: src.GetFormat(),
+			MaxItemsPerBatch: int(src.GetMaxItemsPerBatch()), MaxBytesPerBatch: int(src.GetMaxBytesPerBatch()),
+			GroupBy: src.GetGroupBy(), MaxItemsPerGroup: int(src.GetMaxItemsPerGroup()),
+		}
+	}
+	out.Spec.Results, out.ResultManifest = spec.GetResults(), sc.GetResultManifest()
+	if r := sc.GetReading(); r != nil {
+		out.Reading = &spool.ScatterReading{Done: r.GetDone(), ItemsRead: r.GetItemsRead(), BytesRead: r.GetBytesRead(), Reader: r.GetReader(), ReaderUntil: timeOf(r.GetReaderUntil()), Etag: r.GetEtag()}
+	}
 	return out
 }
 
@@ -65,7 +76,11 @@ func ScatterProto(sc *spool.Scatter) *spoolv1.Scatter {
 			Succeeded: int32(p.Succeeded), Failed: int32(p.Failed), Cancelled: int32(p.Cancelled),
 			ItemCount: p.ItemCount, ItemsDone: p.ItemsDone,
 		},
-		Spec: SpecProto(sc.Spec),
+		Spec:           SpecProto(sc.Spec),
+		ResultManifest: sc.ResultManifest,
+	}
+	if r := sc.Reading; r != nil {
+		out.Reading = &spoolv1.ScatterReading{Done: r.Done, ItemsRead: r.ItemsRead, BytesRead: r.BytesRead, Reader: r.Reader, ReaderUntil: stamp(r.ReaderUntil), Etag: r.Etag}
 	}
 	return out
 }
@@ -84,6 +99,14 @@ func SpecProto(spec spool.ScatterSpec) *spoolv1.ScatterSpec {
 	if spec.Gather != nil {
 		out.Gather = ParamsProto(*spec.Gather)
 	}
+	if src := spec.Source; src != nil {
+		out.Source = &spoolv1.ScatterSource{
+			Items: src.Items, ItemsPrefix: src.ItemsPrefix, Format: src.Format,
+			MaxItemsPerBatch: int32(src.MaxItemsPerBatch), MaxBytesPerBatch: int32(src.MaxBytesPerBatch),
+			GroupBy: src.GroupBy, MaxItemsPerGroup: int32(src.MaxItemsPerGroup),
+		}
+	}
+	out.Results = spec.Results
 	return out
 }
 

@@ -59,12 +59,14 @@ func (f *jobFields) params() (*spoolv1.JobParams, error) {
 // cost memory on a body of up to 256 MiB.
 type createScatterRequest struct {
 	jobFields
-	Batches                    []json.RawMessage `json:"batches"`
-	BatchInput                 json.RawMessage   `json:"batch_input,omitempty"`
-	MaxConcurrency             int32             `json:"max_concurrency,omitempty"`
-	ToleratedFailureCount      *int32            `json:"tolerated_failure_count,omitempty"`
-	ToleratedFailurePercentage *float32          `json:"tolerated_failure_percentage,omitempty"`
-	Gather                     string            `json:"gather,omitempty"`
+	Batches                    []json.RawMessage      `json:"batches,omitempty"`
+	BatchInput                 json.RawMessage        `json:"batch_input,omitempty"`
+	MaxConcurrency             int32                  `json:"max_concurrency,omitempty"`
+	ToleratedFailureCount      *int32                 `json:"tolerated_failure_count,omitempty"`
+	ToleratedFailurePercentage *float32               `json:"tolerated_failure_percentage,omitempty"`
+	Gather                     string                 `json:"gather,omitempty"`
+	Source                     *jobjson.ScatterSource `json:"source,omitempty"`
+	Results                    string                 `json:"results,omitempty"`
 }
 
 // request is the body as the core takes it. It drops the body's batches as
@@ -81,6 +83,19 @@ func (b *createScatterRequest) request() (*spoolv1.CreateScatterRequest, error) 
 	}
 	if b.Gather != "" {
 		spec.Gather = scatterjob.GatherParams(params, b.Gather)
+	}
+	spec.Results = b.Results
+	if src := b.Source; src != nil {
+		for _, n := range []int{src.MaxItemsPerBatch, src.MaxBytesPerBatch, src.MaxItemsPerGroup} {
+			if n < 0 || n > math.MaxInt32 {
+				return nil, badRequest("source: %d is out of range for a batching limit", n)
+			}
+		}
+		spec.Source = &spoolv1.ScatterSource{
+			Items: src.Items, ItemsPrefix: src.ItemsPrefix, Format: src.Format,
+			MaxItemsPerBatch: int32(src.MaxItemsPerBatch), MaxBytesPerBatch: int32(src.MaxBytesPerBatch),
+			GroupBy: src.GroupBy, MaxItemsPerGroup: int32(src.MaxItemsPerGroup),
+		}
 	}
 	req := &spoolv1.CreateScatterRequest{Spec: spec, Batches: make([]string, len(b.Batches))}
 	var buf bytes.Buffer

@@ -21,6 +21,27 @@ type Scatter struct {
 	RedriveCount int             `json:"redrive_count,omitempty"`
 	Progress     ScatterProgress `json:"progress"`
 	Spec         ScatterSpec     `json:"spec"`
+	// Reading is how far the server has read the items of spec.source.
+	Reading        *ScatterReading `json:"reading,omitempty"`
+	ResultManifest string          `json:"result_manifest,omitempty"`
+}
+
+// ScatterReading is how far the server has read a scatter's items.
+type ScatterReading struct {
+	Done      bool  `json:"done"`
+	ItemsRead int64 `json:"items_read"`
+	BytesRead int64 `json:"bytes_read"`
+}
+
+// ScatterSource is where the server reads a scatter's items.
+type ScatterSource struct {
+	Items            string `json:"items,omitempty"`
+	ItemsPrefix      string `json:"items_prefix,omitempty"`
+	Format           string `json:"format,omitempty"`
+	MaxItemsPerBatch int    `json:"max_items_per_batch,omitempty"`
+	MaxBytesPerBatch int    `json:"max_bytes_per_batch,omitempty"`
+	GroupBy          string `json:"group_by,omitempty"`
+	MaxItemsPerGroup int    `json:"max_items_per_group,omitempty"`
 }
 
 // ScatterProgress counts a scatter's batches by where they are.
@@ -47,6 +68,8 @@ type ScatterSpec struct {
 	ToleratedFailureCount      *int32          `json:"tolerated_failure_count,omitempty"`
 	ToleratedFailurePercentage *float32        `json:"tolerated_failure_percentage,omitempty"`
 	Gather                     *JobParams      `json:"gather,omitempty"`
+	Source                     *ScatterSource  `json:"source,omitempty"`
+	Results                    string          `json:"results,omitempty"`
 }
 
 // ScatterList is a page of scatters, newest first.
@@ -102,6 +125,16 @@ func ScatterView(sc *spool.Scatter) Scatter {
 	if g := spec.Gather; g != nil {
 		gp := paramsView(*g)
 		v.Spec.Gather = &gp
+	}
+	if src := spec.Source; src != nil {
+		v.Spec.Source = &ScatterSource{
+			Items: src.Items, ItemsPrefix: src.ItemsPrefix, Format: src.Format, MaxItemsPerBatch: src.MaxItemsPerBatch,
+			MaxBytesPerBatch: src.MaxBytesPerBatch, GroupBy: src.GroupBy, MaxItemsPerGroup: src.MaxItemsPerGroup,
+		}
+	}
+	v.Spec.Results, v.ResultManifest = spec.Results, sc.ResultManifest
+	if r := sc.Reading; r != nil {
+		v.Reading = &ScatterReading{Done: r.Done, ItemsRead: r.ItemsRead, BytesRead: r.BytesRead}
 	}
 	return v
 }

@@ -22,6 +22,9 @@ type ScatterRounds interface {
 	Kicked() []string
 	// Drive runs a round of a scatter.
 	Drive(ctx context.Context, scatterID string) error
+	// Serve lets the rounds start work that outlives a round (reading a
+	// scatter's items) in ctx; wait returns once that work has stopped.
+	Serve(ctx context.Context) (wait func())
 }
 
 // ScatterLister is the store as the driver finds the active scatters.
@@ -54,6 +57,7 @@ func NewScatterDriver(o ScatterOptions) *ScatterDriver {
 func (d *ScatterDriver) Start(ctx context.Context) error { return d.start(ctx, d.loop) }
 
 func (d *ScatterDriver) loop(ctx context.Context) {
+	defer d.o.Rounds.Serve(ctx)()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

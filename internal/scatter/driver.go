@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+
+	"github.com/google/uuid"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -12,7 +15,9 @@ import (
 
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
+	"github.com/spool-run/spool/internal/blob"
 	"github.com/spool-run/spool/internal/convert"
+	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
@@ -62,6 +67,10 @@ type DriverOptions struct {
 	Execution func(params *spoolv1.JobParams) *spoolv1.ExecutionConfig
 	Log       *slog.Logger
 	Metrics   Metrics
+	// Blobs keeps the batches of scatters read from a source, and S3
+	// reads the sources; without either, no source is read.
+	Blobs blob.Store
+	S3    *s3items.Client
 }
 
 // Driver runs the rounds of scatters, and keeps the scatters that should
@@ -69,11 +78,20 @@ type DriverOptions struct {
 type Driver struct {
 	o     DriverOptions
 	kicks kicks
+	// self names this driver in the claims of the sources it reads.
+	self string
+
+	mu sync.Mutex
+	// base is the context readers run in (Serve's); nil: none run.
+	base context.Context
+	// reading holds the scatters whose source is read here.
+	reading map[string]bool
+	readers sync.WaitGroup
 }
 
 // NewDriver returns a driver over o.Store.
 func NewDriver(o DriverOptions) *Driver {
-	d := &Driver{o: o}
+	d := &Driver{o: o, self: uuid.NewString(), reading: map[string]bool{}}
 	d.kicks.init()
 	return d
 }
@@ -99,6 +117,7 @@ func (d *Driver) Drive(ctx context.Context, id string) error {
 		if !rec.Active {
 			return nil
 		}
+		d.startReading(rec)
 		before := storekit.CloneScatter(rec)
 		r, err := Look(ctx, d.o.Store, rec)
 		if err != nil {
@@ -148,6 +167,19 @@ func (d *Driver) report(ctx context.Context, r *Round) {
 func (d *Driver) act(ctx context.Context, r *Round) error {
 	sc, st := r.Rec.Scatter, d.o.Store
 	var errs []error
+	if err := d.writeResults(ctx, r); err != nil {
+		d.o.Log.WarnContext(ctx, "writing a scatter's batch results to S3 failed", "scatter_id", sc.GetScatterId(), "error", err)
+		errs = append(errs, err)
+	}
+	if r.Gather || (!r.Rec.Active && sc.GetResultManifest() != "") {
+		// The gather reads the manifest, so it is written first: a
+		// round that fails to write it queues no gather, and the next
+		// round tries both again.
+		if err := d.writeManifest(ctx, r.Rec); err != nil {
+			d.o.Log.WarnContext(ctx, "writing a scatter's result manifest to S3 failed", "scatter_id", sc.GetScatterId(), "error", err)
+			return errors.Join(append(errs, err)...)
+		}
+	}
 	for _, i := range r.Enqueue {
 		errs = append(errs, d.enqueueBatch(ctx, r.Rec, i))
 	}
@@ -186,7 +218,7 @@ func (d *Driver) act(ctx context.Context, r *Round) error {
 // enqueueBatch creates the job of batch i, or finds it created.
 func (d *Driver) enqueueBatch(ctx context.Context, rec *store.ScatterRecord, i int32) error {
 	sc := rec.Scatter
-	items, err := d.o.Store.ScatterBatch(ctx, sc.GetScatterId(), i)
+	items, err := d.Batch(ctx, rec, i)
 	if err != nil {
 		return err
 	}

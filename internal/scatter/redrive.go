@@ -33,6 +33,8 @@ func Redrive(rec *store.ScatterRecord) error {
 		return apierr.Errorf(spool.ErrConflict, "scatter %s succeeded: there is nothing to run again", id)
 	case rec.Active:
 		return apierr.Errorf(spool.ErrConflict, "scatter %s %s, but some of its batch jobs are still running: redrive it once they have ended (spool scatters get %s)", id, st, id)
+	case Reading(rec):
+		return apierr.Errorf(spool.ErrConflict, "scatter %s stopped before all its items were read (%d read): a redrive would run only those; start a new scatter of the same items", id, sc.GetReading().GetItemsRead())
 	case sc.GetRedriveCount() >= MaxRedrives:
 		return apierr.Errorf(spool.ErrConflict, "scatter %s was redriven %d times, the most a scatter may be: start a new scatter with the items of its failed batches", id, sc.GetRedriveCount())
 	}

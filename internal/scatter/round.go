@@ -83,7 +83,8 @@ func Look(ctx context.Context, jobs Jobs, rec *store.ScatterRecord) (*Round, err
 		return r, nil
 	}
 	r.release()
-	if rec.Ended.Count() < p.GetBatchCount() {
+	// A scatter whose items are still being read may get more batches.
+	if rec.Ended.Count() < p.GetBatchCount() || Reading(rec) {
 		return r, nil
 	}
 	return r, r.gatherOrFinish(ctx, jobs)
@@ -163,11 +164,13 @@ func (r *Round) gatherOrFinish(ctx context.Context, jobs Jobs) error {
 	sc := r.Rec.Scatter
 	if sc.GetSpec().GetGather() == nil {
 		sc.State = spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED
+		sc.ResultManifest = ManifestOf(sc)
 		r.Rec.Active = false
 		return nil
 	}
 	id := GatherOf(r.Rec)
 	sc.State, sc.GatherJobId = spoolv1.ScatterState_SCATTER_STATE_GATHERING, id
+	sc.ResultManifest = ManifestOf(sc)
 	job, err := jobs.Get(ctx, id)
 	switch {
 	case errors.Is(err, spool.ErrNotFound):
@@ -199,6 +202,9 @@ func (r *Round) windDown() {
 	}
 	p.Waiting = 0
 	r.Rec.Active = p.GetQueued()+p.GetRunning() > 0
+	if !r.Rec.Active {
+		sc.ResultManifest = ManifestOf(sc)
+	}
 }
 
 // TooManyFailed reports whether more batches failed than the scatter
@@ -218,7 +224,10 @@ func TooManyFailed(rec *store.ScatterRecord) bool {
 		return true
 	}
 	n := rec.Scatter.GetProgress().GetBatchCount()
-	return spec.ToleratedFailurePercentage != nil && float64(failed)*100 > float64(spec.GetToleratedFailurePercentage())*float64(n)
+	// While the items are still being read, the batches known are not
+	// all there will be: a percentage of them would fail a scatter for
+	// its first few batches. The count alone applies until the end.
+	return spec.ToleratedFailurePercentage != nil && !Reading(rec) && float64(failed)*100 > float64(spec.GetToleratedFailurePercentage())*float64(n)
 }
 
 // Tolerance says what a spec tolerates, for people.

@@ -81,16 +81,21 @@ func New(spec *spoolv1.ScatterSpec, batches []string, now time.Time) (*store.Sca
 		items += int64(k)
 		stored[i] = []byte(b)
 	}
+	return newRecord(spec, int32(n), items, now), stored, nil
+}
+
+// newRecord is the record of a new scatter of n batches.
+func newRecord(spec *spoolv1.ScatterSpec, n int32, items int64, now time.Time) *store.ScatterRecord {
 	at := timestamppb.New(now)
 	sc := &spoolv1.Scatter{
 		ScatterId: uuid.Must(uuid.NewV7()).String(),
 		State:     spoolv1.ScatterState_SCATTER_STATE_RUNNING,
 		Spec:      spec,
-		Progress:  &spoolv1.ScatterProgress{BatchCount: int32(n), Waiting: int32(n), ItemCount: items},
+		Progress:  &spoolv1.ScatterProgress{BatchCount: n, Waiting: n, ItemCount: items},
 		CreatedAt: at,
 		UpdatedAt: at,
 	}
-	return &store.ScatterRecord{Scatter: sc, Active: true, Ended: store.NewBits(int32(n)), Failed: store.NewBits(int32(n))}, stored, nil
+	return &store.ScatterRecord{Scatter: sc, Active: true, Ended: store.NewBits(n), Failed: store.NewBits(n)}
 }
 
 // CountItems checks that a batch is a non-empty JSON array and counts its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/spool-run/spool"
@@ -12,6 +13,7 @@ import (
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/scatterjob"
+	"github.com/spool-run/spool/internal/store"
 )
 
 // GetJobInput returns the document a scatter's job reads on stdin: its
@@ -41,28 +43,28 @@ func (s *Service) GetJobInput(ctx context.Context, m *spoolv1.GetJobInputRequest
 	sc := rec.Scatter
 	var doc bytes.Buffer
 	if member.GetGather() {
-		doc.WriteString(`{"batch_results":{`)
-		var failed []int32
-		for i := range member.GetBatchCount() {
-			if i > 0 {
-				doc.WriteByte(',')
-			}
-			doc.WriteString(`"` + strconv.Itoa(int(i)) + `":`)
-			out := ""
-			if rec.Failed.Has(i) {
-				failed = append(failed, i)
-			} else if j, err := s.store.Get(ctx, scatter.JobOf(rec, i)); err == nil {
-				out = j.GetResult().GetOutput()
-			} else {
-				return nil, s.fail(ctx, "GetJobInput", err)
-			}
-			doc.WriteString(orNull(out))
+		results, failed, err := s.batchResults(ctx, rec, member.GetBatchCount())
+		if err != nil {
+			return nil, err
 		}
-		doc.WriteString(`},"failed_batches":`)
+		if results != nil {
+			doc.WriteString(`{"batch_results":`)
+			doc.Write(results)
+		} else {
+			// Too many results to hand over here: the gather reads
+			// them where they were written.
+			doc.WriteString(`{"batch_results":null`)
+		}
+		if m := sc.GetResultManifest(); m != "" {
+			q, _ := json.Marshal(m)
+			doc.WriteString(`,"result_manifest":`)
+			doc.Write(q)
+		}
+		doc.WriteString(`,"failed_batches":`)
 		f, _ := json.Marshal(append([]int32{}, failed...))
 		doc.Write(f)
 	} else {
-		items, err := s.store.ScatterBatch(ctx, sc.GetScatterId(), member.GetBatchIndex())
+		items, err := s.scatters.Batch(ctx, rec, member.GetBatchIndex())
 		if err != nil {
 			return nil, s.fail(ctx, "GetJobInput", err)
 		}
@@ -75,6 +77,56 @@ func (s *Service) GetJobInput(ctx context.Context, m *spoolv1.GetJobInputRequest
 	id, _ := json.Marshal(sc.GetScatterId())
 	doc.WriteString(`,"scatter_id":` + string(id) + "}\n")
 	return &spoolv1.GetJobInputResponse{Input: doc.Bytes()}, nil
+}
+
+// maxInlineResults bounds the results a gather's input holds when they
+// were written to S3 as well: past it, the gather gets the manifest's
+// location only, as a document of that size would be slow to build and to
+// hand over, and a scatter of many batches would make it larger than any
+// job's input should be.
+var maxInlineResults atomic.Int64
+
+func init() { maxInlineResults.Store(4 << 20) }
+
+// batchResults is the batch_results object of a gather's input, every
+// batch's result by index, and the batches that failed. It is nil when a
+// scatter that wrote its results to S3 has more than maxInlineResults of
+// them.
+func (s *Service) batchResults(ctx context.Context, rec *store.ScatterRecord, n int32) ([]byte, []int32, error) {
+	var (
+		doc    bytes.Buffer
+		failed []int32
+	)
+	inline := true
+	limit := rec.Scatter.GetSpec().GetResults() != ""
+	doc.WriteByte('{')
+	for i := range n {
+		out := ""
+		if rec.Failed.Has(i) {
+			failed = append(failed, i)
+		} else if j, err := s.store.Get(ctx, scatter.JobOf(rec, i)); err == nil {
+			out = j.GetResult().GetOutput()
+		} else {
+			return nil, nil, s.fail(ctx, "GetJobInput", err)
+		}
+		if !inline {
+			continue
+		}
+		if i > 0 {
+			doc.WriteByte(',')
+		}
+		doc.WriteString(`"` + strconv.Itoa(int(i)) + `":`)
+		doc.WriteString(orNull(out))
+		if limit && int64(doc.Len()) > maxInlineResults.Load() {
+			inline = false
+			doc = bytes.Buffer{}
+		}
+	}
+	if !inline {
+		return nil, failed, nil
+	}
+	doc.WriteByte('}')
+	return doc.Bytes(), failed, nil
 }
 
 // orNull is a stored JSON document, or null for none.

@@ -43,8 +43,29 @@ func (s *Service) CreateScatter(ctx context.Context, m *spoolv1.CreateScatterReq
 	if err := s.checkScatterSpec(spec); err != nil {
 		return nil, err
 	}
-	rec, batches, err := scatter.New(spec, m.GetBatches(), storekit.Now())
-	if err != nil {
+	if src := spec.GetSource(); src != nil {
+		if err := scatter.CheckSource(src); err != nil {
+			return nil, err
+		}
+	}
+	if r := spec.GetResults(); r != "" {
+		if err := s.scatters.CheckResults(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		rec     *store.ScatterRecord
+		batches [][]byte
+	)
+	if spec.GetSource() != nil {
+		if len(m.GetBatches()) > 0 {
+			return nil, invalid("batches: a scatter whose items the server reads (spec.source) is sent without batches")
+		}
+		if err := s.scatters.CanRead(); err != nil {
+			return nil, invalid("spec.source: %v", err)
+		}
+		rec = scatter.NewFromSource(spec, storekit.Now())
+	} else if rec, batches, err = scatter.New(spec, m.GetBatches(), storekit.Now()); err != nil {
 		return nil, err
 	}
 	sc := rec.Scatter

@@ -47,6 +47,7 @@ import (
 
 	"github.com/spool-run/spool/internal/blob"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/s3items"
 	"github.com/spool-run/spool/internal/scatter"
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
@@ -74,6 +75,9 @@ type Options struct {
 	// Blobs holds files kept beside jobs (nil: none configured). The core
 	// does not close it.
 	Blobs blob.Store
+	// ScatterS3 reads the items of scatters whose items are in S3 (nil:
+	// such scatters are refused).
+	ScatterS3 *s3items.Client
 }
 
 // Outages records store calls that found the store away.
@@ -133,7 +137,7 @@ func New(o Options) *Service {
 	s := &Service{store: o.Store, signer: o.Signer, sealer: o.Sealer, cfg: o.Config, log: o.Log, outages: o.Outages, blobs: o.Blobs, drain: make(chan struct{}), pollWatch: pollWatch, alarm: newAlarm()}
 	s.metrics = newMetrics(o.Meter, &s.watchers)
 	observeQueues(o.Meter, o.Store)
-	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: s.execution, Log: o.Log, Metrics: s.metrics.scatter})
+	s.scatters = scatter.NewDriver(scatter.DriverOptions{Store: o.Store, Execution: s.execution, Log: o.Log, Metrics: s.metrics.scatter, Blobs: o.Blobs, S3: o.ScatterS3})
 	if ws := o.Store.Capabilities().WatchSharer; ws != nil {
 		s.watchers.shareWith(ws)
 	}

@@ -110,7 +110,16 @@ type ScatterSpec struct {
 	ToleratedFailurePercentage *float32 `protobuf:"fixed32,8,opt,name=tolerated_failure_percentage,json=toleratedFailurePercentage,proto3,oneof" json:"tolerated_failure_percentage,omitempty"`
 	// Run once after every batch has ended within tolerance, with every
 	// batch's result on stdin. Unset: no gather.
-	Gather        *JobParams `protobuf:"bytes,9,opt,name=gather,proto3" json:"gather,omitempty"`
+	Gather *JobParams `protobuf:"bytes,9,opt,name=gather,proto3" json:"gather,omitempty"`
+	// Where the server reads the items, when the client sends no batches:
+	// the server cuts them into batches itself, as it reads.
+	Source *ScatterSource `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
+	// "s3://bucket/prefix/": each batch's result is written to
+	// prefix/<scatter_id>/SUCCEEDED_<i>.json (or FAILED_<i>.json) as its job
+	// ends, and prefix/<scatter_id>/manifest.json when the batches have
+	// ended, as Step Functions' ResultWriter does. Empty: results stay with
+	// the jobs only.
+	Results       string `protobuf:"bytes,11,opt,name=results,proto3" json:"results,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -208,6 +217,216 @@ func (x *ScatterSpec) GetGather() *JobParams {
 	return nil
 }
 
+func (x *ScatterSpec) GetSource() *ScatterSource {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *ScatterSpec) GetResults() string {
+	if x != nil {
+		return x.Results
+	}
+	return ""
+}
+
+// ScatterSource is a scatter's items in S3, read by the server as the
+// scatter runs, and how to cut them into batches (the rules of package
+// itembatch, as spool scatter applies them to a local file).
+type ScatterSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One object of items, "s3://bucket/key": JSON Lines, a JSON array or
+	// CSV. Exactly one of items and items_prefix is set.
+	Items string `protobuf:"bytes,1,opt,name=items,proto3" json:"items,omitempty"`
+	// Every object under "s3://bucket/prefix", one item each:
+	// {"Key": ..., "Size": ..., "Etag": ...}, the fields of Step Functions'
+	// S3 listing reader, in key order.
+	ItemsPrefix string `protobuf:"bytes,2,opt,name=items_prefix,json=itemsPrefix,proto3" json:"items_prefix,omitempty"`
+	// How items is written: "json" (JSON Lines or an array) or "csv".
+	// Empty: csv for a key ending in .csv, json otherwise.
+	Format string `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
+	// The batching, as itembatch.Config: 0 is no limit by count, and
+	// max_bytes_per_batch 0 is 256 KiB.
+	MaxItemsPerBatch int32  `protobuf:"varint,4,opt,name=max_items_per_batch,json=maxItemsPerBatch,proto3" json:"max_items_per_batch,omitempty"`
+	MaxBytesPerBatch int32  `protobuf:"varint,5,opt,name=max_bytes_per_batch,json=maxBytesPerBatch,proto3" json:"max_bytes_per_batch,omitempty"`
+	GroupBy          string `protobuf:"bytes,6,opt,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
+	MaxItemsPerGroup int32  `protobuf:"varint,7,opt,name=max_items_per_group,json=maxItemsPerGroup,proto3" json:"max_items_per_group,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ScatterSource) Reset() {
+	*x = ScatterSource{}
+	mi := &file_spool_v1_scatter_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScatterSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScatterSource) ProtoMessage() {}
+
+func (x *ScatterSource) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_scatter_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScatterSource.ProtoReflect.Descriptor instead.
+func (*ScatterSource) Descriptor() ([]byte, []int) {
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ScatterSource) GetItems() string {
+	if x != nil {
+		return x.Items
+	}
+	return ""
+}
+
+func (x *ScatterSource) GetItemsPrefix() string {
+	if x != nil {
+		return x.ItemsPrefix
+	}
+	return ""
+}
+
+func (x *ScatterSource) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *ScatterSource) GetMaxItemsPerBatch() int32 {
+	if x != nil {
+		return x.MaxItemsPerBatch
+	}
+	return 0
+}
+
+func (x *ScatterSource) GetMaxBytesPerBatch() int32 {
+	if x != nil {
+		return x.MaxBytesPerBatch
+	}
+	return 0
+}
+
+func (x *ScatterSource) GetGroupBy() string {
+	if x != nil {
+		return x.GroupBy
+	}
+	return ""
+}
+
+func (x *ScatterSource) GetMaxItemsPerGroup() int32 {
+	if x != nil {
+		return x.MaxItemsPerGroup
+	}
+	return 0
+}
+
+// ScatterReading is how far the server has read a scatter's source.
+type ScatterReading struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every item was read and is in a batch.
+	Done      bool  `protobuf:"varint,1,opt,name=done,proto3" json:"done,omitempty"`
+	ItemsRead int64 `protobuf:"varint,2,opt,name=items_read,json=itemsRead,proto3" json:"items_read,omitempty"`
+	// Bytes of the object read (items), or objects listed (items_prefix).
+	BytesRead int64 `protobuf:"varint,3,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	// The server reading, and until when its claim holds: another server
+	// takes the reading over once it lapses.
+	Reader      string                 `protobuf:"bytes,4,opt,name=reader,proto3" json:"reader,omitempty"`
+	ReaderUntil *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=reader_until,json=readerUntil,proto3" json:"reader_until,omitempty"`
+	// The ETag of the object of items when the reading began: a reader that
+	// takes over reads that version or fails, as batches cut from two
+	// versions would mix them.
+	Etag          string `protobuf:"bytes,6,opt,name=etag,proto3" json:"etag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScatterReading) Reset() {
+	*x = ScatterReading{}
+	mi := &file_spool_v1_scatter_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScatterReading) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScatterReading) ProtoMessage() {}
+
+func (x *ScatterReading) ProtoReflect() protoreflect.Message {
+	mi := &file_spool_v1_scatter_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScatterReading.ProtoReflect.Descriptor instead.
+func (*ScatterReading) Descriptor() ([]byte, []int) {
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ScatterReading) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *ScatterReading) GetItemsRead() int64 {
+	if x != nil {
+		return x.ItemsRead
+	}
+	return 0
+}
+
+func (x *ScatterReading) GetBytesRead() int64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+func (x *ScatterReading) GetReader() string {
+	if x != nil {
+		return x.Reader
+	}
+	return ""
+}
+
+func (x *ScatterReading) GetReaderUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReaderUntil
+	}
+	return nil
+}
+
+func (x *ScatterReading) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 // ScatterProgress counts a scatter's batches by where they are. Every batch
 // is in exactly one of waiting, queued, running, succeeded, failed and
 // cancelled.
@@ -231,7 +450,7 @@ type ScatterProgress struct {
 
 func (x *ScatterProgress) Reset() {
 	*x = ScatterProgress{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[1]
+	mi := &file_spool_v1_scatter_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -243,7 +462,7 @@ func (x *ScatterProgress) String() string {
 func (*ScatterProgress) ProtoMessage() {}
 
 func (x *ScatterProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[1]
+	mi := &file_spool_v1_scatter_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -256,7 +475,7 @@ func (x *ScatterProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterProgress.ProtoReflect.Descriptor instead.
 func (*ScatterProgress) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{1}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ScatterProgress) GetBatchCount() int32 {
@@ -343,14 +562,18 @@ type Scatter struct {
 	// for why. Cleared by a redrive, which runs them again.
 	FailedJobIds []string `protobuf:"bytes,9,rep,name=failed_job_ids,json=failedJobIds,proto3" json:"failed_job_ids,omitempty"`
 	// How many times the scatter was redriven.
-	RedriveCount  int32 `protobuf:"varint,10,opt,name=redrive_count,json=redriveCount,proto3" json:"redrive_count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RedriveCount int32 `protobuf:"varint,10,opt,name=redrive_count,json=redriveCount,proto3" json:"redrive_count,omitempty"`
+	// Set for a scatter whose server reads its items (spec.source).
+	Reading *ScatterReading `protobuf:"bytes,11,opt,name=reading,proto3" json:"reading,omitempty"`
+	// "s3://bucket/key" of the results' manifest, once written.
+	ResultManifest string `protobuf:"bytes,12,opt,name=result_manifest,json=resultManifest,proto3" json:"result_manifest,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Scatter) Reset() {
 	*x = Scatter{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[2]
+	mi := &file_spool_v1_scatter_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +585,7 @@ func (x *Scatter) String() string {
 func (*Scatter) ProtoMessage() {}
 
 func (x *Scatter) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[2]
+	mi := &file_spool_v1_scatter_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +598,7 @@ func (x *Scatter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scatter.ProtoReflect.Descriptor instead.
 func (*Scatter) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{2}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Scatter) GetScatterId() string {
@@ -448,10 +671,25 @@ func (x *Scatter) GetRedriveCount() int32 {
 	return 0
 }
 
+func (x *Scatter) GetReading() *ScatterReading {
+	if x != nil {
+		return x.Reading
+	}
+	return nil
+}
+
+func (x *Scatter) GetResultManifest() string {
+	if x != nil {
+		return x.ResultManifest
+	}
+	return ""
+}
+
 type CreateScatterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Spec  *ScatterSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
 	// The batches, in order: each a JSON array of items, at least one item.
+	// None when spec.source names where the server reads the items.
 	Batches       []string `protobuf:"bytes,2,rep,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -459,7 +697,7 @@ type CreateScatterRequest struct {
 
 func (x *CreateScatterRequest) Reset() {
 	*x = CreateScatterRequest{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[3]
+	mi := &file_spool_v1_scatter_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +709,7 @@ func (x *CreateScatterRequest) String() string {
 func (*CreateScatterRequest) ProtoMessage() {}
 
 func (x *CreateScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[3]
+	mi := &file_spool_v1_scatter_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +722,7 @@ func (x *CreateScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateScatterRequest.ProtoReflect.Descriptor instead.
 func (*CreateScatterRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{3}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateScatterRequest) GetSpec() *ScatterSpec {
@@ -510,7 +748,7 @@ type CreateScatterResponse struct {
 
 func (x *CreateScatterResponse) Reset() {
 	*x = CreateScatterResponse{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[4]
+	mi := &file_spool_v1_scatter_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +760,7 @@ func (x *CreateScatterResponse) String() string {
 func (*CreateScatterResponse) ProtoMessage() {}
 
 func (x *CreateScatterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[4]
+	mi := &file_spool_v1_scatter_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +773,7 @@ func (x *CreateScatterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateScatterResponse.ProtoReflect.Descriptor instead.
 func (*CreateScatterResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{4}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateScatterResponse) GetScatter() *Scatter {
@@ -554,7 +792,7 @@ type GetScatterRequest struct {
 
 func (x *GetScatterRequest) Reset() {
 	*x = GetScatterRequest{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[5]
+	mi := &file_spool_v1_scatter_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +804,7 @@ func (x *GetScatterRequest) String() string {
 func (*GetScatterRequest) ProtoMessage() {}
 
 func (x *GetScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[5]
+	mi := &file_spool_v1_scatter_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +817,7 @@ func (x *GetScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetScatterRequest.ProtoReflect.Descriptor instead.
 func (*GetScatterRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{5}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetScatterRequest) GetScatterId() string {
@@ -598,7 +836,7 @@ type GetScatterResponse struct {
 
 func (x *GetScatterResponse) Reset() {
 	*x = GetScatterResponse{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[6]
+	mi := &file_spool_v1_scatter_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +848,7 @@ func (x *GetScatterResponse) String() string {
 func (*GetScatterResponse) ProtoMessage() {}
 
 func (x *GetScatterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[6]
+	mi := &file_spool_v1_scatter_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +861,7 @@ func (x *GetScatterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetScatterResponse.ProtoReflect.Descriptor instead.
 func (*GetScatterResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{6}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetScatterResponse) GetScatter() *Scatter {
@@ -645,7 +883,7 @@ type ListScattersRequest struct {
 
 func (x *ListScattersRequest) Reset() {
 	*x = ListScattersRequest{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[7]
+	mi := &file_spool_v1_scatter_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +895,7 @@ func (x *ListScattersRequest) String() string {
 func (*ListScattersRequest) ProtoMessage() {}
 
 func (x *ListScattersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[7]
+	mi := &file_spool_v1_scatter_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +908,7 @@ func (x *ListScattersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScattersRequest.ProtoReflect.Descriptor instead.
 func (*ListScattersRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{7}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListScattersRequest) GetPageSize() int32 {
@@ -698,7 +936,7 @@ type ListScattersResponse struct {
 
 func (x *ListScattersResponse) Reset() {
 	*x = ListScattersResponse{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[8]
+	mi := &file_spool_v1_scatter_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -710,7 +948,7 @@ func (x *ListScattersResponse) String() string {
 func (*ListScattersResponse) ProtoMessage() {}
 
 func (x *ListScattersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[8]
+	mi := &file_spool_v1_scatter_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -723,7 +961,7 @@ func (x *ListScattersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScattersResponse.ProtoReflect.Descriptor instead.
 func (*ListScattersResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{8}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListScattersResponse) GetScatters() []*Scatter {
@@ -753,7 +991,7 @@ type ListScatterBatchesRequest struct {
 
 func (x *ListScatterBatchesRequest) Reset() {
 	*x = ListScatterBatchesRequest{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[9]
+	mi := &file_spool_v1_scatter_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +1003,7 @@ func (x *ListScatterBatchesRequest) String() string {
 func (*ListScatterBatchesRequest) ProtoMessage() {}
 
 func (x *ListScatterBatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[9]
+	mi := &file_spool_v1_scatter_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +1016,7 @@ func (x *ListScatterBatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScatterBatchesRequest.ProtoReflect.Descriptor instead.
 func (*ListScatterBatchesRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{9}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListScatterBatchesRequest) GetScatterId() string {
@@ -815,7 +1053,7 @@ type ScatterBatch struct {
 
 func (x *ScatterBatch) Reset() {
 	*x = ScatterBatch{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[10]
+	mi := &file_spool_v1_scatter_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +1065,7 @@ func (x *ScatterBatch) String() string {
 func (*ScatterBatch) ProtoMessage() {}
 
 func (x *ScatterBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[10]
+	mi := &file_spool_v1_scatter_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +1078,7 @@ func (x *ScatterBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterBatch.ProtoReflect.Descriptor instead.
 func (*ScatterBatch) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{10}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ScatterBatch) GetBatchIndex() int32 {
@@ -875,7 +1113,7 @@ type ListScatterBatchesResponse struct {
 
 func (x *ListScatterBatchesResponse) Reset() {
 	*x = ListScatterBatchesResponse{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[11]
+	mi := &file_spool_v1_scatter_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1125,7 @@ func (x *ListScatterBatchesResponse) String() string {
 func (*ListScatterBatchesResponse) ProtoMessage() {}
 
 func (x *ListScatterBatchesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[11]
+	mi := &file_spool_v1_scatter_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1138,7 @@ func (x *ListScatterBatchesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScatterBatchesResponse.ProtoReflect.Descriptor instead.
 func (*ListScatterBatchesResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{11}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListScatterBatchesResponse) GetBatches() []*ScatterBatch {
@@ -927,7 +1165,7 @@ type CancelScatterRequest struct {
 
 func (x *CancelScatterRequest) Reset() {
 	*x = CancelScatterRequest{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[12]
+	mi := &file_spool_v1_scatter_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1177,7 @@ func (x *CancelScatterRequest) String() string {
 func (*CancelScatterRequest) ProtoMessage() {}
 
 func (x *CancelScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[12]
+	mi := &file_spool_v1_scatter_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1190,7 @@ func (x *CancelScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelScatterRequest.ProtoReflect.Descriptor instead.
 func (*CancelScatterRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{12}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelScatterRequest) GetScatterId() string {
@@ -978,7 +1216,7 @@ type CancelScatterResponse struct {
 
 func (x *CancelScatterResponse) Reset() {
 	*x = CancelScatterResponse{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[13]
+	mi := &file_spool_v1_scatter_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1228,7 @@ func (x *CancelScatterResponse) String() string {
 func (*CancelScatterResponse) ProtoMessage() {}
 
 func (x *CancelScatterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[13]
+	mi := &file_spool_v1_scatter_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1241,7 @@ func (x *CancelScatterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelScatterResponse.ProtoReflect.Descriptor instead.
 func (*CancelScatterResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{13}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelScatterResponse) GetScatter() *Scatter {
@@ -1022,7 +1260,7 @@ type RedriveScatterRequest struct {
 
 func (x *RedriveScatterRequest) Reset() {
 	*x = RedriveScatterRequest{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[14]
+	mi := &file_spool_v1_scatter_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1272,7 @@ func (x *RedriveScatterRequest) String() string {
 func (*RedriveScatterRequest) ProtoMessage() {}
 
 func (x *RedriveScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[14]
+	mi := &file_spool_v1_scatter_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1285,7 @@ func (x *RedriveScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveScatterRequest.ProtoReflect.Descriptor instead.
 func (*RedriveScatterRequest) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{14}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RedriveScatterRequest) GetScatterId() string {
@@ -1066,7 +1304,7 @@ type RedriveScatterResponse struct {
 
 func (x *RedriveScatterResponse) Reset() {
 	*x = RedriveScatterResponse{}
-	mi := &file_spool_v1_scatter_proto_msgTypes[15]
+	mi := &file_spool_v1_scatter_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1316,7 @@ func (x *RedriveScatterResponse) String() string {
 func (*RedriveScatterResponse) ProtoMessage() {}
 
 func (x *RedriveScatterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spool_v1_scatter_proto_msgTypes[15]
+	mi := &file_spool_v1_scatter_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1329,7 @@ func (x *RedriveScatterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveScatterResponse.ProtoReflect.Descriptor instead.
 func (*RedriveScatterResponse) Descriptor() ([]byte, []int) {
-	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{15}
+	return file_spool_v1_scatter_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RedriveScatterResponse) GetScatter() *Scatter {
@@ -1105,7 +1343,7 @@ var File_spool_v1_scatter_proto protoreflect.FileDescriptor
 
 const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\n" +
-	"\x16spool/v1/scatter.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12spool/v1/job.proto\"\xc5\x03\n" +
+	"\x16spool/v1/scatter.proto\x12\bspool.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12spool/v1/job.proto\"\x90\x04\n" +
 	"\vScatterSpec\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12+\n" +
 	"\x06params\x18\x02 \x01(\v2\x13.spool.v1.JobParamsR\x06params\x12!\n" +
@@ -1116,9 +1354,29 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\x0fmax_concurrency\x18\x06 \x01(\x05R\x0emaxConcurrency\x12;\n" +
 	"\x17tolerated_failure_count\x18\a \x01(\x05H\x00R\x15toleratedFailureCount\x88\x01\x01\x12E\n" +
 	"\x1ctolerated_failure_percentage\x18\b \x01(\x02H\x01R\x1atoleratedFailurePercentage\x88\x01\x01\x12+\n" +
-	"\x06gather\x18\t \x01(\v2\x13.spool.v1.JobParamsR\x06gatherB\x1a\n" +
+	"\x06gather\x18\t \x01(\v2\x13.spool.v1.JobParamsR\x06gather\x12/\n" +
+	"\x06source\x18\n" +
+	" \x01(\v2\x17.spool.v1.ScatterSourceR\x06source\x12\x18\n" +
+	"\aresults\x18\v \x01(\tR\aresultsB\x1a\n" +
 	"\x18_tolerated_failure_countB\x1f\n" +
-	"\x1d_tolerated_failure_percentage\"\x90\x02\n" +
+	"\x1d_tolerated_failure_percentage\"\x88\x02\n" +
+	"\rScatterSource\x12\x14\n" +
+	"\x05items\x18\x01 \x01(\tR\x05items\x12!\n" +
+	"\fitems_prefix\x18\x02 \x01(\tR\vitemsPrefix\x12\x16\n" +
+	"\x06format\x18\x03 \x01(\tR\x06format\x12-\n" +
+	"\x13max_items_per_batch\x18\x04 \x01(\x05R\x10maxItemsPerBatch\x12-\n" +
+	"\x13max_bytes_per_batch\x18\x05 \x01(\x05R\x10maxBytesPerBatch\x12\x19\n" +
+	"\bgroup_by\x18\x06 \x01(\tR\agroupBy\x12-\n" +
+	"\x13max_items_per_group\x18\a \x01(\x05R\x10maxItemsPerGroup\"\xcd\x01\n" +
+	"\x0eScatterReading\x12\x12\n" +
+	"\x04done\x18\x01 \x01(\bR\x04done\x12\x1d\n" +
+	"\n" +
+	"items_read\x18\x02 \x01(\x03R\titemsRead\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\x03 \x01(\x03R\tbytesRead\x12\x16\n" +
+	"\x06reader\x18\x04 \x01(\tR\x06reader\x12=\n" +
+	"\freader_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vreaderUntil\x12\x12\n" +
+	"\x04etag\x18\x06 \x01(\tR\x04etag\"\x90\x02\n" +
 	"\x0fScatterProgress\x12\x1f\n" +
 	"\vbatch_count\x18\x01 \x01(\x05R\n" +
 	"batchCount\x12\x18\n" +
@@ -1131,7 +1389,7 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\n" +
 	"item_count\x18\b \x01(\x03R\titemCount\x12\x1d\n" +
 	"\n" +
-	"items_done\x18\t \x01(\x03R\titemsDone\"\xb3\x03\n" +
+	"items_done\x18\t \x01(\x03R\titemsDone\"\x90\x04\n" +
 	"\aScatter\x12\x1d\n" +
 	"\n" +
 	"scatter_id\x18\x01 \x01(\tR\tscatterId\x12,\n" +
@@ -1146,7 +1404,9 @@ const file_spool_v1_scatter_proto_rawDesc = "" +
 	"\x05error\x18\b \x01(\tR\x05error\x12$\n" +
 	"\x0efailed_job_ids\x18\t \x03(\tR\ffailedJobIds\x12#\n" +
 	"\rredrive_count\x18\n" +
-	" \x01(\x05R\fredriveCount\"[\n" +
+	" \x01(\x05R\fredriveCount\x122\n" +
+	"\areading\x18\v \x01(\v2\x18.spool.v1.ScatterReadingR\areading\x12'\n" +
+	"\x0fresult_manifest\x18\f \x01(\tR\x0eresultManifest\"[\n" +
 	"\x14CreateScatterRequest\x12)\n" +
 	"\x04spec\x18\x01 \x01(\v2\x15.spool.v1.ScatterSpecR\x04spec\x12\x18\n" +
 	"\abatches\x18\x02 \x03(\tR\abatches\"D\n" +
@@ -1220,62 +1480,67 @@ func file_spool_v1_scatter_proto_rawDescGZIP() []byte {
 }
 
 var file_spool_v1_scatter_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_spool_v1_scatter_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_spool_v1_scatter_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_spool_v1_scatter_proto_goTypes = []any{
 	(ScatterState)(0),                  // 0: spool.v1.ScatterState
 	(*ScatterSpec)(nil),                // 1: spool.v1.ScatterSpec
-	(*ScatterProgress)(nil),            // 2: spool.v1.ScatterProgress
-	(*Scatter)(nil),                    // 3: spool.v1.Scatter
-	(*CreateScatterRequest)(nil),       // 4: spool.v1.CreateScatterRequest
-	(*CreateScatterResponse)(nil),      // 5: spool.v1.CreateScatterResponse
-	(*GetScatterRequest)(nil),          // 6: spool.v1.GetScatterRequest
-	(*GetScatterResponse)(nil),         // 7: spool.v1.GetScatterResponse
-	(*ListScattersRequest)(nil),        // 8: spool.v1.ListScattersRequest
-	(*ListScattersResponse)(nil),       // 9: spool.v1.ListScattersResponse
-	(*ListScatterBatchesRequest)(nil),  // 10: spool.v1.ListScatterBatchesRequest
-	(*ScatterBatch)(nil),               // 11: spool.v1.ScatterBatch
-	(*ListScatterBatchesResponse)(nil), // 12: spool.v1.ListScatterBatchesResponse
-	(*CancelScatterRequest)(nil),       // 13: spool.v1.CancelScatterRequest
-	(*CancelScatterResponse)(nil),      // 14: spool.v1.CancelScatterResponse
-	(*RedriveScatterRequest)(nil),      // 15: spool.v1.RedriveScatterRequest
-	(*RedriveScatterResponse)(nil),     // 16: spool.v1.RedriveScatterResponse
-	(*JobParams)(nil),                  // 17: spool.v1.JobParams
-	(*timestamppb.Timestamp)(nil),      // 18: google.protobuf.Timestamp
-	(*Job)(nil),                        // 19: spool.v1.Job
+	(*ScatterSource)(nil),              // 2: spool.v1.ScatterSource
+	(*ScatterReading)(nil),             // 3: spool.v1.ScatterReading
+	(*ScatterProgress)(nil),            // 4: spool.v1.ScatterProgress
+	(*Scatter)(nil),                    // 5: spool.v1.Scatter
+	(*CreateScatterRequest)(nil),       // 6: spool.v1.CreateScatterRequest
+	(*CreateScatterResponse)(nil),      // 7: spool.v1.CreateScatterResponse
+	(*GetScatterRequest)(nil),          // 8: spool.v1.GetScatterRequest
+	(*GetScatterResponse)(nil),         // 9: spool.v1.GetScatterResponse
+	(*ListScattersRequest)(nil),        // 10: spool.v1.ListScattersRequest
+	(*ListScattersResponse)(nil),       // 11: spool.v1.ListScattersResponse
+	(*ListScatterBatchesRequest)(nil),  // 12: spool.v1.ListScatterBatchesRequest
+	(*ScatterBatch)(nil),               // 13: spool.v1.ScatterBatch
+	(*ListScatterBatchesResponse)(nil), // 14: spool.v1.ListScatterBatchesResponse
+	(*CancelScatterRequest)(nil),       // 15: spool.v1.CancelScatterRequest
+	(*CancelScatterResponse)(nil),      // 16: spool.v1.CancelScatterResponse
+	(*RedriveScatterRequest)(nil),      // 17: spool.v1.RedriveScatterRequest
+	(*RedriveScatterResponse)(nil),     // 18: spool.v1.RedriveScatterResponse
+	(*JobParams)(nil),                  // 19: spool.v1.JobParams
+	(*timestamppb.Timestamp)(nil),      // 20: google.protobuf.Timestamp
+	(*Job)(nil),                        // 21: spool.v1.Job
 }
 var file_spool_v1_scatter_proto_depIdxs = []int32{
-	17, // 0: spool.v1.ScatterSpec.params:type_name -> spool.v1.JobParams
-	17, // 1: spool.v1.ScatterSpec.gather:type_name -> spool.v1.JobParams
-	0,  // 2: spool.v1.Scatter.state:type_name -> spool.v1.ScatterState
-	1,  // 3: spool.v1.Scatter.spec:type_name -> spool.v1.ScatterSpec
-	2,  // 4: spool.v1.Scatter.progress:type_name -> spool.v1.ScatterProgress
-	18, // 5: spool.v1.Scatter.created_at:type_name -> google.protobuf.Timestamp
-	18, // 6: spool.v1.Scatter.updated_at:type_name -> google.protobuf.Timestamp
-	1,  // 7: spool.v1.CreateScatterRequest.spec:type_name -> spool.v1.ScatterSpec
-	3,  // 8: spool.v1.CreateScatterResponse.scatter:type_name -> spool.v1.Scatter
-	3,  // 9: spool.v1.GetScatterResponse.scatter:type_name -> spool.v1.Scatter
-	3,  // 10: spool.v1.ListScattersResponse.scatters:type_name -> spool.v1.Scatter
-	19, // 11: spool.v1.ScatterBatch.job:type_name -> spool.v1.Job
-	11, // 12: spool.v1.ListScatterBatchesResponse.batches:type_name -> spool.v1.ScatterBatch
-	3,  // 13: spool.v1.CancelScatterResponse.scatter:type_name -> spool.v1.Scatter
-	3,  // 14: spool.v1.RedriveScatterResponse.scatter:type_name -> spool.v1.Scatter
-	4,  // 15: spool.v1.ScatterService.CreateScatter:input_type -> spool.v1.CreateScatterRequest
-	6,  // 16: spool.v1.ScatterService.GetScatter:input_type -> spool.v1.GetScatterRequest
-	8,  // 17: spool.v1.ScatterService.ListScatters:input_type -> spool.v1.ListScattersRequest
-	10, // 18: spool.v1.ScatterService.ListScatterBatches:input_type -> spool.v1.ListScatterBatchesRequest
-	13, // 19: spool.v1.ScatterService.CancelScatter:input_type -> spool.v1.CancelScatterRequest
-	15, // 20: spool.v1.ScatterService.RedriveScatter:input_type -> spool.v1.RedriveScatterRequest
-	5,  // 21: spool.v1.ScatterService.CreateScatter:output_type -> spool.v1.CreateScatterResponse
-	7,  // 22: spool.v1.ScatterService.GetScatter:output_type -> spool.v1.GetScatterResponse
-	9,  // 23: spool.v1.ScatterService.ListScatters:output_type -> spool.v1.ListScattersResponse
-	12, // 24: spool.v1.ScatterService.ListScatterBatches:output_type -> spool.v1.ListScatterBatchesResponse
-	14, // 25: spool.v1.ScatterService.CancelScatter:output_type -> spool.v1.CancelScatterResponse
-	16, // 26: spool.v1.ScatterService.RedriveScatter:output_type -> spool.v1.RedriveScatterResponse
-	21, // [21:27] is the sub-list for method output_type
-	15, // [15:21] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	19, // 0: spool.v1.ScatterSpec.params:type_name -> spool.v1.JobParams
+	19, // 1: spool.v1.ScatterSpec.gather:type_name -> spool.v1.JobParams
+	2,  // 2: spool.v1.ScatterSpec.source:type_name -> spool.v1.ScatterSource
+	20, // 3: spool.v1.ScatterReading.reader_until:type_name -> google.protobuf.Timestamp
+	0,  // 4: spool.v1.Scatter.state:type_name -> spool.v1.ScatterState
+	1,  // 5: spool.v1.Scatter.spec:type_name -> spool.v1.ScatterSpec
+	4,  // 6: spool.v1.Scatter.progress:type_name -> spool.v1.ScatterProgress
+	20, // 7: spool.v1.Scatter.created_at:type_name -> google.protobuf.Timestamp
+	20, // 8: spool.v1.Scatter.updated_at:type_name -> google.protobuf.Timestamp
+	3,  // 9: spool.v1.Scatter.reading:type_name -> spool.v1.ScatterReading
+	1,  // 10: spool.v1.CreateScatterRequest.spec:type_name -> spool.v1.ScatterSpec
+	5,  // 11: spool.v1.CreateScatterResponse.scatter:type_name -> spool.v1.Scatter
+	5,  // 12: spool.v1.GetScatterResponse.scatter:type_name -> spool.v1.Scatter
+	5,  // 13: spool.v1.ListScattersResponse.scatters:type_name -> spool.v1.Scatter
+	21, // 14: spool.v1.ScatterBatch.job:type_name -> spool.v1.Job
+	13, // 15: spool.v1.ListScatterBatchesResponse.batches:type_name -> spool.v1.ScatterBatch
+	5,  // 16: spool.v1.CancelScatterResponse.scatter:type_name -> spool.v1.Scatter
+	5,  // 17: spool.v1.RedriveScatterResponse.scatter:type_name -> spool.v1.Scatter
+	6,  // 18: spool.v1.ScatterService.CreateScatter:input_type -> spool.v1.CreateScatterRequest
+	8,  // 19: spool.v1.ScatterService.GetScatter:input_type -> spool.v1.GetScatterRequest
+	10, // 20: spool.v1.ScatterService.ListScatters:input_type -> spool.v1.ListScattersRequest
+	12, // 21: spool.v1.ScatterService.ListScatterBatches:input_type -> spool.v1.ListScatterBatchesRequest
+	15, // 22: spool.v1.ScatterService.CancelScatter:input_type -> spool.v1.CancelScatterRequest
+	17, // 23: spool.v1.ScatterService.RedriveScatter:input_type -> spool.v1.RedriveScatterRequest
+	7,  // 24: spool.v1.ScatterService.CreateScatter:output_type -> spool.v1.CreateScatterResponse
+	9,  // 25: spool.v1.ScatterService.GetScatter:output_type -> spool.v1.GetScatterResponse
+	11, // 26: spool.v1.ScatterService.ListScatters:output_type -> spool.v1.ListScattersResponse
+	14, // 27: spool.v1.ScatterService.ListScatterBatches:output_type -> spool.v1.ListScatterBatchesResponse
+	16, // 28: spool.v1.ScatterService.CancelScatter:output_type -> spool.v1.CancelScatterResponse
+	18, // 29: spool.v1.ScatterService.RedriveScatter:output_type -> spool.v1.RedriveScatterResponse
+	24, // [24:30] is the sub-list for method output_type
+	18, // [18:24] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_spool_v1_scatter_proto_init() }
@@ -1291,7 +1556,7 @@ func file_spool_v1_scatter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spool_v1_scatter_proto_rawDesc), len(file_spool_v1_scatter_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -4,7 +4,7 @@
 // does its header, and stops once the scatter and the batch jobs shown
 // have ended.
 import { api, commandLine, confirmButton, duration, escapeHtml, isFinal, localTime, relTime, stateBadge, whoami } from "./util.js";
-import { cancelScatter, getScatter, isLive, listBatches, progressBar } from "./scatterview.js";
+import { cancelScatter, getScatter, isLive, listBatches, progressBar, readingText } from "./scatterview.js";
 
 const PAGE = 100; // batches a page
 const REFRESH_MS = 2000;
@@ -30,7 +30,8 @@ function render() {
   $("#scatter-error").textContent = sc.error;
   const p = sc.progress;
   $("#progress").innerHTML = progressBar(p, "Batches ended");
-  $("#progress-count").textContent = `${(p.succeeded + p.failed + p.cancelled).toLocaleString()} / ${p.batch_count.toLocaleString()} batches · ${p.items_done.toLocaleString()} of ${p.item_count.toLocaleString()} items done`;
+  const reading = sc.reading && !sc.reading.done ? ` · ${readingText(sc)}` : "";
+  $("#progress-count").textContent = `${(p.succeeded + p.failed + p.cancelled).toLocaleString()} / ${p.batch_count.toLocaleString()} batches · ${p.items_done.toLocaleString()} of ${p.item_count.toLocaleString()} items done${reading}`;
   $("#legend").innerHTML = ["succeeded", "failed", "cancelled", "running", "queued", "waiting"]
     .map((k) => `<li class="${k}"><span class="swatch" aria-hidden="true"></span><span class="n" id="count-${k}">${p[k].toLocaleString()}</span> ${k}</li>`)
     .join("");
@@ -93,6 +94,8 @@ function renderParams() {
   if (p.timeout_seconds) rows.push(["timeout", duration(p.timeout_seconds * 1000)]);
   if (p.repository_url) rows.push(["repository", p.repository_url + (p.ref ? ` @ ${p.ref}` : "")]);
   rows.push(["batch input", prettyJSON(s.batch_input)]);
+  if (s.source) rows.push(["items", readingText(sc)]);
+  if (s.results) rows.push(["results", s.results + (sc.result_manifest ? ` (manifest ${sc.result_manifest})` : "")]);
   if (s.gather) rows.push(["gather command", commandLine(s.gather)]);
   rows.push(["scatter id", sc.scatter_id]);
   rows.push(["batch jobs", `${sc.scatter_id}.0 … ${sc.scatter_id}.${Math.max(sc.progress.batch_count - 1, 0)}`]);

@@ -3,7 +3,7 @@
 // lower-case state names, numbers as numbers), so the pages read one kind
 // of object whichever API it came from; the progress bar; and the badge
 // that marks a job as part of a scatter.
-import { escapeHtml, rpc } from "./util.js";
+import { escapeHtml, isFinal, rpc } from "./util.js";
 
 export const isLive = (state) => state === "running" || state === "gathering";
 
@@ -93,8 +93,37 @@ export function scatterOf(s) {
       tolerated_failure_count: spec.toleratedFailureCount,
       tolerated_failure_percentage: spec.toleratedFailurePercentage,
       gather: spec.gather ? paramsOf(spec.gather) : null,
+      source: spec.source ? sourceOf(spec.source) : null,
+      results: spec.results || "",
     },
+    reading: s.reading ? { done: !!s.reading.done, items_read: num(s.reading.itemsRead), bytes_read: num(s.reading.bytesRead) } : null,
+    result_manifest: s.resultManifest || "",
   };
+}
+
+function sourceOf(src) {
+  return {
+    items: src.items || "",
+    items_prefix: src.itemsPrefix || "",
+    format: src.format || "",
+    max_items_per_batch: num(src.maxItemsPerBatch),
+    max_bytes_per_batch: num(src.maxBytesPerBatch),
+    group_by: src.groupBy || "",
+    max_items_per_group: num(src.maxItemsPerGroup),
+  };
+}
+
+// readingText says where the server reads a scatter's items and how far it
+// has come ("" for a scatter whose client sent its batches).
+export function readingText(sc) {
+  const src = sc.spec.source;
+  if (!src) return "";
+  const where = src.items || `the objects under ${src.items_prefix}`;
+  const r = sc.reading;
+  if (!r) return where;
+  if (r.done) return `${where}: all ${r.items_read.toLocaleString()} read`;
+  if (isFinal(sc.state)) return `${where}: the reading stopped after ${r.items_read.toLocaleString()} items`;
+  return `${where}: reading, ${r.items_read.toLocaleString()} items so far`;
 }
 
 export async function getScatter(id) {
