@@ -12,17 +12,15 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"os"
 	"path"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/spool-run/spool/internal/awsconf"
 	"github.com/spool-run/spool/itembatch"
 )
 
@@ -97,23 +95,9 @@ type Client struct {
 // Open makes a client of cfg with the SDK's default credential chain. It
 // calls no AWS service: a bucket is first reached when a scatter reads it.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
-	var opts []func(*awsconfig.LoadOptions) error
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awsconf.Load(ctx, cfg.Region, cfg.Endpoint != "")
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration for scatter items (scatter.s3): %w", err)
-	}
-	if cfg.Endpoint != "" {
-		if awsCfg.Region == "" {
-			awsCfg.Region = "us-east-1"
-		}
-		if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
-			// A local S3 look-alike checks no signature; asking the SDK's
-			// other sources (the EC2 instance's) would only wait.
-			awsCfg.Credentials = credentials.NewStaticCredentialsProvider("spool-local", "spool-local", "")
-		}
 	}
 	return New(awsCfg, cfg), nil
 }

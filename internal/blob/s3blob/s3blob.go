@@ -19,17 +19,15 @@ import (
 	"io"
 	"iter"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/spool-run/spool/internal/awsconf"
 	"github.com/spool-run/spool/internal/blob"
 )
 
@@ -63,34 +61,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	opts := []func(*awsconfig.LoadOptions) error{}
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awsconf.Load(ctx, cfg.Region, cfg.Endpoint != "")
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration for blobs: %w", err)
-	}
-	if cfg.Endpoint != "" {
-		if awsCfg.Region == "" {
-			awsCfg.Region = "us-east-1"
-		}
-		if !credentialsNamed() {
-			// A local S3 look-alike checks no signature; asking the
-			// SDK's other sources (the EC2 instance's) would only wait.
-			awsCfg.Credentials = credentials.NewStaticCredentialsProvider("spool-local", "spool-local", "")
-		}
 	}
 	if awsCfg.Region == "" {
 		return nil, errors.New("no AWS region for the blob bucket: set blobs.s3.region or AWS_REGION")
 	}
 	return New(ctx, awsCfg, cfg)
-}
-
-// credentialsNamed says whether the environment names credentials (keys
-// or a profile) for the SDK to use.
-func credentialsNamed() bool {
-	return os.Getenv("AWS_ACCESS_KEY_ID") != "" || os.Getenv("AWS_PROFILE") != ""
 }
 
 // New is Open with an SDK configuration made elsewhere (a test's).

@@ -12,21 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/spool-run/spool/internal/awsconf"
 	"github.com/spool-run/spool/internal/store/storekit"
 )
-
-// localRegion is the region used with an endpoint override when none is
-// configured: local servers accept any.
-const localRegion = "us-east-1"
-
-// localCredentials sign requests to an endpoint override when the
-// environment has no credentials: local servers check none.
-var localCredentials = credentials.NewStaticCredentialsProvider("spool-local", "spool-local", "")
 
 // maxBackoff caps the wait between retries of one request.
 const maxBackoff = 5 * time.Second
@@ -56,21 +48,12 @@ func newClients(ctx context.Context, cfg Config, extra ...func(*middleware.Stack
 			})
 		}),
 	}
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	if override && !credentialsInEnv() {
-		opts = append(opts, awsconfig.WithCredentialsProvider(localCredentials))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awsconf.Load(ctx, cfg.Region, override, opts...)
 	if err != nil {
 		return clients{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	if awsCfg.Region == "" {
-		if !override {
-			return clients{}, fmt.Errorf("no AWS region: set store.aws.region or AWS_REGION")
-		}
-		awsCfg.Region = localRegion
+		return clients{}, fmt.Errorf("no AWS region: set store.aws.region or AWS_REGION")
 	}
 	retries := &storekit.Retries{}
 	awsCfg.APIOptions = append(awsCfg.APIOptions, countRetries(retries))
@@ -88,17 +71,6 @@ func newClients(ctx context.Context, cfg Config, extra ...func(*middleware.Stack
 			}
 		}),
 	}, nil
-}
-
-// credentialsInEnv reports whether the environment names credentials the
-// SDK would use (keys, a profile, or a web identity).
-func credentialsInEnv() bool {
-	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
-		if os.Getenv(v) != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // ErrNoCredentials is what the AWS SDK's default sources gave no
