@@ -113,6 +113,10 @@ type JobParams struct {
 	Ref        string
 	// Stdin is given to the command on its standard input.
 	Stdin []byte
+	// StdinSize, when not 0, is the size of a stdin too large for the job
+	// record, kept beside the job instead of in Stdin (the client
+	// uploads such a stdin; the worker fetches it).
+	StdinSize int64
 	// PTY runs the command on a pseudo-terminal: its stdout and stderr are
 	// then one stream, recorded as stdout.
 	PTY bool

@@ -134,7 +134,7 @@ func Params(p *spoolv1.JobParams) spool.JobParams {
 	out := spool.JobParams{
 		Argv: p.GetArgv(), Script: p.GetScript(), Env: p.GetEnv(), SecretNames: p.GetSecretNames(),
 		WorkingDir: p.GetWorkingDir(), Timeout: durationOf(p.GetTimeout()), Repository: p.GetRepositoryUrl(), Ref: p.GetRef(),
-		Stdin: p.GetStdin(), PTY: p.GetPty(),
+		Stdin: p.GetStdin(), StdinSize: p.GetStdinSize(), PTY: p.GetPty(),
 	}
 	if m := p.GetScatter(); m != nil {
 		out.Scatter = &spool.ScatterMember{ScatterID: m.GetScatterId(), BatchIndex: int(m.GetBatchIndex()),

@@ -124,7 +124,16 @@ func (s *Service) enqueueFor(ctx context.Context, caller Caller, m *spoolv1.Enqu
 	if err := s.withSecrets(&nj, m.GetSecrets()); err != nil {
 		return enqueued{}, err
 	}
+	// A job with an uploaded stdin gets its id here, so the stdin is
+	// beside it before any worker can lease it.
+	if params.GetStdinUpload() != "" {
+		nj.ID = newJobID()
+		if nj.Params, err = s.adoptUpload(ctx, params, nj.ID); err != nil {
+			return enqueued{}, s.fail(ctx, "EnqueueJob", err)
+		}
+	}
 	job, created, err := s.store.Enqueue(ctx, nj)
+	s.settleStdin(ctx, nj.ID, job, created && err == nil)
 	if err != nil {
 		return enqueued{}, s.fail(ctx, "EnqueueJob", err)
 	}
