@@ -114,8 +114,8 @@ func (s *Service) needBlobs(what string) error {
 		return nil
 	}
 	return apierr.Errorf(spool.ErrInvalidArgument,
-		"this server keeps no files beside jobs, so %s cannot be taken: keep stdin within the %d bytes a job record holds, or have the operator set blobs.s3.bucket",
-		what, maxParamBytes)
+		"this server keeps no files beside jobs, so %s cannot be taken: keep stdin within the %d KiB a job record holds with the command and environment, or have the operator set blobs.s3.bucket",
+		what, maxParamBytes>>10)
 }
 
 // checkStdinFields refuses the stdin fields only spool sets, and an upload
