@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -65,9 +66,11 @@ func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*sp
 	}
 	// A stdin kept beside the old job is copied beside the new one
 	// before it exists: each job's files go with that job alone.
+	var copied string
 	if old.GetParams().GetStdinSize() > 0 {
-		nj.ID = newJobID()
-		nj.Params, err = s.stdinBeside(ctx, nj.Params, jobStdinKey(old.GetJobId()), nj.ID)
+		copied = cmp.Or(nj.ID, newJobID())
+		nj.ID = copied
+		nj.Params, err = s.stdinBeside(ctx, nj.Params, jobStdinKey(old.GetJobId()), copied)
 		if errors.Is(err, blob.ErrNotFound) {
 			return nil, apierr.Errorf(spool.ErrConflict, "the stdin of job %s is gone (the job is being deleted): submit it again with its stdin", old.GetJobId())
 		}
@@ -76,7 +79,7 @@ func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*sp
 		}
 	}
 	job, created, err := s.store.Enqueue(ctx, nj)
-	s.settleStdin(ctx, nj.ID, job, created && err == nil)
+	s.settleStdin(ctx, copied, job, created && err == nil)
 	if err != nil {
 		return nil, s.fail(ctx, "RerunJob", err)
 	}

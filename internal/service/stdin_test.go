@@ -105,7 +105,10 @@ func TestUploadedStdinReachesTheLeaseHolder(t *testing.T) {
 		if up.Size != int64(len(data)) || up.SHA256 != sha(data) {
 			t.Fatalf("upload stored %d bytes %s; want %d %s", up.Size, up.SHA256, len(data), sha(data))
 		}
-		resp, err := o.s.EnqueueJob(o.ctx, &spoolv1.EnqueueJobRequest{Queue: "ci", Params: &spoolv1.JobParams{Argv: []string{"wc", "-c"}, StdinUpload: up.ID}})
+		// Secrets are sealed to the job's id, which the stdin's copy
+		// must share.
+		secrets := map[string]string{"TOKEN": "a-secret-value"}
+		resp, err := o.s.EnqueueJob(o.ctx, &spoolv1.EnqueueJobRequest{Queue: "ci", Params: &spoolv1.JobParams{Argv: []string{"wc", "-c"}, StdinUpload: up.ID}, Secrets: secrets})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +126,9 @@ func TestUploadedStdinReachesTheLeaseHolder(t *testing.T) {
 			t.Fatalf("%d leases, want 1", len(leases))
 		}
 		lease := leases[0]
+		if got := lease.GetSecrets(); len(got) != 1 || got["TOKEN"] != secrets["TOKEN"] {
+			t.Fatalf("the lease's secrets: %v", got)
+		}
 		if _, _, err := o.s.JobStdin(o.ctx, "another-job", lease.GetTaskToken()); !errors.Is(err, spool.ErrPermissionDenied) {
 			t.Errorf("another job's stdin with this job's token: %v", err)
 		}
