@@ -47,7 +47,9 @@ func TestSubmitLargeStdin(t *testing.T) {
 		{"sqlite", func(*testing.T) func(c *server.Config) { return func(*server.Config) {} }},
 		{"postgres", func(t *testing.T) func(c *server.Config) {
 			url := pgtest.NewDatabase(t)
-			return func(c *server.Config) { c.Server.TokenKey, c.Store.Type, c.Store.Postgres.URL = stdinTokenKey, "postgres", url }
+			return func(c *server.Config) {
+				c.Server.TokenKey, c.Store.Type, c.Store.Postgres.URL = stdinTokenKey, "postgres", url
+			}
 		}},
 		{"aws", func(t *testing.T) func(c *server.Config) {
 			stores := awstest.Start(t).NewConfig(t)
