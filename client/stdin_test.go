@@ -3,15 +3,23 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"hash"
 	"io"
+	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
 	"github.com/spool-run/spool/server"
 	"github.com/spool-run/spool/spooltest"
+	"github.com/spool-run/spool/worker"
 )
 
 // TestSubmitStdinPlacement: a stdin that fits in the job record with the
@@ -63,4 +71,103 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestSubmitLargeStdinStreams: a 100 MB stdin goes from the client to
+// the server's blob store, beside its job, and to the worker's command
+// (all in this process) with the heap growing by far less than the
+// stdin: nothing on the way holds it whole. The command sees every byte.
+func TestSubmitLargeStdinStreams(t *testing.T) {
+	const size, bound = 100 << 20, 48 << 20
+	srv := spooltest.NewServer(t)
+	spooltest.NewWorker(t, srv, worker.Config{})
+	c := srv.Client()
+
+	heap := newHeapWatch()
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				heap.sample()
+			}
+		}
+	}()
+	gen := &stdinGenerator{rng: rand.NewChaCha8([32]byte{7}), left: size, sum: sha256.New()}
+	job, _, err := c.Submit(context.Background(), client.SubmitParams{Argv: []string{"sha256sum"}, StdinFrom: gen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := srv.WaitJob(t, job.ID)
+	close(stop)
+	<-sampled
+	if done.State != spool.Succeeded || job.Params.StdinSize != size {
+		t.Fatalf("job %s: %s, stdin %d bytes beside it", job.ID, done.State, job.Params.StdinSize)
+	}
+	var out strings.Builder
+	for line, err := range c.Lines(context.Background(), job.ID, client.StreamOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString(line.Text)
+	}
+	if want := hex.EncodeToString(gen.sum.Sum(nil)); !strings.HasPrefix(out.String(), want) {
+		t.Fatalf("the command read stdin with SHA-256 %q; want %s", out.String(), want)
+	}
+	t.Logf("a %d MB stdin through client, server and worker: heap grew by %.1f MB (bound %d MB)", size>>20, float64(heap.growth())/(1<<20), bound>>20)
+	if heap.growth() >= bound {
+		t.Errorf("the heap grew by %d MB carrying a %d MB stdin; want under %d MB", heap.growth()>>20, size>>20, bound>>20)
+	}
+}
+
+// stdinGenerator yields left bytes that do not compress, without holding
+// them, and hashes what it yields.
+type stdinGenerator struct {
+	rng  *rand.ChaCha8
+	left int64
+	sum  hash.Hash
+}
+
+func (g *stdinGenerator) Read(p []byte) (int, error) {
+	if g.left <= 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), g.left)]
+	_, _ = g.rng.Read(p)
+	g.sum.Write(p)
+	g.left -= int64(len(p))
+	return len(p), nil
+}
+
+// heapWatch keeps the largest heap seen above where it started.
+type heapWatch struct {
+	mu         sync.Mutex
+	base, peak uint64
+}
+
+func newHeapWatch() *heapWatch {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return &heapWatch{base: m.HeapAlloc, peak: m.HeapAlloc}
+}
+
+func (h *heapWatch) sample() {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	h.mu.Lock()
+	h.peak = max(h.peak, m.HeapAlloc)
+	h.mu.Unlock()
+}
+
+func (h *heapWatch) growth() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.peak - h.base
 }
