@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -118,6 +119,18 @@ func (s *Service) needBlobs(what string) error {
 		what, maxParamBytes>>10)
 }
 
+// uploadID is what Upload names uploads (rand.Text): nothing else can be
+// one, so an id never reaches a key outside uploads/.
+var uploadID = regexp.MustCompile(`^[A-Z2-7]{26}$`)
+
+// uploadKey is the blob key of upload id, or "" when id is none.
+func uploadKey(id string) string {
+	if !uploadID.MatchString(id) {
+		return ""
+	}
+	return uploadsPrefix + id
+}
+
 // checkStdinFields refuses the stdin fields only spool sets, and an upload
 // given with an inline stdin.
 func checkStdinFields(p *spoolv1.JobParams) error {
@@ -126,7 +139,7 @@ func checkStdinFields(p *spoolv1.JobParams) error {
 		return invalid("params.stdin_size and params.stdin_sha256 are set by spool; upload a large stdin and name it in params.stdin_upload")
 	case p.GetStdinUpload() != "" && len(p.GetStdin()) > 0:
 		return invalid("params: give stdin or stdin_upload, not both")
-	case p.GetStdinUpload() != "" && blob.CheckKey(uploadsPrefix+p.GetStdinUpload()) != nil:
+	case p.GetStdinUpload() != "" && !uploadID.MatchString(p.GetStdinUpload()):
 		return invalid("params.stdin_upload %q is not an upload id: use the upload_id POST /api/v1/uploads answered", truncate(p.GetStdinUpload(), 80))
 	}
 	return nil
@@ -169,7 +182,11 @@ func (s *Service) stdinBeside(ctx context.Context, params *spoolv1.JobParams, sr
 // params name as an upload.
 func (s *Service) adoptUpload(ctx context.Context, params *spoolv1.JobParams, id string) (*spoolv1.JobParams, error) {
 	up := params.GetStdinUpload()
-	p, err := s.stdinBeside(ctx, params, uploadsPrefix+up, id)
+	key := uploadKey(up)
+	if key == "" {
+		return nil, invalid("params.stdin_upload %q is not an upload id", truncate(up, 80))
+	}
+	p, err := s.stdinBeside(ctx, params, key, id)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, apierr.Errorf(spool.ErrNotFound, "upload %q is not on this server (uploads are kept %v for a job to name them): upload the stdin again", up, UploadMaxAge)
 	}
