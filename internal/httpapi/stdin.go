@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -60,10 +59,12 @@ func (a *api) jobStdin(w http.ResponseWriter, r *http.Request) {
 	if info.SHA256 != "" {
 		h.Set("Spool-Sha256", info.SHA256)
 	}
-	if _, err := io.Copy(w, rc); err != nil && !errors.Is(err, r.Context().Err()) {
+	if _, err := io.Copy(w, rc); err != nil {
+		if r.Context().Err() == nil {
+			a.Log.WarnContext(r.Context(), "stdin download broken off", "job_id", r.PathValue("job_id"), "error", err)
+		}
 		// Part of the stdin is out under a 200: break the connection so
 		// the worker sees a failed fetch, not a short stdin.
-		a.Log.WarnContext(r.Context(), "stdin download broken off", "job_id", r.PathValue("job_id"), "error", err)
 		panic(http.ErrAbortHandler)
 	}
 }

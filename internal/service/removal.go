@@ -15,9 +15,8 @@ import (
 )
 
 // DeleteJob removes a finished job, its whole log and the files kept
-// beside it. A job still queued
-// or running must be cancelled first; a batch of a scatter still running
-// stays until its scatter ends.
+// beside it. A job still queued or running must be cancelled first; a
+// batch of a scatter still running stays until its scatter ends.
 func (s *Service) DeleteJob(ctx context.Context, m *spoolv1.DeleteJobRequest) (*spoolv1.DeleteJobResponse, error) {
 	job, err := s.job(ctx, "DeleteJob", m.GetJobId())
 	if err != nil {
