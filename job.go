@@ -113,6 +113,17 @@ type JobParams struct {
 	Ref        string
 	// Stdin is given to the command on its standard input.
 	Stdin []byte
+	// StdinSize, when not 0, is the size of a stdin too large for the job
+	// record, kept beside the job instead of in Stdin (the client
+	// uploads such a stdin; the worker fetches it), and StdinSHA256 its
+	// hex SHA-256.
+	StdinSize   int64
+	StdinSHA256 string
+	// StdinUpload names such a stdin uploaded ahead of the job, in a
+	// request to enqueue it; the server replaces it with StdinSize, so a
+	// stored job never has it. The client sets it itself (see
+	// client.SubmitParams.StdinFrom).
+	StdinUpload string
 	// PTY runs the command on a pseudo-terminal: its stdout and stderr are
 	// then one stream, recorded as stdout.
 	PTY bool

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"maps"
@@ -69,8 +70,11 @@ type Client struct {
 	ing     spoolv1connect.IngestServiceClient
 	qs      spoolv1connect.QueueServiceClient
 	sched   spoolv1connect.ScheduleServiceClient
-	url     string
-	log     *slog.Logger
+	// rest streams what a Connect message would hold whole (a large
+	// stdin).
+	rest *wire.REST
+	url  string
+	log  *slog.Logger
 }
 
 // Config says which server a Client talks to and how.
@@ -168,7 +172,8 @@ func New(cfg Config) (*Client, error) {
 	qs, _ := wire.DialQueues(cfg.URL, o)
 	sched, _ := wire.DialSchedules(cfg.URL, o)
 	base, _ := wire.BaseURL(cfg.URL)
-	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, url: base, log: log}, nil
+	rest, _ := wire.NewREST(cfg.URL, o)
+	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, rest: rest, url: base, log: log}, nil
 }
 
 // URL is the server's address.
@@ -202,9 +207,16 @@ type SubmitParams struct {
 	// Retries is how often a failing command (non-zero exit, timeout, could
 	// not start) is run again, with exponential backoff (0: never).
 	Retries int
-	// Stdin is given to the command on its standard input. Argv, Script,
-	// Env and Stdin together hold at most 256 KiB.
+	// Stdin is given to the command on its standard input. When Argv,
+	// Script, Env and Stdin together hold more than 256 KiB, the job
+	// record's limit, Submit uploads Stdin first (the server needs a blob
+	// store: a server on AWS needs blobs.s3.bucket).
 	Stdin []byte
+	// StdinFrom, instead of Stdin, is read to its end for the command's
+	// standard input: what fits in the job record goes inline, anything
+	// larger is streamed to the server (up to its jobs.max_stdin_bytes,
+	// 1 GiB unless set) without being held in memory.
+	StdinFrom io.Reader
 	// PTY runs the command on a pseudo-terminal, so tools that colour
 	// their output only on a terminal keep their colours. Its stdout and
 	// stderr are then one stream, recorded as stdout. Stdin, if given, is
@@ -260,6 +272,9 @@ func (s SubmitParams) params() spool.JobParams {
 func (c *Client) Submit(ctx context.Context, s SubmitParams) (job *spool.Job, deduplicated bool, err error) {
 	req, err := s.request()
 	if err != nil {
+		return nil, false, err
+	}
+	if err := c.placeStdin(ctx, s.StdinFrom, req.GetParams()); err != nil {
 		return nil, false, err
 	}
 	resp, err := c.rpc.EnqueueJob(ctx, connect.NewRequest(req))

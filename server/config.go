@@ -264,6 +264,10 @@ type Jobs struct {
 	// ends (0: for ever). YAML: jobs.retention_days (whole days).
 	// Default: 30 days.
 	Retention time.Duration
+	// MaxStdinBytes bounds a job's stdin too large for the job record,
+	// uploaded to the blob store ahead of the job. YAML:
+	// jobs.max_stdin_bytes (1 MiB to 1 TiB). Default: 1 GiB.
+	MaxStdinBytes int64
 }
 
 // Execution is sent to workers with each job and stored with it.

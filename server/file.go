@@ -67,7 +67,7 @@ func fromFile(f *config.Config) *Config {
 				MaxRetries:              a.MaxRetries,
 			},
 		},
-		Jobs: Jobs{MaxAttempts: f.Jobs.MaxAttempts, Lease: f.Jobs.Lease(), Retention: f.Jobs.Retention()},
+		Jobs: Jobs{MaxAttempts: f.Jobs.MaxAttempts, Lease: f.Jobs.Lease(), Retention: f.Jobs.Retention(), MaxStdinBytes: f.Jobs.MaxStdinBytes},
 		Execution: Execution{
 			Batching: Batching{
 				FlushInterval:    time.Duration(b.FlushIntervalSeconds) * time.Second,
@@ -153,6 +153,7 @@ func (c *Config) file() (*config.Config, error) {
 			MaxAttempts:   c.Jobs.MaxAttempts,
 			LeaseSeconds:  u.whole("jobs.lease_seconds", c.Jobs.Lease, time.Second),
 			RetentionDays: u.whole("jobs.retention_days", c.Jobs.Retention, day),
+			MaxStdinBytes: c.Jobs.MaxStdinBytes,
 		},
 		Execution: config.Execution{
 			Batching: config.Batching{

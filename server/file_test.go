@@ -67,6 +67,7 @@ jobs:
   max_attempts: 5
   lease_seconds: 90
   retention_days: 14
+  max_stdin_bytes: 2147483648
 execution:
   batching:
     flush_interval_seconds: 3

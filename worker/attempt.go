@@ -235,7 +235,7 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 	if err != nil {
 		return a.failed(res, err.Error())
 	}
-	stdin, cleanupStdin, err := a.stdinFile(files)
+	stdin, cleanupStdin, err := a.stdinFile(ctx, files)
 	defer cleanupStdin()
 	if err != nil {
 		return a.failed(res, "could not write the job's stdin: "+err.Error())

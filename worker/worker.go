@@ -160,6 +160,9 @@ func (c *Config) setDefaults() error {
 type Worker struct {
 	cfg Config
 	rpc spoolv1connect.JobServiceClient
+	// rest streams what a Connect message would hold whole (a large
+	// stdin).
+	rest *wire.REST
 	// compressing is rpc with requests compressed, for events sent as
 	// messages (encoded events are compressed already); nil: rpc.
 	compressing spoolv1connect.JobServiceClient
@@ -223,7 +226,11 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), slots: make(chan struct{}, cfg.Concurrency),
+	rest, err := wire.NewREST(cfg.Server, opts)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, rest: rest, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), slots: make(chan struct{}, cfg.Concurrency),
 		spares:   spareDirs{free: make(chan string, cfg.Concurrency)},
 		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), keyRefused: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
 	w.metrics = newWorkerMetrics(cfg.Meters, w.waiting)

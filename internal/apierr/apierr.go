@@ -119,3 +119,21 @@ func Connect(err error) error {
 	}
 	return connect.NewError(Code(err), err)
 }
+
+// FromStatus is the error a REST answer of status with message msg
+// stands for: the kind whose status it is (the first, for 409, which two
+// kinds share: ErrAlreadyExists), a 413 as ErrInvalidArgument (a body over
+// a limit), and ErrInternal for any other failure.
+func FromStatus(status int, msg string) error {
+	kind := spool.ErrInternal
+	if status == http.StatusRequestEntityTooLarge {
+		kind = spool.ErrInvalidArgument
+	}
+	for _, k := range kinds {
+		if k.status == status {
+			kind = k.kind
+			break
+		}
+	}
+	return Errorf(kind, "%s", msg)
+}

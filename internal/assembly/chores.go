@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spool-run/spool/internal/maintenance"
+	"github.com/spool-run/spool/internal/service"
 	"github.com/spool-run/spool/internal/webhook"
 )
 
@@ -16,7 +17,7 @@ func (s *Server) newChores() []maintenance.Service {
 		maintenance.NewScatterDriver(maintenance.ScatterOptions{Store: s.store, Rounds: s.svc.Scatters(), Log: s.log}),
 		maintenance.NewIdleSources(maintenance.IdleOptions{Store: s.store, Jobs: s.svc, Queue: cfg.Ingest.Queue, Idle: cfg.Ingest.IdleTimeout(), Log: s.log}),
 		maintenance.NewRetention(maintenance.RetentionOptions{Store: s.store, Jobs: s.svc, Reclaimer: s.store.Capabilities().SpaceReclaimer,
-			Retention: cfg.Jobs.Retention(), Log: s.log}),
+			Retention: cfg.Jobs.Retention(), Uploads: s.svc, UploadAge: service.UploadMaxAge, Log: s.log}),
 		maintenance.NewPromoter(maintenance.PromoterOptions{Store: s.store, Alarm: s.svc.Promotions(), Log: s.log, Meter: s.meter}),
 		maintenance.NewTicker(maintenance.TickerOptions{Ticks: s.svc, Log: s.log}),
 		maintenance.NewTicker(maintenance.TickerOptions{Ticks: maintenance.TicksFunc(s.svc.RunBackfills), Log: s.log,

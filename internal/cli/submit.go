@@ -106,7 +106,7 @@ that stops gracefully hands its jobs back without using either.`,
 	_ = cmd.RegisterFlagCompletionFunc("after", completeJobArg(e, true, activeStates...))
 	cmd.Flags().StringVar(&cfg.batch, "batch", "", batchHelp)
 	cfg.secrets.register(cmd)
-	cmd.Flags().StringVar(&cfg.stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads; at most 256 KiB, less the command and environment)`)
+	cmd.Flags().StringVar(&cfg.stdinFile, "stdin", "", `give the command this file on its standard input ("-": what spool submit reads); what is too large for the job record (256 KiB with the command and environment) is uploaded to the server first, up to its jobs.max_stdin_bytes`)
 	cmd.Flags().BoolVar(&cfg.pty, "pty", false, "run the command on a pseudo-terminal, so tools that colour only on a terminal keep their colours; its stdout and stderr are then one stream, recorded as stdout (--stdin still comes from its file, as CMD < FILE would at a terminal)")
 	cfg.batching.register(cmd)
 	cmd.Flags().BoolVar(&cfg.asJSON, "json", false, "print the whole job as JSON instead of its id")
@@ -137,9 +137,12 @@ func runSubmit(ctx context.Context, cfg submitConfig, e *env) error {
 	if err != nil {
 		return err
 	}
-	if s.Stdin, err = readStdinFile(e, cfg.stdinFile); err != nil {
+	stdin, closeStdin, err := openStdinFile(e, cfg.stdinFile)
+	if err != nil {
 		return err
 	}
+	defer closeStdin()
+	s.StdinFrom = stdin
 	if s.Secrets, err = cfg.secrets.secrets(os.LookupEnv); err != nil {
 		return err
 	}
@@ -187,28 +190,19 @@ func runSubmit(ctx context.Context, cfg submitConfig, e *env) error {
 	return nil
 }
 
-// readStdinFile reads what --stdin names ("": nothing, "-": spool's own
-// stdin), refusing more than a job can carry before anything is sent.
-func readStdinFile(e *env, name string) ([]byte, error) {
-	if name == "" {
-		return nil, nil
+// openStdinFile opens what --stdin names ("": nothing, "-": spool's own
+// stdin). The client reads it as it submits: inline when small, streamed
+// to the server when not, so a large file is never held in memory.
+func openStdinFile(e *env, name string) (io.Reader, func(), error) {
+	switch name {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		return e.in, func() {}, nil
 	}
-	var r io.Reader = e.in
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("--stdin: %w", err)
-		}
-		defer f.Close()
-		r = f
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, func() {}, fmt.Errorf("--stdin: %w", err)
 	}
-	const most = 256 << 10
-	b, err := io.ReadAll(io.LimitReader(r, most+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("--stdin: %w", err)
-	case len(b) > most:
-		return nil, fmt.Errorf("--stdin %s holds more than 256 KiB, more than a job carries: put the data where the worker can read it (a file, a repository, object storage) and pass its name", name)
-	}
-	return b, nil
+	return f, func() { f.Close() }, nil
 }

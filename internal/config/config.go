@@ -180,7 +180,18 @@ type Jobs struct {
 	// RetentionDays is how long finished jobs and their logs are kept
 	// after they end; 0 keeps everything.
 	RetentionDays int `yaml:"retention_days"`
+	// MaxStdinBytes bounds a job's stdin uploaded to the blob store (a
+	// stdin too large for the job record): an upload past it is refused
+	// and nothing of it kept.
+	MaxStdinBytes int64 `yaml:"max_stdin_bytes"`
 }
+
+// Bounds of jobs.max_stdin_bytes: at least what a job record holds
+// inline, at most what no job's input sensibly is.
+const (
+	MinStdinBytesLimit = 1 << 20
+	MaxStdinBytesLimit = 1 << 40
+)
 
 // Execution is sent to workers with each job and stored with it.
 type Execution struct {
@@ -376,7 +387,7 @@ func Default() *Config {
 	return &Config{
 		Server: Server{Addr: "127.0.0.1:7070", DataDir: datadir.Default, ShutdownGraceSeconds: 30},
 		Store:  Store{Type: "sqlite", SQLite: SQLite{Synchronous: "full"}},
-		Jobs:   Jobs{MaxAttempts: 3, LeaseSeconds: 120, RetentionDays: 30},
+		Jobs:   Jobs{MaxAttempts: 3, LeaseSeconds: 120, RetentionDays: 30, MaxStdinBytes: 1 << 30},
 		Execution: Execution{
 			Batching: Batching{
 				FlushIntervalSeconds:   2,

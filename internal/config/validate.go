@@ -90,6 +90,7 @@ func (c *Config) Validate() error {
 	between("jobs.max_attempts", int64(c.Jobs.MaxAttempts), 1, 100)
 	between("jobs.lease_seconds", int64(c.Jobs.LeaseSeconds), 2, 43200)
 	between("jobs.retention_days", int64(c.Jobs.RetentionDays), 0, 36500)
+	between("jobs.max_stdin_bytes", c.Jobs.MaxStdinBytes, MinStdinBytesLimit, MaxStdinBytesLimit)
 
 	b := c.Execution.Batching
 	between("execution.batching.flush_interval_seconds", int64(b.FlushIntervalSeconds), 1, 60)

@@ -75,6 +75,7 @@ func fullJob() *spoolv1.Job {
 		CreatedAt: ts(1), UpdatedAt: ts(2), StartedAt: ts(3), LeaseExpiresAt: ts(4), RunAfter: ts(5),
 		Params: &spoolv1.JobParams{Argv: []string{"a", "b"}, Script: "s", Env: map[string]string{"K": "V"}, WorkingDir: "w",
 			Timeout: durationpb.New(1500 * time.Millisecond), RepositoryUrl: "r", Ref: "ref", Stdin: []byte{0, 1}, Pty: true,
+			StdinSize: 4 << 20, StdinSha256: "ab", StdinUpload: "up",
 			SecretNames: []string{"S"}, Scatter: &spoolv1.ScatterMember{ScatterId: "sc", BatchIndex: 1, BatchCount: 2, ItemCount: 3, Gather: true},
 			External: &spoolv1.External{Source: "src"},
 			Batching: &spoolv1.JobBatching{FlushInterval: durationpb.New(1250 * time.Millisecond), MaxBatchSize: 10}},

@@ -23,13 +23,16 @@ type enqueueJobsRequest struct {
 // it (jobFields), and what a job of its own may also have.
 type enqueueJob struct {
 	jobFields
-	RequestID     string            `json:"request_id,omitempty"`
-	RepositoryURL string            `json:"repository_url,omitempty"`
-	Ref           string            `json:"ref,omitempty"`
-	Stdin         []byte            `json:"stdin,omitempty"`
-	PTY           bool              `json:"pty,omitempty"`
-	Secrets       map[string]string `json:"secrets,omitempty"`
-	Batching      *jobjson.Batching `json:"batching,omitempty"`
+	RequestID     string `json:"request_id,omitempty"`
+	RepositoryURL string `json:"repository_url,omitempty"`
+	Ref           string `json:"ref,omitempty"`
+	Stdin         []byte `json:"stdin,omitempty"`
+	// StdinUpload names a stdin uploaded first (POST /api/v1/uploads),
+	// for one larger than a job record holds.
+	StdinUpload string            `json:"stdin_upload,omitempty"`
+	PTY         bool              `json:"pty,omitempty"`
+	Secrets     map[string]string `json:"secrets,omitempty"`
+	Batching    *jobjson.Batching `json:"batching,omitempty"`
 	// When it runs: at run_at, or run_in_seconds after the server has the
 	// request; by priority (1 first to 4, 0: 2); after other jobs.
 	RunAt        *time.Time `json:"run_at,omitempty"`
@@ -46,7 +49,7 @@ func (j *enqueueJob) request() (*spoolv1.EnqueueJobRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	params.RepositoryUrl, params.Ref, params.Stdin, params.Pty = j.RepositoryURL, j.Ref, j.Stdin, j.PTY
+	params.RepositoryUrl, params.Ref, params.Stdin, params.StdinUpload, params.Pty = j.RepositoryURL, j.Ref, j.Stdin, j.StdinUpload, j.PTY
 	if params.Batching, err = batchingParams(j.Batching); err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ func FuzzLogQuery(f *testing.F) {
 func FuzzScheduleBody(f *testing.F) {
 	for _, s := range []string{`{}`, `{"name":"n","cron":"@hourly","job":{"argv":["x"]}}`, `{"overlap":"skip","missed":"run_once"}`,
 		`{"overlap":"sometimes"}`, `{"job":{"run_in_seconds":-1}}`, `{"job":{"run_in_seconds":1e300}}`, `{"job":{"timeout_seconds":0.5,"priority":3,"notify":["https://x"]}}`,
-		`{"job":{"run_at":"2026-11-28T03:00:00Z","after":["a"]}}`, `{"job":{"batching":{"flush_interval_seconds":0.2}}}`} {
+		`{"job":{"run_at":"2026-11-28T03:00:00Z","after":["a"]}}`, `{"job":{"stdin_upload":"ABCDEFGHIJKLMNOPQRSTUVWXYZ"}}`, `{"job":{"batching":{"flush_interval_seconds":0.2}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -96,6 +96,8 @@ var routes = []route{
 	{"GET", "/api/v1/jobs/{job_id}/logs/ws", (*api).streamLogs},
 	{"GET", "/api/v1/jobs/{job_id}/logs/search", (*api).searchLogs},
 	{"GET", "/api/v1/jobs/{job_id}/logs/raw", (*api).rawLog},
+	{"GET", "/api/v1/jobs/{job_id}/stdin", (*api).jobStdin},
+	{"POST", "/api/v1/uploads", (*api).upload},
 	{"POST", "/api/v1/ingest/firehose", (*api).ingestFirehose},
 	{"POST", "/api/v1/ingest/lines", (*api).ingestLines},
 	{"POST", "/api/v1/ingest/complete", (*api).completeSource},

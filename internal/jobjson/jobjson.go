@@ -88,6 +88,9 @@ type JobParams struct {
 	Ref            string   `json:"ref,omitempty"`
 	// Stdin is what the command reads on its standard input, in base64.
 	Stdin []byte `json:"stdin,omitempty"`
+	// StdinSize is the size of a stdin kept beside the job, too large
+	// for its record (0: none).
+	StdinSize int64 `json:"stdin_size,omitempty"`
 	// PTY runs the command on a pseudo-terminal (stdout and stderr are
 	// then one stream).
 	PTY bool `json:"pty,omitempty"`
@@ -222,6 +225,7 @@ func paramsView(p spool.JobParams) JobParams {
 		RepositoryURL:  p.Repository,
 		Ref:            p.Ref,
 		Stdin:          p.Stdin,
+		StdinSize:      p.StdinSize,
 		PTY:            p.PTY,
 	}
 	if b := p.Batching; b != (spool.Batching{}) {

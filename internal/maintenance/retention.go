@@ -3,6 +3,7 @@ package maintenance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -28,10 +29,17 @@ type EndedLister interface {
 }
 
 // JobRemover deletes a finished job by the core's rule (service.RemoveJob):
-// a batch of a scatter still running stays (spool.ErrConflict), a job gone
-// already is spool.ErrNotFound.
+// its files beside it first, then the job; a batch of a scatter still
+// running stays (spool.ErrConflict), a job gone already is
+// spool.ErrNotFound.
 type JobRemover interface {
 	RemoveJob(ctx context.Context, jobID, reason string) error
+}
+
+// UploadSweeper deletes the uploads (stdins sent ahead of their jobs)
+// stored before a time (service.SweepUploads).
+type UploadSweeper interface {
+	SweepUploads(ctx context.Context, before time.Time) (int, error)
 }
 
 // RetentionOptions are what a Retention is built from.
@@ -44,6 +52,11 @@ type RetentionOptions struct {
 	// Retention is how long a finished job is kept (jobs.retention_days;
 	// 0: for ever, and the sweeper does nothing).
 	Retention time.Duration
+	// Uploads, when set, has every round also delete the uploads older
+	// than UploadAge, whatever the retention: no job took them in time,
+	// and a job that took one keeps a copy of its own.
+	Uploads   UploadSweeper
+	UploadAge time.Duration
 	// Clock is what the sweeper takes for now (nil: the store's clock).
 	// Tests move it to see jobs age.
 	Clock func() time.Time
@@ -65,11 +78,33 @@ func NewRetention(o RetentionOptions) *Retention {
 	}
 	r := &Retention{o: o}
 	interval := retentionInterval
-	if o.Retention <= 0 {
+	if o.Retention <= 0 && o.Uploads == nil {
 		interval = 0
 	}
-	r.sweeper = sweeper{what: "deleted jobs past retention", interval: interval, log: o.Log, round: r.Sweep}
+	r.sweeper = sweeper{what: "deleted jobs past retention", interval: interval, log: o.Log, round: r.round}
 	return r
+}
+
+// round is one round of both sweeps; it counts the jobs deleted.
+func (r *Retention) round(ctx context.Context) (int, error) {
+	n, err := r.Sweep(ctx)
+	gone, uerr := r.SweepUploads(ctx)
+	if gone > 0 {
+		r.o.Log.Info("deleted uploads no job took", "uploads", gone, "older_than", r.o.UploadAge)
+	}
+	if uerr != nil {
+		uerr = fmt.Errorf("deleting old uploads: %w", uerr)
+	}
+	return n, errors.Join(err, uerr)
+}
+
+// SweepUploads deletes the uploads older than the upload age now and
+// returns how many went.
+func (r *Retention) SweepUploads(ctx context.Context) (int, error) {
+	if r.o.Uploads == nil || r.o.UploadAge <= 0 {
+		return 0, nil
+	}
+	return r.o.Uploads.SweepUploads(ctx, r.o.Clock().Add(-r.o.UploadAge))
 }
 
 // Sweep runs one round now and returns how many jobs it deleted.

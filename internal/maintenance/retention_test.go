@@ -1,6 +1,7 @@
 package maintenance_test
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -59,5 +60,29 @@ func TestRetentionSweep(t *testing.T) {
 	later.Store(int64(1000 * 24 * time.Hour))
 	if n, err := forever.Sweep(keep.ctx); err != nil || n != 0 {
 		t.Errorf("retention 0 deleted %d, %v", n, err)
+	}
+}
+
+// uploadsSeen records the sweeps of uploads asked for.
+type uploadsSeen struct{ before []time.Time }
+
+func (u *uploadsSeen) SweepUploads(_ context.Context, before time.Time) (int, error) {
+	u.before = append(u.before, before)
+	return 1, nil
+}
+
+// The retention chore deletes uploads older than their age, whatever the
+// retention of jobs (for ever included).
+func TestRetentionSweepsUploads(t *testing.T) {
+	c := newCore(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	seen := &uploadsSeen{}
+	r := maintenance.NewRetention(maintenance.RetentionOptions{Store: c.st, Jobs: c.svc, Uploads: seen, UploadAge: 24 * time.Hour,
+		Clock: func() time.Time { return now }})
+	if n, err := r.SweepUploads(c.ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if len(seen.before) != 1 || !seen.before[0].Equal(now.Add(-24*time.Hour)) {
+		t.Fatalf("uploads swept before %v; want a day before now", seen.before)
 	}
 }

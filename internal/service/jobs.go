@@ -124,7 +124,19 @@ func (s *Service) enqueueFor(ctx context.Context, caller Caller, m *spoolv1.Enqu
 	if err := s.withSecrets(&nj, m.GetSecrets()); err != nil {
 		return enqueued{}, err
 	}
+	// A job with an uploaded stdin has its id before it is stored (its
+	// secrets may have given it one), so the stdin is beside it before
+	// any worker can lease it.
+	var copied string
+	if params.GetStdinUpload() != "" {
+		copied = cmp.Or(nj.ID, newJobID())
+		if nj.Params, err = s.adoptUpload(ctx, nj.Params, copied); err != nil {
+			return enqueued{}, s.fail(ctx, "EnqueueJob", err)
+		}
+		nj.ID = copied
+	}
 	job, created, err := s.store.Enqueue(ctx, nj)
+	s.settleStdin(ctx, copied, job, created && err == nil)
 	if err != nil {
 		return enqueued{}, s.fail(ctx, "EnqueueJob", err)
 	}

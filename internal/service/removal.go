@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -13,9 +14,9 @@ import (
 	"github.com/spool-run/spool/internal/convert"
 )
 
-// DeleteJob removes a finished job and its whole log. A job still queued
-// or running must be cancelled first; a batch of a scatter still running
-// stays until its scatter ends.
+// DeleteJob removes a finished job, its whole log and the files kept
+// beside it. A job still queued or running must be cancelled first; a
+// batch of a scatter still running stays until its scatter ends.
 func (s *Service) DeleteJob(ctx context.Context, m *spoolv1.DeleteJobRequest) (*spoolv1.DeleteJobResponse, error) {
 	job, err := s.job(ctx, "DeleteJob", m.GetJobId())
 	if err != nil {
@@ -45,6 +46,9 @@ func (s *Service) remove(ctx context.Context, job *spoolv1.Job, why string) erro
 			return err
 		}
 	}
+	if err := s.removeBlobs(ctx, job); err != nil {
+		return err
+	}
 	if err := s.store.DeleteJob(ctx, job.GetJobId()); err != nil {
 		return err
 	}
@@ -63,4 +67,21 @@ func (s *Service) RemoveJob(ctx context.Context, jobID, reason string) error {
 		return err
 	}
 	return s.remove(ctx, job, reason)
+}
+
+// removeBlobs deletes the files kept beside a finished job, before its
+// record goes. In that order, a failure midway leaves the job listed, with
+// some of its files gone, and the next try (the operator's, or the next
+// retention round) deletes the rest and then the job: nothing is left that
+// no one knows of. The other order could leave files whose job is gone,
+// which only a sweep of the whole blob store would find. A job not yet
+// finished keeps its files: the store refuses to delete it.
+func (s *Service) removeBlobs(ctx context.Context, job *spoolv1.Job) error {
+	if s.blobs == nil || !convert.State(job.GetState()).IsFinal() {
+		return nil
+	}
+	if _, err := s.blobs.DeletePrefix(ctx, jobBlobs(job.GetJobId())); err != nil {
+		return fmt.Errorf("deleting the files of job %s: %w", job.GetJobId(), err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/blob"
 	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/seal"
 	"github.com/spool-run/spool/internal/store"
@@ -62,7 +64,22 @@ func (s *Service) RerunJob(ctx context.Context, m *spoolv1.RerunJobRequest) (*sp
 	if err := s.withSecrets(&nj, secrets); err != nil {
 		return nil, err
 	}
+	// A stdin kept beside the old job is copied beside the new one
+	// before it exists: each job's files go with that job alone.
+	var copied string
+	if old.GetParams().GetStdinSize() > 0 {
+		copied = cmp.Or(nj.ID, newJobID())
+		nj.ID = copied
+		nj.Params, err = s.stdinBeside(ctx, nj.Params, jobStdinKey(old.GetJobId()), copied)
+		if errors.Is(err, blob.ErrNotFound) {
+			return nil, apierr.Errorf(spool.ErrConflict, "the stdin of job %s is gone (the job is being deleted): submit it again with its stdin", old.GetJobId())
+		}
+		if err != nil {
+			return nil, s.fail(ctx, "RerunJob", err)
+		}
+	}
 	job, created, err := s.store.Enqueue(ctx, nj)
+	s.settleStdin(ctx, copied, job, created && err == nil)
 	if err != nil {
 		return nil, s.fail(ctx, "RerunJob", err)
 	}

@@ -88,6 +88,9 @@ func (s *Service) checkScatterSpec(spec *spoolv1.ScatterSpec) error {
 	if err := s.checkParams(spec.GetParams(), false); err != nil {
 		return err
 	}
+	if err := errors.Join(noUpload(spec.GetParams(), "a scatter's jobs read their input document on stdin, so they"), noUpload(spec.GetGather(), "a scatter's gather")); err != nil {
+		return err
+	}
 	if spec.GetGather() != nil {
 		if err := s.checkParams(spec.GetGather(), false); err != nil {
 			return fmt.Errorf("gather: %w", err)

@@ -272,6 +272,9 @@ func (s *Service) checkTemplate(caller Caller, t *spoolv1.EnqueueJobRequest) (*s
 	if err := s.checkParams(t.GetParams(), false); err != nil {
 		return nil, err
 	}
+	if err := noUpload(t.GetParams(), "a schedule, which makes many jobs,"); err != nil {
+		return nil, err
+	}
 	if _, err := s.checkBudget(t.GetMaxAttempts(), t.GetRetries()); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spool-run/spool"
@@ -39,7 +38,7 @@ func (s *Service) withSecrets(nj *store.NewJob, secrets map[string]string) error
 		return errNoSealer
 	}
 	if nj.ID == "" {
-		nj.ID = uuid.Must(uuid.NewV7()).String()
+		nj.ID = newJobID()
 	}
 	sealed, err := s.sealer.Seal(nj.ID, secrets)
 	if err != nil {

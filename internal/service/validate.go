@@ -24,7 +24,7 @@ const (
 	maxQueueName        = 80
 	maxRequestID        = 200
 	maxArgs             = 4096
-	maxParamBytes       = 256 << 10 // argv + script + env together
+	maxParamBytes       = convert.MaxParamBytes // argv + script + env + stdin together
 	maxReason           = 1000
 	maxCursor           = 1000
 	maxWorkerID         = 200
@@ -106,6 +106,9 @@ func checkParams(p *spoolv1.JobParams, rejected bool) error {
 	if p.GetExternal() != nil {
 		return invalid("params.external is set by spool on the jobs that hold other programs' logs; send logs to /api/v1/ingest instead")
 	}
+	if err := checkStdinFields(p); err != nil {
+		return err
+	}
 	hasArgv, hasScript := len(p.GetArgv()) > 0, p.GetScript() != ""
 	switch {
 	case hasArgv && hasScript, !rejected && !hasArgv && !hasScript:
@@ -115,12 +118,10 @@ func checkParams(p *spoolv1.JobParams, rejected bool) error {
 	case len(p.GetArgv()) > maxArgs:
 		return invalid("params.argv: %d arguments; at most %d", len(p.GetArgv()), maxArgs)
 	}
-	size := len(p.GetScript()) + len(p.GetWorkingDir()) + len(p.GetRepositoryUrl()) + len(p.GetRef()) + len(p.GetStdin())
 	for i, a := range p.GetArgv() {
 		if strings.IndexByte(a, 0) >= 0 {
 			return invalid("params.argv[%d] contains a NUL byte", i)
 		}
-		size += len(a)
 	}
 	if strings.IndexByte(p.GetScript(), 0) >= 0 {
 		return invalid("params.script contains a NUL byte")
@@ -132,10 +133,9 @@ func checkParams(p *spoolv1.JobParams, rejected bool) error {
 		if strings.IndexByte(v, 0) >= 0 {
 			return invalid("params.env: the value of %s contains a NUL byte, which no environment variable can hold", k)
 		}
-		size += len(k) + len(v)
 	}
-	if size > maxParamBytes {
-		return invalid("params: %d bytes of command, script, environment and stdin; at most %d", size, maxParamBytes)
+	if size := convert.ParamBytes(p); size > maxParamBytes {
+		return invalid("params: %d bytes of command, script, environment and stdin; at most %d (upload a larger stdin: params.stdin_upload)", size, maxParamBytes)
 	}
 	if strings.IndexByte(p.GetWorkingDir(), 0) >= 0 {
 		return invalid("params.working_dir contains a NUL byte")

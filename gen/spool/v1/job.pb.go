@@ -143,7 +143,18 @@ type JobParams struct {
 	// a request beyond the limits it sets for jobs, naming the limit, and
 	// stores the result in the job's ExecutionConfig, which the worker
 	// follows.
-	Batching      *JobBatching `protobuf:"bytes,13,opt,name=batching,proto3" json:"batching,omitempty"`
+	Batching *JobBatching `protobuf:"bytes,13,opt,name=batching,proto3" json:"batching,omitempty"`
+	// A stdin too large for the job record, uploaded first (POST
+	// /api/v1/uploads answers its id). Set by the client, not with stdin;
+	// spool copies the upload beside the job when it enqueues it, clears
+	// this field and sets stdin_size and stdin_sha256 instead.
+	StdinUpload string `protobuf:"bytes,14,opt,name=stdin_upload,json=stdinUpload,proto3" json:"stdin_upload,omitempty"`
+	// Set by spool (never by the client): the size of the job's stdin kept
+	// in the blob store beside the job (0: stdin is the stdin field). The
+	// worker running the job streams it from GET /api/v1/jobs/{id}/stdin.
+	StdinSize int64 `protobuf:"varint,15,opt,name=stdin_size,json=stdinSize,proto3" json:"stdin_size,omitempty"`
+	// Set by spool with stdin_size: the hex SHA-256 of that stdin.
+	StdinSha256   string `protobuf:"bytes,16,opt,name=stdin_sha256,json=stdinSha256,proto3" json:"stdin_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -267,6 +278,27 @@ func (x *JobParams) GetBatching() *JobBatching {
 		return x.Batching
 	}
 	return nil
+}
+
+func (x *JobParams) GetStdinUpload() string {
+	if x != nil {
+		return x.StdinUpload
+	}
+	return ""
+}
+
+func (x *JobParams) GetStdinSize() int64 {
+	if x != nil {
+		return x.StdinSize
+	}
+	return 0
+}
+
+func (x *JobParams) GetStdinSha256() string {
+	if x != nil {
+		return x.StdinSha256
+	}
+	return ""
 }
 
 // JobBatching is a job's own batching: a short flush interval for output
@@ -1135,7 +1167,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x04\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\x04\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -1151,7 +1183,11 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	" \x01(\v2\x12.spool.v1.ExternalR\bexternal\x12\x10\n" +
 	"\x03pty\x18\v \x01(\bR\x03pty\x12!\n" +
 	"\fsecret_names\x18\f \x03(\tR\vsecretNames\x121\n" +
-	"\bbatching\x18\r \x01(\v2\x15.spool.v1.JobBatchingR\bbatching\x1a6\n" +
+	"\bbatching\x18\r \x01(\v2\x15.spool.v1.JobBatchingR\bbatching\x12!\n" +
+	"\fstdin_upload\x18\x0e \x01(\tR\vstdinUpload\x12\x1d\n" +
+	"\n" +
+	"stdin_size\x18\x0f \x01(\x03R\tstdinSize\x12!\n" +
+	"\fstdin_sha256\x18\x10 \x01(\tR\vstdinSha256\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"u\n" +
