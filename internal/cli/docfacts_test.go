@@ -86,9 +86,11 @@ func TestConfigurationPageShowsDefaults(t *testing.T) {
 	if cfg.Store.Postgres.MaxConns == pgstore.DefaultMaxConns {
 		cfg.Store.Postgres.MaxConns = 0
 	}
-	// It shows one queue's settings as an example; by default there are
-	// no queues' settings (the example still had to load above).
+	// It shows one queue's settings and one scheduled backfill as
+	// examples; by default there are none (the examples still had to load
+	// above).
 	cfg.Queues = config.Default().Queues
+	cfg.Ingest.Backfill = config.Default().Ingest.Backfill
 	got, want := yamlOf(t, cfg), yamlOf(t, config.Default())
 	if got != want {
 		t.Errorf("docs/configuration.md shows values that are not the defaults:\n--- page\n%s\n--- defaults\n%s", got, want)
