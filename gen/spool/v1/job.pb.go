@@ -143,7 +143,12 @@ type JobParams struct {
 	// a request beyond the limits it sets for jobs, naming the limit, and
 	// stores the result in the job's ExecutionConfig, which the worker
 	// follows.
-	Batching      *JobBatching `protobuf:"bytes,13,opt,name=batching,proto3" json:"batching,omitempty"`
+	Batching *JobBatching `protobuf:"bytes,13,opt,name=batching,proto3" json:"batching,omitempty"`
+	// Files the job keeps once its command ends, whatever its exit code:
+	// globs (with ** for any depth) relative to the job's directory. The
+	// worker uploads every file they match as an artifact, named by its
+	// path relative to that directory.
+	Artifacts     []string `protobuf:"bytes,14,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -265,6 +270,13 @@ func (x *JobParams) GetSecretNames() []string {
 func (x *JobParams) GetBatching() *JobBatching {
 	if x != nil {
 		return x.Batching
+	}
+	return nil
+}
+
+func (x *JobParams) GetArtifacts() []string {
+	if x != nil {
+		return x.Artifacts
 	}
 	return nil
 }
@@ -1135,7 +1147,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x04\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xad\x04\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -1151,7 +1163,8 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	" \x01(\v2\x12.spool.v1.ExternalR\bexternal\x12\x10\n" +
 	"\x03pty\x18\v \x01(\bR\x03pty\x12!\n" +
 	"\fsecret_names\x18\f \x03(\tR\vsecretNames\x121\n" +
-	"\bbatching\x18\r \x01(\v2\x15.spool.v1.JobBatchingR\bbatching\x1a6\n" +
+	"\bbatching\x18\r \x01(\v2\x15.spool.v1.JobBatchingR\bbatching\x12\x1c\n" +
+	"\tartifacts\x18\x0e \x03(\tR\tartifacts\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"u\n" +
