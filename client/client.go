@@ -44,6 +44,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/artifact"
 	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/wire"
 )
@@ -71,6 +72,8 @@ type Client struct {
 	sched   spoolv1connect.ScheduleServiceClient
 	url     string
 	log     *slog.Logger
+	// files speaks the REST routes of artifacts.
+	files *artifact.Remote
 }
 
 // Config says which server a Client talks to and how.
@@ -79,7 +82,9 @@ type Config struct {
 	// ("": DefaultURL; URLFromEnv reads $SPOOL_SERVER).
 	URL string
 	// APIKey is sent with every call. Every spool server needs one (unless
-	// its auth is disabled); APIKeyFromEnv finds the usual one.
+	// its auth is disabled); APIKeyFromEnv finds the usual one. Inside a
+	// job, the job token (JobTokenFromEnv) takes its place for the job's
+	// artifacts, the only calls it is good for.
 	APIKey string
 	// CAFile trusts only the CA whose certificate (PEM) is in this file,
 	// for a server on https:// with a certificate of a private CA.
@@ -168,7 +173,8 @@ func New(cfg Config) (*Client, error) {
 	qs, _ := wire.DialQueues(cfg.URL, o)
 	sched, _ := wire.DialSchedules(cfg.URL, o)
 	base, _ := wire.BaseURL(cfg.URL)
-	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, url: base, log: log}, nil
+	files := &artifact.Remote{HTTP: hc, Base: base, Bearer: o.APIKey}
+	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, url: base, log: log, files: files}, nil
 }
 
 // URL is the server's address.

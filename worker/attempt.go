@@ -210,6 +210,14 @@ func (a *attempt) setProc(p *process) {
 	}
 }
 
+// keepsGoing reports whether the attempt is still the job's own: its
+// lease is not lost, and the worker is not handing it back.
+func (a *attempt) keepsGoing() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.lost && !a.retry
+}
+
 func (a *attempt) stopReason() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -254,6 +262,9 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 		defer timer.Stop()
 	}
 	a.captureUntilExit(p)
+	if a.keepsGoing() {
+		a.collectArtifacts(ctx, dir)
+	}
 
 	code, signal := p.exit()
 	res.ExitCode, res.FinishedAt = code, timestamppb.Now()
@@ -339,5 +350,6 @@ func processError(msg string) *spoolv1.JobEvent {
 // env is the job's environment (see jobEnv), as its user's (RunAs), then
 // its secrets.
 func (a *attempt) env() []string {
-	return append(jobEnv(a.w.user.environ(os.Environ(), a.ownDir), a.w.cfg.PassEnv, a.job), secretEnv(a.lease.GetSecrets())...)
+	env := append(jobEnv(a.w.user.environ(os.Environ(), a.ownDir), a.w.cfg.PassEnv, a.job), a.artifactEnv()...)
+	return append(env, secretEnv(a.lease.GetSecrets())...)
 }
