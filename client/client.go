@@ -252,13 +252,19 @@ type SubmitParams struct {
 	// Notify are URLs (http or https, at most 5) POSTed a signed JSON
 	// document when the job ends, besides its queue's own.
 	Notify []string
+	// Artifacts are globs (** for any depth) of files, relative to the
+	// directory the command runs in, that the worker keeps as the job's
+	// artifacts once the command ends, whatever its exit code (at most
+	// 100; see ListArtifacts). The job's output ends with what was kept.
+	Artifacts []string
 }
 
 // params is what the job runs, with the names of its secrets (their
 // values travel beside the params).
 func (s SubmitParams) params() spool.JobParams {
 	return spool.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, Timeout: s.Timeout,
-		Repository: s.Repository, Ref: s.Ref, Stdin: s.Stdin, PTY: s.PTY, Batching: s.Batching, SecretNames: slices.Sorted(maps.Keys(s.Secrets))}
+		Repository: s.Repository, Ref: s.Ref, Stdin: s.Stdin, PTY: s.PTY, Batching: s.Batching, SecretNames: slices.Sorted(maps.Keys(s.Secrets)),
+		Artifacts: s.Artifacts}
 }
 
 // Submit enqueues a job. deduplicated is true when s.RequestID was used

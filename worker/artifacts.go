@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 
 	"github.com/bmatcuk/doublestar/v4"
 
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/artifact"
 	"github.com/spool-run/spool/internal/events"
+	"github.com/spool-run/spool/internal/termview"
 )
 
 // A job's artifacts are the files its globs (params.artifacts) match in
@@ -89,7 +89,7 @@ func (a *attempt) collectArtifacts(ctx context.Context, dir string) {
 		kept++
 		bytes += n
 	}
-	msg := fmt.Sprintf("uploaded %d artifact%s (%s)", kept, plural(kept), sizeText(bytes))
+	msg := fmt.Sprintf("uploaded %d artifact%s (%s)", kept, plural(kept), termview.Size(bytes))
 	if failed > 0 {
 		msg += fmt.Sprintf("; %d failed", failed)
 	}
@@ -128,18 +128,4 @@ func plural(n int64) string {
 		return ""
 	}
 	return "s"
-}
-
-// sizeText is a size as people read it: 12.4 MB, 980 bytes.
-func sizeText(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " bytes"
-	}
-	f, i := float64(n), 0
-	for f >= unit && i < 4 {
-		f /= unit
-		i++
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64) + " " + []string{"", "kB", "MB", "GB", "TB"}[i]
 }
