@@ -14,6 +14,7 @@ import (
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/blob"
 	"github.com/spool-run/spool/internal/convert"
+	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/token"
 )
 
@@ -157,6 +158,11 @@ func (s *Service) artifactJob(ctx context.Context, op, id string, perm Permissio
 		}
 		return job, nil
 	}
+	if perm == PermRead && !c.mayUse(job.GetQueue()) {
+		// As for the job's log: a key limited to other queues does not
+		// see the job at all.
+		return nil, store.JobNotFound(id)
+	}
 	if err := c.useQueue(perm, job.GetQueue()); err != nil {
 		return nil, err
 	}
@@ -267,6 +273,15 @@ func (s *Service) ListArtifacts(ctx context.Context, jobID string) (*spoolv1.Job
 	for info, err := range s.blobs.List(ctx, artifactPrefix(jobID)) {
 		if err != nil {
 			return nil, nil, s.fail(ctx, "ListArtifacts", err)
+		}
+		if info.SHA256 == "" {
+			// Some stores (S3) list sizes without checksums: the
+			// checksum is in each blob's own description.
+			if info, err = s.blobs.Stat(ctx, info.Key); errors.Is(err, blob.ErrNotFound) {
+				continue // replaced or deleted since it was listed
+			} else if err != nil {
+				return nil, nil, s.fail(ctx, "ListArtifacts", err)
+			}
 		}
 		out = append(out, artifactOf(jobID, info))
 	}
