@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strings"
 
 	"github.com/spool-run/spool/internal/jobjson"
 	"github.com/spool-run/spool/internal/service"
@@ -46,7 +47,8 @@ func (a *api) downloadArtifact(w http.ResponseWriter, r *http.Request) {
 	defer f.Close()
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(path.Base(f.Path)))
+	name := path.Base(f.Path)
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, fileName(name), attrEscape(name)))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox")
 	h.Set("Cache-Control", "private, no-cache")
@@ -72,6 +74,21 @@ func (a *api) uploadArtifact(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", fmt.Sprintf("/api/v1/jobs/%s/artifacts/%s", url.PathEscape(r.PathValue("job_id")), escapePath(art.Path)))
 	writeJSON(w, http.StatusCreated, artifactView(art))
+}
+
+// attrEscape percent-encodes every byte of s that may not stand as it is
+// in the extended filename parameter (RFC 8187).
+func attrEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 // escapePath escapes each "/"-separated part of an artifact's path.
