@@ -98,10 +98,18 @@ func TestArtifactRoutes(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("a missing artifact: %s", resp.Status)
 	}
-	// The job token downloads nothing: it is for keeping files.
+	// The job token downloads nothing, reads no job, over REST or
+	// Connect: it is for keeping files.
 	resp = do(t, "GET", base+"/site/index.html", l.JobToken(), nil)
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a download with the job token: %s", resp.Status)
+	}
+	resp = do(t, "GET", e.srv.URL+"/api/v1/jobs/"+l.JobID(), l.JobToken(), nil)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("GET the job with the job token: %s", resp.Status)
+	}
+	if _, err := e.srv.Client(client.Config{APIKey: l.JobToken()}).Job(context.Background(), l.JobID()); !errors.Is(err, spool.ErrPermissionDenied) {
+		t.Fatalf("GetJob over Connect with the job token: %v", err)
 	}
 	l.End(0)
 }
