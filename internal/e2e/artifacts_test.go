@@ -18,11 +18,16 @@ import (
 // TestBigArtifactRoundTrip: a job writes a 200 MB file, which --artifacts
 // collects; it comes back byte for byte (the SHA-256 the job printed), and
 // neither the worker nor the server grows by 64 MB doing it: the file is
-// streamed from the job's directory to the blob store and back.
+// streamed from the job's directory to the blob store and back. On
+// PostgreSQL the file goes to the database, in chunks.
 func TestBigArtifactRoundTrip(t *testing.T) {
 	t.Parallel()
+	onEveryStore(t, testBigArtifactRoundTrip)
+}
+
+func testBigArtifactRoundTrip(t *testing.T, store []string) {
 	addr := freePort(t)
-	srv, c := startServer(t, addr, t.TempDir())
+	srv, c := startServer(t, addr, t.TempDir(), store...)
 	w := startWorker(t, "worker", "http://"+addr, t.TempDir())
 	w.waitSaid(t, "worker started") // measured from when it is up
 	const size = 200 * mib
