@@ -19,7 +19,7 @@ import (
 // that holds its start.
 func TestArtifactCommands(t *testing.T) {
 	srv := spooltest.NewServer(t)
-	if _, _, err := srv.Client().Submit(t.Context(), client.SubmitParams{Argv: []string{"true"}}); err != nil {
+	if _, _, err := srv.Client().Submit(t.Context(), client.SubmitParams{Argv: []string{"true"}, Artifacts: []string{"dist/**"}}); err != nil {
 		t.Fatal(err)
 	}
 	l := spooltest.LeaseJob(t, srv, "")
@@ -66,6 +66,9 @@ func TestArtifactCommands(t *testing.T) {
 		t.Fatalf("list --json: %v\n%s", err, r.stdout)
 	}
 
+	if r = run(srv, "jobs", "get", id); !strings.Contains(r.stdout, "dist/** (spool artifacts list "+id+")") {
+		t.Fatalf("jobs get:\n%s", r.stdout)
+	}
 	r = run(srv, "artifact", "download", id, "dist/sub/b.txt", "-o", "-")
 	if r.code != 0 || r.stdout != "bravo\n" {
 		t.Fatalf("download to stdout: %q %s", r.stdout, r.stderr)
