@@ -262,12 +262,15 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 		defer timer.Stop()
 	}
 	a.captureUntilExit(p)
+	ranFor, finished := time.Since(p.started), timestamppb.Now()
+	// The files the command left are kept before the job is completed,
+	// whatever its exit code; the time that takes is not the command's.
 	if a.keepsGoing() {
 		a.collectArtifacts(ctx, dir)
 	}
 
 	code, signal := p.exit()
-	res.ExitCode, res.FinishedAt = code, timestamppb.Now()
+	res.ExitCode, res.FinishedAt = code, finished
 	why := a.stopReason()
 	if why != "" {
 		res.Error = why
@@ -283,7 +286,7 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 		res.Output = out
 	}
 	a.out.Event(&spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_END, EventData: &spoolv1.JobEvent_ProcessEnd{
-		ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: code, Signal: signal, Duration: durationpb.New(time.Since(p.started))}}})
+		ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: code, Signal: signal, Duration: durationpb.New(ranFor)}}})
 	return res
 }
 
