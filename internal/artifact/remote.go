@@ -53,6 +53,11 @@ func (r *Remote) url(jobID, path string) string {
 }
 
 func (r *Remote) do(ctx context.Context, method, u string, body io.Reader, size int64, header http.Header) (*http.Response, error) {
+	if body != nil {
+		// The transport closes a body it was given: the caller's file
+		// stays the caller's to close.
+		body = io.NopCloser(body)
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, err
