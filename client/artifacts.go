@@ -49,7 +49,8 @@ func JobTokenFromEnv() string { return strings.TrimSpace(os.Getenv("SPOOL_JOB_TO
 // (artifacts.max_file_bytes, max_job_bytes, max_files, named in the
 // message), spool.ErrStaleLease for a job token whose attempt is over,
 // spool.ErrPermissionDenied for a key that may not run the job's queue.
-// Nothing of a refused or broken-off upload is kept.
+// Nothing of a refused or broken-off upload is kept. r is read from where
+// it stands and is not closed.
 func (c *Client) UploadArtifact(ctx context.Context, jobID, path string, r io.Reader) (*Artifact, error) {
 	a, err := c.files.Upload(ctx, jobID, path, r, sizeOf(r))
 	if err != nil {
