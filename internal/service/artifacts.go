@@ -186,16 +186,9 @@ func (s *Service) UploadArtifact(ctx context.Context, jobID, path string, size i
 		return Artifact{}, tooLarge("artifact %s is %d bytes, over the server's artifacts.max_file_bytes (%d)", path, size, lim.MaxFileBytes)
 	}
 	key := artifactPrefix(jobID) + path
-	// What the job keeps already, less the file this one replaces.
-	var kept, files int64
-	for info, err := range s.blobs.List(ctx, artifactPrefix(jobID)) {
-		if err != nil {
-			return Artifact{}, s.fail(ctx, "UploadArtifact", err)
-		}
-		if info.Key != key {
-			kept += info.Size
-			files++
-		}
+	kept, files, replaces, err := s.keptBesides(ctx, jobID, key)
+	if err != nil {
+		return Artifact{}, s.fail(ctx, "UploadArtifact", err)
 	}
 	if files >= int64(lim.MaxFiles) {
 		return Artifact{}, tooLarge("job %s keeps %d artifacts already, the server's artifacts.max_files", jobID, files)
@@ -222,8 +215,40 @@ func (s *Service) UploadArtifact(ctx context.Context, jobID, path string, size i
 		}
 		return Artifact{}, s.fail(ctx, "UploadArtifact", err)
 	}
+	if !replaces {
+		// Another upload of the job (here or on another server) may have
+		// been stored meanwhile: counted again now, a new file that took
+		// the job past a bound goes, so the bounds hold for the job
+		// whatever raced. (Both of two such uploads may go; neither is
+		// half kept.)
+		kept, files, _, err := s.keptBesides(ctx, jobID, key)
+		if err == nil && (files >= int64(lim.MaxFiles) || kept+info.Size > lim.MaxJobBytes) {
+			if err := s.blobs.Delete(context.WithoutCancel(ctx), key); err != nil {
+				return Artifact{}, s.fail(ctx, "UploadArtifact", err)
+			}
+			return Artifact{}, tooLarge("artifact %s would take job %s past the server's artifacts.max_job_bytes (%d) or artifacts.max_files (%d) with the uploads stored meanwhile; it was not kept",
+				path, jobID, lim.MaxJobBytes, lim.MaxFiles)
+		}
+	}
 	s.log.InfoContext(ctx, "artifact kept", "job_id", jobID, "attempt", job.GetAttempt(), "path", path, "bytes", info.Size)
 	return artifactOf(jobID, info), nil
+}
+
+// keptBesides counts the bytes and files job jobID keeps other than the
+// one at key, and says whether one is at key.
+func (s *Service) keptBesides(ctx context.Context, jobID, key string) (bytes, files int64, exists bool, err error) {
+	for info, err := range s.blobs.List(ctx, artifactPrefix(jobID)) {
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if info.Key == key {
+			exists = true
+			continue
+		}
+		bytes += info.Size
+		files++
+	}
+	return bytes, files, exists, nil
 }
 
 // tooLarge is a refusal of an upload past a bound.

@@ -385,3 +385,37 @@ func TestArtifactGlobsChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// racingBlobs is a blob store where another upload of the job lands while
+// each Put of a key ending in race runs, as one on another server would.
+type racingBlobs struct {
+	blob.Store
+	other string
+}
+
+func (r racingBlobs) Put(ctx context.Context, key string, body io.Reader) (blob.Info, error) {
+	if strings.HasSuffix(key, "race") {
+		if _, err := r.Store.Put(ctx, r.other, strings.NewReader(strings.Repeat("o", 60))); err != nil {
+			return blob.Info{}, err
+		}
+	}
+	return r.Store.Put(ctx, key, body)
+}
+
+// TestArtifactBoundsHoldAgainstARace: an upload that fit when it started
+// but not with one stored meanwhile is not kept.
+func TestArtifactBoundsHoldAgainstARace(t *testing.T) {
+	blobs := &racingBlobs{Store: dirBlobs(t)}
+	r := newArtifactRig(t, blobs, func(c *config.Config) {
+		c.Artifacts = config.Artifacts{MaxFileBytes: 100, MaxJobBytes: 100, MaxFiles: 10}
+	})
+	blobs.other = artifactPrefix(r.jobID()) + "other"
+	job := r.asJob(t, r.lease.GetJobToken())
+	_, err := r.s.UploadArtifact(job, r.jobID(), "race", 50, strings.NewReader(strings.Repeat("r", 50)))
+	if !errors.Is(err, ErrArtifactTooLarge) || !strings.Contains(err.Error(), "stored meanwhile") {
+		t.Fatalf("an upload overtaken by another: %v", err)
+	}
+	if got := r.list(t); len(got) != 1 || got[0].Path != "other" {
+		t.Fatalf("kept %+v; want only the other upload", got)
+	}
+}
