@@ -11,8 +11,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/client"
+	"github.com/spool-run/spool/internal/mototest"
 )
 
 // TestBigArtifactRoundTrip: a job writes a 200 MB file, which --artifacts
@@ -132,5 +136,58 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 	list, err := c.ListArtifacts(context.Background(), job.ID)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("after the worker was killed mid-upload: %+v, %v; want nothing", list, err)
+	}
+}
+
+// TestArtifactsOnS3: a server keeping blobs in an S3 bucket (moto_server)
+// keeps a job's file of several upload parts and gives it back byte for
+// byte.
+func TestArtifactsOnS3(t *testing.T) {
+	t.Parallel()
+	moto := mototest.For(t)
+	bucket := mototest.NewName("artifacts")
+	s3c := s3.NewFromConfig(moto.AWSConfig(), func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	args := configArgs(t, map[string]any{"blobs": map[string]any{"type": "s3", "s3": map[string]any{
+		"bucket": bucket, "endpoint": moto.URL, "path_style": true, "region": mototest.Region, "part_size_mb": 5}}})
+	addr := freePort(t)
+	_, c := startServerEnv(t, addr, t.TempDir(), []string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_EC2_METADATA_DISABLED=true"}, args...)
+	startWorker(t, "worker", "http://"+addr, t.TempDir())
+	job, _, err := c.Submit(context.Background(), client.SubmitParams{
+		Script:    "head -c 12582912 /dev/urandom > parts.bin && sha256sum parts.bin",
+		Artifacts: []string{"*.bin"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitFinal(t, c, job.ID); done.State != spool.Succeeded {
+		t.Fatalf("the job ended %s: %+v", done.State, done.Result)
+	}
+	list, err := c.ListArtifacts(context.Background(), job.ID)
+	if err != nil || len(list) != 1 || list[0].Size != 12<<20 {
+		t.Fatalf("listed %+v, %v", list, err)
+	}
+	rc, _, err := c.DownloadArtifact(context.Background(), job.ID, "parts.bin", 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil || hex.EncodeToString(h.Sum(nil)) != list[0].SHA256 {
+		t.Fatalf("downloaded sha256 %x (%v); listed %s", h.Sum(nil), err, list[0].SHA256)
+	}
+	var printed string
+	for l, err := range c.Lines(context.Background(), job.ID, client.StreamOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum, name, ok := strings.Cut(l.Text, "  "); ok && name == "parts.bin" {
+			printed = sum
+		}
+	}
+	if printed != list[0].SHA256 {
+		t.Fatalf("the job printed sha256 %s; the artifact has %s", printed, list[0].SHA256)
 	}
 }
