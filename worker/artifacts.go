@@ -9,6 +9,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/artifact"
 	"github.com/spool-run/spool/internal/events"
@@ -76,13 +77,20 @@ func (a *attempt) collectArtifacts(ctx context.Context, dir string) {
 	remote.Bearer = a.lease.GetJobToken()
 	var kept, bytes int64
 	failed := 0
-	for _, p := range paths {
+	for i, p := range paths {
 		n, err := a.uploadFile(ctx, &remote, root, p)
 		if err != nil {
 			failed++
 			a.say(fmt.Sprintf("artifacts: %s not kept: %v", p, err))
 			if ctx.Err() != nil {
 				return
+			}
+			if whole(err) && i+1 < len(paths) {
+				// The server refuses the job, not the file: the
+				// others would be refused alike.
+				failed += len(paths) - i - 1
+				a.say(fmt.Sprintf("artifacts: the other %d not tried", len(paths)-i-1))
+				break
 			}
 			continue
 		}
@@ -116,6 +124,14 @@ func (a *attempt) uploadFile(ctx context.Context, remote *artifact.Remote, root 
 		return 0, err
 	}
 	return art.Size, nil
+}
+
+// whole reports whether an upload's refusal is of the job's every upload
+// (no blob store, the attempt is over, the token refused) rather than of
+// one file.
+func whole(err error) bool {
+	return errors.Is(err, spool.ErrUnavailable) || errors.Is(err, spool.ErrStaleLease) ||
+		errors.Is(err, spool.ErrUnauthenticated) || errors.Is(err, spool.ErrPermissionDenied)
 }
 
 // say adds a line of the worker's own to the job's output, on stderr.
