@@ -137,6 +137,10 @@ type JobParams struct {
 	// fields take the server's. What the worker follows, the server's
 	// defaults filled in, is the job's Execution.
 	Batching Batching
+	// Artifacts are globs (** for any depth) of files, relative to the
+	// job's directory, that the worker keeps as the job's artifacts once
+	// the command ends, whatever its exit code.
+	Artifacts []string
 }
 
 // Batching is a job's own batching of its output, within the bounds the

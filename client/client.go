@@ -45,6 +45,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
 	"github.com/spool-run/spool/internal/apierr"
+	"github.com/spool-run/spool/internal/artifact"
 	"github.com/spool-run/spool/internal/convert"
 	"github.com/spool-run/spool/internal/wire"
 )
@@ -75,6 +76,8 @@ type Client struct {
 	rest *wire.REST
 	url  string
 	log  *slog.Logger
+	// files speaks the REST routes of artifacts.
+	files *artifact.Remote
 }
 
 // Config says which server a Client talks to and how.
@@ -83,7 +86,9 @@ type Config struct {
 	// ("": DefaultURL; URLFromEnv reads $SPOOL_SERVER).
 	URL string
 	// APIKey is sent with every call. Every spool server needs one (unless
-	// its auth is disabled); APIKeyFromEnv finds the usual one.
+	// its auth is disabled); APIKeyFromEnv finds the usual one. Inside a
+	// job, the job token (JobTokenFromEnv) takes its place for the job's
+	// artifacts, the only calls it is good for.
 	APIKey string
 	// CAFile trusts only the CA whose certificate (PEM) is in this file,
 	// for a server on https:// with a certificate of a private CA.
@@ -173,7 +178,8 @@ func New(cfg Config) (*Client, error) {
 	sched, _ := wire.DialSchedules(cfg.URL, o)
 	base, _ := wire.BaseURL(cfg.URL)
 	rest, _ := wire.NewREST(cfg.URL, o)
-	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, rest: rest, url: base, log: log}, nil
+	files := &artifact.Remote{HTTP: hc, Base: base, Bearer: o.APIKey}
+	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, rest: rest, url: base, log: log, files: files}, nil
 }
 
 // URL is the server's address.
@@ -258,13 +264,19 @@ type SubmitParams struct {
 	// Notify are URLs (http or https, at most 5) POSTed a signed JSON
 	// document when the job ends, besides its queue's own.
 	Notify []string
+	// Artifacts are globs (** for any depth) of files, relative to the
+	// directory the command runs in, that the worker keeps as the job's
+	// artifacts once the command ends, whatever its exit code (at most
+	// 100; see ListArtifacts). The job's output ends with what was kept.
+	Artifacts []string
 }
 
 // params is what the job runs, with the names of its secrets (their
 // values travel beside the params).
 func (s SubmitParams) params() spool.JobParams {
 	return spool.JobParams{Argv: s.Argv, Script: s.Script, Env: s.Env, WorkingDir: s.WorkingDir, Timeout: s.Timeout,
-		Repository: s.Repository, Ref: s.Ref, Stdin: s.Stdin, PTY: s.PTY, Batching: s.Batching, SecretNames: slices.Sorted(maps.Keys(s.Secrets))}
+		Repository: s.Repository, Ref: s.Ref, Stdin: s.Stdin, PTY: s.PTY, Batching: s.Batching, SecretNames: slices.Sorted(maps.Keys(s.Secrets)),
+		Artifacts: s.Artifacts}
 }
 
 // Submit enqueues a job. deduplicated is true when s.RequestID was used

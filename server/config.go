@@ -49,6 +49,8 @@ type Config struct {
 	// Scatter is how the server reads scatters' items from users' S3
 	// buckets. YAML: scatter.
 	Scatter Scatter
+	// Artifacts bounds the files jobs keep. YAML: artifacts.
+	Artifacts Artifacts
 
 	// Logger receives the server's structured logs (nil: discarded).
 	// LoadConfig sets it to a logger writing to standard error at the
@@ -427,6 +429,20 @@ type Schedules struct {
 	// that passed while no server ran: "run_once" (the latest of them;
 	// also when empty) or "skip". YAML: schedules.missed.
 	Missed string
+}
+
+// Artifacts bounds the files a job keeps (docs/artifacts.md): an upload
+// past a bound is refused, naming it, and leaves nothing behind.
+type Artifacts struct {
+	// MaxFileBytes bounds one artifact. YAML: artifacts.max_file_bytes.
+	// Default: 5 GiB.
+	MaxFileBytes int64
+	// MaxJobBytes bounds a job's artifacts together, at least
+	// MaxFileBytes. YAML: artifacts.max_job_bytes. Default: 20 GiB.
+	MaxJobBytes int64
+	// MaxFiles bounds how many artifacts a job keeps.
+	// YAML: artifacts.max_files (1-1000000). Default: 10000.
+	MaxFiles int
 }
 
 // Blobs chooses and configures the store of files kept beside jobs

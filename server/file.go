@@ -96,8 +96,9 @@ func fromFile(f *config.Config) *Config {
 		Schedules: Schedules{Missed: f.Schedules.Missed},
 		Blobs: Blobs{Type: f.Blobs.Type, Dir: f.Blobs.Dir, S3: BlobsS3{Bucket: f.Blobs.S3.Bucket, Prefix: f.Blobs.S3.Prefix,
 			Region: f.Blobs.S3.Region, Endpoint: f.Blobs.S3.Endpoint, PathStyle: f.Blobs.S3.PathStyle, PartSizeMB: f.Blobs.S3.PartSizeMB}},
-		Scatter:  Scatter{S3: ScatterS3{Region: f.Scatter.S3.Region, Endpoint: f.Scatter.S3.Endpoint, PathStyle: f.Scatter.S3.PathStyle}},
-		warnings: slices.Clone(f.Warnings),
+		Scatter:   Scatter{S3: ScatterS3{Region: f.Scatter.S3.Region, Endpoint: f.Scatter.S3.Endpoint, PathStyle: f.Scatter.S3.PathStyle}},
+		Artifacts: Artifacts{MaxFileBytes: f.Artifacts.MaxFileBytes, MaxJobBytes: f.Artifacts.MaxJobBytes, MaxFiles: f.Artifacts.MaxFiles},
+		warnings:  slices.Clone(f.Warnings),
 	}
 }
 
@@ -187,7 +188,8 @@ func (c *Config) file() (*config.Config, error) {
 		Schedules: config.Schedules{Missed: c.Schedules.Missed},
 		Blobs: config.Blobs{Type: c.Blobs.Type, Dir: c.Blobs.Dir, S3: s3blob.Config{Bucket: c.Blobs.S3.Bucket, Prefix: c.Blobs.S3.Prefix,
 			Region: c.Blobs.S3.Region, Endpoint: c.Blobs.S3.Endpoint, PathStyle: c.Blobs.S3.PathStyle, PartSizeMB: c.Blobs.S3.PartSizeMB}},
-		Scatter: config.Scatter{S3: s3items.Config{Region: c.Scatter.S3.Region, Endpoint: c.Scatter.S3.Endpoint, PathStyle: c.Scatter.S3.PathStyle}},
+		Scatter:   config.Scatter{S3: s3items.Config{Region: c.Scatter.S3.Region, Endpoint: c.Scatter.S3.Endpoint, PathStyle: c.Scatter.S3.PathStyle}},
+		Artifacts: config.Artifacts{MaxFileBytes: c.Artifacts.MaxFileBytes, MaxJobBytes: c.Artifacts.MaxJobBytes, MaxFiles: c.Artifacts.MaxFiles},
 		// The server's logs are Logger's: the file's log settings only
 		// say how LoadConfig makes it.
 		Log:      config.Default().Log,

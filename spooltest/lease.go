@@ -88,6 +88,12 @@ func (l *Lease) TaskToken() string { return l.lease.GetTaskToken() }
 // the worker that holds it (and to no one else).
 func (l *Lease) Secrets() map[string]string { return l.lease.GetSecrets() }
 
+// JobToken is the credential the lease gives the job's own process (its
+// worker passes it as SPOOL_JOB_TOKEN): it uploads and lists the job's
+// artifacts while this attempt runs, and does nothing else. Give it as a
+// client's APIKey to upload as the job would.
+func (l *Lease) JobToken() string { return l.lease.GetJobToken() }
+
 // NextSequence is the sequence the next published event gets.
 func (l *Lease) NextSequence() int64 { return l.next }
 

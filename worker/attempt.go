@@ -210,6 +210,14 @@ func (a *attempt) setProc(p *process) {
 	}
 }
 
+// keepsGoing reports whether the attempt is still the job's own: its
+// lease is not lost, and the worker is not handing it back.
+func (a *attempt) keepsGoing() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.lost && !a.retry
+}
+
 func (a *attempt) stopReason() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -254,9 +262,15 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 		defer timer.Stop()
 	}
 	a.captureUntilExit(p)
+	ranFor, finished := time.Since(p.started), timestamppb.Now()
+	// The files the command left are kept before the job is completed,
+	// whatever its exit code; the time that takes is not the command's.
+	if a.keepsGoing() {
+		a.collectArtifacts(ctx, dir)
+	}
 
 	code, signal := p.exit()
-	res.ExitCode, res.FinishedAt = code, timestamppb.Now()
+	res.ExitCode, res.FinishedAt = code, finished
 	why := a.stopReason()
 	if why != "" {
 		res.Error = why
@@ -272,7 +286,7 @@ func (a *attempt) execute(ctx context.Context) *spoolv1.JobResult {
 		res.Output = out
 	}
 	a.out.Event(&spoolv1.JobEvent{EventType: spoolv1.EventType_EVENT_TYPE_PROCESS_END, EventData: &spoolv1.JobEvent_ProcessEnd{
-		ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: code, Signal: signal, Duration: durationpb.New(time.Since(p.started))}}})
+		ProcessEnd: &spoolv1.ProcessEndEvent{ExitCode: code, Signal: signal, Duration: durationpb.New(ranFor)}}})
 	return res
 }
 
@@ -339,5 +353,6 @@ func processError(msg string) *spoolv1.JobEvent {
 // env is the job's environment (see jobEnv), as its user's (RunAs), then
 // its secrets.
 func (a *attempt) env() []string {
-	return append(jobEnv(a.w.user.environ(os.Environ(), a.ownDir), a.w.cfg.PassEnv, a.job), secretEnv(a.lease.GetSecrets())...)
+	env := append(jobEnv(a.w.user.environ(os.Environ(), a.ownDir), a.w.cfg.PassEnv, a.job), a.artifactEnv()...)
+	return append(env, secretEnv(a.lease.GetSecrets())...)
 }

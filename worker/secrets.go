@@ -21,10 +21,17 @@ func secretEnv(secrets map[string]string) []string {
 	return env
 }
 
-// masker is what hides the job's secrets in its output (nil: it has none).
+// masker is what hides the job's secrets, and its job token, in its
+// output (nil: it has neither).
 func (a *attempt) masker() *mask.Masker {
 	a.maskOnce.Do(func() {
-		a.hide = mask.New(slices.Collect(maps.Values(a.lease.GetSecrets())))
+		values := slices.Collect(maps.Values(a.lease.GetSecrets()))
+		// The job token lets whoever holds it keep files as the job:
+		// a command that prints its environment must not show it.
+		if tok := a.lease.GetJobToken(); tok != "" {
+			values = append(values, tok)
+		}
+		a.hide = mask.New(values)
 	})
 	return a.hide
 }

@@ -95,6 +95,21 @@ func Kind(code connect.Code) error {
 	return nil
 }
 
+// KindOfStatus is the error kind an HTTP status stands for (nil for a
+// status no kind has): what a client of the REST API branches on. 413
+// (a body past a bound) is an invalid argument.
+func KindOfStatus(status int) error {
+	if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestedRangeNotSatisfiable {
+		return spool.ErrInvalidArgument
+	}
+	for _, k := range kinds {
+		if k.status == status {
+			return k.kind
+		}
+	}
+	return nil
+}
+
 // Status is the HTTP status for err, through its Connect code. A cancelled
 // or timed-out request answers 503: the client may simply retry.
 func Status(err error) int {

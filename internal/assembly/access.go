@@ -56,12 +56,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 // credentials are what a request presents: an API key (Authorization:
-// Bearer, or Firehose's X-Amz-Firehose-Access-Key), the web UI's session
+// Bearer, or Firehose's X-Amz-Firehose-Access-Key) or a job token
+// (Authorization: Bearer jt1.…), the web UI's session
 // cookie, and where it was sent from and to.
 func credentials(r *http.Request) service.Credentials {
 	cr := service.Credentials{Host: r.Host, Origin: r.Header.Get("Origin"),
 		Secure: r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")}
-	if key, ok := bearer(r.Header.Get("Authorization")); ok {
+	if key, ok := bearer(r.Header.Get("Authorization")); ok && service.IsJobToken(key) {
+		// A job's own process shows the job token its worker gave it:
+		// the core lets it keep that job's artifacts and nothing else.
+		cr.JobToken = key
+	} else if ok {
 		cr.Key = key
 	} else if k := r.Header.Get("X-Amz-Firehose-Access-Key"); k != "" {
 		// Amazon Data Firehose's HTTP endpoint destination sends the
@@ -106,7 +111,7 @@ func allowCORS(w http.ResponseWriter, origin string) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", origin)
 	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
 	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Connect-Protocol-Version, Connect-Timeout-Ms")
 	h.Set("Access-Control-Max-Age", "600")
 }

@@ -302,6 +302,10 @@ var routes = map[string]entry{
 	"GET /queues":                               {public, get("/queues")},
 	"GET /scatters/{scatter_id}":                {public, get("/scatters/{scatter}")},
 	"GET /assets/{file...}":                     {public, get("/assets/app.css")},
+	"GET /api/v1/jobs/{job_id}/artifacts":       {forRead, get("/api/v1/jobs/{job}/artifacts")},
+	// No such artifact (404) is past the door.
+	"GET /api/v1/jobs/{job_id}/artifacts/{path...}": {forRead, get("/api/v1/jobs/{job}/artifacts/none.txt")},
+	"PUT /api/v1/jobs/{job_id}/artifacts/{path...}": {forWork, send(http.MethodPut, "/api/v1/jobs/{job}/artifacts/table.txt")},
 
 	// A running scatter's redrive is refused (409): past the door.
 	"POST /api/v1/scatters/{scatter_id}/redrive": {forSubmit, send(http.MethodPost, "/api/v1/scatters/{scatter}/redrive")},

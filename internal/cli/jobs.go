@@ -236,6 +236,9 @@ func printJob(e *env, j *spool.Job) {
 	if in := j.Params.Stdin; len(in) > 0 {
 		row("Stdin", "%d bytes: %s", len(in), termview.Truncate(strconv.Quote(string(in)), 200))
 	}
+	if globs := j.Params.Artifacts; len(globs) > 0 {
+		row("Artifacts", "%s (spool artifacts list %s)", strings.Join(globs, " "), j.ID)
+	}
 	if m := j.Params.Scatter; m != nil {
 		if m.Gather {
 			row("Scatter", "%s (its gather)", m.ScatterID)

@@ -121,7 +121,7 @@ Start here:
 	root.PersistentFlags().StringVar(&e.creds.key, "api-key", "", "API key to send (better: spool login, or SPOOL_API_KEY, which other users cannot see in ps); without one, the key spool login stored for the server is sent, or on the server's machine the admin key in ./spool-data/admin.key")
 	root.PersistentFlags().StringVar(&e.creds.ca, "ca", "", "CA certificate (PEM) to trust for an https:// server with a private CA (or set SPOOL_CA)")
 	root.AddCommand(newKeysCmd(e), newServerCmd(e), newWorkerCmd(e), newSubmitCmd(e), newScatterCmd(e), newJobsCmd(e), newScattersCmd(e), newConsumeCmd(e), newIngestCmd(e), newLogsCmd(e), newMonitorCmd(e), newDemoCmd(e), newDevCmd(e), newAWSCmd(e),
-		newQueuesCmd(e), newSchedulesCmd(e), newVersionCmd(e), newCompletionCmd(e), newLoginCmd(e), newLogoutCmd(e))
+		newQueuesCmd(e), newSchedulesCmd(e), newVersionCmd(e), newCompletionCmd(e), newLoginCmd(e), newLogoutCmd(e), newArtifactCmd(e))
 	tidyCommands(root)
 	return root
 }

@@ -20,7 +20,7 @@ import (
 // commands that start jobs share them.
 type submitFlags struct {
 	queue, requestID, workdir, script, repo, ref string
-	env                                          []string
+	env, artifacts                               []string
 	maxAttempts, retries                         int32
 	timeout                                      time.Duration
 }
@@ -37,12 +37,14 @@ func (f *submitFlags) register(cmd *cobra.Command) {
 	fl.StringVarP(&f.script, "shell", "c", "", "run this script with /bin/sh -c instead of a command")
 	fl.StringVar(&f.repo, "repo", "", "clone this git repository and run in it")
 	fl.StringVar(&f.ref, "ref", "", "branch, tag or commit of --repo to check out")
+	fl.StringArrayVar(&f.artifacts, "artifacts", nil, "keep the files this glob matches once the command ends, whatever its exit code: relative to where it ran, ** for any depth, e.g. 'dist/**' (repeatable; see spool artifacts list)")
 }
 
 // submission builds the job from the flags and the command's arguments.
 func (f *submitFlags) submission(args []string) (client.SubmitParams, error) {
 	s := client.SubmitParams{Queue: f.queue, Argv: args, Script: f.script, WorkingDir: f.workdir, Timeout: f.timeout,
-		Repository: f.repo, Ref: f.ref, RequestID: f.requestID, MaxAttempts: int(f.maxAttempts), Retries: int(f.retries)}
+		Repository: f.repo, Ref: f.ref, RequestID: f.requestID, MaxAttempts: int(f.maxAttempts), Retries: int(f.retries),
+		Artifacts: f.artifacts}
 	switch {
 	case len(args) == 0 && f.script == "":
 		return s, errors.New("say what to run: spool submit -- make test (or --shell 'make test && make lint')")
@@ -86,6 +88,7 @@ func newSubmitCmd(e *env) *cobra.Command {
   spool submit --priority 1 -q builds -- make release   # ahead of the queue's priority-2 jobs
   DEPLOY=$(spool submit --after "$BUILD" -- ./deploy.sh)   # waits for $BUILD to succeed
   spool submit --notify https://ci.example.com/hooks/spool -- make test
+  spool submit --artifacts 'dist/**' --artifacts report.html -- make dist
 
 Two budgets: --retries runs a command that fails (non-zero exit, timeout)
 again, after 2 s, 4 s, 8 s...; --max-attempts bounds how often a job may

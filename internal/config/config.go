@@ -43,6 +43,8 @@ type Config struct {
 	// Scatter is how the server reads scatters' items from users' S3
 	// buckets.
 	Scatter Scatter `yaml:"scatter"`
+	// Artifacts bounds the files jobs keep.
+	Artifacts Artifacts `yaml:"artifacts"`
 
 	// Warnings are what reading the configuration found to be said at
 	// start (an old name of a setting); they are not settings.
@@ -131,6 +133,22 @@ type Scatter struct {
 	// store.aws's; credentials are the AWS SDK's default chain.
 	S3 s3items.Config `yaml:"s3"`
 }
+
+// Artifacts bounds the files a job keeps (spool submit --artifacts,
+// spool artifact upload). An upload past a bound is refused, naming it,
+// and leaves nothing behind.
+type Artifacts struct {
+	// MaxFileBytes bounds one artifact.
+	MaxFileBytes int64 `yaml:"max_file_bytes"`
+	// MaxJobBytes bounds a job's artifacts together.
+	MaxJobBytes int64 `yaml:"max_job_bytes"`
+	// MaxFiles bounds how many artifacts a job keeps.
+	MaxFiles int `yaml:"max_files"`
+}
+
+// MaxArtifactBytes is the largest artifacts.max_file_bytes and
+// artifacts.max_job_bytes: 5 TiB, S3's largest object.
+const MaxArtifactBytes = 5 << 40
 
 // Blob store types.
 const (
@@ -405,7 +423,8 @@ func Default() *Config {
 		Ingest: Ingest{Queue: "external", IdleTimeoutSeconds: 600, MaxBodyBytes: 16 << 20, MaxDecodedBytes: 64 << 20, MaxDecodingBytes: 128 << 20},
 		// Notify and Schedules are left zero: their zero values are their
 		// defaults (a 10 s timeout, run_once).
-		Log: Log{Level: "info", Format: "text"},
+		Log:       Log{Level: "info", Format: "text"},
+		Artifacts: Artifacts{MaxFileBytes: 5 << 30, MaxJobBytes: 20 << 30, MaxFiles: 10000},
 	}
 }
 

@@ -87,6 +87,13 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	between("artifacts.max_file_bytes", c.Artifacts.MaxFileBytes, 1, MaxArtifactBytes)
+	between("artifacts.max_job_bytes", c.Artifacts.MaxJobBytes, 1, MaxArtifactBytes)
+	between("artifacts.max_files", int64(c.Artifacts.MaxFiles), 1, 1000000)
+	if a := c.Artifacts; a.MaxJobBytes < a.MaxFileBytes {
+		bad("artifacts.max_job_bytes", "must be at least artifacts.max_file_bytes (%d), got %d", a.MaxFileBytes, a.MaxJobBytes)
+	}
+
 	between("jobs.max_attempts", int64(c.Jobs.MaxAttempts), 1, 100)
 	between("jobs.lease_seconds", int64(c.Jobs.LeaseSeconds), 2, 43200)
 	between("jobs.retention_days", int64(c.Jobs.RetentionDays), 0, 36500)

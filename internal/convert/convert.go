@@ -134,7 +134,7 @@ func Params(p *spoolv1.JobParams) spool.JobParams {
 	out := spool.JobParams{
 		Argv: p.GetArgv(), Script: p.GetScript(), Env: p.GetEnv(), SecretNames: p.GetSecretNames(),
 		WorkingDir: p.GetWorkingDir(), Timeout: durationOf(p.GetTimeout()), Repository: p.GetRepositoryUrl(), Ref: p.GetRef(),
-		Stdin: p.GetStdin(), StdinSize: p.GetStdinSize(), StdinSHA256: p.GetStdinSha256(), StdinUpload: p.GetStdinUpload(), PTY: p.GetPty(),
+		Stdin: p.GetStdin(), StdinSize: p.GetStdinSize(), StdinSHA256: p.GetStdinSha256(), StdinUpload: p.GetStdinUpload(), PTY: p.GetPty(), Artifacts: p.GetArtifacts(),
 	}
 	if m := p.GetScatter(); m != nil {
 		out.Scatter = &spool.ScatterMember{ScatterID: m.GetScatterId(), BatchIndex: int(m.GetBatchIndex()),
@@ -155,7 +155,7 @@ func Params(p *spoolv1.JobParams) spool.JobParams {
 func ParamsProto(p spool.JobParams) *spoolv1.JobParams {
 	out := &spoolv1.JobParams{
 		Argv: p.Argv, Script: p.Script, Env: p.Env, SecretNames: p.SecretNames, WorkingDir: p.WorkingDir,
-		RepositoryUrl: p.Repository, Ref: p.Ref, Stdin: p.Stdin, StdinSize: p.StdinSize, StdinSha256: p.StdinSHA256, StdinUpload: p.StdinUpload, Pty: p.PTY,
+		RepositoryUrl: p.Repository, Ref: p.Ref, Stdin: p.Stdin, StdinSize: p.StdinSize, StdinSha256: p.StdinSHA256, StdinUpload: p.StdinUpload, Pty: p.PTY, Artifacts: p.Artifacts,
 	}
 	if p.Timeout != 0 {
 		out.Timeout = durationpb.New(p.Timeout)

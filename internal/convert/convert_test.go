@@ -78,7 +78,7 @@ func fullJob() *spoolv1.Job {
 			StdinSize: 4 << 20, StdinSha256: "ab", StdinUpload: "up",
 			SecretNames: []string{"S"}, Scatter: &spoolv1.ScatterMember{ScatterId: "sc", BatchIndex: 1, BatchCount: 2, ItemCount: 3, Gather: true},
 			External: &spoolv1.External{Source: "src"},
-			Batching: &spoolv1.JobBatching{FlushInterval: durationpb.New(1250 * time.Millisecond), MaxBatchSize: 10}},
+			Batching: &spoolv1.JobBatching{FlushInterval: durationpb.New(1250 * time.Millisecond), MaxBatchSize: 10}, Artifacts: []string{"dist/**"}},
 		ExecutionConfig: &spoolv1.ExecutionConfig{HeartbeatIntervalSeconds: 7,
 			Batching: &spoolv1.BatchingConfig{FlushIntervalSeconds: 1, FlushIntervalMillis: 250, MaxBatchSize: 9, MaxBatchBytes: 1000, PlaybackIntervalMillis: 40}},
 		RequestId: "rq", Attempt: 2, MaxAttempts: 5, CancelRequested: true,

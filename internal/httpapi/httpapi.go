@@ -1,6 +1,7 @@
 // Package httpapi serves spool over plain HTTP for browsers, curl and
 // scripts: a JSON REST API for jobs and their logs (paginated by line
-// number, searched, or downloaded whole as text) and for scatters, a
+// number, searched, or downloaded whole as text), their artifacts (listed,
+// downloaded with ranges, uploaded as streams) and scatters, a
 // WebSocket that streams a job's log live and resumes from any line, and
 // the OpenAPI document describing them (openapi.yaml).
 //
@@ -98,6 +99,9 @@ var routes = []route{
 	{"GET", "/api/v1/jobs/{job_id}/logs/raw", (*api).rawLog},
 	{"GET", "/api/v1/jobs/{job_id}/stdin", (*api).jobStdin},
 	{"POST", "/api/v1/uploads", (*api).upload},
+	{"GET", "/api/v1/jobs/{job_id}/artifacts", (*api).listArtifacts},
+	{"GET", "/api/v1/jobs/{job_id}/artifacts/{path...}", (*api).downloadArtifact},
+	{"PUT", "/api/v1/jobs/{job_id}/artifacts/{path...}", (*api).uploadArtifact},
 	{"POST", "/api/v1/ingest/firehose", (*api).ingestFirehose},
 	{"POST", "/api/v1/ingest/lines", (*api).ingestLines},
 	{"POST", "/api/v1/ingest/complete", (*api).completeSource},

@@ -112,6 +112,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"CreateScheduleRequest": httpapi.CreateScheduleRequest{}, "Schedule": httpapi.Schedule{}, "ScheduleList": httpapi.ScheduleList{},
 		"ConfigureQueueRequest": httpapi.ConfigureQueueRequest{},
 		"IngestSummary":         httpapi.IngestSummary{}, "FirehoseResponse": ingest.FirehoseResponse{},
+		"Artifact": jobjson.Artifact{}, "ArtifactList": jobjson.ArtifactList{},
 	} {
 		s, ok := doc.Comps.Schemas[name]
 		if !ok {

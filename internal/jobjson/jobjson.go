@@ -99,6 +99,9 @@ type JobParams struct {
 	// Batching is the job's own batching of its output, when it asked
 	// for one.
 	Batching *Batching `json:"batching,omitempty"`
+	// Artifacts are the globs of files the job keeps once its command
+	// ends.
+	Artifacts []string `json:"artifacts,omitempty"`
 }
 
 // Batching is a job's own batching of its output: what a job shows it
@@ -227,6 +230,7 @@ func paramsView(p spool.JobParams) JobParams {
 		Stdin:          p.Stdin,
 		StdinSize:      p.StdinSize,
 		PTY:            p.PTY,
+		Artifacts:      p.Artifacts,
 	}
 	if b := p.Batching; b != (spool.Batching{}) {
 		v.Batching = &Batching{FlushIntervalSeconds: b.FlushInterval.Seconds(), MaxBatchSize: int32(b.MaxBatchSize)}
@@ -240,3 +244,21 @@ func paramsView(p spool.JobParams) JobParams {
 
 // utc is t in UTC: the zero time stays the zero time, which JSON omits.
 func utc(t time.Time) time.Time { return t.UTC() }
+
+// Artifact is one file a job kept (GET /api/v1/jobs/{job_id}/artifacts,
+// spool artifacts list --json).
+type Artifact struct {
+	// Path is the file's path relative to the job's directory, with "/"
+	// between its parts.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// SHA256 is the hex SHA-256 of the file's bytes.
+	SHA256   string    `json:"sha256"`
+	Modified time.Time `json:"modified"`
+}
+
+// ArtifactList is a job's artifacts, by path.
+type ArtifactList struct {
+	JobID     string     `json:"job_id"`
+	Artifacts []Artifact `json:"artifacts"`
+}

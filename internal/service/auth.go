@@ -79,6 +79,10 @@ type Credentials struct {
 	// Ticket is a WebSocket ticket (?ticket=), which the door takes only
 	// on a job's log stream: it opens that stream once and nothing else.
 	Ticket string
+	// JobToken is a job token (Authorization: Bearer jt1.…), the
+	// credential a job's own process holds: it keeps its job's artifacts
+	// and does nothing else.
+	JobToken string
 	// Host is the Host the request was sent to.
 	Host string
 	// Origin is the Origin of a browser's request ("" from other clients).
@@ -114,6 +118,9 @@ type Caller struct {
 	// ticketJob, for a caller let in by a ticket, is the job whose log
 	// stream the ticket opens: the only thing it may do.
 	ticketJob string
+	// job, for a caller let in by a job token, is what the token names:
+	// the only thing it may do is keep artifacts of that job's attempt.
+	job *token.Job
 }
 
 // mayUse reports whether the caller may act on jobs of queue.
@@ -138,6 +145,9 @@ func (s *Service) authorize(ctx context.Context, perm Permission, queue string) 
 	}
 	if err := c.ticketAllows(ctx, perm); err != nil {
 		return Caller{}, err
+	}
+	if c.job != nil {
+		return Caller{}, errJobTokenElsewhere(c.job.JobID)
 	}
 	if !slices.Contains(roles[c.Role], perm) {
 		return Caller{}, apierr.Errorf(spool.ErrPermissionDenied, "key %q (role %s) may not %s%s", c.Name, convert.Role(c.Role).String(), permNames[perm], roleRemedy[perm])
@@ -188,6 +198,15 @@ func (s *Service) authenticate(ctx context.Context, cr Credentials) (Caller, err
 // ticket that is spent by this use; without redeem, a ticket only names
 // its key (a stream it opened is checked again: see stillValid).
 func (s *Service) identify(ctx context.Context, cr Credentials, redeem bool) (Caller, error) {
+	if cr.JobToken != "" {
+		// Checked even with auth disabled: it stands for one attempt of
+		// one job, whose end must end what the token lets in.
+		j, err := s.jobTokenOf(cr.JobToken)
+		if err != nil {
+			return Caller{}, err
+		}
+		return Caller{Name: "job " + j.JobID, job: &j}, nil
+	}
 	if s.cfg.Auth.Disabled {
 		return anyone, nil
 	}

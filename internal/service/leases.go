@@ -67,6 +67,7 @@ func (s *Service) DequeueJobs(ctx context.Context, m *spoolv1.DequeueJobsRequest
 			Secrets:        secrets[i],
 			Job:            l.Job,
 			TaskToken:      s.signer.Sign(token.Claims{JobID: l.JobID, Queue: l.Queue, Attempt: l.Attempt, LeaseID: l.LeaseID}),
+			JobToken:       s.jobToken(l.Job, l.Attempt),
 			NextSequence:   l.Head.NextSequence,
 			NextLine:       l.Head.NextLine,
 			LeaseExpiresAt: timestamppb.New(l.ExpiresAt),

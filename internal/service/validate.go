@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
@@ -151,6 +153,35 @@ func checkParams(p *spoolv1.JobParams, rejected bool) error {
 	}
 	if r := p.GetRef(); strings.HasPrefix(r, "-") || strings.ContainsFunc(r, unicode.IsSpace) {
 		return invalid("params.ref %q is not a branch, tag or commit", r)
+	}
+	return checkArtifactGlobs(p.GetArtifacts())
+}
+
+// Bounds of a job's artifact globs (params.artifacts).
+const (
+	maxArtifactGlobs     = 100
+	maxArtifactGlobBytes = 1024
+)
+
+// checkArtifactGlobs refuses a glob the worker could not use: one that is
+// malformed, absolute, or climbs out of the job's directory.
+func checkArtifactGlobs(globs []string) error {
+	if len(globs) > maxArtifactGlobs {
+		return invalid("params.artifacts: %d globs; at most %d", len(globs), maxArtifactGlobs)
+	}
+	for i, g := range globs {
+		switch {
+		case g == "":
+			return invalid("params.artifacts[%d] is empty: give a glob such as dist/** or report.html", i)
+		case len(g) > maxArtifactGlobBytes:
+			return invalid("params.artifacts[%d] is %d bytes; at most %d", i, len(g), maxArtifactGlobBytes)
+		case strings.HasPrefix(g, "/") || strings.ContainsAny(g, "\x00\\"):
+			return invalid("params.artifacts[%d] %q must be relative to the job's directory (no leading /, backslash or NUL)", i, truncate(g, 80))
+		case slices.Contains(strings.Split(g, "/"), ".."):
+			return invalid("params.artifacts[%d] %q climbs out of the job's directory with ..: artifacts are files under it", i, truncate(g, 80))
+		case !doublestar.ValidatePattern(g):
+			return invalid("params.artifacts[%d] %q is not a valid glob (check its brackets and braces)", i, truncate(g, 80))
+		}
 	}
 	return nil
 }

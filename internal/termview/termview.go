@@ -137,3 +137,18 @@ func Thousands(n int64) string {
 	}
 	return out
 }
+
+// Size is a number of bytes as people read it, in powers of 1000 with one
+// decimal: "980 bytes", "12.4 MB", "5.4 GB".
+func Size(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	f, i := float64(n), 0
+	for f >= unit && i < 4 {
+		f /= unit
+		i++
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + " " + [...]string{"", "kB", "MB", "GB", "TB"}[i]
+}

@@ -82,3 +82,28 @@ func FuzzVerifyTicket(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerifyJob: the same for job tokens; no other kind is taken for one.
+func FuzzVerifyJob(f *testing.F) {
+	s, _ := NewSigner([]byte(keyA))
+	f.Add(s.SignJob(Job{JobID: "j", Attempt: 1, Expires: 1}))
+	f.Add(s.SignTicket(Ticket{KeyHash: "abc", JobID: "j", ID: "i", Expires: 1}))
+	f.Add(s.Sign(Claims{JobID: "j", Queue: "q", Attempt: 1, LeaseID: "l"}))
+	f.Add(s.sign(JobTokenPrefix, map[string]any{"j": "j", "a": -1, "e": 1}))
+	f.Add("jt1.e30.AAAA")
+	f.Fuzz(func(t *testing.T, tok string) {
+		j, err := s.VerifyJob(tok)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrSignature) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if j.JobID == "" || j.Attempt < 1 || j.Expires == 0 {
+			t.Fatalf("accepted an incomplete job token %+v", j)
+		}
+		if again, err := s.VerifyJob(s.SignJob(j)); err != nil || again != j {
+			t.Fatalf("accepted job token does not round-trip: %+v %v", again, err)
+		}
+	})
+}

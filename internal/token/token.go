@@ -8,9 +8,12 @@
 //     person logged in with (by its hash), the session's own id (what a
 //     sign-out records as ended) and when the login ends;
 //   - WebSocket tickets: they name the key, the one job whose log they
-//     open, their own id (what their one use spends) and when they expire.
+//     open, their own id (what their one use spends) and when they expire;
+//   - job tokens, what a job's own process shows to keep files beside its
+//     job (artifacts): they name the job, the attempt they were given to
+//     and when they expire.
 //
-// Format: a prefix naming the kind ("st2.", "ss1." or "tk1.") +
+// Format: a prefix naming the kind ("st2.", "ss1.", "tk1." or "jt1.") +
 // base64url(claims) + "." + base64url(HMAC of the first two parts). The
 // prefix is signed too, so one kind never passes for the other, and the
 // signature is checked before the claims are parsed. Sessions and tickets
@@ -52,6 +55,9 @@ const (
 	jsonPrefix    = "st1." // task tokens with JSON claims
 	sessionPrefix = "ss1."
 	ticketPrefix  = "tk1."
+	// JobTokenPrefix starts every job token: the server's door tells one
+	// from an API key by it.
+	JobTokenPrefix = "jt1."
 )
 
 var (
@@ -213,6 +219,36 @@ func (s *Signer) VerifyTicket(tok string) (Ticket, error) {
 		return Ticket{}, fmt.Errorf("%w: ticket lacks a key, a job, an id or an expiry", ErrMalformed)
 	}
 	return tk, nil
+}
+
+// Job is what a job token asserts: its holder, the process of one attempt
+// of one job, may keep files beside that job until Expires, while that
+// attempt runs (the server checks the attempt against the store).
+type Job struct {
+	// JobID is the job whose files the token keeps.
+	JobID string `json:"j"`
+	// Attempt is the attempt the token was given to: once another attempt
+	// runs, or the job ended, the token is refused.
+	Attempt int32 `json:"a"`
+	// Expires is when the token can no longer be used, Unix seconds.
+	Expires int64 `json:"e"`
+}
+
+// SignJob returns the job token for j.
+func (s *Signer) SignJob(j Job) string { return s.sign(JobTokenPrefix, j) }
+
+// VerifyJob checks a job token's signature and returns what it asserts
+// (its expiry and its attempt are the caller's to check). Errors wrap
+// ErrMalformed or ErrSignature.
+func (s *Signer) VerifyJob(tok string) (Job, error) {
+	var j Job
+	if err := s.verify(JobTokenPrefix, tok, &j); err != nil {
+		return Job{}, err
+	}
+	if j.JobID == "" || j.Attempt < 1 || j.Expires == 0 {
+		return Job{}, fmt.Errorf("%w: job token lacks a job, an attempt or an expiry", ErrMalformed)
+	}
+	return j, nil
 }
 
 func (s *Signer) sign(kind string, claims any) string {

@@ -185,6 +185,22 @@ func TestTokenKindsDoNotMix(t *testing.T) {
 	if got, err := s.VerifyTicket(tick); err != nil || got != ticket {
 		t.Fatalf("ticket round trip: %+v %v", got, err)
 	}
+	job := Job{JobID: "j", Attempt: 2, Expires: 42}
+	jt := s.SignJob(job)
+	if got, err := s.VerifyJob(jt); err != nil || got != job {
+		t.Fatalf("job token round trip: %+v %v", got, err)
+	}
+	for name, other := range map[string]string{"task token": task, "session": sess, "ticket": tick} {
+		if _, err := s.VerifyJob(other); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("a %s passed as a job token: %v", name, err)
+		}
+	}
+	if _, err := s.VerifyTicket(jt); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a job token passed as a ticket: %v", err)
+	}
+	if _, err := s.VerifyJob("jt1." + strings.TrimPrefix(tick, "tk1.")); !errors.Is(err, ErrSignature) {
+		t.Fatalf("a re-prefixed ticket passed as a job token: %v", err)
+	}
 	// A session made before sessions had ids cannot be signed out of
 	// everywhere: it is refused.
 	if _, err := s.VerifySession(s.SignSession(Session{KeyHash: "h", Expires: 42})); !errors.Is(err, ErrMalformed) {

@@ -154,7 +154,12 @@ type JobParams struct {
 	// worker running the job streams it from GET /api/v1/jobs/{id}/stdin.
 	StdinSize int64 `protobuf:"varint,15,opt,name=stdin_size,json=stdinSize,proto3" json:"stdin_size,omitempty"`
 	// Set by spool with stdin_size: the hex SHA-256 of that stdin.
-	StdinSha256   string `protobuf:"bytes,16,opt,name=stdin_sha256,json=stdinSha256,proto3" json:"stdin_sha256,omitempty"`
+	StdinSha256 string `protobuf:"bytes,16,opt,name=stdin_sha256,json=stdinSha256,proto3" json:"stdin_sha256,omitempty"`
+	// Files the job keeps once its command ends, whatever its exit code:
+	// globs (with ** for any depth) relative to the job's directory. The
+	// worker uploads every file they match as an artifact, named by its
+	// path relative to that directory.
+	Artifacts     []string `protobuf:"bytes,17,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -299,6 +304,13 @@ func (x *JobParams) GetStdinSha256() string {
 		return x.StdinSha256
 	}
 	return ""
+}
+
+func (x *JobParams) GetArtifacts() []string {
+	if x != nil {
+		return x.Artifacts
+	}
+	return nil
 }
 
 // JobBatching is a job's own batching: a short flush interval for output
@@ -1167,7 +1179,7 @@ var File_spool_v1_job_proto protoreflect.FileDescriptor
 
 const file_spool_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\x04\n" +
+	"\x12spool/v1/job.proto\x12\bspool.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x92\x05\n" +
 	"\tJobParams\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12.\n" +
@@ -1187,7 +1199,8 @@ const file_spool_v1_job_proto_rawDesc = "" +
 	"\fstdin_upload\x18\x0e \x01(\tR\vstdinUpload\x12\x1d\n" +
 	"\n" +
 	"stdin_size\x18\x0f \x01(\x03R\tstdinSize\x12!\n" +
-	"\fstdin_sha256\x18\x10 \x01(\tR\vstdinSha256\x1a6\n" +
+	"\fstdin_sha256\x18\x10 \x01(\tR\vstdinSha256\x12\x1c\n" +
+	"\tartifacts\x18\x11 \x03(\tR\tartifacts\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"u\n" +

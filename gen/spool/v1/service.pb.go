@@ -1019,7 +1019,12 @@ type JobLease struct {
 	// The job's secrets (EnqueueJobRequest.secrets), name to value: set as
 	// environment variables of the command, and masked in its output
 	// before it is sent. Only a lease carries them.
-	Secrets       map[string]string `protobuf:"bytes,9,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Secrets map[string]string `protobuf:"bytes,9,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Signed; lets the job's own process keep files beside its job
+	// (artifacts): given to the command as SPOOL_JOB_TOKEN, and sent as
+	// Authorization: Bearer. It lets in nothing else, and only while this
+	// attempt runs. Masked in the job's output like a secret.
+	JobToken      string `protobuf:"bytes,10,opt,name=job_token,json=jobToken,proto3" json:"job_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1115,6 +1120,13 @@ func (x *JobLease) GetSecrets() map[string]string {
 		return x.Secrets
 	}
 	return nil
+}
+
+func (x *JobLease) GetJobToken() string {
+	if x != nil {
+		return x.JobToken
+	}
+	return ""
 }
 
 type DequeueJobsResponse struct {
@@ -2312,7 +2324,7 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\bmax_jobs\x18\x02 \x01(\x05R\amaxJobs\x12!\n" +
 	"\fwait_seconds\x18\x03 \x01(\x05R\vwaitSeconds\x12<\n" +
 	"\x1avisibility_timeout_seconds\x18\x04 \x01(\x05R\x18visibilityTimeoutSeconds\x12\x1b\n" +
-	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\xed\x03\n" +
+	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"\x8a\x04\n" +
 	"\bJobLease\x12\x1f\n" +
 	"\x03job\x18\x01 \x01(\v2\r.spool.v1.JobR\x03job\x12\x1d\n" +
 	"\n" +
@@ -2323,7 +2335,9 @@ const file_spool_v1_service_proto_rawDesc = "" +
 	"\x1aheartbeat_interval_seconds\x18\x06 \x01(\x05R\x18heartbeatIntervalSeconds\x122\n" +
 	"\x15complete_takes_events\x18\a \x01(\bR\x13completeTakesEvents\x120\n" +
 	"\x14takes_encoded_events\x18\b \x01(\bR\x12takesEncodedEvents\x129\n" +
-	"\asecrets\x18\t \x03(\v2\x1f.spool.v1.JobLease.SecretsEntryR\asecrets\x1a:\n" +
+	"\asecrets\x18\t \x03(\v2\x1f.spool.v1.JobLease.SecretsEntryR\asecrets\x12\x1b\n" +
+	"\tjob_token\x18\n" +
+	" \x01(\tR\bjobToken\x1a:\n" +
 	"\fSecretsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +

@@ -85,6 +85,7 @@ function renderJob() {
   renderParams();
   renderCancel();
   renderRerun();
+  loadArtifacts();
 }
 
 // The elapsed time of a running job counts up between header refreshes.
@@ -145,6 +146,53 @@ function renderDeliveries() {
   }).join("");
 }
 
+// --- artifacts ----------------------------------------------------------
+
+// artifactsShown is the state of the job when its artifacts were last
+// read: they are read again when it changes (a running job's worker
+// uploads them as its command ends).
+let artifactsShown = "";
+
+// loadArtifacts lists the files the job kept, each a download link. A
+// server that keeps no files answers 503: the section stays hidden.
+async function loadArtifacts() {
+  if (!job || job.kind === "external" || artifactsShown === job.state) return;
+  artifactsShown = job.state;
+  let list;
+  try {
+    list = await api(`/api/v1/jobs/${encodeURIComponent(jobId)}/artifacts`);
+  } catch {
+    return;
+  }
+  const files = list.artifacts || [];
+  const globs = (job.params && job.params.artifacts) || [];
+  $("#artifacts").hidden = !files.length && !globs.length;
+  const total = files.reduce((n, a) => n + a.size, 0);
+  let line = files.length ? `${files.length} file${files.length === 1 ? "" : "s"}, ${bytes(total)}.` : "None kept yet.";
+  if (globs.length) line += ` Kept from ${globs.map((g) => `<code>${escapeHtml(g)}</code>`).join(", ")} once the command ends.`;
+  $("#artifacts-line").innerHTML = line;
+  $("#artifact-rows").innerHTML = files.map((a) => {
+    const href = `/api/v1/jobs/${encodeURIComponent(jobId)}/artifacts/${a.path.split("/").map(encodeURIComponent).join("/")}`;
+    return `<tr>
+      <td class="cmd"><a class="mono" href="${escapeHtml(href)}" download title="SHA-256 ${escapeHtml(a.sha256)}">${escapeHtml(a.path)}</a></td>
+      <td class="num" title="${a.size.toLocaleString()} bytes">${bytes(a.size)}</td>
+      <td title="${escapeHtml(localTime(a.modified))}">${relTime(a.modified)}</td>
+    </tr>`;
+  }).join("");
+}
+
+// bytes is a size as people read it: 980 B, 12.4 MB.
+function bytes(n) {
+  if (n < 1000) return `${n} B`;
+  const units = ["kB", "MB", "GB", "TB"];
+  let i = -1;
+  do {
+    n /= 1000;
+    i++;
+  } while (n >= 1000 && i < units.length - 1);
+  return `${n.toFixed(1)} ${units[i]}`;
+}
+
 // rerunnable says whether the server would run the job again: a finished
 // command that is not part of a scatter.
 function rerunnable(j) {
@@ -200,6 +248,7 @@ function renderParams() {
   if (p.timeout_seconds) rows.push(["timeout", duration(p.timeout_seconds * 1000)]);
   if (p.repository_url) rows.push(["repository", p.repository_url + (p.ref ? ` @ ${p.ref}` : "")]);
   if (p.stdin) rows.push(["stdin", stdinPreview(p.stdin)]);
+  if (p.artifacts && p.artifacts.length) rows.push(["artifacts", p.artifacts.join(" ")]);
   if (job.source) rows.push(["source", job.source]);
   if (job.request_id) rows.push(["request id", job.request_id]);
   rows.push(["job id", job.job_id]);
