@@ -177,9 +177,11 @@ func New(cfg Config) (*Client, error) {
 	qs, _ := wire.DialQueues(cfg.URL, o)
 	sched, _ := wire.DialSchedules(cfg.URL, o)
 	base, _ := wire.BaseURL(cfg.URL)
-	rest, _ := wire.NewREST(cfg.URL, o)
-	files := &artifact.Remote{HTTP: hc, Base: base, Bearer: o.APIKey}
-	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, rest: rest, url: base, log: log, files: files}, nil
+	rest, err := wire.NewREST(cfg.URL, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rpc: rpc, streams: streams, keys: keys, sc: sc, ing: ing, qs: qs, sched: sched, rest: rest, url: base, log: log, files: &artifact.Remote{REST: rest}}, nil
 }
 
 // URL is the server's address.

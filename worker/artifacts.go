@@ -73,8 +73,7 @@ func (a *attempt) collectArtifacts(ctx context.Context, dir string) {
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	remote := *a.w.files
-	remote.Bearer = a.lease.GetJobToken()
+	remote := artifact.Remote{REST: a.w.rest.WithBearer(a.lease.GetJobToken())}
 	var kept, bytes int64
 	failed := 0
 	for i, p := range paths {

@@ -33,7 +33,6 @@ import (
 	"github.com/spool-run/spool"
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/gen/spool/v1/spoolv1connect"
-	"github.com/spool-run/spool/internal/artifact"
 	"github.com/spool-run/spool/internal/backoff"
 	"github.com/spool-run/spool/internal/batcher"
 	"github.com/spool-run/spool/internal/outbox"
@@ -168,7 +167,6 @@ type Worker struct {
 	// messages (encoded events are compressed already); nil: rpc.
 	compressing spoolv1connect.JobServiceClient
 	// files uploads jobs' artifacts, with each job's token.
-	files *artifact.Remote
 	// completions gathers the results of attempts that end together.
 	completions *completions
 	log         *slog.Logger
@@ -233,8 +231,7 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	base, _ := wire.BaseURL(cfg.Server) // Dial checked it
-	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, rest: rest, files: &artifact.Remote{HTTP: opts.HTTPClient, Base: base}, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), slots: make(chan struct{}, cfg.Concurrency),
+	w := &Worker{cfg: cfg, rpc: rpc, compressing: compressing, rest: rest, completions: &completions{rpc: rpc}, log: cfg.Logger, clock: batcher.SystemClock(), slots: make(chan struct{}, cfg.Concurrency),
 		spares:   spareDirs{free: make(chan string, cfg.Concurrency)},
 		attempts: map[*attempt]struct{}{}, killed: make(chan struct{}), keyRefused: make(chan struct{}), spool: spoolHealth{dir: cfg.SpoolDir}}
 	w.metrics = newWorkerMetrics(cfg.Meters, w.waiting)

@@ -95,21 +95,6 @@ func Kind(code connect.Code) error {
 	return nil
 }
 
-// KindOfStatus is the error kind an HTTP status stands for (nil for a
-// status no kind has): what a client of the REST API branches on. 413
-// (a body past a bound) is an invalid argument.
-func KindOfStatus(status int) error {
-	if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestedRangeNotSatisfiable {
-		return spool.ErrInvalidArgument
-	}
-	for _, k := range kinds {
-		if k.status == status {
-			return k.kind
-		}
-	}
-	return nil
-}
-
 // Status is the HTTP status for err, through its Connect code. A cancelled
 // or timed-out request answers 503: the client may simply retry.
 func Status(err error) int {
@@ -137,11 +122,12 @@ func Connect(err error) error {
 
 // FromStatus is the error a REST answer of status with message msg
 // stands for: the kind whose status it is (the first, for 409, which two
-// kinds share: ErrAlreadyExists), a 413 as ErrInvalidArgument (a body over
-// a limit), and ErrInternal for any other failure.
+// kinds share: ErrAlreadyExists), a 413 (a body over a limit) and a 416 (a
+// range past the end) as ErrInvalidArgument, and ErrInternal for any
+// other failure.
 func FromStatus(status int, msg string) error {
 	kind := spool.ErrInternal
-	if status == http.StatusRequestEntityTooLarge {
+	if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestedRangeNotSatisfiable {
 		kind = spool.ErrInvalidArgument
 	}
 	for _, k := range kinds {

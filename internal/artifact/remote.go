@@ -8,7 +8,6 @@ package artifact
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,19 +16,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spool-run/spool"
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/jobjson"
+	"github.com/spool-run/spool/internal/wire"
 )
 
-// Remote is a server's artifact routes.
+// Remote is a server's artifact routes, called through REST (with an API
+// key, or a job's own token: REST.WithBearer).
 type Remote struct {
-	// HTTP makes the requests.
-	HTTP *http.Client
-	// Base is the server's address, without a trailing slash.
-	Base string
-	// Bearer is the API key or the job token sent with every request.
-	Bearer string
+	REST *wire.REST
 }
 
 // Info is what a download says of the artifact.
@@ -41,11 +36,11 @@ type Info struct {
 	Modified time.Time
 }
 
-// maxErrorBody bounds the error message read from a refusal.
-const maxErrorBody = 64 << 10
+// maxAnswer bounds the JSON answer to an upload.
+const maxAnswer = 64 << 10
 
 func (r *Remote) url(jobID, path string) string {
-	u := r.Base + "/api/v1/jobs/" + url.PathEscape(jobID) + "/artifacts"
+	u := r.REST.URL("/api/v1/jobs/" + url.PathEscape(jobID) + "/artifacts")
 	if path != "" {
 		u += "/" + (&url.URL{Path: path}).EscapedPath()
 	}
@@ -72,50 +67,8 @@ func (r *Remote) do(ctx context.Context, method, u string, body io.Reader, size 
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	if r.Bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+r.Bearer)
-	}
-	resp, err := r.HTTP.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, &kindError{err: err, kind: spool.ErrUnavailable}
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, refusal(resp)
-	}
-	return resp, nil
+	return r.REST.Do(req)
 }
-
-// refusal is the server's answer as an error of its kind, with the
-// message the server gave.
-func refusal(resp *http.Response) error {
-	var body struct {
-		Error string `json:"error"`
-	}
-	_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&body)
-	msg := body.Error
-	if msg == "" {
-		msg = resp.Status
-	}
-	kind := apierr.KindOfStatus(resp.StatusCode)
-	if kind == nil {
-		return errors.New(msg)
-	}
-	return &kindError{err: errors.New(msg), kind: kind}
-}
-
-// kindError is a refusal with the kind its status stands for, so that
-// errors.Is(err, spool.ErrNotFound) holds for a 404.
-type kindError struct {
-	err  error
-	kind error
-}
-
-func (e *kindError) Error() string   { return e.err.Error() }
-func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
 
 // Upload keeps what body yields as the artifact path of job jobID. size is
 // its length when known (-1 otherwise): the server refuses a body known
@@ -127,7 +80,7 @@ func (r *Remote) Upload(ctx context.Context, jobID, path string, body io.Reader,
 	}
 	defer resp.Body.Close()
 	var a jobjson.Artifact
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&a); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(&a); err != nil {
 		return jobjson.Artifact{}, fmt.Errorf("upload artifact %s of job %s: the server's answer: %w", path, jobID, err)
 	}
 	return a, nil

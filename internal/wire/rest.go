@@ -37,6 +37,13 @@ func NewREST(baseURL string, o Options) (*REST, error) {
 	return &REST{hc: hc, base: base, key: strings.TrimSpace(o.APIKey)}, nil
 }
 
+// WithBearer is r sending token (a job token) in place of its key.
+func (r *REST) WithBearer(token string) *REST {
+	c := *r
+	c.key = strings.TrimSpace(token)
+	return &c
+}
+
 // URL is the address of path (which starts with /) on the server.
 func (r *REST) URL(path string) string { return r.base + path }
 
