@@ -118,6 +118,7 @@ func TestSubmitBatch(t *testing.T) {
 // TestSubmitBatchFromStdin: "-" reads the jobs from stdin, more than a
 // call takes; --json reports each line as an object.
 func TestSubmitBatchFromStdin(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	var in strings.Builder
 	for i := range 2500 {
@@ -165,6 +166,7 @@ func TestSubmitBatchRefusals(t *testing.T) {
 // on the terminal how far it has got, a line written over after each call,
 // and clears it for its other messages.
 func TestSubmitBatchProgress(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	var in strings.Builder
 	for i := range 1500 {

@@ -17,6 +17,7 @@ import (
 )
 
 func TestLogs(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	job := spooltest.RunJob(t, srv, mixedLog(10000)...)
 	id := job.ID
@@ -89,6 +90,7 @@ func TestLogsFollow(t *testing.T) {
 // TestLogsMarkAttempts: the output of each attempt after the first (a
 // retry) is introduced on stderr, so the log shows where it begins.
 func TestLogsMarkAttempts(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	if _, _, err := srv.Client().Submit(context.Background(), client.SubmitParams{Script: "flaky", Retries: 1}); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // following a job that prints nothing more, stop within seconds of their
 // key's revocation, saying so, without trying to reconnect.
 func TestFollowEndsWhenKeyRevoked(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	follow := func(t *testing.T, role spool.Role, args func(jobID string) []string, lease func() *spooltest.Lease) {
 		name := "follower-" + role.String()

@@ -86,6 +86,7 @@ func TestStartupErrorsNameTheSetting(t *testing.T) {
 // says so, tries again for a while (a server restarting is back soon),
 // then says where it looked and why the connection failed.
 func TestUnreachableServer(t *testing.T) {
+	t.Parallel()
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ const stdinTokenKey = "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
 // delete` takes the job's blobs with it.
 func TestSubmitLargeStdin(t *testing.T) {
 	// The AWS SDK of the server finds moto's test credentials in the
-	// environment, so the stores run one after another.
+	// environment: the test runs alone, its stores side by side.
 	mototest.SetEnv(t)
 	in := filepath.Join(t.TempDir(), "in.bin")
 	want := writeRandom(t, in, 50<<20)
@@ -69,6 +69,7 @@ func TestSubmitLargeStdin(t *testing.T) {
 		}},
 	} {
 		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
 			srv := spooltest.NewServer(t, spooltest.Config{Server: st.store(t)})
 			spooltest.NewWorker(t, srv, worker.Config{})
 			began := time.Now()

@@ -65,6 +65,7 @@ func TestSubmitFollowWaitsForWorker(t *testing.T) {
 // TestSubmitFollowKilled: a job whose command a signal killed makes
 // submit -f exit as a shell would: 128 + the signal's number.
 func TestSubmitFollowKilled(t *testing.T) {
+	t.Parallel()
 	srv := spooltest.NewServer(t)
 	spooltest.NewWorker(t, srv, worker.Config{})
 	r := await(t, start(srv, "submit", "-f", "--shell", "echo before; kill -KILL $$"))

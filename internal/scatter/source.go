@@ -54,8 +54,11 @@ const (
 // BatchKey is where batch i of a scatter read from a source is kept in the
 // blob store.
 func BatchKey(scatterID string, i int32) string {
-	return fmt.Sprintf("scatters/%s/batches/%d.json", scatterID, i)
+	return fmt.Sprintf("%sbatches/%d.json", BlobsPrefix(scatterID), i)
 }
+
+// BlobsPrefix is the prefix of every blob of a scatter.
+func BlobsPrefix(scatterID string) string { return "scatters/" + scatterID + "/" }
 
 // Reading reports whether rec's items are still being read: its batch
 // count may still grow, so it cannot gather or end.

@@ -12,6 +12,7 @@ import (
 	spoolv1 "github.com/spool-run/spool/gen/spool/v1"
 	"github.com/spool-run/spool/internal/apierr"
 	"github.com/spool-run/spool/internal/convert"
+	"github.com/spool-run/spool/internal/scatter"
 )
 
 // DeleteJob removes a finished job, its whole log and the files kept
@@ -44,6 +45,13 @@ func (s *Service) remove(ctx context.Context, job *spoolv1.Job, why string) erro
 				job.GetJobId(), b.GetScatterId())
 		case err != nil && !errors.Is(err, spool.ErrNotFound):
 			return err
+		case err == nil && why == reasonRetention && b.GetBatchIndex() == 0 && s.blobs != nil && rec.Scatter.GetSpec().GetSource() != nil:
+			// The batches cut from a scatter's S3 items go when
+			// retention takes its first batch's job: the scatter has
+			// ended, and its jobs, which read them, are going.
+			if _, err := s.blobs.DeletePrefix(ctx, scatter.BlobsPrefix(b.GetScatterId())); err != nil {
+				return fmt.Errorf("deleting the batches of scatter %s: %w", b.GetScatterId(), err)
+			}
 		}
 	}
 	if err := s.removeBlobs(ctx, job); err != nil {
@@ -55,6 +63,9 @@ func (s *Service) remove(ctx context.Context, job *spoolv1.Job, why string) erro
 	s.metrics.deleted.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", job.GetQueue()), attribute.String("reason", why)))
 	return nil
 }
+
+// reasonRetention is the reason the retention sweeper gives RemoveJob.
+const reasonRetention = "retention"
 
 // RemoveJob deletes a finished job as DeleteJob does, for the retention
 // sweeper (reason: why, for the metrics): the rule every deletion shares,

@@ -17,6 +17,8 @@ import (
 	"github.com/spool-run/spool/internal/blob/dirblob"
 	"github.com/spool-run/spool/internal/blob/pgblob"
 	"github.com/spool-run/spool/internal/config"
+	"github.com/spool-run/spool/internal/scatter"
+	"github.com/spool-run/spool/internal/store"
 	"github.com/spool-run/spool/internal/store/backends/pgstore/pgtest"
 )
 
@@ -354,4 +356,50 @@ func (o *operator) cancel(t *testing.T, id string) {
 	if _, err := o.s.CancelJob(o.ctx, &spoolv1.CancelJobRequest{JobId: id}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The batches cut from a scatter's S3 items go when retention takes the
+// job of its first batch (the scatter has ended); an operator's delete of
+// that job leaves them, for a redrive of the scatter's other batches.
+func TestScatterBatchesGoWithRetention(t *testing.T) {
+	onBlobStores(t, func(t *testing.T, blobs blob.Store) {
+		o := stdinCore(t, blobs, nil)
+		const id = "01a2205f-db3b-72ce-88c7-21a8d53b9a69"
+		rec := &store.ScatterRecord{Scatter: &spoolv1.Scatter{ScatterId: id, State: spoolv1.ScatterState_SCATTER_STATE_SUCCEEDED,
+			Spec: &spoolv1.ScatterSpec{Source: &spoolv1.ScatterSource{Items: "s3://items/in.jsonl"}}}}
+		if err := o.st.CreateScatter(o.ctx, rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		for i := range int32(2) {
+			if _, err := blobs.Put(o.ctx, scatter.BatchKey(id, i), strings.NewReader(`[1]`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ended := func(name string, batch int32) string {
+			j, _, err := o.st.Enqueue(o.ctx, store.NewJob{ID: id + "." + name, Queue: "q", MaxAttempts: 1, RejectReason: "ended", Execution: config.Default().ExecutionConfig(),
+				Params: &spoolv1.JobParams{Argv: []string{"true"}, Scatter: &spoolv1.ScatterMember{ScatterId: id, BatchIndex: batch, BatchCount: 2}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j.GetJobId()
+		}
+		if _, err := o.s.DeleteJob(o.ctx, &spoolv1.DeleteJobRequest{JobId: ended("0", 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(t, blobs, scatter.BlobsPrefix(id)); len(got) != 2 {
+			t.Fatalf("the scatter's batches after an operator deleted a job: %v", got)
+		}
+		if err := o.s.RemoveJob(o.ctx, ended("1", 1), "retention"); err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(t, blobs, scatter.BlobsPrefix(id)); len(got) != 2 {
+			t.Fatalf("the scatter's batches after retention took batch 1's job: %v", got)
+		}
+		if err := o.s.RemoveJob(o.ctx, ended("0.r1", 0), "retention"); err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(t, blobs, scatter.BlobsPrefix(id)); len(got) != 0 {
+			t.Fatalf("the scatter's batches after retention took batch 0's job: %v", got)
+		}
+	})
 }
