@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -136,12 +138,37 @@ var serverGone = []string{"cannot reach the server", "heartbeat failed", "cannot
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports.mu.Lock()
+	defer ports.mu.Unlock()
+	if ports.given == nil {
+		ports.given = map[int]bool{}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	// Below the ephemeral range, from which the system gives every
+	// outgoing connection its local port: a port found free there could
+	// be some connection's before the server binds it (a test restarting
+	// its server on the same address would meet the same). Each port is
+	// given once per run.
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		if ports.given[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		ports.given[port] = true
+		return ln.Addr().String()
+	}
+	t.Fatal("no free port between 20000 and 32000 on 127.0.0.1")
+	return ""
+}
+
+// ports are the ports freePort gave.
+var ports struct {
+	mu    sync.Mutex
+	given map[int]bool
 }
 
 // startServer runs `spool server` on addr with dataDir (and any extra
