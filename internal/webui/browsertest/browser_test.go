@@ -198,6 +198,22 @@ func (b *browser) text(t *testing.T, selector string) string {
 	return eval[string](t, b, fmt.Sprintf("document.querySelector(%q)?.textContent ?? ''", selector))
 }
 
+// confirm clicks a button that asks for a second click (confirmButton in
+// util.js), and returns what it said between the two. Both clicks and the
+// reading are one evaluation: the button disarms after 4 s, which round
+// trips to a browser busy with other tests' pages could outlast.
+func (b *browser) confirm(t *testing.T, selector string) string {
+	t.Helper()
+	return eval[string](t, b, fmt.Sprintf(`(() => {
+		const btn = document.querySelector(%q);
+		if (!btn) return "no button";
+		btn.click();
+		const asked = btn.textContent;
+		btn.click();
+		return asked;
+	})()`, selector))
+}
+
 func (b *browser) has(t *testing.T, selector string) bool {
 	t.Helper()
 	return eval[bool](t, b, fmt.Sprintf("document.querySelector(%q) !== null", selector))

@@ -231,7 +231,9 @@ func TestScattersPagesAndCancel(t *testing.T) {
 		t.Error("the last page's pager links are wrong")
 	}
 
-	b.do(t, "click cancel twice", chromedp.Click(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel")))
+	if got := b.confirm(t, "#cancel"); got != "Click again to cancel" {
+		t.Fatalf("after one click the cancel button reads %q; want it to ask for a second", got)
+	}
 	b.waitFor(t, "the scatter to be cancelled", `document.querySelector("#state .state.cancelled") !== null && document.getElementById("cancel").hidden`)
 	b.waitFor(t, "its batches to say so", `document.querySelectorAll("#batches .state.cancelled").length === 20 && document.querySelectorAll("#batches .state.not-run").length === 30`)
 	if got := b.text(t, "#scatter-error"); !strings.Contains(got, "cancelled from the web UI") {
@@ -256,7 +258,9 @@ func TestScatterCancelNeedsSubmit(t *testing.T) {
 	b.do(t, "open the scatter page", chromedp.Navigate(srv.URL+"/scatters/"+sc.ID))
 	b.signIn(t, srv.Key(t, spool.RoleRead))
 	b.waitFor(t, "the cancel button", `!document.getElementById("cancel").hidden`)
-	b.do(t, "click cancel twice", chromedp.Click(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel")))
+	if got := b.confirm(t, "#cancel"); got != "Click again to cancel" {
+		t.Fatalf("after one click the cancel button reads %q; want it to ask for a second", got)
+	}
 	b.waitFor(t, "the refusal", `document.getElementById("error").textContent.startsWith("Cancel failed:")`)
 	if !b.has(t, "#state .state.running") {
 		t.Error("the scatter does not show as running after a refused cancel")

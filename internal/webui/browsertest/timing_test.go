@@ -65,11 +65,9 @@ func TestSchedulesPage(t *testing.T) {
 	b.waitFor(t, "often's row marked", `document.querySelector('#schedules tr.marked')?.id === "often"`)
 
 	pause := `#schedules button[data-schedule="nightly"]`
-	b.do(t, "click Pause", chromedp.Click(chromedp.CSS(pause)))
-	if got := b.text(t, pause); got != "Click again to pause" {
+	if got := b.confirm(t, pause); got != "Click again to pause" {
 		t.Fatalf("after one click the button reads %q; a pause needs a second click", got)
 	}
-	b.do(t, "click again", chromedp.Click(chromedp.CSS(pause)))
 	b.waitFor(t, "nightly paused", scheduleRow("nightly")+`.split("|")[4] === "paused"`)
 	if s, err := c.Schedule(ctx, "nightly"); err != nil || !s.Paused {
 		t.Fatalf("the server does not have nightly paused: %+v, %v", s, err)
@@ -140,7 +138,9 @@ func TestScheduledJobPage(t *testing.T) {
 	}
 
 	// Cancelled from its page, the first job takes the one after it along.
-	b.do(t, "cancel the first job", chromedp.Click(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel")))
+	if got := b.confirm(t, "#cancel"); got != "Click again to cancel" {
+		t.Fatalf("after one click the cancel button reads %q; want it to ask for a second", got)
+	}
 	b.waitFor(t, "the first job cancelled", `document.querySelector("#state .state")?.textContent === "cancelled"`)
 	// The server's promoter cancels the follower in its next round, which
 	// the cancel rings for at once.

@@ -294,7 +294,9 @@ func TestJobsPageAndCancel(t *testing.T) {
 
 	b.do(t, "open the queued job", chromedp.Navigate(srv.URL+"/jobs/"+queued.ID))
 	b.waitFor(t, "the cancel button", `!document.getElementById("cancel").hidden`)
-	b.do(t, "click cancel twice", chromedp.Click(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel")))
+	if got := b.confirm(t, "#cancel"); got != "Click again to cancel" {
+		t.Fatalf("after one click the cancel button reads %q; want it to ask for a second", got)
+	}
 	b.waitFor(t, "the job to be cancelled", `document.querySelector(".state.cancelled") !== null && document.getElementById("cancel").hidden`)
 	b.waitFor(t, "the final status", `document.getElementById("status-text").textContent.startsWith("finished: cancelled")`)
 	got, err := c.Job(context.Background(), queued.ID)
