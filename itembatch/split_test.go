@@ -304,14 +304,7 @@ func FuzzSplit(f *testing.F) {
 	f.Add([]byte("zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"), uint8(5), uint16(1), uint8(4), true)
 	f.Fuzz(func(t *testing.T, data []byte, maxItems uint8, maxBytes uint16, perGroup uint8, groupBy bool) {
 		gen := fuzzItems(data)
-		o := Config{MaxItems: int(maxItems) % 9}
-		if maxBytes != 0 {
-			o.MaxBytes = 2 + int(maxBytes)%400
-		}
-		if groupBy {
-			o.GroupBy = "g"
-			o.MaxItemsPerGroup = int(perGroup) % 5
-		}
+		o := fuzzConfig(maxItems, maxBytes, perGroup, groupBy)
 		items := make([]Item, len(gen))
 		index := map[string]int{}
 		for i, g := range gen {
@@ -432,14 +425,7 @@ func FuzzSplitter(f *testing.F) {
 	f.Add([]byte("zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"), uint8(5), uint16(1), uint8(4), true)
 	f.Fuzz(func(t *testing.T, data []byte, maxItems uint8, maxBytes uint16, perGroup uint8, groupBy bool) {
 		gen := fuzzItems(data)
-		o := Config{MaxItems: int(maxItems) % 9}
-		if maxBytes != 0 {
-			o.MaxBytes = 2 + int(maxBytes)%400
-		}
-		if groupBy {
-			o.GroupBy = "g"
-			o.MaxItemsPerGroup = int(perGroup) % 5
-		}
+		o := fuzzConfig(maxItems, maxBytes, perGroup, groupBy)
 		items := make([]Item, len(gen))
 		for i, g := range gen {
 			items[i] = Item(g.text)
@@ -541,4 +527,18 @@ func FuzzItemReader(f *testing.F) {
 		}
 		equalTexts(t, got, texts(want)...)
 	})
+}
+
+// fuzzConfig is the cut a fuzzer's numbers stand for: small bounds, so
+// that a few items already make several batches.
+func fuzzConfig(maxItems uint8, maxBytes uint16, perGroup uint8, groupBy bool) Config {
+	o := Config{MaxItems: int(maxItems) % 9}
+	if maxBytes != 0 {
+		o.MaxBytes = 2 + int(maxBytes)%400
+	}
+	if groupBy {
+		o.GroupBy = "g"
+		o.MaxItemsPerGroup = int(perGroup) % 5
+	}
+	return o
 }
